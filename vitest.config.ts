@@ -1,0 +1,49 @@
+import path from 'node:path';
+import swc from 'unplugin-swc';
+import { defineConfig } from 'vitest/config';
+
+const libs = ['core', 'data', 'queue', 'runtime', 'samples', 'scoring', 'workflows'];
+const alias: Record<string, string> = {
+  '@abacus/configs': path.resolve(__dirname, 'configs/index.ts'),
+};
+for (const lib of libs) alias[`@abacus/${lib}`] = path.resolve(__dirname, `libs/${lib}/src/index.ts`);
+
+// SWC instead of esbuild: NestJS dependency injection needs emitted decorator metadata.
+const plugins = [swc.vite({ module: { type: 'es6' } })];
+
+export default defineConfig({
+  plugins,
+  resolve: { alias },
+  test: {
+    pool: 'forks',
+    projects: [
+      {
+        plugins,
+        resolve: { alias },
+        test: { name: 'unit', include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'configs/**/*.spec.ts'], testTimeout: 120_000 },
+      },
+      {
+        plugins,
+        resolve: { alias },
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        plugins,
+        resolve: { alias },
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
