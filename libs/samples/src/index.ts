@@ -5,3 +5,4 @@ export { simulateOptionsSchema, type SimulateOptions } from './simulator/simulat
 export { FEATURE_CATALOG, DOMAIN_NAMES, type FeatureSpec } from './simulator/feature-catalog';
 export { Prng } from './simulator/prng';
 export { exactAuc } from './metrics/exact-auc';
+export { writeWorld, type WorldManifest, type ManifestFile } from './simulator/world-writer';
