@@ -1,0 +1,609 @@
+// N-API surface of the runtime: NativeModel (params as zero-copy views, async train / predict /
+// ablate), shard open / write, and CPU feature info. Only libs/runtime/src/binding.ts loads this.
+#include <napi.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/data_source.h"
+#include "common/shard.h"
+#include "cpu/gemm.h"
+#include "cpu/model.h"
+
+using namespace abacus;
+
+namespace {
+
+double num(const Napi::Object& o, const char* k, double def) {
+  if (!o.Has(k)) return def;
+  Napi::Value v = o.Get(k);
+  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : def;
+}
+bool flag(const Napi::Object& o, const char* k, bool def) {
+  if (!o.Has(k)) return def;
+  Napi::Value v = o.Get(k);
+  return v.IsBoolean() ? v.As<Napi::Boolean>().Value() : def;
+}
+
+class ShardHandle : public Napi::ObjectWrap<ShardHandle> {
+ public:
+  static Napi::FunctionReference ctor;
+  std::shared_ptr<MappedShard> shard;
+  static Napi::Function Init(Napi::Env env) {
+    Napi::Function f = DefineClass(env, "ShardHandle", {InstanceAccessor<&ShardHandle::Json>("json"), InstanceAccessor<&ShardHandle::Rows>("rows")});
+    ctor = Napi::Persistent(f);
+    ctor.SuppressDestruct();
+    return f;
+  }
+  explicit ShardHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ShardHandle>(info) {
+    if (info.Length() < 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "use openShard(path)");
+    shard = *info[0].As<Napi::External<std::shared_ptr<MappedShard>>>().Data();
+  }
+  Napi::Value Json(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), shard->json()); }
+  Napi::Value Rows(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), (double)shard->rows()); }
+};
+Napi::FunctionReference ShardHandle::ctor;
+
+template <class T>
+const T* typed_ptr(const Napi::Value& v, size_t* len) {
+  auto a = v.As<Napi::TypedArray>();
+  *len = a.ElementLength();
+  return reinterpret_cast<const T*>(static_cast<const char*>(a.ArrayBuffer().Data()) + a.ByteOffset());
+}
+
+// Builds a zero-copy view of the data described by the JS object (see binding.ts NativeData).
+DataSource make_source(const Napi::Env& env, const Napi::Object& d, int num_numeric, int num_slots) {
+  DataSource ds;
+  auto nm = d.Get("numMap").As<Napi::Int32Array>();
+  for (size_t j = 0; j < nm.ElementLength(); ++j) ds.num_map.push_back(nm[j]);
+  if ((int)ds.num_map.size() != num_numeric) throw Napi::Error::New(env, "numMap length does not match the model's numeric inputs");
+  auto parts = d.Get("parts").As<Napi::Array>();
+  for (uint32_t i = 0; i < parts.Length(); ++i) {
+    Napi::Object p = parts.Get(i).As<Napi::Object>();
+    DataPart part;
+    size_t len;
+    if (p.Has("shard")) {
+      auto* h = ShardHandle::Unwrap(p.Get("shard").As<Napi::Object>());
+      const MappedShard& s = *h->shard;
+      ds.keep.push_back(h->shard);
+      part.rows = (int64_t)s.rows();
+      part.num_stride = (int64_t)num(p, "numStride", 0);
+      uint64_t bytes = 0;
+      part.numeric = static_cast<const float*>(s.section(kNumeric, 0, &bytes));
+      if (num_numeric && (!part.numeric || bytes < (uint64_t)part.rows * part.num_stride * 4)) throw Napi::Error::New(env, "shard has no numeric section of the right size");
+      part.labels = static_cast<const float*>(s.section(kLabels, 0, &bytes));
+      if (!part.labels || bytes < (uint64_t)part.rows * 4) throw Napi::Error::New(env, "shard has no labels section");
+      part.weights = static_cast<const float*>(s.section(kWeights, 0));
+      int key_index = (int)num(p, "keyIndex", -1);
+      if (key_index >= 0) part.key = static_cast<const int32_t*>(s.section(kKey, key_index));
+      auto si = p.Get("slotIndex").As<Napi::Int32Array>();
+      for (int k = 0; k < num_slots; ++k) {
+        uint64_t ob = 0, ib = 0;
+        auto* o = static_cast<const int32_t*>(s.section(kSlotOffsets, si[k], &ob));
+        auto* id = static_cast<const int32_t*>(s.section(kSlotIds, si[k], &ib));
+        if (!o || !id || ob != (uint64_t)(part.rows + 1) * 4) throw Napi::Error::New(env, "shard slot section missing or wrong size");
+        if ((uint64_t)o[part.rows] * 4 > ib) throw Napi::Error::New(env, "shard slot offsets run past its ids");
+        part.offs.push_back(o);
+        part.ids.push_back(id);
+      }
+    } else {
+      part.rows = (int64_t)num(p, "rows", 0);
+      part.num_stride = (int64_t)num(p, "numStride", 0);
+      if (num_numeric) {
+        part.numeric = typed_ptr<float>(p.Get("numeric"), &len);
+        if ((int64_t)len < part.rows * part.num_stride) throw Napi::Error::New(env, "numeric array is shorter than rows x columns");
+      }
+      part.labels = typed_ptr<float>(p.Get("labels"), &len);
+      if ((int64_t)len < part.rows) throw Napi::Error::New(env, "labels array is shorter than rows");
+      if (p.Has("weights") && p.Get("weights").IsTypedArray()) {
+        part.weights = typed_ptr<float>(p.Get("weights"), &len);
+        if ((int64_t)len < part.rows) throw Napi::Error::New(env, "weights array is shorter than rows");
+      }
+      if (p.Has("key") && p.Get("key").IsTypedArray()) {
+        part.key = typed_ptr<int32_t>(p.Get("key"), &len);
+        if ((int64_t)len < part.rows) throw Napi::Error::New(env, "key array is shorter than rows");
+      }
+      auto offs = p.Get("offs").As<Napi::Array>(), ids = p.Get("ids").As<Napi::Array>();
+      if ((int)offs.Length() != num_slots || (int)ids.Length() != num_slots) throw Napi::Error::New(env, "slot arrays do not match the model's slots");
+      for (int k = 0; k < num_slots; ++k) {
+        size_t ol, il;
+        const int32_t* o = typed_ptr<int32_t>(offs.Get(k), &ol);
+        const int32_t* id = typed_ptr<int32_t>(ids.Get(k), &il);
+        if ((int64_t)ol != part.rows + 1) throw Napi::Error::New(env, "slot #" + std::to_string(k) + ": offsets must have rows + 1 entries");
+        if (o[0] != 0 || o[part.rows] < 0 || (size_t)o[part.rows] > il) throw Napi::Error::New(env, "slot #" + std::to_string(k) + ": offsets must start at 0 and end within ids");
+        part.offs.push_back(o);
+        part.ids.push_back(id);
+      }
+    }
+    ds.parts.push_back(std::move(part));
+  }
+  ds.finish();
+  return ds;
+}
+
+// Offsets must be non-decreasing; checked off the event loop before any work.
+void check_offsets(const DataSource& ds) {
+  for (size_t i = 0; i < ds.parts.size(); ++i)
+    for (size_t s = 0; s < ds.parts[i].offs.size(); ++s) {
+      const int32_t* o = ds.parts[i].offs[s];
+      for (int64_t r = 0; r < ds.parts[i].rows; ++r)
+        if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(r));
+    }
+}
+
+Napi::Object metrics_obj(Napi::Env env, const Metrics& m) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("auc", m.auc);
+  o.Set("logloss", m.logloss);
+  o.Set("calibration", m.calibration);
+  o.Set("meanPrediction", m.mean_pred);
+  o.Set("meanLabel", m.mean_label);
+  return o;
+}
+
+class NativeModel;
+
+struct BusyGuard {
+  std::atomic<bool>* b;
+  ~BusyGuard() { if (b) b->store(false); }
+};
+
+class NativeModel : public Napi::ObjectWrap<NativeModel> {
+ public:
+  std::unique_ptr<CpuModel> model;
+  std::atomic<bool> busy{false};
+
+  static Napi::Function Init(Napi::Env env) {
+    return DefineClass(env, "NativeModel",
+                       {InstanceMethod<&NativeModel::Tensors>("tensors"), InstanceMethod<&NativeModel::OptTensors>("optimizerTensors"),
+                        InstanceMethod<&NativeModel::GetState>("getState"), InstanceMethod<&NativeModel::SetState>("setState"),
+                        InstanceMethod<&NativeModel::Train>("train"), InstanceMethod<&NativeModel::Predict>("predict"),
+                        InstanceMethod<&NativeModel::Ablate>("ablate"), InstanceMethod<&NativeModel::Gradients>("gradients"),
+                        InstanceMethod<&NativeModel::Cancel>("cancel")});
+  }
+
+  explicit NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
+    Napi::Env env = info.Env();
+    Napi::Object c = info[0].As<Napi::Object>();
+    ModelConfig cfg;
+    cfg.num_numeric = (int)num(c, "numNumeric", 0);
+    auto v = c.Get("vocab").As<Napi::Array>();
+    for (uint32_t i = 0; i < v.Length(); ++i) cfg.vocab.push_back((int64_t)v.Get(i).As<Napi::Number>().DoubleValue());
+    cfg.dim = (int)num(c, "dim", 16);
+    cfg.mean = c.Get("pooling").As<Napi::String>().Utf8Value() == "mean";
+    cfg.wide = flag(c, "wide", false);
+    auto h = c.Get("hidden").As<Napi::Array>();
+    for (uint32_t i = 0; i < h.Length(); ++i) cfg.hidden.push_back(h.Get(i).As<Napi::Number>().Int32Value());
+    Napi::Object d = c.Get("dense").As<Napi::Object>(), s = c.Get("sparse").As<Napi::Object>();
+    cfg.dense = {(float)num(d, "lr", 1e-3), (float)num(d, "beta1", 0.9), (float)num(d, "beta2", 0.999), (float)num(d, "eps", 1e-8), (float)num(d, "weightDecay", 0)};
+    cfg.sparse.kind = s.Get("kind").As<Napi::String>().Utf8Value() == "adagrad" ? 0 : 1;
+    cfg.sparse.lr = (float)num(s, "lr", 1e-3);
+    cfg.sparse.b1 = (float)num(s, "beta1", 0.9);
+    cfg.sparse.b2 = (float)num(s, "beta2", 0.999);
+    cfg.sparse.eps = (float)num(s, "eps", 1e-8);
+    cfg.sparse.init_acc = (float)num(s, "initialAccumulator", 0.1);
+    cfg.seed = (uint64_t)num(c, "seed", 0);
+    cfg.threads = (int)num(c, "threads", 1);
+    try {
+      model.reset(new CpuModel(cfg));
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, e.what());
+    }
+  }
+
+  void check_idle(Napi::Env env) {
+    if (busy.load()) throw Napi::Error::New(env, "model is busy with another operation");
+  }
+
+  Napi::Value views(const Napi::CallbackInfo& info, std::vector<Tensor>& ts) {
+    Napi::Env env = info.Env();
+    Napi::Array arr = Napi::Array::New(env, ts.size());
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const Tensor& t = ts[i];
+      // Each view holds a reference to this model so the memory outlives every view.
+      auto* keep = new Napi::ObjectReference(Napi::Persistent(Value()));
+      Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, t.data, t.size * sizeof(float),
+                                                    [](Napi::Env, void*, Napi::ObjectReference* r) { delete r; }, keep);
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("name", t.name);
+      Napi::Array shape = Napi::Array::New(env, t.shape.size());
+      for (size_t k = 0; k < t.shape.size(); ++k) shape.Set((uint32_t)k, (double)t.shape[k]);
+      o.Set("shape", shape);
+      o.Set("data", Napi::Float32Array::New(env, t.size, ab, 0));
+      arr.Set((uint32_t)i, o);
+    }
+    return arr;
+  }
+  Napi::Value Tensors(const Napi::CallbackInfo& info) { return views(info, model->params()); }
+  Napi::Value OptTensors(const Napi::CallbackInfo& info) { return views(info, model->opt_state()); }
+
+  Napi::Value GetState(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("step", (double)model->step);
+    o.Set("normalized", model->normalized);
+    Napi::Array fr = Napi::Array::New(env, model->frozen.size());
+    for (size_t i = 0; i < model->frozen.size(); ++i) fr.Set((uint32_t)i, (bool)model->frozen[i]);
+    o.Set("frozen", fr);
+    o.Set("isa", gemm_isa());
+    o.Set("threads", model->pool().size());
+    return o;
+  }
+  void SetState(const Napi::CallbackInfo& info) {
+    check_idle(info.Env());
+    Napi::Object o = info[0].As<Napi::Object>();
+    if (o.Has("step")) model->step = (int64_t)num(o, "step", 0);
+    if (o.Has("normalized")) model->normalized = flag(o, "normalized", false);
+    if (o.Has("frozen")) {
+      auto fr = o.Get("frozen").As<Napi::Array>();
+      for (uint32_t i = 0; i < fr.Length() && i < model->frozen.size(); ++i) model->frozen[i] = fr.Get(i).ToBoolean().Value();
+    }
+  }
+  void Cancel(const Napi::CallbackInfo&) { model->cancel.store(true); }
+
+  Napi::Value Train(const Napi::CallbackInfo& info);
+  Napi::Value Predict(const Napi::CallbackInfo& info);
+  Napi::Value Ablate(const Napi::CallbackInfo& info);
+  Napi::Value Gradients(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check_idle(env);
+    DataSource ds = make_source(env, info[0].As<Napi::Object>(), model->config().num_numeric, (int)model->config().vocab.size());
+    std::map<std::string, std::vector<float>> grads;
+    std::vector<float> logits(ds.rows);
+    double loss;
+    try {
+      check_offsets(ds);
+      loss = model->gradients(ds, logits.data(), grads);
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, e.what());
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("loss", loss);
+    auto lg = Napi::Float32Array::New(env, logits.size());
+    std::copy(logits.begin(), logits.end(), lg.Data());
+    o.Set("logits", lg);
+    Napi::Object g = Napi::Object::New(env);
+    for (auto& kv : grads) {
+      auto a = Napi::Float32Array::New(env, kv.second.size());
+      std::copy(kv.second.begin(), kv.second.end(), a.Data());
+      g.Set(kv.first, a);
+    }
+    o.Set("grads", g);
+    return o;
+  }
+};
+
+// Base for model operations: holds the data alive, marks the model busy, settles a promise.
+class ModelWorker : public Napi::AsyncWorker {
+ public:
+  ModelWorker(Napi::Env env, NativeModel* m, Napi::Object self, Napi::Object data)
+      : Napi::AsyncWorker(env), deferred(Napi::Promise::Deferred::New(env)), nm(m) {
+    self_ref = Napi::Persistent(self);
+    data_ref = Napi::Persistent(data);
+    ds = make_source(env, data, m->model->config().num_numeric, (int)m->model->config().vocab.size());
+  }
+  void begin() {
+    nm->busy.store(true);
+    nm->model->cancel.store(false);
+    Queue();
+  }
+  void OnError(const Napi::Error& e) override {
+    nm->busy.store(false);
+    deferred.Reject(e.Value());
+  }
+  Napi::Promise::Deferred deferred;
+  NativeModel* nm;
+  Napi::ObjectReference self_ref, data_ref;
+  DataSource ds;
+};
+
+class TrainWorker : public Napi::AsyncProgressQueueWorker<Progress> {
+ public:
+  TrainWorker(Napi::Env env, NativeModel* m, Napi::Object self, Napi::Object data, Napi::Value val, TrainOptions o, Napi::Function cb)
+      : Napi::AsyncProgressQueueWorker<Progress>(cb), deferred(Napi::Promise::Deferred::New(env)), nm(m), opts(o) {
+    self_ref = Napi::Persistent(self);
+    data_ref = Napi::Persistent(data);
+    const int nn = m->model->config().num_numeric, ns = (int)m->model->config().vocab.size();
+    ds = make_source(env, data, nn, ns);
+    if (val.IsObject()) {
+      val_ref = Napi::Persistent(val.As<Napi::Object>());
+      vds.reset(new DataSource(make_source(env, val.As<Napi::Object>(), nn, ns)));
+    }
+  }
+  void Execute(const ExecutionProgress& p) override {
+    try {
+      check_offsets(ds);
+      if (vds) check_offsets(*vds);
+      res = nm->model->train(ds, vds.get(), opts, [&](const Progress& pr) { p.Send(&pr, 1); });
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnProgress(const Progress* data, size_t count) override {
+    Napi::Env env = Env();
+    if (Callback().IsEmpty()) return;
+    for (size_t i = 0; i < count; ++i) {
+      const Progress& pr = data[i];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("epoch", pr.epoch);
+      o.Set("step", (double)pr.step);
+      o.Set("totalSteps", (double)pr.total_steps);
+      o.Set("loss", pr.loss);
+      o.Set("samplesPerSecond", pr.samples_per_s);
+      o.Set("epochEnd", pr.epoch_end);
+      if (pr.epoch_end) { o.Set("valAuc", pr.val_auc); o.Set("valLogloss", pr.val_logloss); }
+      Callback().Call({o});
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    nm->busy.store(false);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("steps", (double)res.steps);
+    o.Set("samples", (double)res.samples);
+    o.Set("epochs", res.epochs);
+    o.Set("finalLoss", res.final_loss);
+    o.Set("samplesPerSecond", res.samples_per_s);
+    o.Set("seconds", res.seconds);
+    o.Set("stoppedEarly", res.stopped_early);
+    o.Set("cancelled", res.cancelled);
+    o.Set("bestEpoch", res.best_epoch);
+    o.Set("bestValAuc", res.best_val_auc);
+    o.Set("bestValLogloss", res.best_val_logloss);
+    o.Set("trainRows", (double)res.train_rows);
+    o.Set("validationRows", (double)res.val_rows);
+    Napi::Array h = Napi::Array::New(env, res.history.size());
+    for (size_t i = 0; i < res.history.size(); ++i) {
+      Napi::Object e = Napi::Object::New(env);
+      e.Set("epoch", res.history[i].epoch);
+      e.Set("trainLoss", res.history[i].train_loss);
+      e.Set("valAuc", res.history[i].val_auc);
+      e.Set("valLogloss", res.history[i].val_logloss);
+      e.Set("seconds", res.history[i].seconds);
+      h.Set((uint32_t)i, e);
+    }
+    o.Set("history", h);
+    deferred.Resolve(o);
+  }
+  void OnError(const Napi::Error& e) override {
+    nm->busy.store(false);
+    deferred.Reject(e.Value());
+  }
+  Napi::Promise::Deferred deferred;
+  NativeModel* nm;
+  TrainOptions opts;
+  TrainResult res;
+  Napi::ObjectReference self_ref, data_ref, val_ref;
+  DataSource ds;
+  std::unique_ptr<DataSource> vds;
+};
+
+Napi::Value NativeModel::Train(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  check_idle(env);
+  Napi::Object o = info[2].As<Napi::Object>();
+  TrainOptions t;
+  t.epochs = (int)num(o, "epochs", 1);
+  t.batch = (int64_t)num(o, "batchSize", 1024);
+  t.shuffle = flag(o, "shuffle", true);
+  t.seed = (uint64_t)num(o, "seed", 0);
+  t.max_steps = (int64_t)num(o, "maxSteps", -1);
+  t.val_fraction = num(o, "validationFraction", 0);
+  t.patience = (int)num(o, "patience", 0);
+  t.min_delta = num(o, "minDelta", 0);
+  t.es_on_logloss = o.Has("monitor") && o.Get("monitor").ToString().Utf8Value() == "logloss";
+  t.restore_best = flag(o, "restoreBest", true);
+  t.progress_every = (int)num(o, "progressEvery", 50);
+  Napi::Function cb = info[3].IsFunction() ? info[3].As<Napi::Function>() : Napi::Function::New(env, [](const Napi::CallbackInfo&) {});
+  auto* w = new TrainWorker(env, this, Value(), info[0].As<Napi::Object>(), info[1], t, cb);
+  busy.store(true);
+  model->cancel.store(false);
+  w->Queue();
+  return w->deferred.Promise();
+}
+
+class PredictWorker : public ModelWorker {
+ public:
+  using ModelWorker::ModelWorker;
+  int64_t batch = 8192;
+  std::vector<float> pred, label, weight;
+  std::vector<int32_t> key;
+  void Execute() override {
+    try {
+      check_offsets(ds);
+      pred.resize(ds.rows);
+      label.resize(ds.rows);
+      weight.resize(ds.rows);
+      key.resize(ds.rows);
+      nm->model->predict(ds, batch, pred.data(), label.data(), weight.data(), key.data());
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    nm->busy.store(false);
+    Napi::Object o = Napi::Object::New(env);
+    auto put = [&](const char* k, const std::vector<float>& v) {
+      auto a = Napi::Float32Array::New(env, v.size());
+      std::copy(v.begin(), v.end(), a.Data());
+      o.Set(k, a);
+    };
+    put("predictions", pred);
+    put("labels", label);
+    if (ds.has_weights()) put("weights", weight);
+    if (ds.has_key()) {
+      auto a = Napi::Int32Array::New(env, key.size());
+      std::copy(key.begin(), key.end(), a.Data());
+      o.Set("key", a);
+    }
+    deferred.Resolve(o);
+  }
+};
+
+Napi::Value NativeModel::Predict(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  check_idle(env);
+  auto* w = new PredictWorker(env, this, Value(), info[0].As<Napi::Object>());
+  if (info.Length() > 1 && info[1].IsNumber()) w->batch = std::max<int64_t>(1, info[1].As<Napi::Number>().Int64Value());
+  w->begin();
+  return w->deferred.Promise();
+}
+
+class AblateWorker : public ModelWorker {
+ public:
+  using ModelWorker::ModelWorker;
+  std::vector<AblationGroup> groups;
+  int repeats = 1;
+  uint64_t seed = 0;
+  int64_t batch = 8192;
+  Metrics base;
+  std::vector<Metrics> out;
+  void Execute() override {
+    try {
+      check_offsets(ds);
+      nm->model->ablate(ds, groups, repeats, seed, batch, base, out);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    nm->busy.store(false);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("base", metrics_obj(env, base));
+    Napi::Array a = Napi::Array::New(env, out.size());
+    for (size_t i = 0; i < out.size(); ++i) a.Set((uint32_t)i, metrics_obj(env, out[i]));
+    o.Set("permuted", a);
+    deferred.Resolve(o);
+  }
+};
+
+Napi::Value NativeModel::Ablate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  check_idle(env);
+  auto* w = new AblateWorker(env, this, Value(), info[0].As<Napi::Object>());
+  Napi::Object o = info[1].As<Napi::Object>();
+  auto gs = o.Get("groups").As<Napi::Array>();
+  const int N = model->config().num_numeric, S = (int)model->config().vocab.size();
+  for (uint32_t i = 0; i < gs.Length(); ++i) {
+    Napi::Object g = gs.Get(i).As<Napi::Object>();
+    AblationGroup ag;
+    auto nums = g.Get("numeric").As<Napi::Array>(), slots = g.Get("slots").As<Napi::Array>();
+    for (uint32_t k = 0; k < nums.Length(); ++k) {
+      int j = nums.Get(k).As<Napi::Number>().Int32Value();
+      if (j < 0 || j >= N) { delete w; throw Napi::RangeError::New(env, "numeric index out of range"); }
+      ag.numeric.push_back(j);
+    }
+    for (uint32_t k = 0; k < slots.Length(); ++k) {
+      int s = slots.Get(k).As<Napi::Number>().Int32Value();
+      if (s < 0 || s >= S) { delete w; throw Napi::RangeError::New(env, "slot index out of range"); }
+      ag.slots.push_back(s);
+    }
+    w->groups.push_back(ag);
+  }
+  w->repeats = std::max(1, (int)num(o, "repeats", 1));
+  w->seed = (uint64_t)num(o, "seed", 0);
+  w->batch = std::max<int64_t>(1, (int64_t)num(o, "batchSize", 8192));
+  w->begin();
+  return w->deferred.Promise();
+}
+
+class OpenShardWorker : public Napi::AsyncWorker {
+ public:
+  OpenShardWorker(Napi::Env env, std::string p, bool v) : Napi::AsyncWorker(env), deferred(Napi::Promise::Deferred::New(env)), path(std::move(p)), verify(v) {}
+  void Execute() override {
+    try {
+      shard = std::make_shared<MappedShard>(path, verify);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    auto ext = Napi::External<std::shared_ptr<MappedShard>>::New(env, &shard);
+    deferred.Resolve(ShardHandle::ctor.New({ext}));
+  }
+  void OnError(const Napi::Error& e) override { deferred.Reject(e.Value()); }
+  Napi::Promise::Deferred deferred;
+  std::string path;
+  bool verify;
+  std::shared_ptr<MappedShard> shard;
+};
+
+Napi::Value OpenShard(const Napi::CallbackInfo& info) {
+  auto* w = new OpenShardWorker(info.Env(), info[0].As<Napi::String>().Utf8Value(), info.Length() < 2 || info[1].ToBoolean().Value());
+  w->Queue();
+  return w->deferred.Promise();
+}
+
+class WriteShardWorker : public Napi::AsyncWorker {
+ public:
+  WriteShardWorker(Napi::Env env, Napi::Object sections_owner)
+      : Napi::AsyncWorker(env), deferred(Napi::Promise::Deferred::New(env)) {
+    keep = Napi::Persistent(sections_owner);
+  }
+  void Execute() override {
+    try {
+      write_shard(path, rows, json, sections);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override { deferred.Resolve(Env().Undefined()); }
+  void OnError(const Napi::Error& e) override { deferred.Reject(e.Value()); }
+  Napi::Promise::Deferred deferred;
+  Napi::ObjectReference keep;
+  std::string path, json;
+  uint64_t rows = 0;
+  std::vector<SectionData> sections;
+};
+
+// writeShard(path, rows, json, [{kind, index, data: TypedArray}]) -> Promise<void>
+Napi::Value WriteShard(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto arr = info[3].As<Napi::Array>();
+  auto* w = new WriteShardWorker(env, arr);
+  w->path = info[0].As<Napi::String>().Utf8Value();
+  w->rows = (uint64_t)info[1].As<Napi::Number>().Int64Value();
+  w->json = info[2].As<Napi::String>().Utf8Value();
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    Napi::Object s = arr.Get(i).As<Napi::Object>();
+    auto ta = s.Get("data").As<Napi::TypedArray>();
+    w->sections.push_back({(uint32_t)num(s, "kind", 0), (uint32_t)num(s, "index", 0),
+                           static_cast<const char*>(ta.ArrayBuffer().Data()) + ta.ByteOffset(), ta.ByteLength()});
+  }
+  w->Queue();
+  return w->deferred.Promise();
+}
+
+Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  __builtin_cpu_init();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("avx2", (bool)__builtin_cpu_supports("avx2"));
+  o.Set("avx512f", (bool)__builtin_cpu_supports("avx512f"));
+  o.Set("gemm", gemm_isa());
+  o.Set("hardwareThreads", (double)std::thread::hardware_concurrency());
+  return o;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    throw Napi::Error::New(env, "abacus_runtime needs a CPU with AVX2 and FMA");
+  exports.Set("NativeModel", NativeModel::Init(env));
+  exports.Set("ShardHandle", ShardHandle::Init(env));
+  exports.Set("openShard", Napi::Function::New(env, OpenShard));
+  exports.Set("writeShard", Napi::Function::New(env, WriteShard));
+  exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
+  exports.Set("backend", "cpu");
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(abacus_runtime, Init)

@@ -1,0 +1,72 @@
+// CPU kernel families used by CpuModel. Each is a free function over raw buffers so a later CUDA
+// backend can mirror the same contracts.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "../common/data_source.h"
+#include "../common/thread_pool.h"
+
+namespace abacus {
+
+struct SparseOpt {
+  int kind = 1;  // 0 adagrad, 1 adam
+  float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, init_acc = 0.f;
+};
+struct DenseOpt {
+  float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, weight_decay = 0.f;
+};
+
+// Pointers to one sample's bag in the source data (no copy).
+struct BagRef {
+  const int32_t* ids;
+  int32_t len;
+  float scale;  // 1 for sum, 1/valid-count for mean (0 when empty)
+};
+
+// --- embedding_bag.cc ---------------------------------------------------------------------------
+// Resolve bags for rows src[s][r] of `ds` and write pooled embeddings (and wide sums) for every
+// slot in `slots`: out[r * ldo + col0 + k * dim ...] for the k-th listed slot. Returns false and
+// sets *bad_id if an id >= vocab is met.
+struct EmbeddingLayout {
+  int dim = 0;
+  bool mean = false;
+  std::vector<int64_t> base, vocab;  // per slot first row in the concatenated table, vocab size
+};
+bool embedding_bag_forward(ThreadPool& pool, const DataSource& ds, const EmbeddingLayout& L, const float* table,
+                           const float* wide_table, const std::vector<int>& slots,
+                           const std::vector<const int64_t*>& src_rows, int64_t B, float* out, int64_t ldo, int col0,
+                           BagRef* bags /* B x slots.size(), may be null */, float* wide_out /* B, += */,
+                           int64_t* bad_id, int* bad_slot);
+
+struct SparseState {
+  float* m = nullptr;  // adam first moment or adagrad accumulator (rows x width)
+  float* v = nullptr;  // adam second moment
+};
+// Fused embedding backward + sparse optimizer. Thread t owns rows with row % T == t and visits bags
+// in batch order, so each row's gradient sum has a fixed order. d_emb is B x (S*dim) (slot-major
+// columns), d_logit is B (for the wide table). When capture_* is non-null the summed gradient is
+// written there (full table shape) instead of updating: used by the gradient oracle.
+struct SparseBackwardScratch {
+  std::vector<int32_t> row_map;  // table rows -> local index, -1 when unused
+  std::vector<std::vector<int64_t>> uniq;
+  std::vector<std::vector<float>> grad, wgrad;
+};
+void embedding_bag_backward_update(ThreadPool& pool, const EmbeddingLayout& L, const BagRef* bags, int nslots_all,
+                                   const std::vector<uint8_t>& frozen, int64_t B, const float* d_emb, int64_t ld_demb,
+                                   const float* d_logit, float* table, float* wide_table, SparseState emb_state,
+                                   SparseState wide_state, const SparseOpt& opt, int64_t step, SparseBackwardScratch& scratch,
+                                   float* capture_emb, float* capture_wide);
+
+// --- optimizers.cc ------------------------------------------------------------------------------
+void dense_adam(ThreadPool& pool, float* w, const float* g, float* m, float* v, int64_t n, const DenseOpt& o, int64_t step);
+void sparse_row_update(float* w, const float* g, float* m, float* v, int width, const SparseOpt& o, float bc1, float bc2);
+
+// --- metrics.cc ---------------------------------------------------------------------------------
+struct Metrics {
+  double auc, logloss, calibration, mean_pred, mean_label;
+};
+// Exact AUC (ties count one half), weighted logloss, mean prediction / mean label.
+Metrics compute_metrics(const float* pred, const float* label, const float* weight, int64_t n);
+
+}  // namespace abacus

@@ -1,0 +1,642 @@
+#include "model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "../common/rng.h"
+#include "gemm.h"
+
+namespace abacus {
+
+namespace {
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+inline float sigmoid(float z) { return 1.f / (1.f + std::exp(-z)); }
+}  // namespace
+
+CpuModel::CpuModel(const ModelConfig& cfg) : cfg_(cfg), pool_(new ThreadPool(cfg.threads)) {
+  S_ = (int)cfg.vocab.size();
+  L_ = (int)cfg.hidden.size();
+  in0_ = cfg.num_numeric + S_ * cfg.dim;
+  if (in0_ == 0) throw std::runtime_error("model has no inputs");
+  emb_.dim = cfg.dim;
+  emb_.mean = cfg.mean;
+  int64_t rows = 0;
+  for (int s = 0; s < S_; ++s) {
+    emb_.base.push_back(rows);
+    emb_.vocab.push_back(cfg.vocab[s]);
+    rows += cfg.vocab[s];
+  }
+  frozen.assign(S_, 0);
+  const int N = cfg.num_numeric, D = cfg.dim;
+  norm_mean_.assign(N, 0.f);
+  norm_std_.assign(N, 1.f);
+  invstd_.assign(N, 1.f);
+  table_.resize(rows * D);
+  // Seeded per 4096-row chunk, so the values do not depend on the thread count.
+  const int64_t chunks = (rows + 4095) / 4096;
+  pool_->run([&](int t) {
+    int64_t b, e;
+    ThreadPool::range(chunks, t, pool_->size(), b, e);
+    for (int64_t c = b; c < e; ++c) {
+      Rng r(mix_seed(cfg.seed, 1, c));
+      for (int64_t i = c * 4096 * D; i < std::min(rows, (c + 1) * 4096) * D; ++i) table_[i] = (float)(r.uniform() * 0.1 - 0.05);
+    }
+  });
+  for (int l = 0; l <= L_; ++l) {
+    in_dim_.push_back(l == 0 ? in0_ : cfg.hidden[l - 1]);
+    out_dim_.push_back(l < L_ ? cfg.hidden[l] : 1);
+  }
+  int64_t off = 0;
+  for (int l = 0; l <= L_; ++l) {
+    w_off_.push_back(off);
+    off += (int64_t)in_dim_[l] * out_dim_[l];
+    b_off_.push_back(off);
+    off += out_dim_[l];
+  }
+  wide_num_off_ = off;
+  if (cfg.wide) off += N;
+  dense_.assign(off, 0.f);
+  dense_grad_.assign(off, 0.f);
+  dense_m_.assign(off, 0.f);
+  dense_v_.assign(off, 0.f);
+  Rng r(mix_seed(cfg.seed, 2));
+  for (int l = 0; l <= L_; ++l) {  // Glorot uniform, zero bias
+    double a = std::sqrt(6.0 / (in_dim_[l] + out_dim_[l]));
+    for (int64_t i = 0; i < (int64_t)in_dim_[l] * out_dim_[l]; ++i) dense_[w_off_[l] + i] = (float)((r.uniform() * 2 - 1) * a);
+  }
+  if (cfg.wide) wide_table_.assign(rows, 0.f);
+  const bool adam = cfg.sparse.kind == 1;
+  sp_m_.assign(rows * D, adam ? 0.f : cfg.sparse.init_acc);
+  if (adam) sp_v_.assign(rows * D, 0.f);
+  if (cfg.wide) {
+    wsp_m_.assign(rows, adam ? 0.f : cfg.sparse.init_acc);
+    if (adam) wsp_v_.assign(rows, 0.f);
+  }
+
+  params_.push_back({"normalization.mean", {N}, norm_mean_.data(), N});
+  params_.push_back({"normalization.std", {N}, norm_std_.data(), N});
+  params_.push_back({"embedding.table", {rows, D}, table_.data(), rows * D});
+  if (cfg.wide) {
+    params_.push_back({"wide.table", {rows}, wide_table_.data(), rows});
+    params_.push_back({"wide.numeric", {N}, dense_.data() + wide_num_off_, N});
+  }
+  for (int l = 0; l <= L_; ++l) {
+    std::string p = "mlp." + std::to_string(l);
+    params_.push_back({p + ".weight", {in_dim_[l], out_dim_[l]}, dense_.data() + w_off_[l], (int64_t)in_dim_[l] * out_dim_[l]});
+    params_.push_back({p + ".bias", {out_dim_[l]}, dense_.data() + b_off_[l], out_dim_[l]});
+  }
+  int64_t nd = (int64_t)dense_.size();
+  opt_.push_back({"dense.adam.m", {nd}, dense_m_.data(), nd});
+  opt_.push_back({"dense.adam.v", {nd}, dense_v_.data(), nd});
+  opt_.push_back({adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding", {rows, D}, sp_m_.data(), rows * D});
+  if (adam) opt_.push_back({"sparse.adam.v.embedding", {rows, D}, sp_v_.data(), rows * D});
+  if (cfg.wide) {
+    opt_.push_back({adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide", {rows}, wsp_m_.data(), rows});
+    if (adam) opt_.push_back({"sparse.adam.v.wide", {rows}, wsp_v_.data(), rows});
+  }
+}
+
+void CpuModel::ensure(int64_t B) {
+  if (B <= cap_) return;
+  cap_ = B;
+  H0_.assign(B * in0_, 0.f);
+  H_.resize(L_);
+  int maxw = in0_;
+  for (int l = 0; l < L_; ++l) { H_[l].assign(B * cfg_.hidden[l], 0.f); maxw = std::max(maxw, cfg_.hidden[l]); }
+  logit_.assign(B, 0.f);
+  dlogit_.assign(B, 0.f);
+  wide_.assign(B, 0.f);
+  label_.assign(B, 0.f);
+  weight_.assign(B, 1.f);
+  dA_.assign(B * maxw, 0.f);
+  dB_.assign(B * maxw, 0.f);
+  demb_.assign(B * std::max(1, S_ * cfg_.dim), 0.f);
+  if (L_ > 0) zbase_.assign(B * cfg_.hidden[0], 0.f);
+  bags_.resize(B * std::max(1, S_));
+}
+
+void CpuModel::fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows) {
+  const int N = cfg_.num_numeric;
+  if (N == 0 || rows.empty()) { normalized = true; return; }
+  const int T = pool_->size();
+  std::vector<double> sum(T * N, 0.0), sq(T * N, 0.0);
+  pool_->run([&](int t) {
+    int64_t b, e;
+    ThreadPool::range((int64_t)rows.size(), t, T, b, e);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t local;
+      const DataPart& p = ds.locate(rows[i], local);
+      const float* x = p.numeric + local * p.num_stride;
+      for (int j = 0; j < N; ++j) {
+        double v = x[ds.num_map[j]];
+        if (!std::isfinite(v)) v = 0;
+        sum[t * N + j] += v;
+        sq[t * N + j] += v * v;
+      }
+    }
+  });
+  const double n = (double)rows.size();
+  for (int j = 0; j < N; ++j) {
+    double s = 0, q = 0;
+    for (int t = 0; t < T; ++t) { s += sum[t * N + j]; q += sq[t * N + j]; }
+    double mean = s / n, var = std::max(0.0, q / n - mean * mean), sd = std::sqrt(var);
+    norm_mean_[j] = (float)mean;
+    norm_std_[j] = sd > 1e-6 ? (float)sd : 1.f;
+  }
+  normalized = true;
+}
+
+void CpuModel::gather_dense(const DataSource& ds, const int64_t* rows, int64_t B) {
+  const int N = cfg_.num_numeric;
+  for (int j = 0; j < N; ++j) invstd_[j] = 1.f / norm_std_[j];
+  const float* wn = cfg_.wide ? dense_.data() + wide_num_off_ : nullptr;
+  pool_->run([&](int t) {
+    int64_t b, e;
+    ThreadPool::range(B, t, pool_->size(), b, e);
+    for (int64_t r = b; r < e; ++r) {
+      int64_t local;
+      const DataPart& p = ds.locate(rows[r], local);
+      float* h = H0_.data() + r * in0_;
+      float w = 0.f;
+      if (N) {
+        const float* x = p.numeric + local * p.num_stride;
+        for (int j = 0; j < N; ++j) {
+          float v = x[ds.num_map[j]];
+          h[j] = std::isfinite(v) ? (v - norm_mean_[j]) * invstd_[j] : 0.f;
+          if (wn) w += wn[j] * h[j];
+        }
+      }
+      wide_[r] = w;
+      label_[r] = p.labels[local];
+      weight_[r] = p.weights ? p.weights[local] : 1.f;
+    }
+  });
+}
+
+void CpuModel::embed(const DataSource& ds, const int64_t* rows, int64_t B, bool keep_bags) {
+  if (S_ == 0) return;
+  std::vector<int> slots(S_);
+  for (int s = 0; s < S_; ++s) slots[s] = s;
+  std::vector<const int64_t*> src(S_, rows);
+  int64_t bad_id = 0;
+  int bad_slot = 0;
+  if (!embedding_bag_forward(*pool_, ds, emb_, table_.data(), cfg_.wide ? wide_table_.data() : nullptr, slots, src, B,
+                             H0_.data(), in0_, cfg_.num_numeric, keep_bags ? bags_.data() : nullptr,
+                             cfg_.wide ? wide_.data() : nullptr, &bad_id, &bad_slot))
+    throw std::runtime_error("slot #" + std::to_string(bad_slot) + ": id " + std::to_string(bad_id) +
+                             " is outside its vocabulary (" + std::to_string(emb_.vocab[bad_slot]) + " rows)");
+}
+
+void CpuModel::mlp_forward(int64_t B, int from_layer) {
+  for (int l = from_layer; l < L_; ++l) {
+    Epilogue ep;
+    ep.bias = dense_.data() + b_off_[l];
+    ep.relu = true;
+    sgemm(*pool_, B, out_dim_[l], in_dim_[l], {layer_in(l), in_dim_[l], 1}, {dense_.data() + w_off_[l], out_dim_[l], 1},
+          H_[l].data(), out_dim_[l], false, ep);
+  }
+  const float* h = layer_in(L_);
+  const int n = in_dim_[L_];
+  const float* w = dense_.data() + w_off_[L_];
+  const float bias = dense_[b_off_[L_]];
+  pool_->run([&](int t) {
+    int64_t b, e;
+    ThreadPool::range(B, t, pool_->size(), b, e);
+    for (int64_t r = b; r < e; ++r) {
+      const float* hr = h + r * n;
+      float s = 0.f;
+      for (int j = 0; j < n; ++j) s += hr[j] * w[j];
+      logit_[r] = s + bias + wide_[r];
+    }
+  });
+}
+
+void CpuModel::forward_rows(const DataSource& ds, const int64_t* rows, int64_t B, bool keep_bags) {
+  ensure(B);
+  gather_dense(ds, rows, B);
+  embed(ds, rows, B, keep_bags);
+  mlp_forward(B, 0);
+}
+
+double CpuModel::loss_and_grad(int64_t B) {
+  double wsum = 0;
+  for (int64_t r = 0; r < B; ++r) wsum += weight_[r];
+  if (wsum <= 0) wsum = 1;
+  const float inv = (float)(1.0 / wsum);
+  const int T = pool_->size();
+  std::vector<double> part(T, 0.0);
+  pool_->run([&](int t) {
+    int64_t b, e;
+    ThreadPool::range(B, t, T, b, e);
+    double acc = 0;
+    for (int64_t r = b; r < e; ++r) {
+      const float z = logit_[r], y = label_[r], w = weight_[r];
+      acc += w * (std::max(z, 0.f) - z * y + std::log1p(std::exp(-std::fabs(z))));
+      dlogit_[r] = w * (sigmoid(z) - y) * inv;
+    }
+    part[t] = acc;
+  });
+  double loss = 0;
+  for (double p : part) loss += p;
+  return loss / wsum;
+}
+
+void CpuModel::backward(int64_t B, bool need_emb) {
+  const int T = pool_->size();
+  float* g = dense_grad_.data();
+  // output layer (width 1): weight grad = H^T dlogit, per-thread partial sums combined in order
+  {
+    const float* h = layer_in(L_);
+    const int n = in_dim_[L_];
+    std::vector<double> part((size_t)T * (n + 1), 0.0);
+    pool_->run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(B, t, T, b, e);
+      double* acc = part.data() + (size_t)t * (n + 1);
+      std::vector<float> accf(n, 0.f);
+      float bs = 0.f;
+      for (int64_t r = b; r < e; ++r) {
+        const float d = dlogit_[r];
+        const float* hr = h + r * n;
+        for (int j = 0; j < n; ++j) accf[j] += hr[j] * d;
+        bs += d;
+      }
+      for (int j = 0; j < n; ++j) acc[j] = accf[j];
+      acc[n] = bs;
+    });
+    for (int j = 0; j <= n; ++j) {
+      double s = 0;
+      for (int t = 0; t < T; ++t) s += part[(size_t)t * (n + 1) + j];
+      if (j < n) g[w_off_[L_] + j] = (float)s; else g[b_off_[L_]] = (float)s;
+    }
+  }
+  const float* wout = dense_.data() + w_off_[L_];
+  float* dcur = dA_.data();
+  float* dnext = dB_.data();
+  const int D = cfg_.dim, N = cfg_.num_numeric;
+  if (L_ > 0) {
+    const float* h = layer_in(L_);
+    const int n = in_dim_[L_];
+    pool_->run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(B, t, T, b, e);
+      for (int64_t r = b; r < e; ++r)
+        for (int j = 0; j < n; ++j) dcur[r * n + j] = h[r * n + j] > 0.f ? dlogit_[r] * wout[j] : 0.f;
+    });
+  } else if (need_emb) {
+    for (int64_t r = 0; r < B; ++r)
+      for (int c = 0; c < S_ * D; ++c) demb_[r * S_ * D + c] = dlogit_[r] * wout[N + c];
+  }
+  for (int l = L_ - 1; l >= 0; --l) {
+    const int ni = in_dim_[l], no = out_dim_[l];
+    const float* hin = layer_in(l);
+    sgemm(*pool_, ni, no, B, {hin, 1, ni}, {dcur, no, 1}, g + w_off_[l], no, false);
+    // bias grad: each thread owns a column range and sums rows in order
+    pool_->run([&](int t) {
+      int64_t jb, je;
+      ThreadPool::range(no, t, T, jb, je, 16);
+      if (jb >= je) return;
+      std::vector<float> acc(je - jb, 0.f);
+      for (int64_t r = 0; r < B; ++r) {
+        const float* d = dcur + r * no;
+        for (int64_t j = jb; j < je; ++j) acc[j - jb] += d[j];
+      }
+      for (int64_t j = jb; j < je; ++j) g[b_off_[l] + j] = acc[j - jb];
+    });
+    const float* W = dense_.data() + w_off_[l];
+    if (l > 0) {
+      Epilogue ep;
+      ep.mask = hin;
+      ep.ldmask = ni;
+      sgemm(*pool_, B, ni, no, {dcur, no, 1}, {W, 1, no}, dnext, ni, false, ep);
+      std::swap(dcur, dnext);
+    } else if (need_emb) {
+      sgemm(*pool_, B, S_ * D, no, {dcur, no, 1}, {W + (int64_t)N * no, 1, no}, demb_.data(), S_ * D, false);
+    }
+  }
+  if (cfg_.wide && N) {
+    std::vector<double> part((size_t)T * N, 0.0);
+    pool_->run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(B, t, T, b, e);
+      for (int64_t r = b; r < e; ++r)
+        for (int j = 0; j < N; ++j) part[(size_t)t * N + j] += (double)dlogit_[r] * H0_[r * in0_ + j];
+    });
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int t = 0; t < T; ++t) s += part[(size_t)t * N + j];
+      g[wide_num_off_ + j] = (float)s;
+    }
+  }
+}
+
+void CpuModel::train_step(const DataSource& ds, const int64_t* rows, int64_t B, double* loss) {
+  forward_rows(ds, rows, B, true);
+  *loss = loss_and_grad(B);
+  bool any_trainable = false;
+  for (auto f : frozen) any_trainable |= !f;
+  backward(B, any_trainable);
+  ++step;
+  if (any_trainable)
+    embedding_bag_backward_update(*pool_, emb_, bags_.data(), S_, frozen, B, demb_.data(), (int64_t)S_ * cfg_.dim,
+                                  cfg_.wide ? dlogit_.data() : nullptr, table_.data(),
+                                  cfg_.wide ? wide_table_.data() : nullptr, {sp_m_.data(), sp_v_.empty() ? nullptr : sp_v_.data()},
+                                  {wsp_m_.empty() ? nullptr : wsp_m_.data(), wsp_v_.empty() ? nullptr : wsp_v_.data()},
+                                  cfg_.sparse, step, scratch_, nullptr, nullptr);
+  dense_adam(*pool_, dense_.data(), dense_grad_.data(), dense_m_.data(), dense_v_.data(), (int64_t)dense_.size(), cfg_.dense, step);
+}
+
+void CpuModel::predict_rows(const DataSource& ds, const std::vector<int64_t>& rows, int64_t batch, float* pred) {
+  const int64_t n = (int64_t)rows.size();
+  for (int64_t b0 = 0; b0 < n; b0 += batch) {
+    const int64_t B = std::min(batch, n - b0);
+    forward_rows(ds, rows.data() + b0, B, false);
+    for (int64_t r = 0; r < B; ++r) pred[b0 + r] = sigmoid(logit_[r]);
+    if (cancel.load()) throw std::runtime_error("cancelled");
+  }
+}
+
+void CpuModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
+  std::vector<int64_t> rows(ds.rows);
+  for (int64_t i = 0; i < ds.rows; ++i) rows[i] = i;
+  predict_rows(ds, rows, batch, pred);
+  for (int64_t i = 0; i < ds.rows && (label || weight || key); ++i) {
+    int64_t local;
+    const DataPart& p = ds.locate(i, local);
+    if (label) label[i] = p.labels[local];
+    if (weight) weight[i] = p.weights ? p.weights[local] : 1.f;
+    if (key) key[i] = p.key ? p.key[local] : 0;
+  }
+}
+
+TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+                            const std::function<void(const Progress&)>& progress) {
+  TrainResult res;
+  std::vector<int64_t> train_rows, val_rows;
+  const DataSource* vds = val;
+  if (val) {
+    train_rows.resize(tr.rows);
+    for (int64_t i = 0; i < tr.rows; ++i) train_rows[i] = i;
+    val_rows.resize(val->rows);
+    for (int64_t i = 0; i < val->rows; ++i) val_rows[i] = i;
+  } else if (o.val_fraction > 0) {
+    std::vector<int64_t> p;
+    seeded_permutation(p, tr.rows, mix_seed(o.seed, 7));
+    int64_t nv = (int64_t)std::llround(tr.rows * o.val_fraction);
+    val_rows.assign(p.begin(), p.begin() + nv);
+    train_rows.assign(p.begin() + nv, p.end());
+    std::sort(val_rows.begin(), val_rows.end());
+    std::sort(train_rows.begin(), train_rows.end());
+    vds = &tr;
+  } else {
+    train_rows.resize(tr.rows);
+    for (int64_t i = 0; i < tr.rows; ++i) train_rows[i] = i;
+  }
+  res.train_rows = (int64_t)train_rows.size();
+  res.val_rows = (int64_t)val_rows.size();
+  if (train_rows.empty()) throw std::runtime_error("no training rows");
+  if (!normalized) fit_normalization(tr, train_rows);
+  const int64_t n = (int64_t)train_rows.size();
+  const int64_t steps_per_epoch = (n + o.batch - 1) / o.batch;
+  int64_t total = steps_per_epoch * o.epochs;
+  if (o.max_steps >= 0) total = std::min(total, o.max_steps);
+  std::vector<float> best_snapshot;
+  double best = 0;
+  int bad_epochs = 0;
+  const double t0 = now_s();
+  double window_loss = 0;
+  int64_t window_steps = 0;
+  std::vector<int64_t> order = train_rows;
+  std::vector<float> vpred;
+  for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
+    const double te = now_s();
+    if (o.shuffle) {
+      std::vector<int64_t> p;
+      seeded_permutation(p, n, mix_seed(o.seed, 11, ep));
+      for (int64_t i = 0; i < n; ++i) order[i] = train_rows[p[i]];
+    }
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    for (int64_t b0 = 0; b0 < n && res.steps < total; b0 += o.batch) {
+      if (cancel.load()) { res.cancelled = true; break; }
+      const int64_t B = std::min(o.batch, n - b0);
+      double loss;
+      train_step(tr, order.data() + b0, B, &loss);
+      res.steps++;
+      res.samples += B;
+      epoch_loss += loss;
+      epoch_steps++;
+      window_loss += loss;
+      window_steps++;
+      res.final_loss = loss;
+      if (progress && o.progress_every > 0 && res.steps % o.progress_every == 0) {
+        progress({ep, res.steps, total, window_loss / window_steps, res.samples / (now_s() - t0), false, NAN, NAN});
+        window_loss = 0;
+        window_steps = 0;
+      }
+    }
+    res.epochs = ep + 1;
+    EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
+    if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
+    if (vds && !val_rows.empty()) {
+      vpred.resize(val_rows.size());
+      predict_rows(*vds, val_rows, std::max<int64_t>(o.batch, 4096), vpred.data());
+      std::vector<float> lab(val_rows.size()), w;
+      bool hw = vds->has_weights();
+      if (hw) w.resize(val_rows.size());
+      for (size_t i = 0; i < val_rows.size(); ++i) {
+        int64_t local;
+        const DataPart& p = vds->locate(val_rows[i], local);
+        lab[i] = p.labels[local];
+        if (hw) w[i] = p.weights[local];
+      }
+      Metrics m = compute_metrics(vpred.data(), lab.data(), hw ? w.data() : nullptr, (int64_t)val_rows.size());
+      rec.val_auc = m.auc;
+      rec.val_logloss = m.logloss;
+      const double score = o.es_on_logloss ? -m.logloss : m.auc;
+      if (res.best_epoch < 0 || score > best + o.min_delta) {
+        best = score;
+        res.best_epoch = ep;
+        res.best_val_auc = m.auc;
+        res.best_val_logloss = m.logloss;
+        bad_epochs = 0;
+        if (o.patience > 0 && o.restore_best) {
+          best_snapshot.assign(table_.begin(), table_.end());
+          best_snapshot.insert(best_snapshot.end(), dense_.begin(), dense_.end());
+          best_snapshot.insert(best_snapshot.end(), wide_table_.begin(), wide_table_.end());
+        }
+      } else {
+        ++bad_epochs;
+      }
+    }
+    rec.seconds = now_s() - te;
+    res.history.push_back(rec);
+    if (progress) progress({ep, res.steps, total, rec.train_loss, res.samples / (now_s() - t0), true, rec.val_auc, rec.val_logloss});
+    if (o.patience > 0 && bad_epochs >= o.patience) { res.stopped_early = true; break; }
+  }
+  if (!best_snapshot.empty() && res.best_epoch != res.epochs - 1 && !res.cancelled) {
+    std::copy(best_snapshot.begin(), best_snapshot.begin() + table_.size(), table_.begin());
+    std::copy(best_snapshot.begin() + table_.size(), best_snapshot.begin() + table_.size() + dense_.size(), dense_.begin());
+    std::copy(best_snapshot.begin() + table_.size() + dense_.size(), best_snapshot.end(), wide_table_.begin());
+  }
+  res.seconds = now_s() - t0;
+  res.samples_per_s = res.samples / res.seconds;
+  return res;
+}
+
+void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
+                      int64_t batch, Metrics& base, std::vector<Metrics>& out) {
+  const int64_t n = ds.rows;
+  const int G = (int)groups.size(), C = G * repeats, N = cfg_.num_numeric, D = cfg_.dim;
+  std::vector<float> label(n), weight(n), base_pred(n);
+  const bool hw = ds.has_weights();
+  std::vector<int64_t> all(n);
+  for (int64_t i = 0; i < n; ++i) all[i] = i;
+  // Predictions for a chunk of configurations are kept (chunk * n floats), then scored.
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(C, (int64_t(1) << 26) / std::max<int64_t>(n, 1)));
+  out.assign(C, Metrics{});
+  // Per group: the first-layer weight rows of its inputs (the only part that changes)
+  std::vector<std::vector<float>> wg(G);
+  const int h1 = L_ > 0 ? cfg_.hidden[0] : 1;
+  const float* W0 = dense_.data() + w_off_[0];
+  for (int g = 0; g < G; ++g) {
+    std::vector<int> cols;
+    for (int j : groups[g].numeric) cols.push_back(j);
+    for (int s : groups[g].slots)
+      for (int d = 0; d < D; ++d) cols.push_back(N + s * D + d);
+    wg[g].resize(cols.size() * h1);
+    for (size_t c = 0; c < cols.size(); ++c) std::memcpy(&wg[g][c * h1], W0 + (int64_t)cols[c] * h1, sizeof(float) * h1);
+  }
+  std::vector<float> dperm, dbase, wperm, wbase, preds;
+  std::vector<int64_t> src(batch);
+  for (int64_t c0 = 0; c0 < C; c0 += chunk) {
+    const int64_t cn = std::min(chunk, C - c0);
+    std::vector<std::vector<int64_t>> perms(cn);
+    for (int64_t c = 0; c < cn; ++c) {
+      const int g = (int)((c0 + c) / repeats), r = (int)((c0 + c) % repeats);
+      seeded_permutation(perms[c], n, mix_seed(seed, 101 + g, r));
+    }
+    preds.assign(cn * n, 0.f);
+    for (int64_t b0 = 0; b0 < n; b0 += batch) {
+      if (cancel.load()) throw std::runtime_error("cancelled");
+      const int64_t B = std::min(batch, n - b0);
+      const int64_t* rows = all.data() + b0;
+      ensure(B);
+      gather_dense(ds, rows, B);
+      embed(ds, rows, B, false);
+      if (L_ > 0) {  // first layer without ReLU: keep the pre-activation
+        Epilogue ep;
+        ep.bias = dense_.data() + b_off_[0];
+        sgemm(*pool_, B, h1, in0_, {H0_.data(), in0_, 1}, {W0, h1, 1}, zbase_.data(), h1, false, ep);
+        for (int64_t i = 0; i < B * h1; ++i) H_[0][i] = std::max(zbase_[i], 0.f);
+      }
+      mlp_forward(B, L_ > 0 ? 1 : 0);
+      if (c0 == 0)
+        for (int64_t r = 0; r < B; ++r) {
+          base_pred[b0 + r] = sigmoid(logit_[r]);
+          label[b0 + r] = label_[r];
+          weight[b0 + r] = weight_[r];
+        }
+      const std::vector<float> wide_base(wide_.begin(), wide_.begin() + B);
+      const std::vector<float> H0_base = L_ > 0 ? std::vector<float>() : std::vector<float>(H0_.begin(), H0_.begin() + B * in0_);
+      for (int64_t c = 0; c < cn; ++c) {
+        if (L_ == 0) std::memcpy(H0_.data(), H0_base.data(), sizeof(float) * B * in0_);
+        const AblationGroup& grp = groups[(c0 + c) / repeats];
+        const int gw = (int)grp.numeric.size() + (int)grp.slots.size() * D;
+        for (int64_t r = 0; r < B; ++r) src[r] = perms[c][b0 + r];
+        dperm.assign(B * gw, 0.f);
+        dbase.assign(B * gw, 0.f);
+        wperm.assign(B, 0.f);
+        wbase.assign(B, 0.f);
+        // numeric inputs of the group, from the permuted row
+        const float* wn = cfg_.wide ? dense_.data() + wide_num_off_ : nullptr;
+        for (int64_t r = 0; r < B; ++r) {
+          int64_t local;
+          const DataPart& p = ds.locate(src[r], local);
+          for (size_t k = 0; k < grp.numeric.size(); ++k) {
+            const int j = grp.numeric[k];
+            float v = p.numeric[local * p.num_stride + ds.num_map[j]];
+            v = std::isfinite(v) ? (v - norm_mean_[j]) / norm_std_[j] : 0.f;
+            const float vb = H0_[r * in0_ + j];
+            dperm[r * gw + k] = v;
+            dbase[r * gw + k] = vb;
+            if (wn) { wperm[r] += wn[j] * v; wbase[r] += wn[j] * vb; }
+          }
+        }
+        if (!grp.slots.empty()) {
+          std::vector<const int64_t*> sp(grp.slots.size(), src.data()), sb(grp.slots.size(), rows);
+          int64_t bad_id;
+          int bad_slot;
+          const int col0 = (int)grp.numeric.size();
+          const float* wt = cfg_.wide ? wide_table_.data() : nullptr;
+          embedding_bag_forward(*pool_, ds, emb_, table_.data(), wt, grp.slots, sp, B, dperm.data(), gw, col0, nullptr,
+                                wt ? wperm.data() : nullptr, &bad_id, &bad_slot);
+          embedding_bag_forward(*pool_, ds, emb_, table_.data(), wt, grp.slots, sb, B, dbase.data(), gw, col0, nullptr,
+                                wt ? wbase.data() : nullptr, &bad_id, &bad_slot);
+        }
+        for (int64_t i = 0; i < B * gw; ++i) dperm[i] -= dbase[i];
+        for (int64_t r = 0; r < B; ++r) wide_[r] = wide_base[r] + wperm[r] - wbase[r];
+        if (L_ > 0) {
+          // first layer is linear: swap in the group's contribution, keep everything else
+          std::memcpy(H_[0].data(), zbase_.data(), sizeof(float) * B * h1);
+          Epilogue ep;
+          ep.relu = true;
+          sgemm(*pool_, B, h1, gw, {dperm.data(), gw, 1}, {wg[(c0 + c) / repeats].data(), h1, 1}, H_[0].data(), h1, true, ep);
+          mlp_forward(B, 1);
+        } else {
+          std::memcpy(H0_.data(), H0_base.data(), sizeof(float) * B * in0_);
+          std::vector<int> cols;
+          for (int j : grp.numeric) cols.push_back(j);
+          for (int s : grp.slots)
+            for (int d = 0; d < D; ++d) cols.push_back(N + s * D + d);
+          for (int64_t r = 0; r < B; ++r)
+            for (size_t k = 0; k < cols.size(); ++k) H0_[r * in0_ + cols[k]] += dperm[r * gw + k];
+          mlp_forward(B, 0);
+        }
+        for (int64_t r = 0; r < B; ++r) preds[c * n + b0 + r] = sigmoid(logit_[r]);
+      }
+    }
+    if (c0 == 0) base = compute_metrics(base_pred.data(), label.data(), hw ? weight.data() : nullptr, n);
+    for (int64_t c = 0; c < cn; ++c) out[c0 + c] = compute_metrics(preds.data() + c * n, label.data(), hw ? weight.data() : nullptr, n);
+  }
+  if (C == 0) {
+    predict_rows(ds, all, batch, base_pred.data());
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t local;
+      const DataPart& p = ds.locate(i, local);
+      label[i] = p.labels[local];
+      weight[i] = p.weights ? p.weights[local] : 1.f;
+    }
+    base = compute_metrics(base_pred.data(), label.data(), hw ? weight.data() : nullptr, n);
+  }
+}
+
+double CpuModel::gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads) {
+  const int64_t B = ds.rows;
+  std::vector<int64_t> rows(B);
+  for (int64_t i = 0; i < B; ++i) rows[i] = i;
+  if (!normalized) fit_normalization(ds, rows);
+  forward_rows(ds, rows.data(), B, true);
+  const double loss = loss_and_grad(B);
+  backward(B, S_ > 0);
+  std::memcpy(logits, logit_.data(), sizeof(float) * B);
+  for (auto& t : params_) {
+    if (t.data >= dense_.data() && t.data < dense_.data() + dense_.size())
+      grads[t.name].assign(dense_grad_.begin() + (t.data - dense_.data()), dense_grad_.begin() + (t.data - dense_.data()) + t.size);
+  }
+  auto& ge = grads["embedding.table"];
+  ge.assign(table_.size(), 0.f);
+  std::vector<float>* gw = nullptr;
+  if (cfg_.wide) { gw = &grads["wide.table"]; gw->assign(wide_table_.size(), 0.f); }
+  std::vector<uint8_t> none(S_, 0);
+  if (S_ > 0)
+    embedding_bag_backward_update(*pool_, emb_, bags_.data(), S_, none, B, demb_.data(), (int64_t)S_ * cfg_.dim,
+                                  cfg_.wide ? dlogit_.data() : nullptr, table_.data(), nullptr, {nullptr, nullptr},
+                                  {nullptr, nullptr}, cfg_.sparse, 1, scratch_, ge.data(), gw ? gw->data() : nullptr);
+  return loss;
+}
+
+}  // namespace abacus

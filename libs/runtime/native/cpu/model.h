@@ -1,0 +1,131 @@
+// The CPU model: parameters, optimizer state, preallocated per-batch workspace, and the train /
+// predict / ablate / gradient loops built from the kernels in kernels.h and gemm.h.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/data_source.h"
+#include "../common/thread_pool.h"
+#include "kernels.h"
+
+namespace abacus {
+
+struct ModelConfig {
+  int num_numeric = 0;
+  std::vector<int64_t> vocab;
+  int dim = 16;
+  bool mean = false;
+  bool wide = false;
+  std::vector<int> hidden;
+  DenseOpt dense;
+  SparseOpt sparse;
+  uint64_t seed = 0;
+  int threads = 1;
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  float* data;
+  int64_t size;
+};
+
+struct TrainOptions {
+  int epochs = 1;
+  int64_t batch = 1024;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  int64_t max_steps = -1;
+  double val_fraction = 0;
+  int patience = 0;  // 0: no early stopping
+  double min_delta = 0;
+  bool es_on_logloss = false;
+  bool restore_best = true;
+  int progress_every = 50;
+};
+
+struct Progress {
+  int epoch;
+  int64_t step, total_steps;
+  double loss, samples_per_s;
+  bool epoch_end;
+  double val_auc, val_logloss;
+};
+
+struct EpochRecord {
+  int epoch;
+  double train_loss, val_auc, val_logloss, seconds;
+};
+
+struct TrainResult {
+  int64_t steps = 0, samples = 0;
+  int epochs = 0, best_epoch = -1;
+  double final_loss = 0, samples_per_s = 0, seconds = 0, best_val_auc = 0, best_val_logloss = 0;
+  bool stopped_early = false, cancelled = false;
+  int64_t train_rows = 0, val_rows = 0;
+  std::vector<EpochRecord> history;
+};
+
+struct AblationGroup {
+  std::vector<int> numeric, slots;
+};
+
+class CpuModel {
+ public:
+  explicit CpuModel(const ModelConfig& cfg);
+  const ModelConfig& config() const { return cfg_; }
+  std::vector<Tensor>& params() { return params_; }
+  std::vector<Tensor>& opt_state() { return opt_; }
+  int64_t step = 0;
+  bool normalized = false;
+  std::vector<uint8_t> frozen;
+  std::atomic<bool> cancel{false};
+  ThreadPool& pool() { return *pool_; }
+
+  TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+                    const std::function<void(const Progress&)>& progress);
+  // predictions for every row of ds (n = ds.rows), also copies labels / weights / key if asked
+  void predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key);
+  void ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
+              Metrics& base, std::vector<Metrics>& out);
+  // loss over all rows of ds as one batch; logits and full-shape gradients of every parameter
+  double gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads);
+  void fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows);
+
+ private:
+  void ensure(int64_t B);
+  void gather_dense(const DataSource& ds, const int64_t* rows, int64_t B);
+  void embed(const DataSource& ds, const int64_t* rows, int64_t B, bool keep_bags);
+  void mlp_forward(int64_t B, int from_layer);
+  double loss_and_grad(int64_t B);
+  void backward(int64_t B, bool need_emb);
+  void forward_rows(const DataSource& ds, const int64_t* rows, int64_t B, bool keep_bags);
+  void train_step(const DataSource& ds, const int64_t* rows, int64_t B, double* loss);
+  void predict_rows(const DataSource& ds, const std::vector<int64_t>& rows, int64_t batch, float* pred);
+  const float* layer_in(int l) const { return l == 0 ? H0_.data() : H_[l - 1].data(); }
+
+  ModelConfig cfg_;
+  std::unique_ptr<ThreadPool> pool_;
+  EmbeddingLayout emb_;
+  int S_, in0_, L_;  // slots, first-layer width, hidden layers
+  std::vector<int> in_dim_, out_dim_;
+  // parameters
+  std::vector<float> norm_mean_, norm_std_, table_, wide_table_, dense_, dense_grad_, dense_m_, dense_v_;
+  std::vector<float> sp_m_, sp_v_, wsp_m_, wsp_v_;
+  std::vector<int64_t> w_off_, b_off_;
+  int64_t wide_num_off_ = 0;
+  std::vector<float> invstd_;
+  std::vector<Tensor> params_, opt_;
+  // workspace
+  int64_t cap_ = 0;
+  std::vector<float> H0_, logit_, dlogit_, wide_, label_, weight_, dA_, dB_, demb_, zbase_;
+  std::vector<std::vector<float>> H_;
+  std::vector<BagRef> bags_;
+  SparseBackwardScratch scratch_;
+};
+
+}  // namespace abacus
