@@ -2,7 +2,7 @@ import path from 'node:path';
 import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
 
-const libs = ['core', 'data', 'queue', 'runtime', 'samples', 'scoring', 'workflows'];
+const libs = ['core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'workflows'];
 const alias: Record<string, string> = {
   '@abacus/configs': path.resolve(__dirname, 'configs/index.ts'),
 };
@@ -30,7 +30,6 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
-          fileParallelism: false,
         },
       },
       {
@@ -41,7 +40,6 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
-          fileParallelism: false,
         },
       },
     ],

@@ -7,4 +7,6 @@ if (!fs.existsSync(entry)) {
   process.stderr.write('abacus: the CLI is not built yet; run `npm run build` (or the quick start) in the repository root first\n');
   process.exit(1);
 }
-require(entry);
+require(entry)
+  .run(process.argv.slice(2))
+  .then((code) => process.exit(code));

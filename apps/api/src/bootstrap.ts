@@ -1,0 +1,55 @@
+import 'reflect-metadata';
+import { Logger, type INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import type { AppConfig } from '@abacus/configs';
+import { createDataSource } from '@abacus/data';
+import { QueueService } from '@abacus/queue';
+import { AppModule } from './app.module';
+import { DomainExceptionFilter } from './common/domain-exception.filter';
+
+export interface ApiHandle {
+  app: INestApplication;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds and starts the API (used by main.ts and by the integration tests). */
+export async function startApi(config: AppConfig, opts: { port?: number; logger?: false | undefined } = {}): Promise<ApiHandle> {
+  const ds = createDataSource(config);
+  await ds.initialize();
+  if (await ds.showMigrations()) {
+    await ds.destroy();
+    throw new Error('the database has pending migrations: run `npm run migrate` first');
+  }
+  const queue = new QueueService(config);
+  const app = await NestFactory.create(AppModule.forRoot(config, ds, queue), {
+    logger: opts.logger === false ? false : ['error', 'warn', 'log'],
+  });
+  app.setGlobalPrefix('api/v1', { exclude: ['/'] });
+  app.useGlobalFilters(new DomainExceptionFilter());
+  app.enableShutdownHooks();
+  const doc = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Abacus')
+      .setDescription('Feature-value experimentation for CTR and conversion models')
+      .setVersion('1')
+      .build(),
+  );
+  SwaggerModule.setup('api/docs', app, doc, { jsonDocumentUrl: 'api/docs-json' });
+  const port = opts.port ?? config.ABACUS_API_PORT;
+  await app.listen(port, config.ABACUS_API_HOST);
+  const addr = app.getHttpServer().address() as { port: number };
+  const url = `http://127.0.0.1:${addr.port}`;
+  Logger.log(`API on ${url}/api/v1, docs on ${url}/api/docs`, 'abacus-api');
+  return {
+    app,
+    url,
+    close: async () => {
+      await app.close();
+      await queue.close();
+      await ds.destroy();
+    },
+  };
+}

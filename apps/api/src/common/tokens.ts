@@ -1,0 +1,2 @@
+/** DI token of the parsed AppConfig. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,0 +1,28 @@
+import { Body, Controller, Get, Inject, Param, Post } from '@nestjs/common';
+import { ApiBody, ApiTags } from '@nestjs/swagger';
+import { BusinessLineService, createBusinessLineSchema, type CreateBusinessLine } from '@abacus/catalog';
+import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { openApiSchema } from '../common/openapi';
+import { Scope } from '../common/scope.decorator';
+
+@ApiTags('business lines')
+@Controller('business-lines')
+export class BusinessLinesController {
+  constructor(@Inject(BusinessLineService) private readonly lines: BusinessLineService) {}
+
+  @Post()
+  @ApiBody({ schema: openApiSchema(createBusinessLineSchema) })
+  create(@Body(new ZodValidationPipe(createBusinessLineSchema)) body: CreateBusinessLine, @Scope() scope: RequestScope) {
+    return this.lines.create(body, scope);
+  }
+
+  @Get()
+  list(@Scope() scope: RequestScope) {
+    return this.lines.list(scope);
+  }
+
+  @Get(':name')
+  get(@Param('name') name: string, @Scope() scope: RequestScope) {
+    return this.lines.get(name, scope);
+  }
+}

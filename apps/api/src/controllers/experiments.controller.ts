@@ -1,0 +1,53 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { z } from 'zod';
+import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import {
+  ExperimentService,
+  createExperimentSchema,
+  experimentListQuerySchema,
+  type CreateExperiment,
+  type ExperimentListQuery,
+} from '@abacus/workflows';
+import { openApiSchema } from '../common/openapi';
+import { Scope } from '../common/scope.decorator';
+
+@ApiTags('experiments')
+@Controller('experiments')
+export class ExperimentsController {
+  constructor(@Inject(ExperimentService) private readonly experiments: ExperimentService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Validate a spec, write the experiment and its trials, enqueue its flow' })
+  @ApiBody({ schema: openApiSchema(createExperimentSchema) })
+  create(@Body(new ZodValidationPipe(createExperimentSchema)) body: CreateExperiment, @Scope() scope: RequestScope) {
+    return this.experiments.create(body, scope);
+  }
+
+  @Get()
+  list(@Query(new ZodValidationPipe(experimentListQuerySchema)) q: ExperimentListQuery, @Scope() scope: RequestScope) {
+    return this.experiments.list(scope, q);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'The experiment with its trials, progress and result' })
+  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+    return this.experiments.get(id, scope);
+  }
+
+  @Get(':id/results')
+  @ApiOperation({ summary: 'Per-feature results (scorer: iv, psi, ...)' })
+  results(
+    @Param('id', ParseUUIDPipe) id: string,
+    @Query(new ZodValidationPipe(z.object({ scorer: z.string().optional() }))) q: { scorer?: string },
+    @Scope() scope: RequestScope,
+  ) {
+    return this.experiments.results(id, scope, q.scorer);
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  cancel(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+    return this.experiments.cancel(id, scope);
+  }
+}

@@ -1,0 +1,71 @@
+import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { FileInterceptor } from '@nestjs/platform-express';
+import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
+import { z } from 'zod';
+import {
+  FeatureService,
+  createFeatureSchema,
+  featureListQuerySchema,
+  importFeatureTableSchema,
+  lineName,
+  type CreateFeature,
+  type FeatureListQuery,
+  type ImportFeatureTable,
+} from '@abacus/catalog';
+import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { openApiSchema } from '../common/openapi';
+import { Scope } from '../common/scope.decorator';
+import { requireUpload } from './upload';
+
+@ApiTags('features')
+@Controller()
+export class FeaturesController {
+  constructor(@Inject(FeatureService) private readonly features: FeatureService) {}
+
+  @Post('features')
+  @ApiBody({ schema: openApiSchema(createFeatureSchema) })
+  create(@Body(new ZodValidationPipe(createFeatureSchema)) body: CreateFeature, @Scope() scope: RequestScope) {
+    return this.features.create(body, scope);
+  }
+
+  @Get('features')
+  list(@Query(new ZodValidationPipe(featureListQuerySchema)) q: FeatureListQuery, @Scope() scope: RequestScope) {
+    return this.features.list(scope, q);
+  }
+
+  @Get('features/:id')
+  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+    return this.features.get(id, scope);
+  }
+
+  @Post('feature-tables')
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['file', 'name', 'businessLine', 'entityKey'],
+      properties: { file: { type: 'string', format: 'binary' }, ...(openApiSchema(importFeatureTableSchema).properties as object) },
+    },
+  })
+  @UseInterceptors(FileInterceptor('file'))
+  async importTable(
+    @UploadedFile() file: Express.Multer.File | undefined,
+    @Body(new ZodValidationPipe(importFeatureTableSchema)) body: ImportFeatureTable,
+    @Scope() scope: RequestScope,
+  ) {
+    const upload = requireUpload(file);
+    try {
+      return await this.features.importTable(upload, body, scope);
+    } finally {
+      upload.release();
+    }
+  }
+
+  @Get('feature-tables')
+  listTables(
+    @Query(new ZodValidationPipe(z.object({ businessLine: lineName.optional() }))) q: { businessLine?: string },
+    @Scope() scope: RequestScope,
+  ) {
+    return this.features.listTables(scope, q.businessLine);
+  }
+}

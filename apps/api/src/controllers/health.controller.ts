@@ -1,0 +1,33 @@
+import { Controller, Get, HttpStatus, Inject, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { DataSource } from 'typeorm';
+import { QueueService } from '@abacus/queue';
+import { describeBackends } from '../common/runtime-info';
+
+@ApiTags('health')
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly ds: DataSource,
+    @Inject(QueueService) private readonly queue: QueueService,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Postgres, Redis and runtime backend status; 503 when a dependency is down' })
+  async health(@Res() res: Response): Promise<void> {
+    const check = async (fn: () => Promise<unknown>) => {
+      const t0 = Date.now();
+      try {
+        await fn();
+        return { ok: true, latencyMs: Date.now() - t0 };
+      } catch (err) {
+        return { ok: false, error: (err as Error).message };
+      }
+    };
+    const [postgres, redis] = await Promise.all([check(() => this.ds.query('SELECT 1')), check(() => this.queue.ping())]);
+    const runtime = describeBackends();
+    const ok = postgres.ok && redis.ok;
+    res.status(ok ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).json({ status: ok ? 'ok' : 'degraded', postgres, redis, runtime });
+  }
+}

@@ -1,0 +1,54 @@
+import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { FileInterceptor } from '@nestjs/platform-express';
+import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
+import { z } from 'zod';
+import { SampleSetService, importSampleSetSchema, lineName, type ImportSampleSet } from '@abacus/catalog';
+import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { openApiSchema } from '../common/openapi';
+import { Scope } from '../common/scope.decorator';
+import { requireUpload } from './upload';
+
+const listQuery = z.object({
+  businessLine: lineName.optional(),
+  page: z.coerce.number().int().min(1).default(1),
+  pageSize: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+@ApiTags('sample sets')
+@Controller('sample-sets')
+export class SampleSetsController {
+  constructor(@Inject(SampleSetService) private readonly sampleSets: SampleSetService) {}
+
+  @Post()
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['file', 'name', 'businessLine', 'label'],
+      properties: { file: { type: 'string', format: 'binary' }, ...(openApiSchema(importSampleSetSchema).properties as object) },
+    },
+  })
+  @UseInterceptors(FileInterceptor('file'))
+  async import(
+    @UploadedFile() file: Express.Multer.File | undefined,
+    @Body(new ZodValidationPipe(importSampleSetSchema)) body: ImportSampleSet,
+    @Scope() scope: RequestScope,
+  ) {
+    const upload = requireUpload(file);
+    try {
+      return await this.sampleSets.import(upload, body, scope);
+    } finally {
+      upload.release();
+    }
+  }
+
+  @Get()
+  list(@Query(new ZodValidationPipe(listQuery)) q: z.output<typeof listQuery>, @Scope() scope: RequestScope) {
+    return this.sampleSets.list(scope, q);
+  }
+
+  @Get(':id')
+  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+    return this.sampleSets.get(id, scope);
+  }
+}

@@ -1,0 +1,16 @@
+import fs from 'node:fs';
+import { BadRequestException } from '@nestjs/common';
+import type { UploadedFile } from '@abacus/catalog';
+
+/** The spooled multipart file, or a 400 naming the `file` field; the caller must release() it. */
+export function requireUpload(file: Express.Multer.File | undefined): UploadedFile & { release(): void } {
+  if (!file) {
+    throw new BadRequestException({
+      statusCode: 400,
+      error: 'Bad Request',
+      message: 'Validation failed',
+      issues: [{ path: 'file', message: 'a multipart file part named "file" is required', code: 'invalid_input' }],
+    });
+  }
+  return { path: file.path, originalName: file.originalname, release: () => fs.rmSync(file.path, { force: true }) };
+}

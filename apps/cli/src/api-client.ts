@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { CliError } from './commands/command.types';
+
+interface Issue {
+  path: string;
+  message: string;
+}
+
+/** A thin fetch wrapper over the REST API that turns error bodies into readable CLI errors. */
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    private readonly headers: Record<string, string> = {},
+  ) {}
+
+  async request<T>(method: string, route: string, body?: unknown): Promise<T> {
+    let res: Response;
+    const url = `${this.baseUrl.replace(/\/$/, '')}/api/v1${route}`;
+    try {
+      res = await fetch(url, {
+        method,
+        headers: { ...this.headers, ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}) },
+        body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new CliError(
+        `cannot reach the Abacus API at ${this.baseUrl} (${(err as Error).cause ?? (err as Error).message}); is it running? (set ABACUS_API_URL or --api)`,
+      );
+    }
+    const text = await res.text();
+    let json: unknown = undefined;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = text;
+    }
+    if (!res.ok) throw new CliError(formatError(res.status, json));
+    return json as T;
+  }
+
+  get<T>(route: string) {
+    return this.request<T>('GET', route);
+  }
+
+  post<T>(route: string, body?: unknown) {
+    return this.request<T>('POST', route, body ?? {});
+  }
+
+  async upload<T>(route: string, file: string, fields: Record<string, string | undefined>): Promise<T> {
+    if (!fs.existsSync(file)) throw new CliError(`file not found: ${file}`);
+    const form = new FormData();
+    for (const [k, v] of Object.entries(fields)) if (v !== undefined) form.append(k, v);
+    form.append('file', await fs.openAsBlob(file), path.basename(file));
+    return this.request<T>('POST', route, form);
+  }
+}
+
+function formatError(status: number, body: unknown): string {
+  const b = (body ?? {}) as { message?: unknown; issues?: Issue[] };
+  if (Array.isArray(b.issues) && b.issues.length) {
+    return `HTTP ${status}: ${String(b.message ?? 'request rejected')}\n${b.issues.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`;
+  }
+  return `HTTP ${status}: ${typeof b.message === 'string' ? b.message : JSON.stringify(body)}`;
+}

@@ -1,0 +1,157 @@
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import type { ApiClient } from '../api-client';
+import { apiFrom, printJson, table } from '../cli-context';
+import { CliError, type RegisterCommand } from './command.types';
+
+interface Trial {
+  id: string;
+  kind: string;
+  seq: number;
+  status: string;
+  progress: number;
+  attempts: number;
+  error: string | null;
+  backend: string | null;
+}
+
+interface Experiment {
+  id: string;
+  kind: string;
+  name: string;
+  businessLine: string;
+  owner: string;
+  status: string;
+  progress: number;
+  progressMessage: string;
+  error: string | null;
+  result: Record<string, unknown> | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  trials: Trial[];
+}
+
+const TERMINAL = ['succeeded', 'failed', 'cancelled'];
+
+/** Exit codes: 0 succeeded, 1 usage/API error, 2 experiment failed, 3 experiment cancelled. */
+function exitCodeFor(status: string): number {
+  return status === 'succeeded' ? 0 : status === 'cancelled' ? 3 : 2;
+}
+
+async function waitFor(api: ApiClient, id: string, quiet: boolean, timeoutS: number): Promise<Experiment> {
+  const deadline = Date.now() + timeoutS * 1000;
+  let last = '';
+  for (;;) {
+    const e = await api.get<Experiment>(`/experiments/${id}`);
+    const line = `${e.status} ${Math.round(e.progress * 100)}% ${e.progressMessage}`;
+    if (!quiet && line !== last) process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+    last = line;
+    if (TERMINAL.includes(e.status)) return e;
+    if (Date.now() > deadline) throw new CliError(`timed out after ${timeoutS}s waiting for experiment ${id} (still ${e.status})`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+function render(e: Experiment): string {
+  const out = [
+    `experiment ${e.id}`,
+    `  kind: ${e.kind}   line: ${e.businessLine}   owner: ${e.owner}${e.name ? `   name: ${e.name}` : ''}`,
+    `  status: ${e.status} (${Math.round(e.progress * 100)}%)${e.progressMessage ? ` — ${e.progressMessage}` : ''}`,
+    `  created: ${e.createdAt}${e.finishedAt ? `   finished: ${e.finishedAt}` : ''}`,
+  ];
+  if (e.error) out.push(`  error: ${e.error}`);
+  out.push('', table(
+    e.trials.map((t) => [t.seq, t.kind, t.status, `${Math.round(t.progress * 100)}%`, t.attempts, t.backend ?? '', t.error ?? '']),
+    ['trial', 'kind', 'status', 'progress', 'attempts', 'backend', 'error'],
+  ));
+  const ranking = (e.result?.ranking ?? null) as null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
+  if (ranking) {
+    out.push('', 'features by information value:', table(
+      ranking.map((r) => [r.rank, r.feature, r.kind, r.iv.toFixed(4), r.strength, r.psi === null ? '' : r.psi.toFixed(4)]),
+      ['rank', 'feature', 'kind', 'iv', 'strength', 'psi'],
+    ));
+  }
+  return out.join('\n');
+}
+
+export const registerExperiment: RegisterCommand = (program) => {
+  const exp = program.command('experiment').description('submit, follow and cancel experiments');
+
+  exp
+    .command('submit')
+    .description('submit an experiment spec (JSON: {"kind", "businessLine", "name", "spec"}); see configs/examples/')
+    .argument('<spec>', 'path to the spec JSON file')
+    .option('--wait', 'follow progress until it finishes; exit 0 succeeded, 2 failed, 3 cancelled')
+    .option('--timeout <seconds>', 'give up waiting after this long', '3600')
+    .option('--json', 'print the experiment as JSON')
+    .action(async (specPath: string, o: { wait?: boolean; json?: boolean; timeout: string }, cmd: Command) => {
+      if (!fs.existsSync(specPath)) throw new CliError(`spec file not found: ${specPath}`);
+      let body: unknown;
+      try {
+        body = JSON.parse(fs.readFileSync(specPath, 'utf8'));
+      } catch (err) {
+        throw new CliError(`${specPath} is not valid JSON: ${(err as Error).message}`);
+      }
+      const api = apiFrom(cmd);
+      let e = await api.post<Experiment>('/experiments', body);
+      if (!o.json) process.stderr.write(`submitted experiment ${e.id} (${e.kind}, ${e.trials.length} trial(s))\n`);
+      if (o.wait) e = await waitFor(api, e.id, !!o.json, Number(o.timeout));
+      if (o.json) {
+        const results = o.wait ? await api.get<unknown[]>(`/experiments/${e.id}/results`) : undefined;
+        printJson(results ? { ...e, results } : e);
+      } else {
+        process.stdout.write(`${o.wait ? render(e) : e.id}\n`);
+      }
+      if (o.wait) process.exitCode = exitCodeFor(e.status);
+    });
+
+  exp
+    .command('show')
+    .description('show an experiment, its trials and its result')
+    .argument('<id>', 'experiment id')
+    .option('--json', 'print the experiment and its per-feature results as JSON')
+    .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
+      const api = apiFrom(cmd);
+      const e = await api.get<Experiment>(`/experiments/${encodeURIComponent(id)}`);
+      if (o.json) return printJson({ ...e, results: await api.get<unknown[]>(`/experiments/${e.id}/results`) });
+      process.stdout.write(`${render(e)}\n`);
+    });
+
+  exp
+    .command('list')
+    .description('list experiments, newest first')
+    .option('--kind <kind>', 'filter by kind')
+    .option('--status <status>', 'filter by status')
+    .option('--domain <line>', 'filter by business line')
+    .option('--page <n>', 'page number', '1')
+    .option('--page-size <n>', 'page size', '50')
+    .option('--json', 'print JSON')
+    .action(async (o: Record<string, string | boolean | undefined>, cmd: Command) => {
+      const q = new URLSearchParams();
+      if (o.kind) q.set('kind', String(o.kind));
+      if (o.status) q.set('status', String(o.status));
+      if (o.domain) q.set('businessLine', String(o.domain));
+      q.set('page', String(o.page));
+      q.set('pageSize', String(o.pageSize));
+      const page = await apiFrom(cmd).get<{ items: Experiment[]; total: number; page: number; pageSize: number }>(`/experiments?${q}`);
+      if (o.json) return printJson(page);
+      process.stdout.write(
+        `${table(
+          page.items.map((e) => [e.id, e.kind, e.businessLine, e.status, `${Math.round(e.progress * 100)}%`, e.createdAt, e.name]),
+          ['id', 'kind', 'line', 'status', 'progress', 'created', 'name'],
+        )}\n${page.total} experiment(s), page ${page.page}\n`,
+      );
+    });
+
+  exp
+    .command('cancel')
+    .description('cancel a queued or running experiment')
+    .argument('<id>', 'experiment id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
+      const e = await apiFrom(cmd).post<Experiment>(`/experiments/${encodeURIComponent(id)}/cancel`);
+      if (o.json) return printJson(e);
+      process.stdout.write(`experiment ${e.id} ${e.status}\n`);
+    });
+};

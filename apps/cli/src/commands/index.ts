@@ -1,0 +1,15 @@
+import type { RegisterCommand } from './command.types';
+import { registerDemo } from './demo.command';
+import { registerExperiment } from './experiment.command';
+import { registerFeatures } from './features.command';
+import { registerLines } from './lines.command';
+import { registerSamples } from './samples.command';
+
+/** Every subcommand of `abacus`, in help order. */
+export const COMMANDS: RegisterCommand[] = [
+  registerExperiment,
+  registerSamples,
+  registerFeatures,
+  registerLines,
+  registerDemo,
+];

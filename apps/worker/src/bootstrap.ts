@@ -1,0 +1,36 @@
+import 'reflect-metadata';
+import { Logger, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { AppConfig } from '@abacus/configs';
+import { createDataSource } from '@abacus/data';
+import { WorkerHost } from '@abacus/queue';
+import { WorkerModule } from './worker.module';
+
+export interface WorkerHandle {
+  ctx: INestApplicationContext;
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts the worker (used by main.ts and by the integration tests). */
+export async function startWorker(config: AppConfig, opts: { logger?: false } = {}): Promise<WorkerHandle> {
+  const ds = createDataSource(config);
+  await ds.initialize();
+  if (await ds.showMigrations()) {
+    await ds.destroy();
+    throw new Error('the database has pending migrations: run `npm run migrate` first');
+  }
+  const ctx = await NestFactory.createApplicationContext(WorkerModule.forRoot(config, ds), {
+    logger: opts.logger === false ? false : ['error', 'warn', 'log'],
+  });
+  const host = ctx.get(WorkerHost);
+  host.start();
+  Logger.log(`worker up (trial concurrency ${config.ABACUS_WORKER_CONCURRENCY}, backend ${config.ABACUS_RUNTIME_BACKEND})`, 'abacus-worker');
+  return {
+    ctx,
+    stop: async (graceMs?: number) => {
+      await host.stop(graceMs);
+      await ctx.close();
+      await ds.destroy();
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+
+const bool = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
+  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes');
+
+/**
+ * Every setting of Abacus, keyed by its environment variable. An optional JSON file
+ * (ABACUS_CONFIG_FILE) supplies the same keys; the environment wins over the file.
+ */
+export const configSchema = z.object({
+  ABACUS_DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/abacus'),
+  ABACUS_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** BullMQ key prefix: separate deployments (and test runs) sharing one Redis use different prefixes */
+  ABACUS_QUEUE_PREFIX: z.string().regex(/^[a-zA-Z0-9_:-]+$/, 'letters, digits, _ : - only').default('abacus'),
+  ABACUS_API_HOST: z.string().min(1).default('0.0.0.0'),
+  ABACUS_API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** where the CLI finds the API */
+  ABACUS_API_URL: z.string().url().default('http://localhost:3000'),
+  /** sample sets, feature tables, built samples and checkpoints live under this directory */
+  ABACUS_DATA_DIR: z.string().min(1).default('.data'),
+  ABACUS_RUNTIME_BACKEND: z.enum(['auto', 'cpu', 'cuda', 'tfjs']).default('auto'),
+  /** native threads per trial; 0 = all cores */
+  ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
+  ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /** attempts per trial job before it is marked failed */
+  ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */
+  ABACUS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** BullMQ lock duration; a worker that dies loses its job to another after about this long */
+  ABACUS_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+  ABACUS_LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+  ABACUS_LOG_SQL: bool.default(false),
+  ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),
+});
+
+export type AppConfig = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;

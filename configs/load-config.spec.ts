@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from './load-config';
+
+describe('loadConfig', () => {
+  it('applies defaults', () => {
+    const c = loadConfig({}, { fresh: true });
+    expect(c.ABACUS_API_PORT).toBe(3000);
+    expect(c.ABACUS_RUNTIME_BACKEND).toBe('auto');
+  });
+
+  it('names the bad key and the reason', () => {
+    expect(() => loadConfig({ ABACUS_API_PORT: 'abc' }, { fresh: true })).toThrow(/ABACUS_API_PORT: .*number/i);
+    expect(() => loadConfig({ ABACUS_RUNTIME_BACKEND: 'tpu' }, { fresh: true })).toThrow(/ABACUS_RUNTIME_BACKEND/);
+  });
+
+  it('reads a JSON file and lets the environment win', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-cfg-')), 'c.json');
+    fs.writeFileSync(file, JSON.stringify({ ABACUS_API_PORT: 4000, ABACUS_QUEUE_PREFIX: 'x' }));
+    const c = loadConfig({ ABACUS_CONFIG_FILE: file, ABACUS_QUEUE_PREFIX: 'y' }, { fresh: true });
+    expect(c.ABACUS_API_PORT).toBe(4000);
+    expect(c.ABACUS_QUEUE_PREFIX).toBe('y');
+  });
+
+  it('rejects unknown keys in the file', () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-cfg-')), 'c.json');
+    fs.writeFileSync(file, JSON.stringify({ ABACUS_API_PROT: 1 }));
+    expect(() => loadConfig({ ABACUS_CONFIG_FILE: file }, { fresh: true })).toThrow(/ABACUS_API_PROT/);
+  });
+});

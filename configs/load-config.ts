@@ -1,0 +1,39 @@
+import fs from 'node:fs';
+import { z } from 'zod';
+import { configSchema, type AppConfig } from './config.schema';
+
+export class ConfigError extends Error {}
+
+let cached: AppConfig | undefined;
+
+/** Parses the environment (and ABACUS_CONFIG_FILE, if set) once; a bad value names the key and the reason. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { fresh?: boolean } = {}): AppConfig {
+  if (cached && !options.fresh && env === process.env) return cached;
+  let fromFile: Record<string, unknown> = {};
+  const file = env.ABACUS_CONFIG_FILE;
+  if (file) {
+    try {
+      fromFile = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw new ConfigError(`Invalid configuration: ABACUS_CONFIG_FILE (${file}): ${(err as Error).message}`);
+    }
+  }
+  const raw: Record<string, unknown> = { ...fromFile };
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') raw[key] = v;
+  }
+  const unknownFileKeys = Object.keys(fromFile).filter((k) => !(k in configSchema.shape));
+  if (unknownFileKeys.length) {
+    throw new ConfigError(`Invalid configuration: unknown key(s) in ${file}: ${unknownFileKeys.join(', ')}`);
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(formatConfigIssues(parsed.error));
+  if (env === process.env) cached = parsed.data;
+  return parsed.data;
+}
+
+function formatConfigIssues(error: z.ZodError): string {
+  const lines = error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
+  return `Invalid configuration:\n${lines.join('\n')}`;
+}

@@ -1,0 +1,22 @@
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'libs/runtime/build/**', '.data/**', '.gpu/**', 'bench/results/**', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[object.name='process'][property.name='env']",
+          message: 'read configuration through loadConfig() (configs/), not process.env',
+        },
+      ],
+    },
+  },
+  {
+    files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'libs/runtime/src/bench/**'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);

@@ -1,0 +1,113 @@
+import { z } from 'zod';
+
+export const lineName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, _ or -, starting with a letter (max 63)');
+export const objectName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits, _ . : - (starting with a letter or digit)');
+export const columnName = z.string().min(1).max(200);
+
+export const createBusinessLineSchema = z.object({
+  name: lineName,
+  description: z.string().max(2000).default(''),
+});
+
+const costsSchema = z
+  .object({
+    storageBytesPerEntity: z.number().nonnegative().optional(),
+    fetchBytesPerRequest: z.number().nonnegative().optional(),
+    computeCost: z.number().nonnegative().optional(),
+    source: z.enum(['measured', 'declared']).default('declared'),
+  })
+  .strict();
+
+const transformSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('none') }),
+  z.object({ type: z.literal('hash'), hashBuckets: z.number().int().min(2).max(1 << 30) }),
+  z.object({ type: z.literal('buckets'), boundaries: z.array(z.number()).min(1) }),
+  z.object({ type: z.literal('log') }),
+  z.object({ type: z.literal('standardize') }),
+]);
+
+export const createFeatureSchema = z
+  .object({
+    name: objectName,
+    businessLine: lineName,
+    kind: z.enum(['numeric', 'categorical', 'multi_id']),
+    description: z.string().max(2000).default(''),
+    featureTableId: z.string().uuid().optional(),
+    sourceColumn: columnName.optional(),
+    transform: transformSchema.default({ type: 'none' }),
+    costs: costsSchema.default({ source: 'declared' }),
+  })
+  .strict();
+
+export const featureListQuerySchema = z.object({
+  businessLine: lineName.optional(),
+  kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
+  featureTableId: z.string().uuid().optional(),
+  page: z.coerce.number().int().min(1).default(1),
+  pageSize: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+/** Form fields of a sample-set upload (the file comes as multipart part `file`). */
+export const importSampleSetSchema = z.object({
+  name: objectName,
+  businessLine: lineName,
+  label: columnName,
+  time: columnName.optional(),
+  keys: z
+    .string()
+    .optional()
+    .transform((s) => (s ? s.split(',').map((k) => k.trim()).filter(Boolean) : [])),
+  shareWith: z
+    .string()
+    .optional()
+    .transform((s) => (s ? s.split(',').map((k) => k.trim()).filter(Boolean) : [])),
+});
+
+/** Form fields of a feature-table upload: every column but the key and time becomes a registered feature. */
+export const importFeatureTableSchema = z.object({
+  name: objectName,
+  businessLine: lineName,
+  entityKey: columnName,
+  time: columnName.optional(),
+});
+
+export const createModelSchema = z
+  .object({
+    name: objectName,
+    businessLine: lineName,
+    sampleSetId: z.string().uuid(),
+    features: z.array(columnName).min(1).optional(),
+    architecture: z
+      .object({
+        embeddingDim: z.number().int().min(1).max(512).default(16),
+        pooling: z.enum(['sum', 'mean']).default('sum'),
+        hidden: z.array(z.number().int().min(1).max(8192)).max(8).default([256, 128]),
+        wide: z.boolean().default(false),
+      })
+      .strict()
+      .default({ embeddingDim: 16, pooling: 'sum', hidden: [256, 128], wide: false }),
+    trainingParams: z
+      .object({
+        epochs: z.number().int().min(1).max(1000).default(2),
+        batchSize: z.number().int().min(1).max(1 << 20).default(4096),
+        learningRate: z.number().positive().max(10).default(0.001),
+        sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
+        seed: z.number().int().default(1),
+      })
+      .strict()
+      .default({ epochs: 2, batchSize: 4096, learningRate: 0.001, sparseOptimizer: 'adam', seed: 1 }),
+  })
+  .strict();
+
+export type CreateBusinessLine = z.output<typeof createBusinessLineSchema>;
+export type CreateFeature = z.output<typeof createFeatureSchema>;
+export type FeatureListQuery = z.output<typeof featureListQuerySchema>;
+export type ImportSampleSet = z.output<typeof importSampleSetSchema>;
+export type ImportFeatureTable = z.output<typeof importFeatureTableSchema>;
+export type CreateModel = z.output<typeof createModelSchema>;

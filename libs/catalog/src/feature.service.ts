@@ -1,0 +1,159 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { ConflictError, InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
+import { BusinessLineEntity, FeatureEntity, FeatureTableEntity } from '@abacus/data';
+import type { CreateFeature, FeatureListQuery, ImportFeatureTable } from './catalog.schemas';
+import type { DataDir } from './data-dir';
+import type { UploadedFile } from './sample-set.service';
+import { TableInspector } from './table-inspector';
+
+/** The feature registry and the entity-keyed feature tables that feed it. */
+export class FeatureService {
+  private readonly inspector = new TableInspector();
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly dataDir: DataDir,
+  ) {}
+
+  private async checkLine(line: string, scope: RequestScope): Promise<void> {
+    if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: line }))) {
+      throw new InvalidInputError('businessLine', `unknown business line "${line}"`);
+    }
+    if (scope.lines && !scope.lines.includes(line)) {
+      throw new InvalidInputError('businessLine', `not one of the caller's business lines`);
+    }
+  }
+
+  async create(input: CreateFeature, scope: RequestScope): Promise<FeatureEntity> {
+    await this.checkLine(input.businessLine, scope);
+    const repo = this.ds.getRepository(FeatureEntity);
+    let table: FeatureTableEntity | null = null;
+    if (input.featureTableId) {
+      table = await this.ds.getRepository(FeatureTableEntity).findOneBy({ id: input.featureTableId });
+      if (!table) throw new InvalidInputError('featureTableId', `no feature table ${input.featureTableId}`);
+      const col = input.sourceColumn ?? input.name;
+      if (!table.schema.some((c) => c.name === col)) {
+        throw new InvalidInputError('sourceColumn', `column "${col}" is not in feature table ${table.name}`);
+      }
+    }
+    if (await repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
+      throw new ConflictError(`feature ${input.businessLine}/${input.name} already exists`);
+    }
+    return repo.save(
+      repo.create({
+        ...input,
+        owner: scope.user,
+        featureTableId: table?.id ?? null,
+        sourceTable: table?.name ?? null,
+        sourceColumn: table ? (input.sourceColumn ?? input.name) : (input.sourceColumn ?? null),
+        entityKey: table?.entityKey ?? null,
+        provenance: [],
+      }),
+    );
+  }
+
+  /** Stores the table and registers one feature per column (all but the key and time) in one transaction. */
+  async importTable(
+    upload: UploadedFile,
+    input: ImportFeatureTable,
+    scope: RequestScope,
+  ): Promise<{ table: FeatureTableEntity; features: FeatureEntity[] }> {
+    const format = TableInspector.formatOf(upload.originalName);
+    await this.checkLine(input.businessLine, scope);
+    const inspected = await this.inspector.inspect(upload.path, format);
+    const names = inspected.columns.map((c) => c.name);
+    if (!names.includes(input.entityKey)) {
+      throw new InvalidInputError('entityKey', `column "${input.entityKey}" is not in the file (columns: ${names.join(', ')})`);
+    }
+    if (input.time && !names.includes(input.time)) {
+      throw new InvalidInputError('time', `column "${input.time}" is not in the file (columns: ${names.join(', ')})`);
+    }
+    const featureCols = inspected.columns.filter(
+      (c): c is typeof c & { kind: 'numeric' | 'categorical' | 'multi_id' } =>
+        c.name !== input.entityKey && c.name !== input.time && c.kind !== 'unsupported',
+    );
+    if (!featureCols.length) throw new InvalidInputError('file', 'the table has no feature columns besides the key');
+    const existing = await this.ds
+      .getRepository(FeatureEntity)
+      .createQueryBuilder('f')
+      .where('f.business_line = :bl AND f.name IN (:...names)', { bl: input.businessLine, names: featureCols.map((c) => c.name) })
+      .getMany();
+    if (existing.length) {
+      throw new ConflictError(
+        `feature(s) already registered in ${input.businessLine}: ${existing.map((f) => f.name).join(', ')}`,
+      );
+    }
+    const id = randomUUID();
+    const dir = this.dataDir.featureTableDir(id);
+    const rel = path.join(dir, 'data.parquet');
+    try {
+      this.dataDir.ensure(dir);
+      if (format === 'parquet') fs.copyFileSync(upload.path, this.dataDir.abs(rel));
+      else await this.inspector.toParquet(upload.path, format, this.dataDir.abs(rel));
+      return await this.ds.transaction(async (m) => {
+        const table = await m.getRepository(FeatureTableEntity).save(
+          m.getRepository(FeatureTableEntity).create({
+            id,
+            name: input.name,
+            businessLine: input.businessLine,
+            owner: scope.user,
+            entityKey: input.entityKey,
+            timeColumn: input.time ?? null,
+            files: [rel],
+            schema: inspected.columns,
+            rowCount: inspected.rowCount,
+          }),
+        );
+        const repo = m.getRepository(FeatureEntity);
+        const features = await repo.save(
+          featureCols.map((c) =>
+            repo.create({
+              name: c.name,
+              businessLine: input.businessLine,
+              owner: scope.user,
+              kind: c.kind,
+              featureTableId: id,
+              sourceTable: input.name,
+              sourceColumn: c.name,
+              entityKey: input.entityKey,
+              transform: { type: 'none' },
+              costs: {},
+              provenance: [],
+            }),
+          ),
+        );
+        return { table, features };
+      });
+    } catch (err) {
+      this.dataDir.remove(dir);
+      if ((err as { code?: string }).code === '23505') throw new ConflictError(`feature table ${input.name} conflicts with an existing one`);
+      throw err;
+    }
+  }
+
+  async list(scope: RequestScope, q: FeatureListQuery): Promise<Page<FeatureEntity>> {
+    const qb = this.ds.getRepository(FeatureEntity).createQueryBuilder('f').orderBy('f.business_line').addOrderBy('f.name');
+    if (scope.lines) qb.andWhere('f.business_line = ANY(:lines)', { lines: scope.lines });
+    if (q.businessLine) qb.andWhere('f.business_line = :bl', { bl: q.businessLine });
+    if (q.kind) qb.andWhere('f.kind = :kind', { kind: q.kind });
+    if (q.featureTableId) qb.andWhere('f.feature_table_id = :t', { t: q.featureTableId });
+    const [items, total] = await qb.skip((q.page - 1) * q.pageSize).take(q.pageSize).getManyAndCount();
+    return { items, total, page: q.page, pageSize: q.pageSize };
+  }
+
+  async get(id: string, scope: RequestScope): Promise<FeatureEntity> {
+    const f = await this.ds.getRepository(FeatureEntity).findOneBy({ id });
+    if (!f || (scope.lines && !scope.lines.includes(f.businessLine))) throw new NotFoundError('feature', id);
+    return f;
+  }
+
+  async listTables(scope: RequestScope, businessLine?: string): Promise<FeatureTableEntity[]> {
+    const qb = this.ds.getRepository(FeatureTableEntity).createQueryBuilder('t').orderBy('t.created_at', 'DESC');
+    if (scope.lines) qb.andWhere('t.business_line = ANY(:lines)', { lines: scope.lines });
+    if (businessLine) qb.andWhere('t.business_line = :bl', { bl: businessLine });
+    return qb.getMany();
+  }
+}

@@ -1,0 +1,19 @@
+import { BusinessLineEntity } from './business-line.entity';
+import { ExperimentEntity } from './experiment.entity';
+import { FeatureResultEntity } from './feature-result.entity';
+import { FeatureTableEntity } from './feature-table.entity';
+import { FeatureEntity } from './feature.entity';
+import { ModelEntity } from './model.entity';
+import { SampleSetEntity } from './sample-set.entity';
+import { TrialEntity } from './trial.entity';
+
+export const ENTITIES = [
+  BusinessLineEntity,
+  FeatureTableEntity,
+  FeatureEntity,
+  SampleSetEntity,
+  ModelEntity,
+  ExperimentEntity,
+  TrialEntity,
+  FeatureResultEntity,
+];

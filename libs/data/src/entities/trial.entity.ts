@@ -1,0 +1,64 @@
+import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import type { ExperimentEntity, ExperimentStatus } from './experiment.entity';
+
+/** One unit of queued work (train, evaluate, score, ablate). Its id is its BullMQ job id. */
+@Entity({ name: 'trials' })
+@Index(['experimentId'])
+export class TrialEntity {
+  @PrimaryColumn('uuid')
+  id!: string;
+
+  @Column({ name: 'experiment_id', type: 'uuid' })
+  experimentId!: string;
+
+  @ManyToOne('ExperimentEntity', (e: ExperimentEntity) => e.trials, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'experiment_id' })
+  experiment?: ExperimentEntity;
+
+  @Column({ name: 'business_line', type: 'text' })
+  businessLine!: string;
+
+  @Column({ type: 'text' })
+  owner!: string;
+
+  @Column({ type: 'text' })
+  kind!: string;
+
+  /** order within the experiment */
+  @Column({ type: 'int', default: 0 })
+  seq!: number;
+
+  @Column({ type: 'jsonb', default: () => `'{}'` })
+  params!: Record<string, unknown>;
+
+  @Column({ type: 'text', default: 'queued' })
+  status!: ExperimentStatus;
+
+  @Column({ type: 'double precision', default: 0 })
+  progress!: number;
+
+  @Column({ type: 'jsonb', nullable: true })
+  metrics!: Record<string, unknown> | null;
+
+  @Column({ type: 'jsonb', default: () => `'{}'` })
+  artifacts!: Record<string, string>;
+
+  @Column({ type: 'int', default: 0 })
+  attempts!: number;
+
+  @Column({ type: 'text', nullable: true })
+  error!: string | null;
+
+  /** which runtime backend ran it (cpu / cuda / tfjs), or null for trials that need none */
+  @Column({ type: 'text', nullable: true })
+  backend!: string | null;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt!: Date | null;
+
+  @Column({ name: 'finished_at', type: 'timestamptz', nullable: true })
+  finishedAt!: Date | null;
+}

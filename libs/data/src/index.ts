@@ -1,0 +1,17 @@
+export { createDataSource, ensureDatabase, dropDatabase } from './data-source';
+export { ENTITIES } from './entities';
+export { BusinessLineEntity } from './entities/business-line.entity';
+export { FeatureTableEntity } from './entities/feature-table.entity';
+export {
+  FeatureEntity,
+  type FeatureKind,
+  type FeatureTransform,
+  type FeatureCostsRecord,
+  type FeatureProvenance,
+} from './entities/feature.entity';
+export { SampleSetEntity, type SharingPolicy } from './entities/sample-set.entity';
+export { ModelEntity } from './entities/model.entity';
+export { ExperimentEntity, type ExperimentStatus, TERMINAL_STATUSES } from './entities/experiment.entity';
+export { TrialEntity } from './entities/trial.entity';
+export { FeatureResultEntity } from './entities/feature-result.entity';
+export { type ColumnSchema } from './entities/column-schema';

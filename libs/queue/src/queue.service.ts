@@ -1,0 +1,110 @@
+import { FlowProducer, Job, Queue, type ConnectionOptions } from 'bullmq';
+import type { AppConfig } from '@abacus/configs';
+import { JOB_QUEUE, JobName, QueueName, type JobPayloads } from './queue-names';
+
+export interface PlannedTrialJob {
+  trialId: string;
+  job: Exclude<JobName, JobName.FinalizeExperiment>;
+}
+
+export function redisConnection(config: Pick<AppConfig, 'ABACUS_REDIS_URL'>): ConnectionOptions {
+  const u = new URL(config.ABACUS_REDIS_URL);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    username: u.username || undefined,
+    password: u.password ? decodeURIComponent(u.password) : undefined,
+    db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : undefined,
+    // BullMQ workers block on Redis; retry forever rather than fail a blocking call
+    maxRetriesPerRequest: null,
+  };
+}
+
+/** Producer side of BullMQ: enqueues experiment flows, cancels them, reports queue health. */
+export class QueueService {
+  private readonly queues = new Map<QueueName, Queue>();
+  private readonly flows: FlowProducer;
+
+  constructor(private readonly config: AppConfig) {
+    const connection = redisConnection(config);
+    for (const name of Object.values(QueueName)) {
+      this.queues.set(name, new Queue(name, { connection, prefix: config.ABACUS_QUEUE_PREFIX }));
+    }
+    this.flows = new FlowProducer({ connection, prefix: config.ABACUS_QUEUE_PREFIX });
+  }
+
+  queue(name: QueueName): Queue {
+    const q = this.queues.get(name);
+    if (!q) throw new Error(`unknown queue ${name}`);
+    return q;
+  }
+
+  /**
+   * One flow per experiment: the finalize job (id = experiment id) waits for its trial jobs
+   * (id = trial id, so a retry updates the same row). A trial that fails for good does not block
+   * the parent: finalize then marks the experiment failed.
+   */
+  async enqueueExperiment(experimentId: string, trials: PlannedTrialJob[]): Promise<void> {
+    const payload = (p: JobPayloads[JobName.ScoreTrial]) => p;
+    await this.flows.add({
+      name: JobName.FinalizeExperiment,
+      queueName: JOB_QUEUE[JobName.FinalizeExperiment],
+      data: { experimentId } satisfies JobPayloads[JobName.FinalizeExperiment],
+      opts: {
+        jobId: experimentId,
+        attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+        backoff: { type: 'exponential', delay: 1000 },
+        removeOnComplete: { age: 7 * 24 * 3600 },
+        removeOnFail: { age: 30 * 24 * 3600 },
+      },
+      children: trials.map((t) => ({
+        name: t.job,
+        queueName: JOB_QUEUE[t.job],
+        data: payload({ experimentId, trialId: t.trialId }),
+        opts: {
+          jobId: t.trialId,
+          attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+          backoff: { type: 'exponential', delay: 2000 },
+          ignoreDependencyOnFailure: true,
+          removeOnComplete: { age: 7 * 24 * 3600 },
+          removeOnFail: { age: 30 * 24 * 3600 },
+        },
+      })),
+    });
+  }
+
+  /** Removes the trial jobs that have not started; running ones stop themselves when they see the cancel. */
+  async removePendingTrials(trialIds: string[]): Promise<number> {
+    let removed = 0;
+    const trials = this.queue(QueueName.Trials);
+    for (const id of trialIds) {
+      const job = await Job.fromId(trials, id);
+      if (!job) continue;
+      const state = await job.getState();
+      if (state === 'waiting' || state === 'delayed' || state === 'prioritized' || state === 'waiting-children') {
+        try {
+          await job.remove();
+          removed++;
+        } catch {
+          // it started in between: the running trial sees the cancel flag instead
+        }
+      }
+    }
+    return removed;
+  }
+
+  async jobState(queue: QueueName, jobId: string): Promise<string | null> {
+    const job = await Job.fromId(this.queue(queue), jobId);
+    return job ? job.getState() : null;
+  }
+
+  async ping(): Promise<string> {
+    const client = (await this.queue(QueueName.Experiments).client) as unknown as { ping(): Promise<string> };
+    return client.ping();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    await this.flows.close();
+  }
+}

@@ -1,0 +1,96 @@
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { Logger } from '@nestjs/common';
+import type { AppConfig } from '@abacus/configs';
+import { describeZodError } from '@abacus/core';
+import { JOB_PAYLOAD_SCHEMAS, JOB_QUEUE, JobName, QueueName, isJobName, type JobPayloads } from './queue-names';
+import { redisConnection } from './queue.service';
+
+export interface JobContext {
+  job: Job;
+  /** aborted when the worker shuts down before the job finished; the job is then released, not failed */
+  signal: AbortSignal;
+}
+
+export type JobHandler<N extends JobName> = (payload: JobPayloads[N], ctx: JobContext) => Promise<unknown>;
+export type JobHandlers = { [K in JobName]: JobHandler<K> };
+
+export class MissingHandlerError extends Error {}
+
+const SHUTDOWN = 'worker-shutdown';
+
+/** Runs BullMQ workers for every queue and dispatches each job to its handler by name. */
+export class WorkerHost {
+  private readonly logger = new Logger(WorkerHost.name);
+  private readonly workers: Worker[] = [];
+  private readonly active = new Map<string, AbortController>();
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly handlers: Partial<JobHandlers>,
+  ) {
+    const missing = Object.values(JobName).filter((n) => typeof handlers[n] !== 'function');
+    if (missing.length) {
+      throw new MissingHandlerError(`worker refuses to start: no handler for job(s) ${missing.join(', ')}`);
+    }
+  }
+
+  start(): void {
+    const connection = redisConnection(this.config);
+    for (const queueName of Object.values(QueueName)) {
+      const worker = new Worker(queueName, (job, token) => this.process(job, token), {
+        connection,
+        prefix: this.config.ABACUS_QUEUE_PREFIX,
+        concurrency: queueName === QueueName.Trials ? this.config.ABACUS_WORKER_CONCURRENCY : 4,
+        lockDuration: this.config.ABACUS_JOB_LOCK_MS,
+        stalledInterval: this.config.ABACUS_JOB_LOCK_MS,
+        maxStalledCount: 2,
+        autorun: true,
+      });
+      worker.on('failed', (job, err) =>
+        this.logger.warn(`job ${job?.name} ${job?.id} failed (attempt ${job?.attemptsMade}): ${err.message}`),
+      );
+      worker.on('error', (err) => this.logger.error(`queue ${queueName}: ${err.message}`));
+      this.workers.push(worker);
+    }
+    this.logger.log(`listening on queues ${Object.values(QueueName).join(', ')} (prefix ${this.config.ABACUS_QUEUE_PREFIX})`);
+  }
+
+  private async process(job: Job, token: string | undefined): Promise<unknown> {
+    if (!isJobName(job.name) || JOB_QUEUE[job.name] !== job.queueName) {
+      throw new Error(`no handler for job "${job.name}" on queue ${job.queueName}`);
+    }
+    const name: JobName = job.name;
+    const parsed = JOB_PAYLOAD_SCHEMAS[name].safeParse(job.data);
+    if (!parsed.success) throw new Error(`invalid payload for ${name}: ${describeZodError(parsed.error)}`);
+    const controller = new AbortController();
+    const key = `${job.queueName}:${job.id}`;
+    this.active.set(key, controller);
+    try {
+      const handler = this.handlers[name] as JobHandler<JobName>;
+      return await handler(parsed.data as JobPayloads[JobName], { job, signal: controller.signal });
+    } catch (err) {
+      if (controller.signal.aborted && controller.signal.reason === SHUTDOWN && token) {
+        // released, not failed: another worker (or this one after restart) picks it up again
+        await job.moveToDelayed(Date.now() + 500, token);
+        throw new DelayedError();
+      }
+      throw err;
+    } finally {
+      this.active.delete(key);
+    }
+  }
+
+  /** Stops taking jobs; lets running ones finish for up to graceMs, then releases them back to the queue. */
+  async stop(graceMs = this.config.ABACUS_SHUTDOWN_GRACE_MS): Promise<void> {
+    const closing = Promise.all(this.workers.map((w) => w.close()));
+    const timer = setTimeout(() => {
+      if (this.active.size) this.logger.warn(`grace period over: releasing ${this.active.size} running job(s)`);
+      for (const c of this.active.values()) c.abort(SHUTDOWN);
+    }, graceMs);
+    try {
+      await closing;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

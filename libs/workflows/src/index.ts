@@ -1,0 +1,10 @@
+export { createExperimentSchema, experimentListQuerySchema, type CreateExperiment, type ExperimentListQuery } from './experiments/experiment.schemas';
+export { type ExperimentPlanner, type ExperimentPlan, type PlannedTrial } from './experiments/experiment-planner';
+export { ExperimentService, QueueUnavailableError, type ExperimentDetail } from './experiments/experiment.service';
+export { FinalizeExperimentHandler } from './experiments/finalize.handler';
+export { TrialLedger } from './trials/trial-ledger';
+export { runTrial, TrialCancelledError, type TrialScope, type TrialOutcome } from './trials/trial-runner';
+export { ScorePlanner, ivStrength } from './score/score.planner';
+export { ScoreTrialHandler } from './score/score-trial.handler';
+export { scoreSpecSchema, binningOptionsSchema, type ScoreSpec } from './score/score-experiment.schema';
+export { PLANNERS } from './planners';

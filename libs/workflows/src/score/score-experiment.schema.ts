@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+export const binningOptionsSchema = z
+  .object({
+    /** quantile pre-bins of a numeric feature before merging */
+    prebins: z.number().int().min(2).max(200).default(20),
+    maxBins: z.number().int().min(2).max(100).default(10),
+    /** each final bin holds at least this share of the rows */
+    minBinShare: z.number().min(0).max(0.5).default(0.05),
+    /** merge numeric bins until the WOE trend is monotonic */
+    monotonic: z.boolean().default(true),
+  })
+  .strict();
+
+export const scoreSpecSchema = z
+  .object({
+    /** the sample set's id, or its name within the experiment's business line */
+    sampleSet: z.string().min(1),
+    /** default: every column except the label, the time column and the key columns */
+    features: z.array(z.string().min(1)).min(1).optional(),
+    /** label value counted as the event; default 1 / true */
+    positive: z.string().optional(),
+    binning: binningOptionsSchema.default({ prebins: 20, maxBins: 10, minBinShare: 0.05, monotonic: true }),
+    /** PSI between rows before and from this time (default: the last 20% of the sample set's time range) */
+    psiSplitTime: z.number().optional(),
+    /** features scored per trial: smaller means more trials, finer progress, more parallelism */
+    featuresPerTrial: z.number().int().min(1).max(10_000).default(16),
+  })
+  .strict();
+
+export type ScoreSpec = z.output<typeof scoreSpecSchema>;
+
+/** The spec as stored on the experiment row, after the planner resolved names and defaults. */
+export const resolvedScoreSpecSchema = scoreSpecSchema.extend({
+  sampleSetId: z.string().uuid(),
+  features: z.array(z.string()).min(1),
+  psiSplitTime: z.number().nullable(),
+});
+export type BinningOptions = z.output<typeof binningOptionsSchema>;
+
+export const scoreTrialParamsSchema = z.object({
+  features: z.array(z.string()).min(1),
+  psiSplitTime: z.number().nullable(),
+});
+export type ScoreTrialParams = z.output<typeof scoreTrialParamsSchema>;

@@ -1,0 +1,68 @@
+import type { DataSource } from 'typeorm';
+import { FeatureResultEntity, SampleSetEntity } from '@abacus/data';
+import type { DataDir } from '@abacus/catalog';
+import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
+import { readTable } from '@abacus/samples';
+import { scoreTable } from '@abacus/scoring';
+import { runTrial } from '../trials/trial-runner';
+import type { TrialLedger } from '../trials/trial-ledger';
+import { resolvedScoreSpecSchema, scoreTrialParamsSchema } from './score-experiment.schema';
+
+/** One `score` trial: WOE/IV and PSI of its share of the features, upserted per (experiment, feature, scorer). */
+export class ScoreTrialHandler {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly ledger: TrialLedger,
+    private readonly dataDir: DataDir,
+  ) {}
+
+  handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
+    return runTrial(this.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
+      const spec = resolvedScoreSpecSchema.parse(experiment.spec);
+      const params = scoreTrialParamsSchema.parse(trial.params);
+      const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: spec.sampleSetId });
+      await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
+      const time = params.psiSplitTime !== null ? ss.timeColumn : null;
+      const columns = [...params.features, ss.labelColumn, ...(time ? [time] : [])];
+      const table = await readTable(this.dataDir.abs(ss.files[0]), { columns });
+      checkpoint();
+      await progress(0.3, `scoring ${params.features.length} feature(s)`);
+      const scores = scoreTable(table, {
+        label: ss.labelColumn,
+        positive: spec.positive,
+        time: time ?? undefined,
+        testFrom: params.psiSplitTime ?? undefined,
+        prebins: spec.binning.prebins,
+        maxBins: spec.binning.maxBins,
+        minBinShare: spec.binning.minBinShare,
+        monotonic: spec.binning.monotonic,
+      });
+      checkpoint();
+      await progress(0.9, 'writing results');
+      const rows = scores.flatMap((s) => {
+        const base = { experimentId: experiment.id, trialId: trial.id, businessLine: experiment.businessLine, featureName: s.name };
+        const out = [
+          { ...base, scorer: 'iv', value: s.iv, ciLow: null, ciHigh: null, rank: null, details: { kind: s.kind, bins: s.bins } },
+        ];
+        if (s.psi !== undefined && s.psi !== null && Number.isFinite(s.psi)) {
+          out.push({ ...base, scorer: 'psi', value: s.psi, ciLow: null, ciHigh: null, rank: null, details: { kind: s.kind, bins: [] } });
+        }
+        return out;
+      });
+      await this.ds.transaction(async (m) => {
+        await m
+          .createQueryBuilder()
+          .insert()
+          .into(FeatureResultEntity)
+          .values(rows)
+          .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
+          .execute();
+      });
+      const top = [...scores].sort((a, b) => b.iv - a.iv)[0];
+      return {
+        metrics: { features: scores.length, rows: table.rowCount, topFeature: top?.name ?? null, topIv: top?.iv ?? null },
+        backend: null,
+      };
+    });
+  }
+}

@@ -1,0 +1,78 @@
+import type { DataSource } from 'typeorm';
+import { InvalidInputError, type RequestScope } from '@abacus/core';
+import { SampleSetEntity, type ExperimentEntity, type FeatureResultEntity, type TrialEntity } from '@abacus/data';
+import { JobName } from '@abacus/queue';
+import type { ExperimentPlan, ExperimentPlanner } from '../experiments/experiment-planner';
+import type { CreateExperiment } from '../experiments/experiment.schemas';
+import type { ScoreTrialParams } from './score-experiment.schema';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+type ScoreInput = Extract<CreateExperiment, { kind: 'score' }>;
+
+/** `score`: WOE/IV (+PSI) of every feature of a sample set, split into trials of featuresPerTrial features. */
+export class ScorePlanner implements ExperimentPlanner<'score'> {
+  readonly kind = 'score' as const;
+
+  async plan(input: ScoreInput, ds: DataSource, scope: RequestScope): Promise<ExperimentPlan> {
+    const spec = input.spec;
+    const repo = ds.getRepository(SampleSetEntity);
+    const ss = UUID.test(spec.sampleSet)
+      ? await repo.findOneBy({ id: spec.sampleSet })
+      : await repo.findOneBy({ businessLine: input.businessLine, name: spec.sampleSet });
+    if (!ss || (scope.lines && !scope.lines.includes(ss.businessLine))) {
+      throw new InvalidInputError('spec.sampleSet', `no sample set "${spec.sampleSet}" in ${input.businessLine}`);
+    }
+    if (ss.businessLine !== input.businessLine && !ss.sharingPolicy.shareWith.some((l) => l === '*' || l === input.businessLine)) {
+      throw new InvalidInputError('spec.sampleSet', `sample set belongs to ${ss.businessLine} and is not shared with ${input.businessLine}`);
+    }
+    const skip = new Set([ss.labelColumn, ss.timeColumn, ...ss.keyColumns].filter((c): c is string => !!c));
+    const columns = ss.schema.map((c) => c.name);
+    const features = spec.features ?? ss.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);
+    if (!features.length) throw new InvalidInputError('spec.features', 'the sample set has no feature columns');
+    features.forEach((f, i) => {
+      if (!columns.includes(f)) throw new InvalidInputError(`spec.features.${i}`, `column "${f}" is not in sample set ${ss.name}`);
+      if (skip.has(f)) throw new InvalidInputError(`spec.features.${i}`, `"${f}" is the label, time or a key column`);
+    });
+    if (new Set(features).size !== features.length) throw new InvalidInputError('spec.features', 'duplicate feature names');
+    let psiSplitTime: number | null = null;
+    if (spec.psiSplitTime !== undefined) {
+      if (!ss.timeColumn) throw new InvalidInputError('spec.psiSplitTime', 'the sample set has no time column');
+      psiSplitTime = spec.psiSplitTime;
+    } else if (ss.timeColumn && ss.timeMin !== null && ss.timeMax !== null && ss.timeMax > ss.timeMin) {
+      psiSplitTime = ss.timeMin + 0.8 * (ss.timeMax - ss.timeMin);
+    }
+    const trials: ExperimentPlan['trials'] = [];
+    for (let i = 0; i < features.length; i += spec.featuresPerTrial) {
+      const params: ScoreTrialParams = { features: features.slice(i, i + spec.featuresPerTrial), psiSplitTime };
+      trials.push({ kind: 'score', job: JobName.ScoreTrial, params: params as unknown as Record<string, unknown> });
+    }
+    return { spec: { ...spec, sampleSetId: ss.id, features, psiSplitTime }, trials };
+  }
+
+  summarize(_e: ExperimentEntity, trials: TrialEntity[], results: FeatureResultEntity[]): Record<string, unknown> {
+    const iv = results.filter((r) => r.scorer === 'iv').sort((a, b) => b.value - a.value);
+    const psi = new Map(results.filter((r) => r.scorer === 'psi').map((r) => [r.featureName, r.value]));
+    return {
+      features: iv.length,
+      trials: trials.length,
+      ranking: iv.map((r, i) => ({
+        rank: i + 1,
+        feature: r.featureName,
+        kind: r.details.kind,
+        iv: r.value,
+        strength: ivStrength(r.value),
+        psi: psi.get(r.featureName) ?? null,
+      })),
+    };
+  }
+}
+
+/** Siddiqi's conventional reading of IV. */
+export function ivStrength(iv: number): string {
+  if (iv < 0.02) return 'useless';
+  if (iv < 0.1) return 'weak';
+  if (iv < 0.3) return 'medium';
+  if (iv < 0.5) return 'strong';
+  return 'suspicious';
+}

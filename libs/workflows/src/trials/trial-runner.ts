@@ -1,0 +1,102 @@
+import { Logger } from '@nestjs/common';
+import type { JobContext } from '@abacus/queue';
+import type { ExperimentEntity, TrialEntity } from '@abacus/data';
+import type { TrialLedger } from './trial-ledger';
+
+export class TrialCancelledError extends Error {
+  constructor() {
+    super('experiment cancelled');
+  }
+}
+
+export interface TrialScope {
+  trial: TrialEntity;
+  experiment: ExperimentEntity;
+  /** aborted when the experiment is cancelled or the worker shuts down */
+  signal: AbortSignal;
+  /** throws TrialCancelledError (or the shutdown reason) if the trial must stop now */
+  checkpoint(): void;
+  progress(fraction: number, message: string): Promise<void>;
+  logger: Logger;
+}
+
+export interface TrialOutcome {
+  metrics: Record<string, unknown>;
+  backend?: string | null;
+}
+
+const CANCEL_POLL_MS = 1000;
+
+/**
+ * The frame every trial kind runs in: claims the row, watches for cancellation, records success,
+ * failure (final only on the last attempt) or cancellation, and lets the queue retry the rest.
+ */
+export async function runTrial(
+  ledger: TrialLedger,
+  payload: { trialId: string; experimentId: string },
+  ctx: JobContext,
+  body: (scope: TrialScope) => Promise<TrialOutcome>,
+): Promise<{ status: string }> {
+  const logger = new Logger(`trial ${payload.trialId.slice(0, 8)} / experiment ${payload.experimentId.slice(0, 8)}`);
+  const claimed = await ledger.begin(payload.trialId);
+  if (!claimed) {
+    logger.log('skipped: cancelled or already finished');
+    return { status: 'skipped' };
+  }
+  const controller = new AbortController();
+  const onShutdown = () => controller.abort(ctx.signal.reason);
+  ctx.signal.addEventListener('abort', onShutdown);
+  let cancelled = false;
+  const poll = setInterval(() => {
+    ledger
+      .isCancelled(payload.experimentId)
+      .then((c) => {
+        if (c && !controller.signal.aborted) {
+          cancelled = true;
+          controller.abort(new TrialCancelledError());
+        }
+      })
+      .catch(() => undefined);
+  }, CANCEL_POLL_MS);
+  const scope: TrialScope = {
+    ...claimed,
+    signal: controller.signal,
+    logger,
+    checkpoint: () => {
+      if (!controller.signal.aborted) return;
+      throw cancelled ? new TrialCancelledError() : (ctx.signal.reason ?? new Error('aborted'));
+    },
+    progress: async (fraction, message) => {
+      await ctx.job.updateProgress(Math.round(fraction * 100));
+      await ledger.progress(claimed.trial, fraction, message);
+    },
+  };
+  try {
+    logger.log(`started ${claimed.trial.kind} (attempt ${claimed.trial.attempts})`);
+    const outcome = await body(scope);
+    scope.checkpoint();
+    await ledger.finish(payload.trialId, 'succeeded', { metrics: outcome.metrics, backend: outcome.backend });
+    logger.log('succeeded');
+    return { status: 'succeeded' };
+  } catch (err) {
+    if (cancelled || err instanceof TrialCancelledError || (await ledger.isCancelled(payload.experimentId))) {
+      await ledger.finish(payload.trialId, 'cancelled', {});
+      logger.log('cancelled');
+      return { status: 'cancelled' };
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    if (ctx.signal.aborted) {
+      // worker shutting down: the job goes back to the queue and this attempt does not count as a failure
+      await ledger.finish(payload.trialId, 'queued', { error: `released at shutdown: ${message}` });
+      throw err;
+    }
+    const attempts = ctx.job.opts.attempts ?? 1;
+    const final = ctx.job.attemptsMade + 1 >= attempts;
+    await ledger.finish(payload.trialId, final ? 'failed' : 'queued', { error: message });
+    logger.warn(`${final ? 'failed' : 'will retry'}: ${message}`);
+    throw err;
+  } finally {
+    clearInterval(poll);
+    ctx.signal.removeEventListener('abort', onShutdown);
+  }
+}

@@ -1,0 +1,4 @@
+import { Init1795300000000 } from './1795300000000-Init';
+
+/** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
+export const MIGRATIONS = [Init1795300000000];

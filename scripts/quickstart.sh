@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Command 1 of the quick start: install, make sure Postgres and Redis run, migrate, build, generate and
+# register the demo world, start api + worker. Safe to run again (it restarts api and worker).
+# `bash scripts/quickstart.sh stop` stops api and worker.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/services.sh
+
+RUN_DIR=.data/run
+LOG_DIR=.data/logs
+mkdir -p "$RUN_DIR" "$LOG_DIR"
+
+stop_proc() {
+  local pidfile="$RUN_DIR/$1.pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    say "stopping $1 (pid $(cat "$pidfile"))"
+    kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
+    for _ in $(seq 1 30); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$(cat "$pidfile")" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+}
+
+if [ "${1:-}" = "stop" ]; then
+  stop_proc api; stop_proc worker; exit 0
+fi
+
+ensure_node
+install_deps
+ensure_postgres
+ensure_redis
+
+say "building (native CPU runtime + TypeScript)"
+npm run --silent build
+
+say "migrating the database"
+npm run --silent migrate
+
+stop_proc api
+stop_proc worker
+say "starting api and worker (logs in $LOG_DIR/)"
+nohup node dist/apps/api/src/main.js >>"$LOG_DIR/api.log" 2>&1 &
+echo $! >"$RUN_DIR/api.pid"
+nohup node dist/apps/worker/src/main.js >>"$LOG_DIR/worker.log" 2>&1 &
+echo $! >"$RUN_DIR/worker.pid"
+
+API_URL="${ABACUS_API_URL:-http://localhost:${ABACUS_API_PORT:-3000}}"
+for i in $(seq 1 60); do
+  if node -e 'fetch(process.argv[1]+"/api/v1/health").then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$API_URL"; then break; fi
+  kill -0 "$(cat "$RUN_DIR/api.pid")" 2>/dev/null || { tail -n 30 "$LOG_DIR/api.log"; die "the api exited"; }
+  [ "$i" = 60 ] && { tail -n 30 "$LOG_DIR/api.log"; die "the api did not become healthy"; }
+  sleep 1
+done
+kill -0 "$(cat "$RUN_DIR/worker.pid")" 2>/dev/null || { tail -n 30 "$LOG_DIR/worker.log"; die "the worker exited"; }
+
+DEMO=.data/demo
+if [ ! -f "$DEMO/ground_truth.json" ]; then
+  say "generating the demo world (simulator, seed 7, 200,000 impressions)"
+  npx --no-install abacus sim --seed 7 --rows 200000 --out "$DEMO"
+fi
+say "registering the demo world"
+npx --no-install abacus demo --dir "$DEMO"
+
+cat <<MSG
+
+  Abacus is running.
+    API            $API_URL/api/v1        (health: $API_URL/api/v1/health)
+    API docs       $API_URL/api/docs
+    Web page       $API_URL/
+    Logs           $LOG_DIR/api.log, $LOG_DIR/worker.log
+    Demo world     $DEMO/ (ground truth: $DEMO/ground_truth.json)
+
+  Try next:
+    npx abacus experiment submit configs/examples/score.json --wait
+    npx abacus experiment list
+    npx abacus iv $DEMO/samples/mall.parquet --label click
+    npx abacus samples list
+    npx abacus --help
+
+  Stop api and worker:  bash scripts/quickstart.sh stop
+MSG
