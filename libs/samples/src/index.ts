@@ -10,3 +10,4 @@ export { readTable, describeTable, kindOfDuckdbType } from './io/table-reader';
 export { TableReadError } from './io/table-read.error';
 export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-options.schema';
 export type * from './io/table.types';
+export { flatToTable } from './io/flat-to-table';

@@ -23,7 +23,7 @@ export interface FeatureSpec {
  */
 export const FEATURE_CATALOG: readonly FeatureSpec[] = [
   // users (daily snapshots)
-  { name: 'u_age', table: 'user', kind: 'numeric', role: 'strong', effect: 0.35, inConfigOf: ALL },
+  { name: 'u_age', table: 'user', kind: 'numeric', role: 'strong', effect: 0.45, inConfigOf: ALL },
   { name: 'u_age_noisy', table: 'user', kind: 'numeric', role: 'redundant', effect: 0, copyOf: 'u_age', inConfigOf: ALL },
   { name: 'u_gender', table: 'user', kind: 'categorical', role: 'weak', effect: 0.1, inConfigOf: ALL },
   { name: 'u_city', table: 'user', kind: 'categorical', role: 'strong', effect: 0.4, inConfigOf: ALL },

@@ -1,0 +1,48 @@
+import type { TableColumn } from '@abacus/samples';
+import { ScoringError } from './scoring.error';
+
+/**
+ * 0/1 event vector from a label column. The column must hold exactly two distinct non-null values and no
+ * nulls. `positive` names the event class; by default 1 (numeric), or 'true' / '1' (categorical).
+ */
+export function encodeLabel(column: TableColumn, positive?: string | number | boolean): { y: Uint8Array; positive: string } {
+  if (column.kind === 'multi_id') throw new ScoringError(`label '${column.name}' is a list column; expected two classes`);
+  const rows = column.kind === 'numeric' ? column.values.length : column.codes.length;
+  let classes: string[];
+  let valueOf: (r: number) => string | null;
+  if (column.kind === 'numeric') {
+    const seen = new Set<number>();
+    for (const v of column.values) if (!Number.isNaN(v)) seen.add(v);
+    classes = [...seen].sort((a, b) => a - b).map(String);
+    valueOf = (r) => (Number.isNaN(column.values[r]) ? null : String(column.values[r]));
+  } else {
+    const used = new Set<number>();
+    for (const c of column.codes) if (c >= 0) used.add(c);
+    classes = [...used].map((c) => column.dictionary[c]).sort();
+    valueOf = (r) => (column.codes[r] < 0 ? null : column.dictionary[column.codes[r]]);
+  }
+  if (classes.length !== 2) {
+    const shown = classes.slice(0, 10).join(', ') + (classes.length > 10 ? ', ...' : '');
+    throw new ScoringError(`label '${column.name}' has ${classes.length} distinct value(s) (${shown}); expected exactly 2 classes`);
+  }
+  let pos: string | undefined;
+  if (positive !== undefined) {
+    const wanted = String(positive);
+    pos = classes.find((c) => c === wanted || (column.kind === 'numeric' && Number(c) === Number(wanted)));
+    if (pos === undefined) throw new ScoringError(`positive value '${wanted}' is not a class of label '${column.name}' (classes: ${classes.join(', ')})`);
+  } else {
+    pos = classes.find((c) => c === '1' || c.toLowerCase() === 'true');
+    if (pos === undefined) {
+      throw new ScoringError(`label '${column.name}' has classes ${classes.join(', ')}: pass the positive (event) value explicitly`);
+    }
+  }
+  const y = new Uint8Array(rows);
+  let nulls = 0;
+  for (let r = 0; r < rows; r++) {
+    const v = valueOf(r);
+    if (v === null) nulls++;
+    else y[r] = v === pos ? 1 : 0;
+  }
+  if (nulls > 0) throw new ScoringError(`label '${column.name}' has ${nulls} missing value(s)`);
+  return { y, positive: pos };
+}
