@@ -11,3 +11,4 @@ export { TableReadError } from './io/table-read.error';
 export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-options.schema';
 export type * from './io/table.types';
 export { flatToTable } from './io/flat-to-table';
+export { runSim, formatSimSummary, type SimSummary } from './simulator/sim-runner';

@@ -9,3 +9,5 @@ export { fitMultiIdBinning } from './multi-id-binning';
 export { encodeLabel } from './label-encoder';
 export { ScoringError } from './scoring.error';
 export * from './binning.types';
+export { ivReportFromFile } from './iv-report.service';
+export { formatIvReport } from './iv-report.formatter';

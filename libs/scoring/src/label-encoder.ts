@@ -27,7 +27,12 @@ export function encodeLabel(column: TableColumn, positive?: string | number | bo
   }
   let pos: string | undefined;
   if (positive !== undefined) {
-    const wanted = String(positive);
+    let wanted = String(positive);
+    // CSV sniffing turns yes/no, y/n, t/f columns into BOOLEAN: accept the spelling the user sees in the file
+    if (classes[0] === 'false' && classes[1] === 'true') {
+      if (/^(yes|y|t|1|true)$/i.test(wanted)) wanted = 'true';
+      else if (/^(no|n|f|0|false)$/i.test(wanted)) wanted = 'false';
+    }
     pos = classes.find((c) => c === wanted || (column.kind === 'numeric' && Number(c) === Number(wanted)));
     if (pos === undefined) throw new ScoringError(`positive value '${wanted}' is not a class of label '${column.name}' (classes: ${classes.join(', ')})`);
   } else {

@@ -4,6 +4,8 @@ import { registerExperiment } from './experiment.command';
 import { registerFeatures } from './features.command';
 import { registerLines } from './lines.command';
 import { registerSamples } from './samples.command';
+import { registerSim } from './sim.command';
+import { registerIv } from './iv.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -12,4 +14,6 @@ export const COMMANDS: RegisterCommand[] = [
   registerFeatures,
   registerLines,
   registerDemo,
+  registerSim,
+  registerIv,
 ];

@@ -1,0 +1,28 @@
+import { formatSimSummary, runSim } from '@abacus/samples';
+import { z } from 'zod';
+import { CliError, type RegisterCommand } from './command.types';
+
+const simFlags = z.object({
+  seed: z.coerce.number().int().min(0).max(0xffffffff),
+  rows: z.coerce.number().int().min(1000).max(20_000_000),
+  out: z.string().min(1),
+  json: z.boolean().optional(),
+});
+
+export const registerSim: RegisterCommand = (program) => {
+  program
+    .command('sim')
+    .description('simulate a synthetic world (three business lines, ground truth) and write it as Parquet')
+    .requiredOption('--seed <n>', 'PRNG seed (0..2^32-1)')
+    .requiredOption('--rows <n>', 'impressions to simulate (1000..20000000)')
+    .requiredOption('--out <dir>', 'output directory')
+    .option('--json', 'print the summary as JSON')
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = simFlags.safeParse(raw);
+      if (!flags.success) {
+        throw new CliError(`invalid sim options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      }
+      const summary = await runSim(flags.data);
+      process.stdout.write(flags.data.json ? `${JSON.stringify(summary, null, 2)}\n` : `${formatSimSummary(summary)}\n`);
+    });
+};
