@@ -1,0 +1,67 @@
+import type { ColumnarDataset } from '../dataset.types';
+import { mulberry32 } from '../tfjs-backend';
+
+export interface SyntheticCtrOptions {
+  rows: number;
+  numeric: number;
+  slots: number;
+  vocab: number;
+  /** ids per sample and slot: 1..maxLen */
+  maxLen: number;
+  seed: number;
+  /** probability that an id is replaced by padding (-1) */
+  padding?: number;
+}
+
+/**
+ * Synthetic CTR samples with the planted signal of shared/bench/torch_ctr_baseline.py:
+ * logit = 1.5 * x0 + (slot0 first id % 2) - 0.5 + 2 * (slot1 first id < V/10) - 1.
+ */
+export function makeSyntheticCtr(o: SyntheticCtrOptions): { dataset: ColumnarDataset; trueLogit: Float32Array } {
+  const r = mulberry32(o.seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(Math.max(r(), 1e-300))) * Math.cos(2 * Math.PI * r());
+  const n = o.rows;
+  const numeric = new Float32Array(n * o.numeric);
+  for (let i = 0; i < numeric.length; i++) numeric[i] = gauss();
+  const slots = Array.from({ length: o.slots }, (_, s) => {
+    const offsets = new Int32Array(n + 1);
+    const ids: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const len = 1 + Math.floor(r() * o.maxLen);
+      for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : Math.floor(r() * o.vocab));
+      offsets[i + 1] = ids.length;
+    }
+    return { name: `slot${s}`, ids: Int32Array.from(ids), offsets };
+  });
+  const trueLogit = new Float32Array(n);
+  const labels = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    let z = o.numeric > 0 ? 1.5 * numeric[i * o.numeric]! : 0;
+    if (o.slots > 0) z += (slots[0]!.ids[slots[0]!.offsets[i]!]! % 2) - 0.5;
+    if (o.slots > 1) z += 2 * (slots[1]!.ids[slots[1]!.offsets[i]!]! < o.vocab / 10 ? 1 : 0) - 1;
+    trueLogit[i] = z;
+    labels[i] = r() < 1 / (1 + Math.exp(-z)) ? 1 : 0;
+  }
+  return {
+    dataset: { rows: n, numericNames: Array.from({ length: o.numeric }, (_, j) => `num${j}`), numeric, slots, labels },
+    trueLogit,
+  };
+}
+
+/** Rows [from, to) of a dataset as a new dataset (copies; for train/test splits in tests and benches). */
+export function sliceDataset(d: ColumnarDataset, from: number, to: number): ColumnarDataset {
+  const n = to - from, w = d.numericNames.length;
+  const out: ColumnarDataset = {
+    rows: n,
+    numericNames: d.numericNames,
+    numeric: d.numeric.slice(from * w, to * w),
+    labels: d.labels.slice(from, to),
+    slots: d.slots.map((s) => {
+      const o0 = s.offsets[from]!;
+      return { name: s.name, ids: s.ids.slice(o0, s.offsets[to]!), offsets: s.offsets.slice(from, to + 1).map((v) => v - o0) };
+    }),
+  };
+  if (d.weights) out.weights = d.weights.slice(from, to);
+  if (d.keys) out.keys = Object.fromEntries(Object.entries(d.keys).map(([k, v]) => [k, v.slice(from, to)]));
+  return out;
+}

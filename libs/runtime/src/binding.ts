@@ -1,0 +1,169 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+/** Views and shapes exchanged with the native addon (libs/runtime/native/addon.cc). */
+export interface NativeTensor {
+  name: string;
+  shape: number[];
+  data: Float32Array;
+}
+
+export interface NativeMemoryPart {
+  rows: number;
+  numeric: Float32Array;
+  numStride: number;
+  labels: Float32Array;
+  weights?: Float32Array;
+  key?: Int32Array;
+  offs: Int32Array[];
+  ids: Int32Array[];
+}
+export interface NativeShardPart {
+  shard: NativeShardHandle;
+  numStride: number;
+  slotIndex: Int32Array;
+  keyIndex: number;
+}
+export interface NativeData {
+  parts: (NativeMemoryPart | NativeShardPart)[];
+  numMap: Int32Array;
+}
+
+export interface NativeModelConfig {
+  numNumeric: number;
+  vocab: number[];
+  dim: number;
+  pooling: 'sum' | 'mean';
+  wide: boolean;
+  hidden: number[];
+  dense: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number };
+  sparse: { kind: 'adam' | 'adagrad'; lr: number; beta1: number; beta2: number; eps: number; initialAccumulator: number };
+  seed: number;
+  threads: number;
+}
+
+export interface NativeProgress {
+  epoch: number;
+  step: number;
+  totalSteps: number;
+  loss: number;
+  samplesPerSecond: number;
+  epochEnd: boolean;
+  valAuc?: number;
+  valLogloss?: number;
+}
+
+export interface NativeTrainOptions {
+  epochs: number;
+  batchSize: number;
+  shuffle: boolean;
+  seed: number;
+  maxSteps: number;
+  validationFraction: number;
+  patience: number;
+  minDelta: number;
+  monitor: 'auc' | 'logloss';
+  restoreBest: boolean;
+  progressEvery: number;
+}
+
+export interface NativeTrainResult {
+  steps: number;
+  samples: number;
+  epochs: number;
+  finalLoss: number;
+  samplesPerSecond: number;
+  seconds: number;
+  stoppedEarly: boolean;
+  cancelled: boolean;
+  bestEpoch: number;
+  bestValAuc: number;
+  bestValLogloss: number;
+  trainRows: number;
+  validationRows: number;
+  history: { epoch: number; trainLoss: number; valAuc: number; valLogloss: number; seconds: number }[];
+}
+
+export interface NativeMetrics {
+  auc: number;
+  logloss: number;
+  calibration: number;
+  meanPrediction: number;
+  meanLabel: number;
+}
+
+export interface NativePredictResult {
+  predictions: Float32Array;
+  labels: Float32Array;
+  weights?: Float32Array;
+  key?: Int32Array;
+}
+
+export interface NativeModelState {
+  step: number;
+  normalized: boolean;
+  frozen: boolean[];
+  isa?: string;
+  threads?: number;
+}
+
+export interface NativeModelHandle {
+  tensors(): NativeTensor[];
+  optimizerTensors(): NativeTensor[];
+  getState(): NativeModelState;
+  setState(s: Partial<NativeModelState>): void;
+  train(data: NativeData, val: NativeData | undefined, opts: NativeTrainOptions, onProgress?: (p: NativeProgress) => void): Promise<NativeTrainResult>;
+  predict(data: NativeData, batchSize?: number): Promise<NativePredictResult>;
+  ablate(
+    data: NativeData,
+    opts: { groups: { numeric: number[]; slots: number[] }[]; repeats: number; seed: number; batchSize: number },
+  ): Promise<{ base: NativeMetrics; permuted: NativeMetrics[] }>;
+  gradients(data: NativeData): { loss: number; logits: Float32Array; grads: Record<string, Float32Array> };
+  cancel(): void;
+}
+
+export interface NativeShardHandle {
+  readonly json: string;
+  readonly rows: number;
+}
+
+export interface NativeAddon {
+  NativeModel: new (cfg: NativeModelConfig) => NativeModelHandle;
+  openShard(path: string, verify: boolean): Promise<NativeShardHandle>;
+  writeShard(path: string, rows: number, json: string, sections: { kind: number; index: number; data: Float32Array | Int32Array }[]): Promise<void>;
+  cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number };
+  backend: 'cpu';
+}
+
+/** Where the built addon lives; the same path from source (vitest) and from dist/. */
+export function addonPath(): string {
+  return path.join(path.dirname(require.resolve('@abacus/runtime/package.json')), 'build', 'Release', 'abacus_runtime.node');
+}
+
+let cached: NativeAddon | undefined;
+
+/** The only place that loads the .node file. Throws an Error naming the fix when it is missing. */
+export function loadNativeAddon(): NativeAddon {
+  if (cached) return cached;
+  const file = addonPath();
+  if (!existsSync(file)) {
+    throw new Error(`The runtime's native CPU addon is not built (${file} is missing): run \`npm run build:native\` (bash scripts/build-native.sh)`);
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  cached = require(file) as NativeAddon;
+  return cached;
+}
+
+export function nativeAddonAvailable(): boolean {
+  try {
+    loadNativeAddon();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The CUDA backend (issue 4) will register here; until then it is never present. */
+export function cudaAddonAvailable(): boolean {
+  return false;
+}

@@ -1,0 +1,60 @@
+import { loadNativeAddon, type NativeModelConfig, type NativeModelHandle, type NativeModelState, type NativeProgress, type NativeTrainOptions } from './binding';
+import type { RuntimeData } from './dataset.types';
+import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
+import type { ModelSpec } from './model-spec.schema';
+import { toNativeData } from './native-data.mapper';
+
+export function nativeConfig(spec: ModelSpec, threads: number): NativeModelConfig {
+  const { dense, sparse } = spec.optimizer;
+  return {
+    numNumeric: spec.numeric.length,
+    vocab: spec.slots.map((s) => s.vocab),
+    dim: spec.embeddingDim,
+    pooling: spec.pooling,
+    wide: spec.wide,
+    hidden: spec.hidden,
+    dense: { lr: dense.lr, beta1: dense.beta1, beta2: dense.beta2, eps: dense.eps, weightDecay: dense.weightDecay },
+    sparse: { kind: sparse.kind, lr: sparse.lr, beta1: sparse.beta1, beta2: sparse.beta2, eps: sparse.eps, initialAccumulator: sparse.initialAccumulator },
+    seed: spec.seed,
+    threads,
+  };
+}
+
+/** The native multi-threaded C++ backend; all long work runs as N-API async work. */
+export class CpuBackend implements ModelBackend {
+  readonly kind = 'cpu' as const;
+  private readonly native: NativeModelHandle;
+
+  constructor(private readonly spec: ModelSpec, threads: number) {
+    const addon = loadNativeAddon();
+    this.native = new addon.NativeModel(nativeConfig(spec, threads));
+  }
+
+  tensors() {
+    return this.native.tensors();
+  }
+  optimizerTensors() {
+    return this.native.optimizerTensors();
+  }
+  getState() {
+    return this.native.getState();
+  }
+  setState(s: Partial<NativeModelState>) {
+    this.native.setState(s);
+  }
+  train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void) {
+    return this.native.train(toNativeData(this.spec, data), val ? toNativeData(this.spec, val) : undefined, o, onProgress);
+  }
+  predict(data: RuntimeData, batchSize: number, keyName?: string) {
+    return this.native.predict(toNativeData(this.spec, data, keyName), batchSize);
+  }
+  ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
+    return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize });
+  }
+  gradients(data: RuntimeData) {
+    return this.native.gradients(toNativeData(this.spec, data));
+  }
+  cancel() {
+    this.native.cancel();
+  }
+}

@@ -1,0 +1,12 @@
+export { addonPath, cudaAddonAvailable, loadNativeAddon, nativeAddonAvailable } from './binding';
+export type { NativeTensor } from './binding';
+export { summarizeChanges, type ChangeSummary } from './ablation-stats';
+export type { ColumnarDataset, RuntimeData, ShardDataset, SlotColumn } from './dataset.types';
+export { isShardDataset } from './dataset.types';
+export { computeMetrics, exactAuc, groupAuc, type MetricSet } from './metrics';
+export { backendChoiceSchema, createOptionsSchema, modelSpecSchema, type BackendChoice, type BackendKind, type CreateOptions, type ModelSpec, type ModelSpecInput } from './model-spec.schema';
+export { ablateOptionsSchema, evaluateOptionsSchema, trainOptionsSchema, transferOptionsSchema, type AblateOptionsInput, type EvaluateOptionsInput, type TrainOptions, type TrainOptionsInput, type TransferOptionsInput } from './train-options.schema';
+export { openShards, readShardSync, writeShard, SHARD_VERSION, type ShardHeader } from './shard-format';
+export { readSafetensors, writeSafetensors } from './safetensors';
+export { RuntimeModel, resolveBackend, type AblationGroupResult, type AblationResult, type EvaluationResult, type TrainContext, type TrainProgress, type TrainResult, type TransferResult } from './runtime-model';
+export { flatSamplesToDataset, type FlatSamplesAdapterOptions } from './flat-samples.adapter';

@@ -1,0 +1,24 @@
+import type { NativeMetrics, NativeModelState, NativePredictResult, NativeProgress, NativeTensor, NativeTrainOptions, NativeTrainResult } from './binding';
+import type { RuntimeData } from './dataset.types';
+import type { BackendKind } from './model-spec.schema';
+
+export interface AblationGroupIndex {
+  numeric: number[];
+  slots: number[];
+}
+
+/** What RuntimeModel needs from a backend; cpu (native), tfjs (reference) and later cuda. */
+export interface ModelBackend {
+  readonly kind: BackendKind;
+  /** live views of the parameters, named as in checkpoints */
+  tensors(): NativeTensor[];
+  optimizerTensors(): NativeTensor[];
+  getState(): NativeModelState;
+  setState(s: Partial<NativeModelState>): void;
+  train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void): Promise<NativeTrainResult>;
+  predict(data: RuntimeData, batchSize: number, keyName?: string): Promise<NativePredictResult>;
+  ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number): Promise<{ base: NativeMetrics; permuted: NativeMetrics[] }>;
+  /** loss, logits and the full-shape gradient of every parameter over all rows as one batch */
+  gradients(data: RuntimeData): { loss: number; logits: Float32Array; grads: Record<string, Float32Array> };
+  cancel(): void;
+}

@@ -1,0 +1,258 @@
+import { cudaAddonAvailable, loadNativeAddon, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
+import { summarizeChanges, type ChangeSummary } from './ablation-stats';
+import { loadCheckpointInto, readCheckpointConfig, readSlotEmbeddings, saveCheckpoint } from './checkpoint';
+import { CpuBackend } from './cpu-backend';
+import type { RuntimeData } from './dataset.types';
+import { computeMetrics, groupAuc, type MetricSet } from './metrics';
+import type { ModelBackend } from './model-backend.types';
+import { createOptionsSchema, modelSpecSchema, type BackendKind, type CreateOptions, type ModelSpec, type ModelSpecInput } from './model-spec.schema';
+import { TfjsBackend } from './tfjs-backend';
+import { ablateOptionsSchema, evaluateOptionsSchema, trainOptionsSchema, transferOptionsSchema, type AblateOptionsInput, type EvaluateOptionsInput, type TrainOptionsInput, type TransferOptionsInput } from './train-options.schema';
+
+export type TrainProgress = NativeProgress & { backend: BackendKind };
+export interface TrainContext {
+  onProgress?: (p: TrainProgress) => void;
+  /** aborting stops training after the current step; the result says cancelled: true */
+  signal?: AbortSignal;
+  /** a separate validation set (instead of validationFraction) for early stopping */
+  validationData?: RuntimeData;
+}
+export type TrainResult = NativeTrainResult & { backend: BackendKind };
+export interface EvaluationResult extends MetricSet {
+  backend: BackendKind;
+  rows: number;
+  groupAuc?: { key: string; value: number; groups: number; rowsCovered: number };
+}
+export interface AblationGroupResult {
+  inputs: string[];
+  auc: ChangeSummary;
+  logloss: ChangeSummary;
+  calibration: ChangeSummary;
+}
+export interface AblationResult {
+  backend: BackendKind;
+  rows: number;
+  repeats: number;
+  seed: number;
+  base: MetricSet;
+  groups: AblationGroupResult[];
+}
+export interface TransferResult {
+  copied: { slot: string; rows: number }[];
+  frozen: string[];
+}
+
+/** Resolves auto|cpu|cuda|tfjs to the backend that will run. */
+export function resolveBackend(choice: 'auto' | BackendKind): BackendKind {
+  if (choice === 'tfjs') return 'tfjs';
+  if (choice === 'cuda') {
+    if (!cudaAddonAvailable()) throw new Error('CUDA backend not built: this build has only the CPU backend (use backend "cpu" or "auto")');
+    return 'cuda';
+  }
+  if (choice === 'auto' && cudaAddonAvailable()) return 'cuda';
+  loadNativeAddon(); // throws naming the fix when the addon is missing
+  return 'cpu';
+}
+
+/**
+ * A CTR model on the fused-kernel runtime. Every argument crosses a zod schema; one operation
+ * runs at a time; results say which backend ran.
+ */
+export class RuntimeModel {
+  private running: string | null = null;
+
+  private constructor(
+    readonly spec: ModelSpec,
+    readonly backend: BackendKind,
+    private readonly impl: ModelBackend,
+  ) {}
+
+  static create(spec: ModelSpecInput, opts: CreateOptions = {}): RuntimeModel {
+    const s = modelSpecSchema.parse(spec);
+    const o = createOptionsSchema.parse(opts);
+    const kind = resolveBackend(o.backend);
+    const threads = o.threads ?? Math.max(1, loadThreads());
+    const impl: ModelBackend = kind === 'tfjs' ? new TfjsBackend(s) : new CpuBackend(s, threads);
+    return new RuntimeModel(s, kind, impl);
+  }
+
+  /** Live views of the parameters (named as in checkpoints' native layout); for tests and tools. */
+  tensors(): NativeTensor[] {
+    return this.impl.tensors();
+  }
+  optimizerTensors(): NativeTensor[] {
+    return this.impl.optimizerTensors();
+  }
+  get step(): number {
+    return this.impl.getState().step;
+  }
+  /** Copies every parameter (and the normalization) of another model with the same spec. */
+  copyWeightsFrom(other: RuntimeModel): void {
+    const src = new Map(other.tensors().map((t) => [t.name, t]));
+    for (const t of this.tensors()) {
+      const s = src.get(t.name);
+      if (!s || s.data.length !== t.data.length) throw new Error(`copyWeightsFrom: tensor ${t.name} missing or of another size`);
+      t.data.set(s.data);
+    }
+    this.impl.setState({ normalized: other.impl.getState().normalized });
+  }
+
+  private async exclusive<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    if (this.running) throw new Error(`RuntimeModel is busy (${this.running}); run operations one after another`);
+    this.running = what;
+    try {
+      return await fn();
+    } finally {
+      this.running = null;
+    }
+  }
+
+  train(data: RuntimeData, opts: TrainOptionsInput = {}, ctx: TrainContext = {}): Promise<TrainResult> {
+    const o = trainOptionsSchema.parse(opts);
+    return this.exclusive('train', async () => {
+      if (ctx.signal?.aborted) throw new Error('training aborted before it started');
+      const onAbort = () => this.impl.cancel();
+      ctx.signal?.addEventListener('abort', onAbort);
+      try {
+        const es = o.earlyStopping;
+        const r = await this.impl.train(
+          data,
+          ctx.validationData,
+          {
+            epochs: o.epochs,
+            batchSize: o.batchSize,
+            shuffle: o.shuffle,
+            seed: o.seed,
+            maxSteps: o.maxSteps,
+            validationFraction: ctx.validationData ? 0 : o.validationFraction,
+            patience: es ? es.patience : 0,
+            minDelta: es ? es.minDelta : 0,
+            monitor: es ? es.monitor : 'auc',
+            restoreBest: es ? es.restoreBest : false,
+            progressEvery: o.progressEvery,
+          },
+          (p) => ctx.onProgress?.({ ...p, backend: this.backend }),
+        );
+        return { ...r, backend: this.backend };
+      } finally {
+        ctx.signal?.removeEventListener('abort', onAbort);
+      }
+    });
+  }
+
+  predict(data: RuntimeData, opts: { batchSize?: number } = {}): Promise<Float32Array> {
+    const o = evaluateOptionsSchema.parse(opts);
+    return this.exclusive('predict', async () => (await this.impl.predict(data, o.batchSize)).predictions);
+  }
+
+  evaluate(data: RuntimeData, opts: EvaluateOptionsInput = {}): Promise<EvaluationResult> {
+    const o = evaluateOptionsSchema.parse(opts);
+    return this.exclusive('evaluate', async () => {
+      const r = await this.impl.predict(data, o.batchSize, o.groupKey);
+      const m = computeMetrics(r.predictions, r.labels, r.weights);
+      const out: EvaluationResult = { backend: this.backend, rows: r.predictions.length, ...m };
+      if (o.groupKey !== undefined) out.groupAuc = { key: o.groupKey, ...groupAuc(r.predictions, r.labels, r.key!) };
+      return out;
+    });
+  }
+
+  /**
+   * Permutation importance: each group's inputs are permuted together across the evaluation set
+   * (an index applied inside the lookup, no shuffled copy), `repeats` times with seeded
+   * permutations; reports the metric change (permuted - base) with mean, std and a 95% interval.
+   */
+  ablate(data: RuntimeData, opts: AblateOptionsInput): Promise<AblationResult> {
+    const o = ablateOptionsSchema.parse(opts);
+    const groups = o.groups.map((g) => {
+      const numeric: number[] = [], slots: number[] = [];
+      for (const name of g) {
+        const j = this.spec.numeric.indexOf(name), s = this.spec.slots.findIndex((x) => x.name === name);
+        if (j >= 0) numeric.push(j);
+        else if (s >= 0) slots.push(s);
+        else throw new Error(`ablate: "${name}" is not an input of this model`);
+      }
+      return { numeric, slots };
+    });
+    return this.exclusive('ablate', async () => {
+      const r = await this.impl.ablate(data, groups, o.repeats, o.seed, o.batchSize);
+      return {
+        backend: this.backend,
+        rows: data.rows,
+        repeats: o.repeats,
+        seed: o.seed,
+        base: r.base,
+        groups: o.groups.map((inputs, g) => {
+          const ms = r.permuted.slice(g * o.repeats, (g + 1) * o.repeats);
+          return {
+            inputs,
+            auc: summarizeChanges(ms.map((m) => m.auc - r.base.auc)),
+            logloss: summarizeChanges(ms.map((m) => m.logloss - r.base.logloss)),
+            calibration: summarizeChanges(ms.map((m) => m.calibration - r.base.calibration)),
+          };
+        }),
+      };
+    });
+  }
+
+  /** Loss, logits and full-shape gradients over all rows as one batch (the oracle tests use it). */
+  gradients(data: RuntimeData): { loss: number; logits: Float32Array; grads: Record<string, Float32Array>; backend: BackendKind } {
+    if (this.running) throw new Error(`RuntimeModel is busy (${this.running})`);
+    return { ...this.impl.gradients(data), backend: this.backend };
+  }
+
+  /** safetensors + model.json; see README "Checkpoint format". */
+  save(dir: string): Promise<void> {
+    return this.exclusive('save', () => saveCheckpoint(dir, this.spec, this.backend, this.impl.getState(), this.impl.tensors(), this.impl.optimizerTensors()));
+  }
+
+  /** Loads a checkpoint to continue training or to evaluate (optimizer state included). */
+  static async load(dir: string, opts: CreateOptions = {}): Promise<RuntimeModel> {
+    const cfg = await readCheckpointConfig(dir);
+    const m = RuntimeModel.create(cfg.spec, opts);
+    await loadCheckpointInto(dir, m.spec, m.impl.tensors(), m.impl.optimizerTensors(), true);
+    m.impl.setState({ step: cfg.state.step, normalized: cfg.state.normalized, frozen: cfg.state.frozen });
+    return m;
+  }
+
+  /**
+   * Transfer: copies the embedding (and wide) rows of every slot that the checkpoint has under the
+   * same name and dim (rows up to the smaller vocabulary), optionally frozen during training.
+   */
+  initFrom(dir: string, opts: TransferOptionsInput = {}): Promise<TransferResult> {
+    const o = transferOptionsSchema.parse(opts);
+    return this.exclusive('initFrom', async () => {
+      const src = await readSlotEmbeddings(dir);
+      const D = this.spec.embeddingDim;
+      if (src.cfg.spec.embeddingDim !== D) throw new Error(`initFrom: checkpoint embedding dim ${src.cfg.spec.embeddingDim} differs from this model's ${D}`);
+      const params = new Map(this.impl.tensors().map((t) => [t.name, t.data]));
+      const table = params.get('embedding.table')!, wide = params.get('wide.table');
+      const wanted = o.slots ? new Set(o.slots) : null;
+      for (const n of o.slots ?? []) if (!this.spec.slots.some((s) => s.name === n)) throw new Error(`initFrom: "${n}" is not a slot of this model`);
+      const copied: TransferResult['copied'] = [];
+      const state = this.impl.getState();
+      let base = 0;
+      this.spec.slots.forEach((s, i) => {
+        const e = src.emb.get(s.name);
+        if (e && (!wanted || wanted.has(s.name))) {
+          const rows = Math.min(s.vocab, e.length / D);
+          table.set(e.subarray(0, rows * D), base * D);
+          const w = src.wide.get(s.name);
+          if (wide && w) wide.set(w.subarray(0, rows), base);
+          copied.push({ slot: s.name, rows });
+          if (o.freeze) state.frozen[i] = true;
+        }
+        base += s.vocab;
+      });
+      this.impl.setState({ frozen: state.frozen });
+      return { copied, frozen: o.freeze ? copied.map((c) => c.slot) : [] };
+    });
+  }
+}
+
+function loadThreads(): number {
+  try {
+    return loadNativeAddon().cpuInfo().hardwareThreads;
+  } catch {
+    return 1;
+  }
+}
