@@ -30,7 +30,9 @@ export function formatIvReport(report: IvReport, maxBinsShown = 12): string {
     out.push('');
     out.push(`${f.name} (${f.kind}${f.trend ? `, event rate ${f.trend}` : ''}): iv ${f.iv.toFixed(4)}`);
     for (const b of f.bins.slice(0, maxBinsShown)) {
-      out.push(`  ${show(b.range_or_values).padEnd(50)} count ${String(b.count).padStart(9)}  events ${String(b.events).padStart(8)}  woe ${b.woe.toFixed(4).padStart(8)}`);
+      out.push(
+        `  ${show(b.range_or_values).padEnd(50)} count ${String(b.count).padStart(9)}  events ${String(b.events).padStart(8)}  woe ${b.woe.toFixed(4).padStart(8)}`,
+      );
     }
     if (f.bins.length > maxBinsShown) out.push(`  ... ${f.bins.length - maxBinsShown} more bins (use --json for all)`);
   }

@@ -23,7 +23,12 @@ afterAll(async () => {
 
 describe('ivReportFromFile', () => {
   it('scores a CSV file end to end with a time split, and formats a readable report', async () => {
-    const r = await ivReportFromFile(path.join(dir, 'clicks.csv'), { label: 'clicked', positive: 'yes', time: 'day', testFrom: 2 });
+    const r = await ivReportFromFile(path.join(dir, 'clicks.csv'), {
+      label: 'clicked',
+      positive: 'yes',
+      time: 'day',
+      testFrom: 2,
+    });
     expect(r.rows).toEqual({ fit: 300, test: 100 });
     expect(r.positive).toBe('true'); // DuckDB reads yes/no as BOOLEAN
     expect(r.features.map((f) => f.name)).toEqual(['city', 'spend']);
@@ -35,7 +40,9 @@ describe('ivReportFromFile', () => {
 
   it('reports an unknown label with the available columns, and unreadable files', async () => {
     await expect(ivReportFromFile(path.join(dir, 'clicks.csv'), { label: 'click' })).rejects.toThrow(
-      new ScoringError(`label column 'click' not found in ${path.join(dir, 'clicks.csv')} (available: day, city, spend, clicked)`),
+      new ScoringError(
+        `label column 'click' not found in ${path.join(dir, 'clicks.csv')} (available: day, city, spend, clicked)`,
+      ),
     );
     await expect(ivReportFromFile(path.join(dir, 'none.parquet'), { label: 'x' })).rejects.toBeInstanceOf(TableReadError);
   });

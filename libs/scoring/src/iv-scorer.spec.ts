@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { scoreTable } from './iv-scorer';
 import { ScoringError } from './scoring.error';
 
-const num = (name: string, values: number[]): TableColumn => ({ name, kind: 'numeric', duckdbType: 'DOUBLE', values: Float64Array.from(values) });
+const num = (name: string, values: number[]): TableColumn => ({
+  name,
+  kind: 'numeric',
+  duckdbType: 'DOUBLE',
+  values: Float64Array.from(values),
+});
 const cat = (name: string, values: (string | null)[]): TableColumn => {
   const dictionary: string[] = [];
   const codes = Int32Array.from(values, (v) => {
@@ -15,7 +20,12 @@ const cat = (name: string, values: (string | null)[]): TableColumn => {
 };
 const table = (columns: TableColumn[]): Table => ({
   file: 't.csv',
-  rowCount: columns[0].kind === 'numeric' ? columns[0].values.length : columns[0].kind === 'categorical' ? columns[0].codes.length : columns[0].offsets.length - 1,
+  rowCount:
+    columns[0].kind === 'numeric'
+      ? columns[0].values.length
+      : columns[0].kind === 'categorical'
+        ? columns[0].codes.length
+        : columns[0].offsets.length - 1,
   columns,
 });
 const rep = <T>(v: T, n: number): T[] => Array.from({ length: n }, () => v);
@@ -57,10 +67,7 @@ describe('scoreTable: categorical', () => {
 
   it('keeps a missing bin and pools rare categories into __other__ when asked', () => {
     // 10 rows: A×5 (1 event), B×3 (1 event), C×1 (1 event), null×1 (0 events); minCategoryShare 0.15 pools C.
-    const t = table([
-      cat('c', [...rep('A', 5), ...rep('B', 3), 'C', null]),
-      num('y', [1, 0, 0, 0, 0, 1, 0, 0, 1, 0]),
-    ]);
+    const t = table([cat('c', [...rep('A', 5), ...rep('B', 3), 'C', null]), num('y', [1, 0, 0, 0, 0, 1, 0, 0, 1, 0])]);
     const f = scoreTable(t, { label: 'y', minCategoryShare: 0.15 }).features[0];
     expect(f.bins.map((b) => [b.range_or_values, b.count, b.events])).toEqual([
       [['A'], 5, 1],
@@ -99,7 +106,9 @@ describe('scoreTable: numeric binning', () => {
       ['[2, 4)', 20, 5],
       ['[4, inf)', 10, 6],
     ]);
-    expect(f.bins.map((b) => b.woe)).toEqual([Math.log(27 / 7), Math.log(9 / 7), Math.log(2 / 7)].map((v) => Math.round(v * 1e6) / 1e6));
+    expect(f.bins.map((b) => b.woe)).toEqual(
+      [Math.log(27 / 7), Math.log(9 / 7), Math.log(2 / 7)].map((v) => Math.round(v * 1e6) / 1e6),
+    );
     expect(f.iv).toBeCloseTo((5 / 21) * Math.log(27 / 7) + (5 / 42) * Math.log(9 / 7) + (5 / 14) * Math.log(7 / 2), 7);
   });
 
@@ -123,7 +132,7 @@ describe('scoreTable: numeric binning', () => {
   it('merges bins below minBinShare into a neighbour', () => {
     // 2 rows of 1, 49 of 2, 49 of 3; prebins 4 -> cuts 2, 3; the 2-row bin (< 5% of 100) joins its only neighbour.
     const x = [1, 1, ...rep(2, 49), ...rep(3, 49)];
-    const y = x.map((v, i) => (v === 3 ? (i % 2) : i % 5 === 0 ? 1 : 0));
+    const y = x.map((v, i) => (v === 3 ? i % 2 : i % 5 === 0 ? 1 : 0));
     const f = scoreTable(table([num('x', x), num('y', y)]), { label: 'y', prebins: 4, minBinShare: 0.05 }).features[0];
     expect(f.bins.map((b) => [b.range_or_values, b.count])).toEqual([
       ['(-inf, 3)', 51],
@@ -169,7 +178,10 @@ describe('scoreTable: multi-id', () => {
     ]);
     const de = [1 / 3.5, 2 / 3.5, 0.5 / 3.5];
     const dn = [2.5 / 4.5, 0.5 / 4.5, 1.5 / 4.5];
-    expect(f.iv).toBeCloseTo(de.reduce((s, e, i) => s + (dn[i] - e) * Math.log(dn[i] / e), 0), 6);
+    expect(f.iv).toBeCloseTo(
+      de.reduce((s, e, i) => s + (dn[i] - e) * Math.log(dn[i] / e), 0),
+      6,
+    );
     expect(f.bins[0].woe).toBeCloseTo(Math.log(35 / 18), 6);
   });
 });
@@ -196,11 +208,15 @@ describe('scoreTable: label handling and errors', () => {
     const r = scoreTable(table([c, cat('y', ['yes', 'no', 'no', 'yes'])]), { label: 'y', positive: 'yes' });
     expect(r.positive).toBe('yes');
     expect(r.events).toBe(2);
-    expect(() => scoreTable(table([c, num('y', [0, 1, 2, 1])]), { label: 'y' })).toThrow(/3 distinct value\(s\) \(0, 1, 2\); expected exactly 2 classes/);
+    expect(() => scoreTable(table([c, num('y', [0, 1, 2, 1])]), { label: 'y' })).toThrow(
+      /3 distinct value\(s\) \(0, 1, 2\); expected exactly 2 classes/,
+    );
     expect(() => scoreTable(table([c, num('y', [1, 1, 1, 1])]), { label: 'y' })).toThrow(ScoringError);
     expect(() => scoreTable(table([c, cat('y', ['u', 'v', 'u', 'v'])]), { label: 'y' })).toThrow(/pass the positive/);
     expect(() => scoreTable(table([c, num('y', [0, 1, 0, 1])]), { label: 'y', positive: 7 })).toThrow(/not a class/);
-    expect(() => scoreTable(table([c, num('y', [0, 1, 0, 1])]), { label: 'click' })).toThrow(/label column 'click' not found in t\.csv \(available: c, y\)/);
+    expect(() => scoreTable(table([c, num('y', [0, 1, 0, 1])]), { label: 'click' })).toThrow(
+      /label column 'click' not found in t\.csv \(available: c, y\)/,
+    );
   });
 });
 

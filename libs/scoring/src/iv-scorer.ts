@@ -19,7 +19,10 @@ const round = (x: number, d = 6): number => Math.round(x * 10 ** d) / 10 ** d;
  */
 export function scoreTable(table: Table, options: ScoreTableOptions): IvReport {
   const parsed = scoreTableOptionsSchema.safeParse(options);
-  if (!parsed.success) throw new ScoringError(`invalid scoring options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new ScoringError(
+      `invalid scoring options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'}: ${i.message}`).join('; ')}`,
+    );
   const opts = parsed.data;
   const names = table.columns.map((c) => c.name);
   const find = (name: string, role: string) => {
@@ -35,7 +38,8 @@ export function scoreTable(table: Table, options: ScoreTableOptions): IvReport {
   let testRows: Int32Array | undefined;
   if (opts.time !== undefined && opts.testFrom !== undefined) {
     const timeCol = find(opts.time, 'time');
-    if (timeCol.kind !== 'numeric') throw new ScoringError(`time column '${opts.time}' must be numeric or a date/timestamp (it is ${timeCol.kind})`);
+    if (timeCol.kind !== 'numeric')
+      throw new ScoringError(`time column '${opts.time}' must be numeric or a date/timestamp (it is ${timeCol.kind})`);
     const testFrom = parseTestFrom(opts.testFrom);
     const fit: number[] = [];
     const test: number[] = [];
@@ -44,7 +48,9 @@ export function scoreTable(table: Table, options: ScoreTableOptions): IvReport {
       (t < testFrom ? fit : test).push(r);
     });
     if (fit.length === 0 || test.length === 0) {
-      throw new ScoringError(`test-from ${opts.testFrom} leaves ${fit.length} train and ${test.length} test rows; both must be non-empty`);
+      throw new ScoringError(
+        `test-from ${opts.testFrom} leaves ${fit.length} train and ${test.length} test rows; both must be non-empty`,
+      );
     }
     fitRows = Int32Array.from(fit);
     testRows = Int32Array.from(test);
@@ -53,7 +59,8 @@ export function scoreTable(table: Table, options: ScoreTableOptions): IvReport {
   }
   let events = 0;
   for (const r of fitRows) events += y[r];
-  if (events === 0 || events === fitRows.length) throw new ScoringError(`the fitted rows hold only one class of label '${opts.label}'`);
+  if (events === 0 || events === fitRows.length)
+    throw new ScoringError(`the fitted rows hold only one class of label '${opts.label}'`);
 
   const binOpts: BinningOptions = opts;
   const skip = new Set([opts.label, ...(opts.time ? [opts.time] : []), ...opts.exclude]);

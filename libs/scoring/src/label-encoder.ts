@@ -23,7 +23,9 @@ export function encodeLabel(column: TableColumn, positive?: string | number | bo
   }
   if (classes.length !== 2) {
     const shown = classes.slice(0, 10).join(', ') + (classes.length > 10 ? ', ...' : '');
-    throw new ScoringError(`label '${column.name}' has ${classes.length} distinct value(s) (${shown}); expected exactly 2 classes`);
+    throw new ScoringError(
+      `label '${column.name}' has ${classes.length} distinct value(s) (${shown}); expected exactly 2 classes`,
+    );
   }
   let pos: string | undefined;
   if (positive !== undefined) {
@@ -34,11 +36,16 @@ export function encodeLabel(column: TableColumn, positive?: string | number | bo
       else if (/^(no|n|f|0|false)$/i.test(wanted)) wanted = 'false';
     }
     pos = classes.find((c) => c === wanted || (column.kind === 'numeric' && Number(c) === Number(wanted)));
-    if (pos === undefined) throw new ScoringError(`positive value '${wanted}' is not a class of label '${column.name}' (classes: ${classes.join(', ')})`);
+    if (pos === undefined)
+      throw new ScoringError(
+        `positive value '${wanted}' is not a class of label '${column.name}' (classes: ${classes.join(', ')})`,
+      );
   } else {
     pos = classes.find((c) => c === '1' || c.toLowerCase() === 'true');
     if (pos === undefined) {
-      throw new ScoringError(`label '${column.name}' has classes ${classes.join(', ')}: pass the positive (event) value explicitly`);
+      throw new ScoringError(
+        `label '${column.name}' has classes ${classes.join(', ')}: pass the positive (event) value explicitly`,
+      );
     }
   }
   const y = new Uint8Array(rows);

@@ -34,10 +34,13 @@ export const registerIv: RegisterCommand = (program) => {
     .action(async (file: string, raw: Record<string, unknown>) => {
       const parsed = ivFlags.safeParse(raw);
       if (!parsed.success) {
-        throw new CliError(`invalid iv options: ${parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
+        throw new CliError(
+          `invalid iv options: ${parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
       }
       const f = parsed.data;
-      if ((f.time === undefined) !== (f.testFrom === undefined)) throw new CliError('--time and --test-from must be given together');
+      if ((f.time === undefined) !== (f.testFrom === undefined))
+        throw new CliError('--time and --test-from must be given together');
       try {
         const report = await ivReportFromFile(file, {
           label: f.label,
@@ -48,7 +51,12 @@ export const registerIv: RegisterCommand = (program) => {
           prebins: f.prebins,
           minBinShare: f.minBinShare,
           minCategoryShare: f.minCategoryShare,
-          exclude: f.exclude ? f.exclude.split(',').map((s) => s.trim()).filter(Boolean) : [],
+          exclude: f.exclude
+            ? f.exclude
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean)
+            : [],
         });
         process.stdout.write(f.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatIvReport(report)}\n`);
       } catch (err) {

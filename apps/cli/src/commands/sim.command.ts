@@ -20,7 +20,9 @@ export const registerSim: RegisterCommand = (program) => {
     .action(async (raw: Record<string, unknown>) => {
       const flags = simFlags.safeParse(raw);
       if (!flags.success) {
-        throw new CliError(`invalid sim options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
+        throw new CliError(
+          `invalid sim options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
       }
       const summary = await runSim(flags.data);
       process.stdout.write(flags.data.json ? `${JSON.stringify(summary, null, 2)}\n` : `${formatSimSummary(summary)}\n`);

@@ -20,7 +20,9 @@ export async function loadColumns(con: DuckDBConnection, table: string, columns:
   for (const c of columns) {
     if (c.data.length !== rows) throw new Error(`loadColumns ${table}.${c.name}: ${c.data.length} values, expected ${rows}`);
   }
-  await con.run(`CREATE OR REPLACE TABLE ${quoteIdent(table)} (${columns.map((c) => `${quoteIdent(c.name)} ${c.type}`).join(', ')})`);
+  await con.run(
+    `CREATE OR REPLACE TABLE ${quoteIdent(table)} (${columns.map((c) => `${quoteIdent(c.name)} ${c.type}`).join(', ')})`,
+  );
   const types: DuckDBType[] = columns.map((c) => (c.type === 'INTEGER' ? INTEGER : DOUBLE));
   const appender = await con.createAppender(table);
   const buffer: (number | null)[] = new Array<number | null>(CHUNK);

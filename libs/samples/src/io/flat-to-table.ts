@@ -12,9 +12,16 @@ export function flatToTable(flat: FlatSamples, file = '(simulated world)'): Tabl
   const columns: TableColumn[] = [
     { name: 'click', kind: 'numeric', duckdbType: 'INTEGER', values: Float64Array.from(flat.label) },
     { name: 'ts', kind: 'numeric', duckdbType: 'INTEGER', values: Float64Array.from(flat.time) },
-    { name: 'domain', kind: 'categorical', duckdbType: 'VARCHAR', codes: Int32Array.from(flat.domain, (d) => domainIndex.get(d)!), dictionary: domains },
+    {
+      name: 'domain',
+      kind: 'categorical',
+      duckdbType: 'VARCHAR',
+      codes: Int32Array.from(flat.domain, (d) => domainIndex.get(d)!),
+      dictionary: domains,
+    },
   ];
-  for (const c of flat.numeric) columns.push({ name: c.name, kind: 'numeric', duckdbType: 'DOUBLE', values: Float64Array.from(c.values) });
+  for (const c of flat.numeric)
+    columns.push({ name: c.name, kind: 'numeric', duckdbType: 'DOUBLE', values: Float64Array.from(c.values) });
   for (const c of flat.categorical) {
     columns.push({
       name: c.name,
@@ -24,6 +31,7 @@ export function flatToTable(flat: FlatSamples, file = '(simulated world)'): Tabl
       dictionary: Array.from({ length: c.vocab }, (_, i) => String(i)),
     });
   }
-  for (const c of flat.multiId) columns.push({ name: c.name, kind: 'multi_id', duckdbType: 'INTEGER[]', offsets: c.offsets, ids: c.ids });
+  for (const c of flat.multiId)
+    columns.push({ name: c.name, kind: 'multi_id', duckdbType: 'INTEGER[]', offsets: c.offsets, ids: c.ids });
   return { file, rowCount: flat.rows, columns };
 }

@@ -35,7 +35,12 @@ describe('readTable', () => {
   it('reads CSV into numeric (NaN for null) and dictionary-encoded categorical columns', async () => {
     const t = await readTable(path.join(dir, 'ok.csv'));
     expect(t.rowCount).toBe(4);
-    const [x, flag, city, label] = t.columns as [NumericTableColumn, CategoricalTableColumn, CategoricalTableColumn, NumericTableColumn];
+    const [x, flag, city, label] = t.columns as [
+      NumericTableColumn,
+      CategoricalTableColumn,
+      CategoricalTableColumn,
+      NumericTableColumn,
+    ];
     expect(x.kind).toBe('numeric');
     expect(Array.from(x.values)).toEqual([1.5, NaN, 3, 4]);
     expect(flag.kind).toBe('categorical');
@@ -61,7 +66,9 @@ describe('readTable', () => {
     const err = await readTable(path.join(dir, 'ok.csv'), { columns: ['nope'] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TableReadError);
     expect((err as TableReadError).message).toMatch(/unknown column 'nope' \(available: x, flag, city, label\)/);
-    await expect(readTable(path.join(dir, 'ok.csv'), { kinds: { city: 'numeric' } })).rejects.toThrow(/cannot be read as numeric/);
+    await expect(readTable(path.join(dir, 'ok.csv'), { kinds: { city: 'numeric' } })).rejects.toThrow(
+      /cannot be read as numeric/,
+    );
   });
 
   it('reads integer lists as CSR (null list = empty, null elements dropped), timestamps as epoch seconds, skips structs', async () => {

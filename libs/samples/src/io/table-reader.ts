@@ -7,7 +7,8 @@ import { readTableOptionsSchema, type ReadTableOptions } from './read-table-opti
 import { TableReadError } from './table-read.error';
 import type { Table, TableColumn, TableSchema, TableSchemaColumn } from './table.types';
 
-const NUMERIC_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?)$/;
+const NUMERIC_TYPE =
+  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?)$/;
 const TIME_TYPE = /^(DATE|TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE)$/;
 const CATEGORICAL_TYPE = /^(VARCHAR|BOOLEAN|UUID|ENUM\(.*\))$/;
 const INT_LIST_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT)\[\]$/;
@@ -33,7 +34,10 @@ async function sourceOf(file: string): Promise<Source> {
   const isParquet = lower.endsWith('.parquet') || lower.endsWith('.pq');
   const isCsv = /\.(csv|tsv)(\.gz)?$/.test(lower);
   if (!isParquet && !isCsv) {
-    throw new TableReadError(file, `unsupported extension '${path.extname(file) || '(none)'}' (expected .csv, .tsv, .csv.gz or .parquet)`);
+    throw new TableReadError(
+      file,
+      `unsupported extension '${path.extname(file) || '(none)'}' (expected .csv, .tsv, .csv.gz or .parquet)`,
+    );
   }
   try {
     const s = await stat(file);
@@ -132,14 +136,26 @@ export async function readTable(file: string, options: ReadTableOptions = {}): P
         continue;
       }
       if (kind === 'numeric') {
-        if (detected !== 'numeric') throw new TableReadError(file, `column '${c.name}' of type ${c.type} cannot be read as numeric`);
-        plan.push({ name: c.name, type: c.type, kind, expr: TIME_TYPE.test(c.type) ? `epoch(${col})::DOUBLE` : `CAST(${col} AS DOUBLE)` });
+        if (detected !== 'numeric')
+          throw new TableReadError(file, `column '${c.name}' of type ${c.type} cannot be read as numeric`);
+        plan.push({
+          name: c.name,
+          type: c.type,
+          kind,
+          expr: TIME_TYPE.test(c.type) ? `epoch(${col})::DOUBLE` : `CAST(${col} AS DOUBLE)`,
+        });
       } else if (kind === 'categorical') {
         if (detected === 'multi_id') throw new TableReadError(file, `list column '${c.name}' cannot be read as categorical`);
         plan.push({ name: c.name, type: c.type, kind, expr: `CAST(${col} AS VARCHAR)` });
       } else {
-        if (detected !== 'multi_id') throw new TableReadError(file, `column '${c.name}' of type ${c.type} is not a list of integers`);
-        plan.push({ name: c.name, type: c.type, kind, expr: `coalesce(list_filter(CAST(${col} AS INTEGER[]), x -> x IS NOT NULL), []::INTEGER[])` });
+        if (detected !== 'multi_id')
+          throw new TableReadError(file, `column '${c.name}' of type ${c.type} is not a list of integers`);
+        plan.push({
+          name: c.name,
+          type: c.type,
+          kind,
+          expr: `coalesce(list_filter(CAST(${col} AS INTEGER[]), x -> x IS NOT NULL), []::INTEGER[])`,
+        });
       }
     }
     const rowCount = Number((await con.runAndReadAll(`SELECT count(*) FROM ${source.sql}`)).getRows()[0][0]);

@@ -137,7 +137,9 @@ export function plantClickModel(
     u_recent_cats: () => {
       // interest in high-CTR categories (visible per id) + overlap with the shown item's category
       const mean = listMean(recentCats, recentCatEff, userRow);
-      return perRow((r) => (Number.isNaN(mean[r]) ? 0 : mean[r]) + (listHas(recentCats, userRow[r], itemCat[itemRow[r]]) ? 1.5 : 0));
+      return perRow(
+        (r) => (Number.isNaN(mean[r]) ? 0 : mean[r]) + (listHas(recentCats, userRow[r], itemCat[itemRow[r]]) ? 1.5 : 0),
+      );
     },
     u_recent_items: () => perRow((r) => (listHas(recentItems, userRow[r], itemRow[r]) ? 1 : 0)),
     i_category: () => catEffect(itemCat, catEff, itemRow),

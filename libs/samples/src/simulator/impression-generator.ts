@@ -14,7 +14,10 @@ export function generateImpressions(rng: Prng, rows: number, users: UserLatents,
   const nUsers = users.device.length;
   // time first, then sort: all other attributes are drawn i.i.d. per row, so drawing them after the sort is equivalent
   const dayWeights = Array.from({ length: DAYS }, (_, d) => 1 + 0.03 * d);
-  const hourWeights = Array.from({ length: N_HOURS }, (_, h) => 0.15 + Math.pow(Math.sin((Math.PI * Math.max(0, h - 5)) / 19), 2));
+  const hourWeights = Array.from(
+    { length: N_HOURS },
+    (_, h) => 0.15 + Math.pow(Math.sin((Math.PI * Math.max(0, h - 5)) / 19), 2),
+  );
   const daySampler = new AliasSampler(dayWeights);
   const hourSampler = new AliasSampler(hourWeights);
   const ts = new Float64Array(rows);

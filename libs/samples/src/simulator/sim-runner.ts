@@ -43,12 +43,19 @@ export function formatSimSummary(s: SimSummary): string {
     `world seed ${s.seed}, ${s.rows} impressions, test split from ts >= ${s.testFrom} (last 3 of 14 days) -> ${s.out}`,
     '',
     `${pad('line', 8)}${pad('impressions', 13)}${pad('ctr', 9)}upper-bound test AUC`,
-    ...s.domains.map((d) => `${pad(d.name, 8)}${pad(String(d.impressions), 13)}${pad((100 * d.clickRate).toFixed(2) + '%', 9)}${d.upperBoundTestAuc.toFixed(4)}`),
+    ...s.domains.map(
+      (d) =>
+        `${pad(d.name, 8)}${pad(String(d.impressions), 13)}${pad((100 * d.clickRate).toFixed(2) + '%', 9)}${d.upperBoundTestAuc.toFixed(4)}`,
+    ),
     '',
-    `features: ${Object.entries(s.featuresByRole).map(([r, n]) => `${n} ${r}`).join(', ')}`,
+    `features: ${Object.entries(s.featuresByRole)
+      .map(([r, n]) => `${n} ${r}`)
+      .join(', ')}`,
     '',
     'files:',
-    ...s.files.map((f) => `  ${pad(f.path, 24)}${f.path.endsWith('.json') ? '' : `${f.rows} rows, ${(f.bytes / 1e6).toFixed(1)} MB`}`),
+    ...s.files.map(
+      (f) => `  ${pad(f.path, 24)}${f.path.endsWith('.json') ? '' : `${f.rows} rows, ${(f.bytes / 1e6).toFixed(1)} MB`}`,
+    ),
     '',
     `elapsed: simulate ${(s.elapsedMs.simulate / 1000).toFixed(2)} s, write ${(s.elapsedMs.write / 1000).toFixed(2)} s, total ${(s.elapsedMs.total / 1000).toFixed(2)} s`,
   ];

@@ -28,7 +28,11 @@ describe('simulateWorld', () => {
     }
     // the planted logit's AUC, recomputed from the flat table
     const feed = gt.domains[0];
-    const auc = exactAuc(world.flat.trueLogit, world.flat.label, (r) => world.flat.domain[r] === 'feed' && world.flat.split[r] === 1);
+    const auc = exactAuc(
+      world.flat.trueLogit,
+      world.flat.label,
+      (r) => world.flat.domain[r] === 'feed' && world.flat.split[r] === 1,
+    );
     expect(auc).toBeCloseTo(feed.upperBoundTestAuc, 5);
   });
 
@@ -47,7 +51,9 @@ describe('simulateWorld', () => {
     }
     const multi = gt.features.filter((f) => f.kind === 'multi_id');
     const numeric = gt.features.filter((f) => f.kind === 'numeric');
-    expect(Math.min(...multi.map((f) => f.costs.fetchBytesPerRequest))).toBeGreaterThan(Math.max(...numeric.map((f) => f.costs.fetchBytesPerRequest)));
+    expect(Math.min(...multi.map((f) => f.costs.fetchBytesPerRequest))).toBeGreaterThan(
+      Math.max(...numeric.map((f) => f.costs.fetchBytesPerRequest)),
+    );
     const single = gt.features.filter((f) => f.inConfigOf.length === 1 && f.role !== 'noise');
     expect(single.length).toBeGreaterThanOrEqual(2);
     expect(gt.testFrom).toBe(11 * 86_400);

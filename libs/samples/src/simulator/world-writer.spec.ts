@@ -39,7 +39,15 @@ describe('writeWorld', () => {
     for (const d of world.groundTruth.domains) expect(rowsOf(`samples/${d.name}.parquet`)).toBe(d.impressions);
 
     const samples = manifest.files.find((f) => f.path === 'samples/mall.parquet')!;
-    expect(samples.schema.slice(0, 7).map((c) => c.name)).toEqual(['impression_id', 'ts', 'domain', 'user_id', 'item_id', 'context_id', 'click']);
+    expect(samples.schema.slice(0, 7).map((c) => c.name)).toEqual([
+      'impression_id',
+      'ts',
+      'domain',
+      'user_id',
+      'item_id',
+      'context_id',
+      'click',
+    ]);
     expect(samples.schema.slice(7).map((c) => c.name)).toEqual(FEATURE_CATALOG.map((f) => f.name));
     expect(samples.schema.find((c) => c.name === 'u_recent_cats')!.type).toBe('INTEGER[]');
 
@@ -64,7 +72,9 @@ describe('writeWorld', () => {
       }
       for (const c of flat.multiId) {
         const t = col(c.name) as MultiIdTableColumn;
-        expect(Array.from(t.ids.subarray(t.offsets[k], t.offsets[k + 1]))).toEqual(Array.from(c.ids.subarray(c.offsets[r], c.offsets[r + 1])));
+        expect(Array.from(t.ids.subarray(t.offsets[k], t.offsets[k + 1]))).toEqual(
+          Array.from(c.ids.subarray(c.offsets[r], c.offsets[r + 1])),
+        );
       }
     }
   });

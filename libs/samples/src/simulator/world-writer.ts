@@ -136,7 +136,9 @@ async function loadEntity(con: DuckDBConnection, table: EntityTableColumns): Pro
       selects.push(`coalesce(m${m}.l, []::INTEGER[]) AS ${quoteIdent(name)}`);
     }
   }
-  await con.run(`CREATE TABLE ${quoteIdent(table.name)} AS SELECT ${selects.join(', ')} FROM ${table.name}_base b ${joins.join(' ')} ORDER BY b.__row`);
+  await con.run(
+    `CREATE TABLE ${quoteIdent(table.name)} AS SELECT ${selects.join(', ')} FROM ${table.name}_base b ${joins.join(' ')} ORDER BY b.__row`,
+  );
 }
 
 async function describeParquet(con: DuckDBConnection, file: string, rel: string): Promise<ManifestFile> {
