@@ -6,7 +6,7 @@ import type { DataSource } from 'typeorm';
 import { createDataSource, ExperimentEntity, FeatureResultEntity, SampleSetEntity, TrialEntity } from '@abacus/data';
 import { JobName, MissingHandlerError, QueueName, WorkerHost, redisConnection } from '@abacus/queue';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
-import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
+import { startWorker } from '../../apps/worker/src/bootstrap';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 

@@ -63,7 +63,7 @@ export class FeatureService {
   ): Promise<{ table: FeatureTableEntity; features: FeatureEntity[] }> {
     const format = TableInspector.formatOf(upload.originalName);
     await this.checkLine(input.businessLine, scope);
-    const inspected = await this.inspector.inspect(upload.path, format);
+    const inspected = await this.inspector.inspect(upload.path);
     const names = inspected.columns.map((c) => c.name);
     if (!names.includes(input.entityKey)) {
       throw new InvalidInputError('entityKey', `column "${input.entityKey}" is not in the file (columns: ${names.join(', ')})`);
@@ -92,7 +92,7 @@ export class FeatureService {
     try {
       this.dataDir.ensure(dir);
       if (format === 'parquet') fs.copyFileSync(upload.path, this.dataDir.abs(rel));
-      else await this.inspector.toParquet(upload.path, format, this.dataDir.abs(rel));
+      else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel));
       return await this.ds.transaction(async (m) => {
         const table = await m.getRepository(FeatureTableEntity).save(
           m.getRepository(FeatureTableEntity).create({

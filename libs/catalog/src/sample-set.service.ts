@@ -41,7 +41,7 @@ export class SampleSetService {
     if (await this.repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
       throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
     }
-    const table = await this.inspector.inspect(upload.path, format);
+    const table = await this.inspector.inspect(upload.path);
     const names = table.columns.map((c) => c.name);
     const need = (field: string, col: string) => {
       if (!names.includes(col)) {
@@ -52,7 +52,7 @@ export class SampleSetService {
     if (input.time) need('time', input.time);
     input.keys.forEach((k, i) => need(`keys.${i}`, k));
     if (table.rowCount === 0) throw new InvalidInputError('file', 'the file has no rows');
-    const classes = await this.inspector.labelClasses(upload.path, format, input.label);
+    const classes = await this.inspector.labelClasses(upload.path, input.label);
     if (classes.length !== 2) {
       throw new InvalidInputError(
         'label',
@@ -61,7 +61,7 @@ export class SampleSetService {
     }
     let range: { min: number; max: number } | null = null;
     if (input.time) {
-      range = await this.inspector.range(upload.path, format, input.time).catch(() => {
+      range = await this.inspector.range(upload.path, input.time).catch(() => {
         throw new InvalidInputError('time', `column "${input.time}" is neither numeric nor a timestamp`);
       });
     }
@@ -72,7 +72,7 @@ export class SampleSetService {
     try {
       this.dataDir.ensure(dir);
       if (format === 'parquet') fs.copyFileSync(upload.path, this.dataDir.abs(rel));
-      else await this.inspector.toParquet(upload.path, format, this.dataDir.abs(rel));
+      else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel));
       return await this.repo.save(
         this.repo.create({
           id,

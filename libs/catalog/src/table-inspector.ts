@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { InvalidInputError } from '@abacus/core';
 import type { ColumnSchema } from '@abacus/data';
-import { kindOfDuckdbType } from '@abacus/samples';
+import { describeTable, kindOfDuckdbType, tableSource, TableReadError } from '@abacus/samples';
 
 export interface InspectedTable {
   rowCount: number;
@@ -29,10 +29,9 @@ export class TableInspector {
     throw new InvalidInputError('file', `unsupported file type "${ext || fileName}" (expected .csv or .parquet)`);
   }
 
-  private static source(file: string, format: 'csv' | 'parquet'): string {
-    return format === 'csv'
-      ? `read_csv(${sql(file)}, header = true, auto_detect = true, strict_mode = true, ignore_errors = false, null_padding = false)`
-      : `read_parquet(${sql(file)})`;
+  /** The upload keeps a temporary name; DuckDB picks the reader by extension, so give it the right one. */
+  private static async source(file: string): Promise<string> {
+    return (await tableSource(file)).sql;
   }
 
   async withConnection<T>(fn: (run: (q: string) => Promise<unknown[][]>) => Promise<T>): Promise<T> {
@@ -46,52 +45,50 @@ export class TableInspector {
     }
   }
 
-  async inspect(file: string, format: 'csv' | 'parquet'): Promise<InspectedTable> {
+  async inspect(file: string): Promise<InspectedTable> {
     if (!fs.existsSync(file)) throw new InvalidInputError('file', `file not found: ${path.basename(file)}`);
-    return this.withConnection(async (run) => {
-      try {
-        const src = TableInspector.source(file, format);
-        const desc = await run(`DESCRIBE SELECT * FROM ${src}`);
-        const columns = desc.map((r) => ({
-          name: String(r[0]),
-          sourceType: String(r[1]),
-          kind: columnKind(String(r[1])),
-        }));
-        const [[count]] = await run(`SELECT count(*) FROM ${src}`);
-        if (!columns.length) throw new Error('the file has no columns');
-        return { rowCount: Number(count), columns };
-      } catch (err) {
-        if (err instanceof InvalidInputError) throw err;
-        throw new InvalidInputError('file', `cannot read ${format.toUpperCase()}: ${firstLine((err as Error).message)}`);
-      }
-    });
+    try {
+      const schema = await describeTable(file);
+      if (!schema.columns.length) throw new InvalidInputError('file', 'the file has no columns');
+      return {
+        rowCount: schema.rowCount,
+        columns: schema.columns.map((c) => ({ name: c.name, kind: c.kind, sourceType: c.duckdbType })),
+      };
+    } catch (err) {
+      if (err instanceof InvalidInputError) throw err;
+      const format = path.extname(file).toLowerCase() === '.csv' ? 'CSV' : 'Parquet';
+      const reason = err instanceof TableReadError ? err.reason : (err as Error).message;
+      throw new InvalidInputError('file', `cannot read ${format}: ${firstLine(reason)}`);
+    }
   }
 
   /** Distinct values of the label (at most 3 are fetched: more than 2 is already an error). */
-  async labelClasses(file: string, format: 'csv' | 'parquet', label: string): Promise<string[]> {
+  async labelClasses(file: string, label: string): Promise<string[]> {
     return this.withConnection(async (run) => {
       const rows = await run(
-        `SELECT DISTINCT CAST(${ident(label)} AS VARCHAR) FROM ${TableInspector.source(file, format)} WHERE ${ident(label)} IS NOT NULL LIMIT 3`,
+        `SELECT DISTINCT CAST(${ident(label)} AS VARCHAR) FROM ${await TableInspector.source(file)} WHERE ${ident(label)} IS NOT NULL LIMIT 3`,
       );
       return rows.map((r) => String(r[0])).sort();
     });
   }
 
-  async range(file: string, format: 'csv' | 'parquet', column: string): Promise<{ min: number; max: number }> {
+  async range(file: string, column: string): Promise<{ min: number; max: number }> {
+    const src = await TableInspector.source(file);
     return this.withConnection(async (run) => {
       const c = ident(column);
       const [[min, max]] = await run(
-        `SELECT min(epoch(${c}::TIMESTAMP)), max(epoch(${c}::TIMESTAMP)) FROM ${TableInspector.source(file, format)}`,
+        `SELECT min(epoch(${c}::TIMESTAMP)), max(epoch(${c}::TIMESTAMP)) FROM ${src}`,
       ).catch(() =>
-        run(`SELECT min(${c})::DOUBLE, max(${c})::DOUBLE FROM ${TableInspector.source(file, format)}`),
+        run(`SELECT min(${c})::DOUBLE, max(${c})::DOUBLE FROM ${src}`),
       );
       return { min: Number(min), max: Number(max) };
     });
   }
 
-  async toParquet(file: string, format: 'csv' | 'parquet', out: string): Promise<void> {
+  async toParquet(file: string, out: string): Promise<void> {
+    const src = await TableInspector.source(file);
     await this.withConnection(async (run) => {
-      await run(`COPY (SELECT * FROM ${TableInspector.source(file, format)}) TO ${sql(out)} (FORMAT parquet, COMPRESSION zstd)`);
+      await run(`COPY (SELECT * FROM ${src}) TO ${sql(out)} (FORMAT parquet, COMPRESSION zstd)`);
     });
   }
 }

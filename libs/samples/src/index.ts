@@ -6,7 +6,7 @@ export { FEATURE_CATALOG, DOMAIN_NAMES, type FeatureSpec } from './simulator/fea
 export { Prng } from './simulator/prng';
 export { exactAuc } from './metrics/exact-auc';
 export { writeWorld, type WorldManifest, type ManifestFile } from './simulator/world-writer';
-export { readTable, describeTable, kindOfDuckdbType } from './io/table-reader';
+export { readTable, describeTable, kindOfDuckdbType, tableSource, type TableSource } from './io/table-reader';
 export { TableReadError } from './io/table-read.error';
 export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-options.schema';
 export type * from './io/table.types';

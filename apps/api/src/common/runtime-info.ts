@@ -1,8 +1,15 @@
 import { loadConfig } from '@abacus/configs';
-import { runtimeStatus } from '@abacus/runtime';
+import { cudaAddonAvailable, nativeAddonAvailable, resolveBackend } from '@abacus/runtime';
 
 /** What the health endpoint says about the runtime: the configured choice and what this host can run. */
 export function describeBackends(): Record<string, unknown> {
-  const config = loadConfig();
-  return { configured: config.ABACUS_RUNTIME_BACKEND, ...runtimeStatus() };
+  const configured = loadConfig().ABACUS_RUNTIME_BACKEND;
+  let resolved: string | null = null;
+  let error: string | null = null;
+  try {
+    resolved = resolveBackend(configured);
+  } catch (err) {
+    error = (err as Error).message;
+  }
+  return { configured, resolved, cpuAddon: nativeAddonAvailable(), cudaAddon: cudaAddonAvailable(), error };
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { BadRequestException } from '@nestjs/common';
 import type { UploadedFile } from '@abacus/catalog';
 
@@ -12,5 +13,9 @@ export function requireUpload(file: Express.Multer.File | undefined): UploadedFi
       issues: [{ path: 'file', message: 'a multipart file part named "file" is required', code: 'invalid_input' }],
     });
   }
-  return { path: file.path, originalName: file.originalname, release: () => fs.rmSync(file.path, { force: true }) };
+  // readers choose the format by extension; the spooled file has none
+  const ext = path.extname(file.originalname).toLowerCase().replace(/[^.a-z0-9]/g, '');
+  const spooled = `${file.path}${ext}`;
+  fs.renameSync(file.path, spooled);
+  return { path: spooled, originalName: file.originalname, release: () => fs.rmSync(spooled, { force: true }) };
 }

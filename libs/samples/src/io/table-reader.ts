@@ -24,12 +24,13 @@ export function kindOfDuckdbType(type: string): FeatureKind | 'unsupported' {
   return 'unsupported';
 }
 
-interface Source {
+export interface TableSource {
   format: 'csv' | 'parquet';
   sql: string;
 }
 
-async function sourceOf(file: string): Promise<Source> {
+/** The DuckDB table function that reads a file as the platform does (strict CSV, explicit delimiter). */
+export async function tableSource(file: string): Promise<TableSource> {
   const lower = file.toLowerCase();
   const isParquet = lower.endsWith('.parquet') || lower.endsWith('.pq');
   const isCsv = /\.(csv|tsv)(\.gz)?$/.test(lower);
@@ -93,14 +94,14 @@ async function withConnection<T>(file: string, fn: (con: DuckDBConnection) => Pr
   }
 }
 
-async function schemaOf(con: DuckDBConnection, source: Source): Promise<{ name: string; type: string }[]> {
+async function schemaOf(con: DuckDBConnection, source: TableSource): Promise<{ name: string; type: string }[]> {
   const rows = (await con.runAndReadAll(`DESCRIBE SELECT * FROM ${source.sql}`)).getRowObjectsJS();
   return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
 }
 
 /** Schema (name, detected kind, DuckDB type) and row count of a CSV or Parquet file. */
 export async function describeTable(file: string): Promise<TableSchema> {
-  const source = await sourceOf(file);
+  const source = await tableSource(file);
   return withConnection(file, async (con) => {
     const cols = await schemaOf(con, source);
     const count = (await con.runAndReadAll(`SELECT count(*) FROM ${source.sql}`)).getRows()[0][0];
@@ -116,7 +117,7 @@ export async function describeTable(file: string): Promise<TableSchema> {
  */
 export async function readTable(file: string, options: ReadTableOptions = {}): Promise<Table> {
   const opts = readTableOptionsSchema.parse(options);
-  const source = await sourceOf(file);
+  const source = await tableSource(file);
   return withConnection(file, async (con) => {
     const all = await schemaOf(con, source);
     const byName = new Map(all.map((c) => [c.name, c]));

@@ -7,8 +7,10 @@ export const binningOptionsSchema = z
     maxBins: z.number().int().min(2).max(100).default(10),
     /** each final bin holds at least this share of the rows */
     minBinShare: z.number().min(0).max(0.5).default(0.05),
-    /** merge numeric bins until the WOE trend is monotonic */
-    monotonic: z.boolean().default(true),
+    /** categorical: categories rarer than this share are pooled into one "__other__" bin (0 = off) */
+    minCategoryShare: z.number().min(0).max(0.5).default(0),
+    /** additive smoothing of every bin's counts when one bin of the feature has zero events or non-events */
+    smoothing: z.number().min(0).max(10).default(0.5),
   })
   .strict();
 
@@ -20,7 +22,7 @@ export const scoreSpecSchema = z
     features: z.array(z.string().min(1)).min(1).optional(),
     /** label value counted as the event; default 1 / true */
     positive: z.string().optional(),
-    binning: binningOptionsSchema.default({ prebins: 20, maxBins: 10, minBinShare: 0.05, monotonic: true }),
+    binning: binningOptionsSchema.default({ prebins: 20, maxBins: 10, minBinShare: 0.05, minCategoryShare: 0, smoothing: 0.5 }),
     /** PSI between rows before and from this time (default: the last 20% of the sample set's time range) */
     psiSplitTime: z.number().optional(),
     /** features scored per trial: smaller means more trials, finer progress, more parallelism */

@@ -27,7 +27,7 @@ export class ScoreTrialHandler {
       const table = await readTable(this.dataDir.abs(ss.files[0]), { columns });
       checkpoint();
       await progress(0.3, `scoring ${params.features.length} feature(s)`);
-      const scores = scoreTable(table, {
+      const report = scoreTable(table, {
         label: ss.labelColumn,
         positive: spec.positive,
         time: time ?? undefined,
@@ -35,17 +35,33 @@ export class ScoreTrialHandler {
         prebins: spec.binning.prebins,
         maxBins: spec.binning.maxBins,
         minBinShare: spec.binning.minBinShare,
-        monotonic: spec.binning.monotonic,
+        minCategoryShare: spec.binning.minCategoryShare,
+        smoothing: spec.binning.smoothing,
       });
+      const scores = report.features;
       checkpoint();
       await progress(0.9, 'writing results');
-      const rows = scores.flatMap((s) => {
-        const base = { experimentId: experiment.id, trialId: trial.id, businessLine: experiment.businessLine, featureName: s.name };
-        const out = [
-          { ...base, scorer: 'iv', value: s.iv, ciLow: null, ciHigh: null, rank: null, details: { kind: s.kind, bins: s.bins } },
+      type ResultRow = Omit<FeatureResultEntity, 'id' | 'createdAt'>;
+      const rows: ResultRow[] = scores.flatMap((s) => {
+        const base = {
+          experimentId: experiment.id,
+          trialId: trial.id,
+          businessLine: experiment.businessLine,
+          featureName: s.name,
+          ciLow: null,
+          ciHigh: null,
+          rank: null,
+        };
+        const out: ResultRow[] = [
+          {
+            ...base,
+            scorer: 'iv',
+            value: s.iv,
+            details: { kind: s.kind, trend: s.trend, bins: s.bins, woeConvention: report.woeConvention, smoothing: report.smoothing },
+          },
         ];
-        if (s.psi !== undefined && s.psi !== null && Number.isFinite(s.psi)) {
-          out.push({ ...base, scorer: 'psi', value: s.psi, ciLow: null, ciHigh: null, rank: null, details: { kind: s.kind, bins: [] } });
+        if (s.psi !== undefined && Number.isFinite(s.psi)) {
+          out.push({ ...base, scorer: 'psi', value: s.psi, details: { kind: s.kind, splitTime: params.psiSplitTime } });
         }
         return out;
       });
@@ -54,7 +70,7 @@ export class ScoreTrialHandler {
           .createQueryBuilder()
           .insert()
           .into(FeatureResultEntity)
-          .values(rows)
+          .values(rows as never[])
           .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
           .execute();
       });
