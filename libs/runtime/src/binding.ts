@@ -135,23 +135,32 @@ export interface NativeAddon {
   backend: 'cpu';
 }
 
+let overridePath: string | undefined;
+
+/** For self-contained bundles (the standalone bench runner) that ship the addon beside them. */
+export function setAddonPath(file: string): void {
+  overridePath = file;
+  cached = undefined;
+}
+
 /** Where the built addon lives; the same path from source (vitest) and from dist/. */
 export function addonPath(): string {
+  if (overridePath) return overridePath;
   return path.join(path.dirname(require.resolve('@abacus/runtime/package.json')), 'build', 'Release', 'abacus_runtime.node');
 }
 
 let cached: NativeAddon | undefined;
 
 /** The only place that loads the .node file. Throws an Error naming the fix when it is missing. */
-export function loadNativeAddon(): NativeAddon {
-  if (cached) return cached;
-  const file = addonPath();
+export function loadNativeAddon(file: string = addonPath()): NativeAddon {
+  if (cached && file === addonPath()) return cached;
   if (!existsSync(file)) {
     throw new Error(`The runtime's native CPU addon is not built (${file} is missing): run \`npm run build:native\` (bash scripts/build-native.sh)`);
   }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  cached = require(file) as NativeAddon;
-  return cached;
+  const addon = require(file) as NativeAddon;
+  if (file === addonPath()) cached = addon;
+  return addon;
 }
 
 export function nativeAddonAvailable(): boolean {

@@ -46,6 +46,7 @@ bool forward_impl(ThreadPool& pool, const DataSource& ds, const EmbeddingLayout&
         int cnt = 0;
         float wsum = 0.f;
         for (int32_t p = 0; p < len; ++p) {
+          if (p + 1 < len && ids[p + 1] >= 0 && ids[p + 1] < vocab) __builtin_prefetch(table + (base + ids[p + 1]) * dim);
           const int32_t id = ids[p];
           if (id < 0) continue;  // padding
           if (id >= vocab) {
@@ -130,18 +131,28 @@ void embedding_bag_backward_update(ThreadPool& pool, const EmbeddingLayout& L, c
         }
       }
     }
+    const SparseRowStep stepper(opt, bc1, bc2);
+    const bool adam = opt.kind == 1;
     for (size_t u = 0; u < uq.size(); ++u) {
       const int64_t row = uq[u];
       const float* gu = g.data() + u * dim;
+      if (u + 8 < uq.size() && !capture_emb) {
+        const int64_t ahead = uq[u + 8];
+        __builtin_prefetch(table + ahead * dim, 1);
+        __builtin_prefetch(emb_state.m + ahead * dim, 1);
+        if (adam) __builtin_prefetch(emb_state.v + ahead * dim, 1);
+      }
       if (capture_emb) {
         std::memcpy(capture_emb + row * dim, gu, sizeof(float) * dim);
         if (capture_wide) capture_wide[row] = wg[u];
       } else {
-        sparse_row_update(table + row * dim, gu, emb_state.m + row * dim, emb_state.v ? emb_state.v + row * dim : nullptr,
-                          dim, opt, bc1, bc2);
+        float* vrow = emb_state.v ? emb_state.v + row * dim : nullptr;
+        if (dim == 16) stepper.apply<16>(table + row * dim, gu, emb_state.m + row * dim, vrow, dim);
+        else if (dim == 8) stepper.apply<8>(table + row * dim, gu, emb_state.m + row * dim, vrow, dim);
+        else if (dim == 32) stepper.apply<32>(table + row * dim, gu, emb_state.m + row * dim, vrow, dim);
+        else stepper.apply<0>(table + row * dim, gu, emb_state.m + row * dim, vrow, dim);
         if (wide_table)
-          sparse_row_update(wide_table + row, &wg[u], wide_state.m + row, wide_state.v ? wide_state.v + row : nullptr, 1, opt,
-                            bc1, bc2);
+          stepper.apply<1>(wide_table + row, &wg[u], wide_state.m + row, wide_state.v ? wide_state.v + row : nullptr, 1);
       }
       row_map[row] = -1;
     }

@@ -1,6 +1,7 @@
 // CPU kernel families used by CpuModel. Each is a free function over raw buffers so a later CUDA
 // backend can mirror the same contracts.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -61,6 +62,32 @@ void embedding_bag_backward_update(ThreadPool& pool, const EmbeddingLayout& L, c
 // --- optimizers.cc ------------------------------------------------------------------------------
 void dense_adam(ThreadPool& pool, float* w, const float* g, float* m, float* v, int64_t n, const DenseOpt& o, int64_t step);
 void sparse_row_update(float* w, const float* g, float* m, float* v, int width, const SparseOpt& o, float bc1, float bc2);
+
+// Inlined, vectorizable form of sparse_row_update for the embedding rows (constants hoisted).
+struct SparseRowStep {
+  float lr, b1, b2, eps, step_size, inv_sqrt_bc2;
+  int kind;
+  SparseRowStep(const SparseOpt& o, float bc1, float bc2)
+      : lr(o.lr), b1(o.b1), b2(o.b2), eps(o.eps), step_size(o.lr / bc1), inv_sqrt_bc2(1.f / std::sqrt(bc2)), kind(o.kind) {}
+  template <int W>
+  inline void apply(float* __restrict w, const float* __restrict g, float* __restrict m, float* __restrict v, int width) const {
+    const int n = W ? W : width;
+    if (kind == 0) {
+#pragma GCC unroll 16
+      for (int k = 0; k < n; ++k) {
+        m[k] += g[k] * g[k];
+        w[k] -= lr * g[k] / (std::sqrt(m[k]) + eps);
+      }
+    } else {
+#pragma GCC unroll 16
+      for (int k = 0; k < n; ++k) {
+        m[k] = b1 * m[k] + (1.f - b1) * g[k];
+        v[k] = b2 * v[k] + (1.f - b2) * g[k] * g[k];
+        w[k] -= step_size * m[k] / (std::sqrt(v[k]) * inv_sqrt_bc2 + eps);
+      }
+    }
+  }
+};
 
 // --- metrics.cc ---------------------------------------------------------------------------------
 struct Metrics {

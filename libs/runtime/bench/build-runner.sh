@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Bundles the bench runner into libs/runtime/bench/dist/run-bench.js (+ the addon beside it), so a
+# machine with only `node` can run it.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+out="$root/libs/runtime/bench/dist"
+mkdir -p "$out"
+"$root/node_modules/.bin/esbuild" "$root/libs/runtime/src/bench/bench-main.ts" --bundle --platform=node --target=node20 \
+  --external:@tensorflow/* --log-level=warning --outfile="$out/run-bench.js"
+cp "$root/libs/runtime/build/Release/abacus_runtime.node" "$out/"
+echo "$out/run-bench.js"

@@ -1,0 +1,38 @@
+/**
+ * Standalone runner (bundled by libs/runtime/bench/build-runner.sh into one file that needs only
+ * node and the addon beside it):
+ *   node run-bench.js --backend cpu --batch 8192 --steps 64 --threads 2 [--vocab 100000] [--addon path]
+ */
+import path from 'node:path';
+
+import { setAddonPath } from '../binding';
+import { runRuntimeBench } from './runtime-bench';
+
+async function main() {
+  const args = process.argv.slice(2);
+  const get = (k: string, d: string) => {
+    const i = args.indexOf(`--${k}`);
+    return i >= 0 && args[i + 1] ? args[i + 1]! : d;
+  };
+  setAddonPath(path.resolve(get('addon', path.join(__dirname, 'abacus_runtime.node'))));
+  const res = await runRuntimeBench(
+    {
+      backend: get('backend', 'cpu') as 'cpu',
+      model: 'ctr26',
+      batch: Number(get('batch', '8192')),
+      steps: Number(get('steps', '64')),
+      threads: Number(get('threads', '2')),
+      vocab: Number(get('vocab', '100000')),
+      batches: Number(get('batches', '40')),
+      shuffle: get('shuffle', 'false') === 'true',
+      command: `node run-bench.js ${args.join(' ')}`,
+    },
+    (s) => console.error(s),
+  );
+  console.log(JSON.stringify(res));
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
