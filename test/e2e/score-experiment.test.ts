@@ -95,7 +95,7 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
   });
 
   it('finishes an experiment whose worker is killed mid-trial, without duplicated results', async () => {
-    const spec = writeSpec('crash', { kind: 'score', businessLine: 'feed', spec: { sampleSet: 'demo-feed', featuresPerTrial: 4 } });
+    const spec = writeSpec('crash', { kind: 'score', businessLine: 'feed', spec: { sampleSet: 'demo-feed', featuresPerTrial: 100 } });
     const sub = await cli(['experiment', 'submit', spec, '--json'], cliEnv);
     expect(sub.code, sub.stderr).toBe(0);
     const id = (JSON.parse(sub.stdout) as { id: string }).id;
@@ -105,6 +105,9 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
       'a running trial',
     );
     await worker.stop('SIGKILL');
+    // the dead worker cannot have finished the row: it is still 'running', owned by a lock that will expire
+    const orphaned: { id: string }[] = await ds.query(`SELECT id FROM trials WHERE experiment_id = $1 AND status = 'running'`, [id]);
+    expect(orphaned).toHaveLength(1);
     worker = startProcess('dist/apps/worker/src/main.js', env.env);
     const done = await cli(['experiment', 'show', id, '--json'], cliEnv);
     expect(done.code).toBe(0);
@@ -117,6 +120,8 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
       'recovered experiment',
     );
     expect(e.status, worker.output()).toBe('succeeded');
+    const attempts: { attempts: number; status: string }[] = await ds.query('SELECT attempts, status FROM trials WHERE id = $1', [orphaned[0].id]);
+    expect(attempts).toEqual([{ attempts: 2, status: 'succeeded' }]);
     const features = (await ds.query('SELECT spec FROM experiments WHERE id = $1', [id]))[0].spec.features as string[];
     const dup = await ds.query(
       `SELECT feature_name, count(*) FROM feature_results WHERE experiment_id = $1 GROUP BY feature_name, scorer HAVING count(*) > 1`,

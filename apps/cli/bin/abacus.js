@@ -9,4 +9,8 @@ if (!fs.existsSync(entry)) {
 }
 require(entry)
   .run(process.argv.slice(2))
-  .then((code) => process.exit(code));
+  .then((code) => {
+    // exit only once stdout has drained: large --json output to a pipe is written asynchronously
+    process.exitCode = code;
+    process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+  });
