@@ -12,3 +12,9 @@ export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-o
 export type * from './io/table.types';
 export { flatToTable } from './io/flat-to-table';
 export { runSim, formatSimSummary, type SimSummary } from './simulator/sim-runner';
+// sample building: labelled samples + feature definitions -> encoded train/test datasets for the runtime
+export type * from './build/sample-build.types';
+export { buildSamples, sampleBuildKey } from './build/sample-builder';
+export { sampleBuildRequestSchema, featureDefSchema, featureSourceSchema, featureTransformSchema } from './build/sample-build-request.schema';
+export { SampleBuildError } from './build/sample-build.error';
+export { fnv1a32 } from './build/feature-hash';

@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import { sampleBuildRequestSchema } from './sample-build-request.schema';
+import { SampleBuildError } from './sample-build.error';
+import type { FeatureKind, FeatureTransform, SampleBuildRequest } from './sample-build.types';
+
+/** bump when the encoding of an unchanged request changes, so cached builds are not reused */
+export const SAMPLE_BUILDER_VERSION = 1;
+
+export type NormalizedSource =
+  | { kind: 'column'; column: string }
+  | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn: string | null; column: string };
+
+export interface NormalizedFeature {
+  name: string;
+  kind: FeatureKind;
+  source: NormalizedSource;
+  transform: FeatureTransform;
+}
+
+/** the request with defaults filled in and file paths made absolute */
+export interface NormalizedRequest {
+  samples: { file: string; label: string; positive?: string | number | boolean; time: string | null; groupKey: string | null };
+  features: NormalizedFeature[];
+  split: { testFrom: number | null; testFraction: number; seed: number };
+  filter: { column: string; values: string[] } | null;
+  maxRows: number | null;
+}
+
+/** Validates (SampleBuildError naming the first bad field) and normalises a request. */
+export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
+  const parsed = sampleBuildRequestSchema.safeParse(req);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new SampleBuildError(issue.path.map(String).join('.') || '(request)', issue.message);
+  }
+  const r = parsed.data;
+  return {
+    samples: {
+      file: path.resolve(r.samples.file),
+      label: r.samples.label,
+      ...(r.samples.positive !== undefined ? { positive: r.samples.positive } : {}),
+      time: r.samples.time ?? null,
+      groupKey: r.samples.groupKey ?? null,
+    },
+    features: r.features.map((f) => ({
+      name: f.name,
+      kind: f.kind,
+      source:
+        f.source.kind === 'column'
+          ? { kind: 'column', column: f.source.column ?? f.name }
+          : {
+              kind: 'table',
+              file: path.resolve(f.source.file),
+              entityKey: f.source.entityKey,
+              sampleKey: f.source.sampleKey,
+              timeColumn: f.source.timeColumn ?? null,
+              column: f.source.column ?? f.name,
+            },
+      transform: f.transform ?? { type: 'none' },
+    })),
+    split: { testFrom: r.split.testFrom ?? null, testFraction: r.split.testFraction ?? 0.2, seed: r.split.seed ?? 0 },
+    filter: r.filter ?? null,
+    maxRows: r.maxRows ?? null,
+  };
+}
+
+/** path, size and mtime of a file; SampleBuildError(field) when it is missing */
+export function fileIdentity(file: string, field: string): { path: string; size: number; mtimeMs: number } {
+  try {
+    const s = statSync(file);
+    if (!s.isFile()) throw new SampleBuildError(field, `'${file}' is not a regular file`);
+    return { path: file, size: s.size, mtimeMs: s.mtimeMs };
+  } catch (err) {
+    if (err instanceof SampleBuildError) throw err;
+    throw new SampleBuildError(field, `file '${file}' does not exist`);
+  }
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function cacheKeyOf(req: NormalizedRequest): string {
+  const files = [fileIdentity(req.samples.file, 'samples.file')];
+  req.features.forEach((f, i) => {
+    if (f.source.kind === 'table') files.push(fileIdentity(f.source.file, `features.${i}.source.file`));
+  });
+  const payload = canonicalJson({ builder: SAMPLE_BUILDER_VERSION, request: req, files });
+  return createHash('sha256').update(payload).digest('hex');
+}
+
+/**
+ * Stable sha256 (hex) of the normalised request (label/time/positive/groupKey, feature defs with transforms and
+ * sources, split, filter, maxRows) and the identity (absolute path, size, mtime) of the sample file and every
+ * feature table file. Cheap: validates and stats files, reads no data. Throws SampleBuildError like buildSamples.
+ */
+export function sampleBuildKey(req: SampleBuildRequest): string {
+  return cacheKeyOf(normalizeRequest(req));
+}

@@ -1,0 +1,112 @@
+import type { FeatureKind } from '../simulator/world.types';
+
+export type { FeatureKind };
+
+/** How a feature's raw value is turned into what the runtime sees. */
+export type FeatureTransform =
+  | { type: 'none' }
+  /** numeric only: sign(x) * ln(1 + |x|) */
+  | { type: 'log' }
+  /** numeric only: a no-op here (the runtime normalises numeric inputs with the train mean / std); accepted for the registry */
+  | { type: 'standardize' }
+  /** categorical / multi-id: id = FNV-1a 32-bit hash of the value's string form (UTF-8) mod hashBuckets; vocab = hashBuckets */
+  | { type: 'hash'; hashBuckets: number }
+  /** numeric → categorical slot: id = number of boundaries <= x (vocab = boundaries.length + 1); missing → -1 (padding) */
+  | { type: 'buckets'; boundaries: number[] };
+
+/** Where a feature's values come from. */
+export type FeatureSource =
+  /** the column named `column` (default: the feature's name) of the sample table itself */
+  | { kind: 'column'; column?: string }
+  /**
+   * An entity-keyed feature table (Parquet / CSV), joined on table.entityKey = samples.sampleKey. With `timeColumn`
+   * the join is point-in-time (DuckDB ASOF JOIN: the latest table row with table.time <= sample time, never a row
+   * from after the impression; none → missing); without it a plain left join (the key must then be unique).
+   */
+  | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn?: string | null; column?: string };
+
+export interface FeatureDef {
+  name: string;
+  kind: FeatureKind;
+  source: FeatureSource;
+  transform?: FeatureTransform;
+}
+
+export interface SampleBuildRequest {
+  samples: {
+    /** the labelled sample table (Parquet / CSV), one row per impression */
+    file: string;
+    /** label column: exactly two classes */
+    label: string;
+    /** the event class; default 1 (numeric labels) or 'true' / '1' */
+    positive?: string | number | boolean;
+    /** time column (numeric seconds, DATE or TIMESTAMP → epoch seconds); needed for time splits and timed tables */
+    time?: string | null;
+    /** optional group column, returned as `keys[groupKey]` (e.g. user_id for group AUC) */
+    groupKey?: string | null;
+  };
+  features: FeatureDef[];
+  split: {
+    /** test = rows with time >= testFrom (time units of the sample table); needs `samples.time` */
+    testFrom?: number;
+    /** default 0.2: without testFrom, testFrom = the (1 - testFraction) time quantile; without time: a seeded hash split of the row index */
+    testFraction?: number;
+    /** seed of the hash split (default 0) */
+    seed?: number;
+  };
+  /** optional row filter: keep only rows where this categorical column equals one of the values (e.g. domain) */
+  filter?: { column: string; values: string[] };
+  /** cap rows (deterministic: first N by time, then row index) for tests */
+  maxRows?: number;
+}
+
+/** One sparse slot in CSR form: ids of row r are ids[offsets[r] .. offsets[r+1]); ids < 0 are padding. */
+export interface EncodedSlot {
+  name: string;
+  ids: Int32Array;
+  /** rows + 1 entries */
+  offsets: Int32Array;
+}
+
+/**
+ * Encoded samples of one split: structurally the runtime's ColumnarDataset (libs/runtime/src/dataset.types.ts),
+ * declared here because @abacus/runtime depends on this package.
+ */
+export interface EncodedSplit {
+  rows: number;
+  numericNames: string[];
+  /** rows x numericNames.length, row-major; never NaN (missing → train mean) */
+  numeric: Float32Array;
+  slots: EncodedSlot[];
+  /** 0 / 1 */
+  labels: Float32Array;
+  /** `samples.groupKey` when given: integer column values as they are, other types as first-appearance codes; -1 = missing */
+  keys?: Record<string, Int32Array>;
+}
+
+export interface BuiltFeature {
+  name: string;
+  kind: FeatureKind;
+  /** 'slot' for categorical, multi-id and bucketised numeric features */
+  input: 'numeric' | 'slot';
+  vocab?: number;
+  /** fraction of built rows (train + test) where the value is missing (multi-id: empty list) */
+  missingRate: number;
+}
+
+export interface BuiltSamples {
+  train: EncodedSplit;
+  test: EncodedSplit;
+  /** exactly what the runtime's model spec needs */
+  inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
+  features: BuiltFeature[];
+  split: { testFrom: number | null; trainRows: number; testRows: number; trainPositiveRate: number; testPositiveRate: number };
+  /** sha256 of the request and the identities (path, size, mtime) of every file it reads: see sampleBuildKey */
+  cacheKey: string;
+  timings: { readMs: number; joinMs: number; encodeMs: number };
+}
+
+export interface BuildSamplesOptions {
+  /** fraction in [0, 1], non-decreasing */
+  onProgress?(fraction: number, message: string): void;
+}
