@@ -31,6 +31,10 @@ export const configSchema = z.object({
   ABACUS_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
   ABACUS_LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   ABACUS_LOG_SQL: bool.default(false),
+  /** where experiment verdicts are POSTed (signed JSON); unset = no notifications */
+  ABACUS_NOTIFY_WEBHOOK_URL: z.string().url().optional(),
+  /** HMAC-SHA256 key for the x-abacus-signature header */
+  ABACUS_NOTIFY_WEBHOOK_SECRET: z.string().min(16, 'at least 16 characters').optional(),
   ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),
 });
 

@@ -104,6 +104,7 @@ describe('migrations', () => {
       );
     const before = await tables();
     expect(before).toEqual(['business_lines', 'experiments', 'feature_results', 'feature_tables', 'features', 'models', 'sample_sets', 'trials']);
+    await ds.undoLastMigration({ transaction: 'each' });
     await api.close();
     await ds.undoLastMigration({ transaction: 'each' });
     expect(await tables()).toEqual([]);

@@ -3,7 +3,22 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { DataDir } from '@abacus/catalog';
 import { JobName, WorkerHost, type JobHandlers } from '@abacus/queue';
-import { FinalizeExperimentHandler, PLANNERS, ScoreTrialHandler, TrialLedger } from '@abacus/workflows';
+import {
+  AblateTrialHandler,
+  BuiltSamplesCache,
+  CompareTrialHandler,
+  FinalizeExperimentHandler,
+  ModelTrainer,
+  PLANNERS,
+  PruneTrialHandler,
+  ScoreTrialHandler,
+  TrainTrialHandler,
+  TrialLedger,
+  WebhookNotifier,
+  type WorkflowContext,
+} from '@abacus/workflows';
+
+const WORKFLOW_CONTEXT = Symbol('WORKFLOW_CONTEXT');
 
 /** The worker's application context: one handler per job name, hosted on BullMQ workers. */
 @Module({})
@@ -15,19 +30,35 @@ export class WorkerModule {
         { provide: DataSource, useValue: ds },
         { provide: DataDir, useValue: new DataDir(config.ABACUS_DATA_DIR) },
         { provide: TrialLedger, useFactory: () => new TrialLedger(ds) },
-        { provide: FinalizeExperimentHandler, useFactory: () => new FinalizeExperimentHandler(ds, PLANNERS) },
         {
-          provide: ScoreTrialHandler,
+          provide: WORKFLOW_CONTEXT,
           inject: [TrialLedger, DataDir],
-          useFactory: (ledger: TrialLedger, dataDir: DataDir) => new ScoreTrialHandler(ds, ledger, dataDir),
+          useFactory: (ledger: TrialLedger, dataDir: DataDir): WorkflowContext => ({
+            ds,
+            ledger,
+            dataDir,
+            samples: new BuiltSamplesCache(dataDir),
+            trainer: new ModelTrainer(dataDir, { backend: config.ABACUS_RUNTIME_BACKEND, threads: config.ABACUS_RUNTIME_THREADS }),
+            notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET),
+          }),
         },
         {
           provide: WorkerHost,
-          inject: [FinalizeExperimentHandler, ScoreTrialHandler],
-          useFactory: (finalize: FinalizeExperimentHandler, score: ScoreTrialHandler) => {
+          inject: [TrialLedger, DataDir, WORKFLOW_CONTEXT],
+          useFactory: (ledger: TrialLedger, dataDir: DataDir, w: WorkflowContext) => {
+            const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
+            const score = new ScoreTrialHandler(ds, ledger, dataDir);
+            const train = new TrainTrialHandler(w);
+            const ablate = new AblateTrialHandler(w);
+            const prune = new PruneTrialHandler(w);
+            const compare = new CompareTrialHandler(w);
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
+              [JobName.TrainTrial]: (p, ctx) => train.handle(p, ctx),
+              [JobName.AblateTrial]: (p, ctx) => ablate.handle(p, ctx),
+              [JobName.PruneTrial]: (p, ctx) => prune.handle(p, ctx),
+              [JobName.CompareTrial]: (p, ctx) => compare.handle(p, ctx),
             };
             return new WorkerHost(config, handlers);
           },

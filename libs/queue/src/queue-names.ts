@@ -12,11 +12,23 @@ export enum JobName {
   FinalizeExperiment = 'experiment.finalize',
   /** WOE/IV (+PSI) scoring of a sample set's features */
   ScoreTrial = 'trial.score',
+  /** build samples, train (or reuse) a model, evaluate it */
+  TrainTrial = 'trial.train',
+  /** permutation importance of input groups on a trained model */
+  AblateTrial = 'trial.ablate',
+  /** subtract: rank features, remove them in verified batches */
+  PruneTrial = 'trial.prune',
+  /** add: paired comparison of base and augmented models, verdicts, provenance, notification */
+  CompareTrial = 'trial.compare',
 }
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.FinalizeExperiment]: QueueName.Experiments,
   [JobName.ScoreTrial]: QueueName.Trials,
+  [JobName.TrainTrial]: QueueName.Trials,
+  [JobName.AblateTrial]: QueueName.Trials,
+  [JobName.PruneTrial]: QueueName.Trials,
+  [JobName.CompareTrial]: QueueName.Trials,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
@@ -26,6 +38,10 @@ const trialJob = z.object({ experimentId: z.string().uuid(), trialId: z.string()
 export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.FinalizeExperiment]: experimentJob,
   [JobName.ScoreTrial]: trialJob,
+  [JobName.TrainTrial]: trialJob,
+  [JobName.AblateTrial]: trialJob,
+  [JobName.PruneTrial]: trialJob,
+  [JobName.CompareTrial]: trialJob,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };

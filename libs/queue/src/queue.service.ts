@@ -1,10 +1,12 @@
-import { FlowProducer, Job, Queue, type ConnectionOptions } from 'bullmq';
+import { FlowProducer, Job, Queue, type ConnectionOptions, type FlowJob } from 'bullmq';
 import type { AppConfig } from '@abacus/configs';
 import { JOB_QUEUE, JobName, QueueName, type JobPayloads } from './queue-names';
 
 export interface PlannedTrialJob {
   trialId: string;
   job: Exclude<JobName, JobName.FinalizeExperiment>;
+  /** index of the trial that must wait for this one; undefined = the experiment's finalize job */
+  parent?: number;
 }
 
 export function redisConnection(config: Pick<AppConfig, 'ABACUS_REDIS_URL'>): ConnectionOptions {
@@ -40,12 +42,36 @@ export class QueueService {
   }
 
   /**
-   * One flow per experiment: the finalize job (id = experiment id) waits for its trial jobs
-   * (id = trial id, so a retry updates the same row). A trial that fails for good does not block
-   * the parent: finalize then marks the experiment failed.
+   * One flow per experiment: the finalize job (id = experiment id) is the root; trials hang below it
+   * as a tree (a trial runs after the trials that name it as parent; job id = trial id, so a retry
+   * updates the same row). A trial that fails for good does not block its parent: the parent sees
+   * the failed dependency and fails fast, and finalize marks the experiment failed.
    */
   async enqueueExperiment(experimentId: string, trials: PlannedTrialJob[]): Promise<void> {
-    const payload = (p: JobPayloads[JobName.ScoreTrial]) => p;
+    const trialOpts = {
+      attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+      backoff: { type: 'exponential', delay: 2000 },
+      ignoreDependencyOnFailure: true,
+      removeOnComplete: { age: 7 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    };
+    trials.forEach((t, i) => {
+      if (t.parent !== undefined && (t.parent < 0 || t.parent >= trials.length || t.parent === i)) {
+        throw new Error(`trial ${i}: parent ${t.parent} is not another trial of the plan`);
+      }
+    });
+    const node = (i: number, seen: Set<number>): FlowJob => {
+      if (seen.has(i)) throw new Error(`trial ${i}: the plan's dependencies form a cycle`);
+      const t = trials[i];
+      const data: JobPayloads[JobName.ScoreTrial] = { experimentId, trialId: t.trialId };
+      return {
+        name: t.job,
+        queueName: JOB_QUEUE[t.job],
+        data,
+        opts: { jobId: t.trialId, ...trialOpts },
+        children: trials.flatMap((c, j) => (c.parent === i ? [node(j, new Set([...seen, i]))] : [])),
+      };
+    };
     await this.flows.add({
       name: JobName.FinalizeExperiment,
       queueName: JOB_QUEUE[JobName.FinalizeExperiment],
@@ -57,19 +83,7 @@ export class QueueService {
         removeOnComplete: { age: 7 * 24 * 3600 },
         removeOnFail: { age: 30 * 24 * 3600 },
       },
-      children: trials.map((t) => ({
-        name: t.job,
-        queueName: JOB_QUEUE[t.job],
-        data: payload({ experimentId, trialId: t.trialId }),
-        opts: {
-          jobId: t.trialId,
-          attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
-          backoff: { type: 'exponential', delay: 2000 },
-          ignoreDependencyOnFailure: true,
-          removeOnComplete: { age: 7 * 24 * 3600 },
-          removeOnFail: { age: 30 * 24 * 3600 },
-        },
-      })),
+      children: trials.flatMap((t, i) => (t.parent === undefined ? [node(i, new Set())] : [])),
     });
   }
 

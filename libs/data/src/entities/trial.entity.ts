@@ -28,6 +28,10 @@ export class TrialEntity {
   @Column({ type: 'int', default: 0 })
   seq!: number;
 
+  /** seq of the trial that runs after this one; null = the experiment's finalize */
+  @Column({ name: 'parent_seq', type: 'int', nullable: true })
+  parentSeq!: number | null;
+
   @Column({ type: 'jsonb', default: () => `'{}'` })
   params!: Record<string, unknown>;
 

@@ -8,6 +8,8 @@ export interface PlannedTrial {
   kind: string;
   job: Exclude<JobName, JobName.FinalizeExperiment>;
   params: Record<string, unknown>;
+  /** index of the trial that runs after this one (and may read its results); undefined = finalize */
+  parent?: number;
 }
 
 export interface ExperimentPlan {

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { lineName } from '@abacus/catalog';
+import { addSpecSchema } from '../add/add-experiment.schema';
 import { scoreSpecSchema } from '../score/score-experiment.schema';
+import { subtractSpecSchema } from '../subtract/subtract-experiment.schema';
 
 const common = {
   name: z.string().max(200).default(''),
@@ -10,6 +12,8 @@ const common = {
 /** The body of POST /experiments: one branch per experiment kind, discriminated by `kind`. */
 export const createExperimentSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('score'), ...common, spec: scoreSpecSchema }).strict(),
+  z.object({ kind: z.literal('subtract'), ...common, spec: subtractSpecSchema }).strict(),
+  z.object({ kind: z.literal('add'), ...common, spec: addSpecSchema }).strict(),
 ]);
 
 export type CreateExperiment = z.output<typeof createExperimentSchema>;

@@ -66,6 +66,7 @@ export class ExperimentService {
           owner: scope.user,
           kind: t.kind,
           seq: t.seq,
+          parentSeq: t.parent ?? null,
           params: t.params as never,
           status: 'queued' as const,
         })),
@@ -74,7 +75,7 @@ export class ExperimentService {
     try {
       await this.queue.enqueueExperiment(
         id,
-        trials.map((t) => ({ trialId: t.id, job: t.job })),
+        trials.map((t) => ({ trialId: t.id, job: t.job, parent: t.parent })),
       );
     } catch (err) {
       // nothing half-written: without its jobs the experiment would never run

@@ -40,8 +40,12 @@ export const resolvedScoreSpecSchema = scoreSpecSchema.extend({
 });
 export type BinningOptions = z.output<typeof binningOptionsSchema>;
 
+/** A score trial carries everything it needs, so other experiment kinds (subtract) can plan one too. */
 export const scoreTrialParamsSchema = z.object({
+  sampleSetId: z.string().uuid(),
   features: z.array(z.string()).min(1),
   psiSplitTime: z.number().nullable(),
+  positive: z.string().optional(),
+  binning: binningOptionsSchema,
 });
 export type ScoreTrialParams = z.output<typeof scoreTrialParamsSchema>;

@@ -6,7 +6,7 @@ import { readTable } from '@abacus/samples';
 import { scoreTable } from '@abacus/scoring';
 import { runTrial } from '../trials/trial-runner';
 import type { TrialLedger } from '../trials/trial-ledger';
-import { resolvedScoreSpecSchema, scoreTrialParamsSchema } from './score-experiment.schema';
+import { scoreTrialParamsSchema } from './score-experiment.schema';
 
 /** One `score` trial: WOE/IV and PSI of its share of the features, upserted per (experiment, feature, scorer). */
 export class ScoreTrialHandler {
@@ -18,9 +18,8 @@ export class ScoreTrialHandler {
 
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
     return runTrial(this.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
-      const spec = resolvedScoreSpecSchema.parse(experiment.spec);
       const params = scoreTrialParamsSchema.parse(trial.params);
-      const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: spec.sampleSetId });
+      const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: params.sampleSetId });
       await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
       const time = params.psiSplitTime !== null ? ss.timeColumn : null;
       const columns = [...params.features, ss.labelColumn, ...(time ? [time] : [])];
@@ -29,14 +28,14 @@ export class ScoreTrialHandler {
       await progress(0.3, `scoring ${params.features.length} feature(s)`);
       const report = scoreTable(table, {
         label: ss.labelColumn,
-        positive: spec.positive,
+        positive: params.positive,
         time: time ?? undefined,
         testFrom: params.psiSplitTime ?? undefined,
-        prebins: spec.binning.prebins,
-        maxBins: spec.binning.maxBins,
-        minBinShare: spec.binning.minBinShare,
-        minCategoryShare: spec.binning.minCategoryShare,
-        smoothing: spec.binning.smoothing,
+        prebins: params.binning.prebins,
+        maxBins: params.binning.maxBins,
+        minBinShare: params.binning.minBinShare,
+        minCategoryShare: params.binning.minCategoryShare,
+        smoothing: params.binning.smoothing,
       });
       const scores = report.features;
       checkpoint();

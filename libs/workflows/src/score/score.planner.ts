@@ -44,7 +44,13 @@ export class ScorePlanner implements ExperimentPlanner<'score'> {
     }
     const trials: ExperimentPlan['trials'] = [];
     for (let i = 0; i < features.length; i += spec.featuresPerTrial) {
-      const params: ScoreTrialParams = { features: features.slice(i, i + spec.featuresPerTrial), psiSplitTime };
+      const params: ScoreTrialParams = {
+        sampleSetId: ss.id,
+        features: features.slice(i, i + spec.featuresPerTrial),
+        psiSplitTime,
+        binning: spec.binning,
+        ...(spec.positive !== undefined ? { positive: spec.positive } : {}),
+      };
       trials.push({ kind: 'score', job: JobName.ScoreTrial, params: params as unknown as Record<string, unknown> });
     }
     return { spec: { ...spec, sampleSetId: ss.id, features, psiSplitTime }, trials };

@@ -44,6 +44,12 @@ export class TrialLedger {
     );
   }
 
+  /** The trials this one waits for (its children in the flow) that did not succeed. */
+  async failedDependencies(trial: TrialEntity): Promise<TrialEntity[]> {
+    const deps = await this.ds.getRepository(TrialEntity).findBy({ experimentId: trial.experimentId, parentSeq: trial.seq });
+    return deps.filter((d) => d.status !== 'succeeded');
+  }
+
   async isCancelled(experimentId: string): Promise<boolean> {
     const rows: { status: string }[] = await this.ds.query('SELECT status FROM experiments WHERE id = $1', [experimentId]);
     return rows[0]?.status === 'cancelled';

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { UnrecoverableError } from 'bullmq';
 import type { JobContext } from '@abacus/queue';
 import type { ExperimentEntity, TrialEntity } from '@abacus/data';
 import type { TrialLedger } from './trial-ledger';
@@ -42,6 +43,13 @@ export async function runTrial(
   if (!claimed) {
     logger.log('skipped: cancelled or already finished');
     return { status: 'skipped' };
+  }
+  const failedDeps = await ledger.failedDependencies(claimed.trial);
+  if (failedDeps.length) {
+    const error = `not run: trial(s) it depends on did not succeed: ${failedDeps.map((d) => `#${d.seq} ${d.kind} (${d.status})`).join(', ')}`;
+    await ledger.finish(payload.trialId, 'failed', { error });
+    logger.warn(error);
+    throw new UnrecoverableError(error);
   }
   const controller = new AbortController();
   const onShutdown = () => controller.abort(ctx.signal.reason);

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { modelRefSchema } from '../model/model-recipe.schema';
+
+export const addSpecSchema = z
+  .object({
+    /** the base model: a registered model, or a sample set (+ feature list) */
+    base: modelRefSchema,
+    /** feature names (columns of the sample set or registered features), or `auto`: features measured positive in other business lines */
+    candidates: z.union([z.array(z.string().min(1)).min(1), z.literal('auto')]),
+    metric: z.literal('auc').default('auc'),
+    /** permutations per fold for each candidate's contribution */
+    repeats: z.number().int().min(1).max(50).default(3),
+    folds: z.number().int().min(2).max(50).default(10),
+    /** two-sided significance level of every interval */
+    alpha: z.union([z.literal(0.01), z.literal(0.05), z.literal(0.1)]).default(0.05),
+    /** bootstrap replicates of the paired base-vs-augmented comparison */
+    bootstrap: z.number().int().min(50).max(5000).default(300),
+    /** the smallest AUC gain worth a feature: reject when the interval's upper end is below it */
+    minGain: z.number().min(0).max(0.1).default(0.0005),
+    /** also train base + each candidate alone (one model per candidate) */
+    leaveOneIn: z.boolean().default(false),
+    /** POST the verdicts to the configured webhook */
+    notify: z.boolean().default(true),
+    seed: z.number().int().min(0).max(2 ** 31).default(1),
+  })
+  .strict();
+
+export type AddSpec = z.output<typeof addSpecSchema>;
+
+export const compareTrialParamsSchema = z.object({
+  baseSeq: z.number().int(),
+  augmentedSeq: z.number().int(),
+  ablateSeq: z.number().int(),
+  leaveOneIn: z.array(z.object({ feature: z.string(), seq: z.number().int() })),
+  candidates: z.array(z.string()).min(1),
+  alpha: z.number(),
+  bootstrap: z.number().int(),
+  minGain: z.number(),
+  notify: z.boolean(),
+  seed: z.number().int(),
+});
+export type CompareTrialParams = z.output<typeof compareTrialParamsSchema>;

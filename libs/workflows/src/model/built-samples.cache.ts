@@ -1,0 +1,88 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { DataDir } from '@abacus/catalog';
+import { readShardSync, writeShard, type ColumnarDataset } from '@abacus/runtime';
+import { buildSamples, sampleBuildKey, type SampleBuildRequest } from '@abacus/samples';
+import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
+
+export interface BuiltSet {
+  key: string;
+  cached: boolean;
+  train: ColumnarDataset;
+  test: ColumnarDataset;
+  inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
+  meta: Record<string, unknown>;
+}
+
+/**
+ * Built samples, cached on disk in the runtime's shard format under built/<key>/, the key being a
+ * hash of (data version, feature definitions, split): trials that need the same samples build them
+ * once, also across workers (written to a temporary directory, then renamed into place).
+ */
+export class BuiltSamplesCache {
+  private readonly memo = new Map<string, BuiltSet>();
+
+  constructor(private readonly dataDir: DataDir) {}
+
+  request(recipe: ModelRecipe, features: ResolvedFeature[] = recipe.features): SampleBuildRequest {
+    return {
+      samples: { file: this.dataDir.abs(recipe.sampleFile), label: recipe.label, time: recipe.time },
+      features: features.map((f) => ({
+        name: f.name,
+        kind: f.kind,
+        source: f.source.kind === 'table' ? { ...f.source, file: this.dataDir.abs(f.source.file) } : f.source,
+        ...(f.transform ? { transform: f.transform } : {}),
+      })) as SampleBuildRequest['features'],
+      split: recipe.testFrom !== null ? { testFrom: recipe.testFrom } : { testFraction: 0.2, seed: recipe.training.seed },
+      ...(recipe.filter ? { filter: recipe.filter } : {}),
+    };
+  }
+
+  key(recipe: ModelRecipe, features?: ResolvedFeature[]): string {
+    return sampleBuildKey(this.request(recipe, features));
+  }
+
+  async get(
+    recipe: ModelRecipe,
+    features: ResolvedFeature[] = recipe.features,
+    onProgress?: (fraction: number, message: string) => void,
+  ): Promise<BuiltSet> {
+    const req = this.request(recipe, features);
+    const key = sampleBuildKey(req);
+    const hit = this.memo.get(key);
+    if (hit) return { ...hit, cached: true };
+    const rel = path.join('built', key);
+    const dir = this.dataDir.abs(rel);
+    let set: BuiltSet;
+    if (fs.existsSync(path.join(dir, 'meta.json'))) {
+      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & { inputs: BuiltSet['inputs'] };
+      set = {
+        key,
+        cached: true,
+        train: readShardSync(path.join(dir, 'train.shard')),
+        test: readShardSync(path.join(dir, 'test.shard')),
+        inputs: meta.inputs,
+        meta,
+      };
+    } else {
+      const built = await buildSamples(req, { onProgress });
+      const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
+      fs.mkdirSync(tmp, { recursive: true });
+      const vocab = Object.fromEntries(built.inputs.slots.map((s) => [s.name, s.vocab]));
+      await writeShard(path.join(tmp, 'train.shard'), built.train, { vocab });
+      await writeShard(path.join(tmp, 'test.shard'), built.test, { vocab });
+      const meta = { inputs: built.inputs, features: built.features, split: built.split, timings: built.timings };
+      fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
+      try {
+        fs.renameSync(tmp, dir);
+      } catch {
+        fs.rmSync(tmp, { recursive: true, force: true }); // another worker built the same samples first
+      }
+      set = { key, cached: false, train: built.train, test: built.test, inputs: built.inputs, meta };
+    }
+    this.memo.clear(); // keep one set in memory: trials of one experiment follow each other
+    this.memo.set(key, set);
+    return set;
+  }
+}

@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import type { DataDir } from '@abacus/catalog';
+import { RuntimeModel, resolveBackend, type BackendChoice, type EvaluationResult, type ModelSpecInput } from '@abacus/runtime';
+import type { BuiltSet } from './built-samples.cache';
+import type { Architecture, Training } from './model-recipe.schema';
+
+export interface TrainedModel {
+  key: string;
+  /** models/<key>, relative to the data directory */
+  dir: string;
+  cached: boolean;
+  backend: string;
+  model: RuntimeModel;
+  metrics: EvaluationResult & { trainMs: number; steps: number; epochs: number; stoppedEarly: boolean; bestEpoch: number; samplesPerSecond: number };
+  predictions: Float32Array;
+  labels: Float32Array;
+}
+
+export interface TrainerOptions {
+  backend: BackendChoice;
+  /** 0 = all cores */
+  threads: number;
+}
+
+/**
+ * Trains a model on built samples, or reuses an identical earlier training: checkpoints are cached
+ * under models/<hash of (samples, model spec, training options, backend)>.
+ */
+export class ModelTrainer {
+  constructor(
+    private readonly dataDir: DataDir,
+    private readonly opts: TrainerOptions,
+  ) {}
+
+  spec(built: BuiltSet, arch: Architecture, training: Training): ModelSpecInput {
+    return {
+      numeric: built.inputs.numeric,
+      slots: built.inputs.slots,
+      pooling: arch.pooling,
+      embeddingDim: arch.embeddingDim,
+      wide: arch.wide,
+      hidden: arch.hidden,
+      optimizer: {
+        dense: { kind: 'adam', lr: training.learningRate },
+        sparse: { kind: training.sparseOptimizer, lr: training.sparseLearningRate },
+      },
+      seed: training.seed,
+    };
+  }
+
+  private createOptions() {
+    return { backend: this.opts.backend, ...(this.opts.threads > 0 ? { threads: this.opts.threads } : {}) };
+  }
+
+  key(built: BuiltSet, arch: Architecture, training: Training): string {
+    const backend = resolveBackend(this.opts.backend);
+    return createHash('sha256')
+      .update(JSON.stringify({ v: 1, samples: built.key, spec: this.spec(built, arch, training), training, backend }))
+      .digest('hex')
+      .slice(0, 32);
+  }
+
+  async trainOrReuse(
+    built: BuiltSet,
+    arch: Architecture,
+    training: Training,
+    ctx: { signal?: AbortSignal; onProgress?: (fraction: number, message: string) => void } = {},
+  ): Promise<TrainedModel> {
+    const key = this.key(built, arch, training);
+    const rel = path.join('models', key);
+    const dir = this.dataDir.abs(rel);
+    if (fs.existsSync(path.join(dir, 'meta.json'))) {
+      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as { metrics: TrainedModel['metrics'] };
+      const model = await RuntimeModel.load(dir, this.createOptions());
+      return {
+        key,
+        dir: rel,
+        cached: true,
+        backend: model.backend,
+        model,
+        metrics: meta.metrics,
+        predictions: readF32(path.join(dir, 'test-predictions.f32')),
+        labels: readF32(path.join(dir, 'test-labels.f32')),
+      };
+    }
+    const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions());
+    const t0 = Date.now();
+    const trained = await model.train(
+      built.train,
+      {
+        epochs: training.epochs,
+        batchSize: training.batchSize,
+        seed: training.seed,
+        validationFraction: training.validationFraction,
+        ...(training.validationFraction > 0 ? { earlyStopping: { patience: training.patience, monitor: 'auc' as const, restoreBest: true } } : {}),
+        progressEvery: 20,
+      },
+      {
+        signal: ctx.signal,
+        onProgress: (p) => {
+          ctx.onProgress?.(Math.min(1, p.step / Math.max(1, p.totalSteps)), `training: step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`);
+        },
+      },
+    );
+    if (ctx.signal?.aborted) throw new Error('training aborted');
+    const trainMs = Date.now() - t0;
+    const evaluation = await model.evaluate(built.test);
+    const predictions = await model.predict(built.test);
+    if (trained.cancelled) throw new Error('training cancelled');
+    const metrics: TrainedModel['metrics'] = {
+      ...evaluation,
+      trainMs,
+      steps: trained.steps,
+      epochs: trained.epochs,
+      stoppedEarly: trained.stoppedEarly,
+      bestEpoch: trained.bestEpoch,
+      samplesPerSecond: trained.samplesPerSecond,
+    };
+    const tmp = this.dataDir.abs(path.join('models', `.${key}.${randomBytes(4).toString('hex')}`));
+    fs.mkdirSync(tmp, { recursive: true });
+    await model.save(tmp);
+    writeF32(path.join(tmp, 'test-predictions.f32'), predictions);
+    writeF32(path.join(tmp, 'test-labels.f32'), built.test.labels);
+    fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify({ metrics, samples: built.key, training, arch }, null, 2));
+    try {
+      fs.renameSync(tmp, dir);
+    } catch {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+    return { key, dir: rel, cached: false, backend: model.backend, model, metrics, predictions, labels: built.test.labels };
+  }
+}
+
+function writeF32(file: string, a: Float32Array): void {
+  fs.writeFileSync(file, Buffer.from(a.buffer, a.byteOffset, a.byteLength));
+}
+
+export function readF32(file: string): Float32Array {
+  const b = fs.readFileSync(file);
+  const out = new Float32Array(b.byteLength / 4);
+  Buffer.from(out.buffer).set(b);
+  return out;
+}

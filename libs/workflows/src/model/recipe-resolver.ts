@@ -1,0 +1,146 @@
+import type { DataSource } from 'typeorm';
+import { InvalidInputError, type RequestScope } from '@abacus/core';
+import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
+import {
+  architectureSchema,
+  trainingSchema,
+  type ModelRecipe,
+  type ModelRef,
+  type ResolvedFeature,
+} from './model-recipe.schema';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Turns names in a spec (model, sample set, features) into files, columns and registry sources. */
+export class RecipeResolver {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly scope: RequestScope,
+    private readonly businessLine: string,
+  ) {}
+
+  async sampleSet(ref: string, path: string): Promise<SampleSetEntity> {
+    const repo = this.ds.getRepository(SampleSetEntity);
+    const ss = UUID.test(ref) ? await repo.findOneBy({ id: ref }) : await repo.findOneBy({ businessLine: this.businessLine, name: ref });
+    if (!ss || (this.scope.lines && !this.scope.lines.includes(ss.businessLine))) {
+      throw new InvalidInputError(path, `no sample set "${ref}" in ${this.businessLine}`);
+    }
+    if (ss.businessLine !== this.businessLine && !ss.sharingPolicy.shareWith.some((l) => l === '*' || l === this.businessLine)) {
+      throw new InvalidInputError(path, `sample set belongs to ${ss.businessLine} and is not shared with ${this.businessLine}`);
+    }
+    return ss;
+  }
+
+  async model(ref: string, path: string): Promise<ModelEntity> {
+    const repo = this.ds.getRepository(ModelEntity);
+    const m = UUID.test(ref)
+      ? await repo.findOneBy({ id: ref })
+      : await repo.findOne({ where: { businessLine: this.businessLine, name: ref }, order: { version: 'DESC' } });
+    if (!m || (this.scope.lines && !this.scope.lines.includes(m.businessLine))) {
+      throw new InvalidInputError(path, `no model "${ref}" in ${this.businessLine}`);
+    }
+    return m;
+  }
+
+  /** Columns that are never features: label, time and keys. */
+  static reserved(ss: SampleSetEntity): Set<string> {
+    return new Set([ss.labelColumn, ss.timeColumn, ...ss.keyColumns].filter((c): c is string => !!c));
+  }
+
+  static defaultFeatures(ss: SampleSetEntity): string[] {
+    const skip = RecipeResolver.reserved(ss);
+    return ss.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);
+  }
+
+  /**
+   * A feature of the sample set's own columns, or a registered feature joined from its feature
+   * table (by entity key, point in time when the table has a time column).
+   */
+  async feature(name: string, ss: SampleSetEntity, path: string): Promise<ResolvedFeature> {
+    const reg = await this.registered(name);
+    const transform = reg?.transform && reg.transform.type !== 'none' ? (reg.transform as ResolvedFeature['transform']) : undefined;
+    const col = ss.schema.find((c) => c.name === name);
+    if (col) {
+      if (RecipeResolver.reserved(ss).has(name)) throw new InvalidInputError(path, `"${name}" is the label, time or a key column`);
+      if (col.kind === 'unsupported') throw new InvalidInputError(path, `column "${name}" has type ${col.sourceType}, which cannot be a feature`);
+      return { name, kind: col.kind, source: { kind: 'column' }, ...(transform ? { transform } : {}) };
+    }
+    if (!reg) throw new InvalidInputError(path, `"${name}" is neither a column of sample set ${ss.name} nor a registered feature`);
+    if (!reg.featureTableId) throw new InvalidInputError(path, `registered feature "${name}" has no feature table to join it from`);
+    const table = await this.ds.getRepository(FeatureTableEntity).findOneByOrFail({ id: reg.featureTableId });
+    if (!ss.schema.some((c) => c.name === table.entityKey)) {
+      throw new InvalidInputError(path, `feature "${name}" joins on ${table.entityKey}, which sample set ${ss.name} lacks`);
+    }
+    return {
+      name,
+      kind: reg.kind,
+      source: {
+        kind: 'table',
+        file: table.files[0],
+        entityKey: table.entityKey,
+        sampleKey: table.entityKey,
+        timeColumn: table.timeColumn,
+        column: reg.sourceColumn ?? name,
+      },
+      ...(transform ? { transform } : {}),
+    };
+  }
+
+  /** The registry entry: this line's first, else another line's the caller may see. */
+  async registered(name: string): Promise<FeatureEntity | null> {
+    const repo = this.ds.getRepository(FeatureEntity);
+    const own = await repo.findOneBy({ businessLine: this.businessLine, name });
+    if (own) return own;
+    const others = await repo.find({ where: { name }, order: { createdAt: 'ASC' } });
+    return others.find((f) => !this.scope.lines || this.scope.lines.includes(f.businessLine)) ?? null;
+  }
+
+  async base(ref: ModelRef, path: string): Promise<{ recipe: ModelRecipe; sampleSet: SampleSetEntity }> {
+    let ss: SampleSetEntity;
+    let names: string[];
+    let modelId: string | null = null;
+    let architecture = ref.architecture;
+    let training = ref.training;
+    if (ref.model) {
+      const m = await this.model(ref.model, `${path}.model`);
+      ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: m.sampleSetId });
+      names = m.features;
+      modelId = m.id;
+      architecture = architectureSchema.parse({ ...pick(m.architecture, Object.keys(architectureSchema.shape)) });
+      const tp = m.trainingParams as Record<string, unknown>;
+      training = trainingSchema.parse({
+        ...pick(tp, Object.keys(trainingSchema.shape)),
+        ...(typeof tp.learningRate === 'number' ? { learningRate: tp.learningRate } : {}),
+      });
+    } else {
+      ss = await this.sampleSet(ref.sampleSet!, `${path}.sampleSet`);
+      names = ref.features ?? RecipeResolver.defaultFeatures(ss);
+    }
+    if (new Set(names).size !== names.length) throw new InvalidInputError(`${path}.features`, 'duplicate feature names');
+    const features = [];
+    for (let i = 0; i < names.length; i++) features.push(await this.feature(names[i], ss, `${path}.features.${i}`));
+    if (ref.testFrom !== undefined && !ss.timeColumn) throw new InvalidInputError(`${path}.testFrom`, 'the sample set has no time column');
+    if (ref.filter && !ss.schema.some((c) => c.name === ref.filter!.column)) {
+      throw new InvalidInputError(`${path}.filter.column`, `column "${ref.filter.column}" is not in sample set ${ss.name}`);
+    }
+    return {
+      sampleSet: ss,
+      recipe: {
+        sampleSetId: ss.id,
+        sampleFile: ss.files[0],
+        label: ss.labelColumn,
+        time: ss.timeColumn,
+        testFrom: ref.testFrom ?? null,
+        filter: ref.filter ?? null,
+        features,
+        architecture,
+        training,
+        modelId,
+      },
+    };
+  }
+}
+
+function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([k, v]) => keys.includes(k) && v !== undefined));
+}

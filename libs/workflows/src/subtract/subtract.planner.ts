@@ -1,0 +1,144 @@
+import type { DataSource } from 'typeorm';
+import { InvalidInputError, type RequestScope } from '@abacus/core';
+import type { ExperimentEntity, FeatureResultEntity, TrialEntity } from '@abacus/data';
+import { JobName } from '@abacus/queue';
+import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experiments/experiment-planner';
+import type { CreateExperiment } from '../experiments/experiment.schemas';
+import { RecipeResolver } from '../model/recipe-resolver';
+import { binningOptionsSchema, type ScoreTrialParams } from '../score/score-experiment.schema';
+import type { TrainTrialParams } from '../trials/train-trial.schema';
+import type { AblateTrialParams } from '../trials/train-trial.schema';
+import { sumCosts, type KnownCosts } from './feature-costs';
+import type { PruneTrialParams } from './subtract-experiment.schema';
+
+type SubtractInput = Extract<CreateExperiment, { kind: 'subtract' }>;
+
+/**
+ * subtract: train (or reuse) the model; score every feature (IV on the sample set, shuffle importance
+ * on the trained model); remove the lowest-ranked features in batches, each verified by permuting
+ * the whole removed group on the trained model; retrain without them to confirm.
+ *
+ * Flow (a trial runs after the ones below it):  finalize ← confirm ← prune ← { shuffle ← train, iv }
+ */
+export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
+  readonly kind = 'subtract' as const;
+
+  async plan(input: SubtractInput, ds: DataSource, scope: RequestScope): Promise<ExperimentPlan> {
+    const spec = input.spec;
+    const resolver = new RecipeResolver(ds, scope, input.businessLine);
+    const { recipe, sampleSet } = await resolver.base(spec.model, 'spec.model');
+    const n = recipe.features.length;
+    if (n < 2) throw new InvalidInputError('spec.model.features', 'pruning needs at least 2 features');
+    const batchSize = spec.batchSize ?? Math.max(1, Math.round(spec.batchFraction * n));
+    if (batchSize >= n) throw new InvalidInputError('spec.batchSize', `must be smaller than the number of features (${n})`);
+    const trials: PlannedTrial[] = [];
+    const add = (t: PlannedTrial) => trials.push(t) - 1;
+    const useShuffle = spec.scorers.includes('shuffle');
+    const useIv = spec.scorers.includes('iv');
+    // indices are fixed up below once the parents exist
+    const train = add({ kind: 'train', job: JobName.TrainTrial, params: { role: 'base', recipe } satisfies TrainTrialParams });
+    const shuffle = useShuffle
+      ? add({
+          kind: 'ablate',
+          job: JobName.AblateTrial,
+          params: {
+            modelSeq: train,
+            groups: recipe.features.map((f) => [f.name]),
+            folds: spec.folds,
+            repeats: spec.repeats,
+            alpha: spec.alpha,
+            seed: spec.seed,
+            scorer: 'shuffle_auc',
+          } satisfies AblateTrialParams,
+        })
+      : null;
+    const columns = recipe.features.filter((f) => f.source.kind === 'column').map((f) => f.name);
+    const iv =
+      useIv && columns.length
+        ? add({
+            kind: 'score',
+            job: JobName.ScoreTrial,
+            params: {
+              sampleSetId: sampleSet.id,
+              features: columns,
+              psiSplitTime: null,
+              binning: binningOptionsSchema.parse({}),
+            } satisfies ScoreTrialParams,
+          })
+        : null;
+    const prune = add({
+      kind: 'prune',
+      job: JobName.PruneTrial,
+      params: {
+        modelSeq: train,
+        shuffleSeq: shuffle,
+        ivSeq: iv,
+        batchSize,
+        maxDrop: spec.maxDrop,
+        repeats: spec.repeats,
+        folds: spec.folds,
+        alpha: spec.alpha,
+        seed: spec.seed,
+      } satisfies PruneTrialParams,
+    });
+    const confirm = spec.confirm
+      ? add({ kind: 'train', job: JobName.TrainTrial, params: { role: 'pruned', recipe, dropRemovableOf: prune } satisfies TrainTrialParams })
+      : null;
+    trials[train].parent = shuffle ?? prune;
+    if (shuffle !== null) trials[shuffle].parent = prune;
+    if (iv !== null) trials[iv].parent = prune;
+    if (confirm !== null) trials[prune].parent = confirm;
+    return {
+      spec: { ...spec, resolved: { sampleSetId: sampleSet.id, features: recipe.features.map((f) => f.name), batchSize } },
+      trials,
+    };
+  }
+
+  summarize(e: ExperimentEntity, trials: TrialEntity[], results: FeatureResultEntity[]): Record<string, unknown> {
+    const byKind = (kind: string, role?: string) =>
+      trials.find((t) => t.kind === kind && (role === undefined || (t.metrics as { role?: string } | null)?.role === role));
+    const base = byKind('train', 'base')!.metrics as Record<string, number>;
+    const prune = byKind('prune')!.metrics as {
+      removable: string[];
+      kept: string[];
+      estimatedDrop: { mean: number; ciLow: number; ciHigh: number };
+      curve: unknown[];
+      ranking: { feature: string; combinedRank: number; ivRank: number | null; shuffleRank: number | null }[];
+      costs: Record<string, KnownCosts>;
+    };
+    const pruned = byKind('train', 'pruned')?.metrics as Record<string, number> | undefined;
+    const maxDrop = (e.spec as { maxDrop: number }).maxDrop;
+    const score = (name: string, scorer: string) => results.find((r) => r.featureName === name && r.scorer === scorer);
+    return {
+      features: prune.ranking.length,
+      removable: prune.removable,
+      removedShare: prune.removable.length / prune.ranking.length,
+      kept: prune.kept,
+      full: { auc: base.auc, logloss: base.logloss },
+      estimatedDrop: prune.estimatedDrop,
+      confirmed: pruned
+        ? {
+            auc: pruned.auc,
+            logloss: pruned.logloss,
+            aucDrop: base.auc - pruned.auc,
+            withinLimit: base.auc - pruned.auc <= maxDrop,
+          }
+        : null,
+      maxDrop,
+      curve: prune.curve,
+      perFeature: prune.ranking.map((r) => {
+        const sh = score(r.feature, 'shuffle_auc');
+        return {
+          feature: r.feature,
+          combinedRank: r.combinedRank,
+          iv: score(r.feature, 'iv')?.value ?? null,
+          shuffleDrop: sh?.value ?? null,
+          shuffleCi: sh ? [sh.ciLow, sh.ciHigh] : null,
+          removable: prune.removable.includes(r.feature),
+        };
+      }),
+      resourcesSaved: sumCosts(prune.removable.map((f) => prune.costs[f]).filter((c) => !!c)),
+      featuresWithoutCosts: prune.removable.filter((f) => !prune.costs[f]),
+    };
+  }
+}

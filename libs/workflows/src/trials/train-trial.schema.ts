@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+const featureSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['numeric', 'categorical', 'multi_id']),
+  source: z.union([
+    z.object({ kind: z.literal('column'), column: z.string().optional() }),
+    z.object({
+      kind: z.literal('table'),
+      file: z.string(),
+      entityKey: z.string(),
+      sampleKey: z.string(),
+      timeColumn: z.string().nullable().optional(),
+      column: z.string().optional(),
+    }),
+  ]),
+  transform: z
+    .union([
+      z.object({ type: z.enum(['none', 'log', 'standardize']) }),
+      z.object({ type: z.literal('hash'), hashBuckets: z.number().int() }),
+      z.object({ type: z.literal('buckets'), boundaries: z.array(z.number()) }),
+    ])
+    .optional(),
+});
+
+export const recipeSchema = z.object({
+  sampleSetId: z.string(),
+  sampleFile: z.string(),
+  label: z.string(),
+  time: z.string().nullable(),
+  testFrom: z.number().nullable(),
+  filter: z.object({ column: z.string(), values: z.array(z.string()) }).nullable(),
+  features: z.array(featureSchema).min(1),
+  architecture: z.object({
+    embeddingDim: z.number().int(),
+    pooling: z.enum(['sum', 'mean']),
+    hidden: z.array(z.number().int()),
+    wide: z.boolean(),
+  }),
+  training: z.object({
+    epochs: z.number().int(),
+    batchSize: z.number().int(),
+    learningRate: z.number(),
+    sparseLearningRate: z.number(),
+    sparseOptimizer: z.enum(['adagrad', 'adam']),
+    validationFraction: z.number(),
+    patience: z.number().int(),
+    seed: z.number().int(),
+  }),
+  modelId: z.string().nullable(),
+});
+
+/** A `train` trial: build (or reuse) samples, train (or reuse) the model, evaluate on the test split. */
+export const trainTrialParamsSchema = z.object({
+  role: z.enum(['base', 'augmented', 'pruned', 'leave-one-in']),
+  recipe: recipeSchema,
+  /** seq of a prune trial: leave out the features it found removable */
+  dropRemovableOf: z.number().int().optional(),
+  /** the candidate a leave-one-in model adds */
+  candidate: z.string().optional(),
+});
+export type TrainTrialParams = z.output<typeof trainTrialParamsSchema>;
+
+/** An `ablate` trial: permutation importance of input groups on a trained model, over test folds. */
+export const ablateTrialParamsSchema = z.object({
+  modelSeq: z.number().int(),
+  groups: z.array(z.array(z.string()).min(1)).min(1),
+  folds: z.number().int().min(2).max(50),
+  repeats: z.number().int().min(1).max(100),
+  alpha: z.number(),
+  seed: z.number().int(),
+  /** write one feature_results row per single-feature group under this scorer */
+  scorer: z.string(),
+});
+export type AblateTrialParams = z.output<typeof ablateTrialParamsSchema>;
