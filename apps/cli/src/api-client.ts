@@ -47,6 +47,10 @@ export class ApiClient {
     return this.request<T>('POST', route, body ?? {});
   }
 
+  patch<T>(route: string, body: unknown) {
+    return this.request<T>('PATCH', route, body);
+  }
+
   async upload<T>(route: string, file: string, fields: Record<string, string | undefined>): Promise<T> {
     if (!fs.existsSync(file)) throw new CliError(`file not found: ${file}`);
     const form = new FormData();

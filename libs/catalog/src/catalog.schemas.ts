@@ -45,6 +45,15 @@ export const createFeatureSchema = z
   })
   .strict();
 
+export const updateFeatureSchema = z
+  .object({
+    description: z.string().max(2000).optional(),
+    transform: transformSchema.optional(),
+    costs: costsSchema.optional(),
+  })
+  .strict()
+  .refine((u) => Object.keys(u).length > 0, { message: 'nothing to update' });
+
 export const featureListQuerySchema = z.object({
   businessLine: lineName.optional(),
   kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
@@ -77,36 +86,47 @@ export const importFeatureTableSchema = z.object({
   time: columnName.optional(),
 });
 
+/** Model architecture; mapped onto the runtime's model spec by the workflows. */
+export const architectureSchema = z
+  .object({
+    embeddingDim: z.number().int().min(1).max(256).default(8),
+    pooling: z.enum(['sum', 'mean']).default('mean'),
+    hidden: z.array(z.number().int().min(1).max(4096)).max(6).default([64, 32]),
+    wide: z.boolean().default(true),
+  })
+  .strict();
+
+export const trainingSchema = z
+  .object({
+    epochs: z.number().int().min(1).max(100).default(3),
+    batchSize: z.number().int().min(16).max(1 << 18).default(1024),
+    learningRate: z.number().positive().max(1).default(0.003),
+    sparseLearningRate: z.number().positive().max(1).default(0.02),
+    sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
+    /** rows of the training split held out for early stopping */
+    validationFraction: z.number().min(0).max(0.5).default(0.1),
+    patience: z.number().int().min(1).max(20).default(1),
+    seed: z.number().int().min(0).max(2 ** 31).default(1),
+  })
+  .strict();
+
+export type Architecture = z.output<typeof architectureSchema>;
+export type Training = z.output<typeof trainingSchema>;
+
 export const createModelSchema = z
   .object({
     name: objectName,
     businessLine: lineName,
     sampleSetId: z.string().uuid(),
     features: z.array(columnName).min(1).optional(),
-    architecture: z
-      .object({
-        embeddingDim: z.number().int().min(1).max(512).default(16),
-        pooling: z.enum(['sum', 'mean']).default('sum'),
-        hidden: z.array(z.number().int().min(1).max(8192)).max(8).default([256, 128]),
-        wide: z.boolean().default(false),
-      })
-      .strict()
-      .default({ embeddingDim: 16, pooling: 'sum', hidden: [256, 128], wide: false }),
-    trainingParams: z
-      .object({
-        epochs: z.number().int().min(1).max(1000).default(2),
-        batchSize: z.number().int().min(1).max(1 << 20).default(4096),
-        learningRate: z.number().positive().max(10).default(0.001),
-        sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
-        seed: z.number().int().default(1),
-      })
-      .strict()
-      .default({ epochs: 2, batchSize: 4096, learningRate: 0.001, sparseOptimizer: 'adam', seed: 1 }),
+    architecture: architectureSchema.default(architectureSchema.parse({})),
+    trainingParams: trainingSchema.default(trainingSchema.parse({})),
   })
   .strict();
 
 export type CreateBusinessLine = z.output<typeof createBusinessLineSchema>;
 export type CreateFeature = z.output<typeof createFeatureSchema>;
+export type UpdateFeature = z.output<typeof updateFeatureSchema>;
 export type FeatureListQuery = z.output<typeof featureListQuerySchema>;
 export type ImportSampleSet = z.output<typeof importSampleSetSchema>;
 export type ImportFeatureTable = z.output<typeof importFeatureTableSchema>;

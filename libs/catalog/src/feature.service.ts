@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { ConflictError, InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
 import { BusinessLineEntity, FeatureEntity, FeatureTableEntity } from '@abacus/data';
-import type { CreateFeature, FeatureListQuery, ImportFeatureTable } from './catalog.schemas';
+import type { CreateFeature, FeatureListQuery, ImportFeatureTable, UpdateFeature } from './catalog.schemas';
 import type { DataDir } from './data-dir';
 import type { UploadedFile } from './sample-set.service';
 import { TableInspector } from './table-inspector';
@@ -132,6 +132,12 @@ export class FeatureService {
       if ((err as { code?: string }).code === '23505') throw new ConflictError(`feature table ${input.name} conflicts with an existing one`);
       throw err;
     }
+  }
+
+  async update(id: string, input: UpdateFeature, scope: RequestScope): Promise<FeatureEntity> {
+    const f = await this.get(id, scope);
+    Object.assign(f, input);
+    return this.ds.getRepository(FeatureEntity).save(f);
   }
 
   async list(scope: RequestScope, q: FeatureListQuery): Promise<Page<FeatureEntity>> {

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Patch, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
@@ -8,7 +8,9 @@ import {
   featureListQuerySchema,
   importFeatureTableSchema,
   lineName,
+  updateFeatureSchema,
   type CreateFeature,
+  type UpdateFeature,
   type FeatureListQuery,
   type ImportFeatureTable,
 } from '@abacus/catalog';
@@ -36,6 +38,16 @@ export class FeaturesController {
   @Get('features/:id')
   get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
     return this.features.get(id, scope);
+  }
+
+  @Patch('features/:id')
+  @ApiBody({ schema: openApiSchema(updateFeatureSchema) })
+  update(
+    @Param('id', ParseUUIDPipe) id: string,
+    @Body(new ZodValidationPipe(updateFeatureSchema)) body: UpdateFeature,
+    @Scope() scope: RequestScope,
+  ) {
+    return this.features.update(id, body, scope);
   }
 
   @Post('feature-tables')

@@ -7,6 +7,7 @@ import { CliError, type RegisterCommand } from './command.types';
 
 interface GroundTruthLite {
   domains: { name: string; impressions: number; upperBoundTestAuc: number }[];
+  features: { name: string; inConfigOf: string[]; costs: { storageBytesPerEntity: number; fetchBytesPerRequest: number; computeCost: number } }[];
 }
 
 async function exists(api: ApiClient, route: string, pick: (items: { name: string }[]) => boolean): Promise<boolean> {
@@ -63,6 +64,28 @@ export const registerDemo: RegisterCommand = (program) => {
           await api.upload('/feature-tables', file, { name: table, businessLine: owner, entityKey: key, time });
           done.push(`feature table ${owner}/${table}`);
         }
+      }
+      // declared costs from the world's ground truth, so pruning and budgets can count what they save
+      const registered = await api.get<{ items: { id: string; name: string; costs: Record<string, unknown> }[] }>(
+        `/features?businessLine=${owner}&pageSize=500`,
+      );
+      let costed = 0;
+      for (const f of registered.items) {
+        const truth = gt.features.find((t) => t.name === f.name);
+        if (!truth || f.costs.storageBytesPerEntity !== undefined) continue;
+        await api.patch(`/features/${f.id}`, { costs: { ...truth.costs, source: 'declared' } });
+        costed++;
+      }
+      if (costed) done.push(`costs of ${costed} feature(s)`);
+      // a ready base model per line: the features in that line's config
+      for (const d of gt.domains) {
+        const models = await api.get<{ items: { name: string }[] }>(`/models?businessLine=${d.name}&pageSize=500`);
+        if (models.items.some((m) => m.name === 'base')) continue;
+        const sets = await api.get<{ items: { id: string; name: string }[] }>(`/sample-sets?businessLine=${d.name}&pageSize=500`);
+        const ss = sets.items.find((s) => s.name === `demo-${d.name}`)!;
+        const features = gt.features.filter((f) => f.inConfigOf.includes(d.name)).map((f) => f.name);
+        await api.post('/models', { name: 'base', businessLine: d.name, sampleSetId: ss.id, features });
+        done.push(`model ${d.name}/base (${features.length} features)`);
       }
       if (o.json) return printJson({ registered: done });
       process.stdout.write(done.length ? `registered:\n  ${done.join('\n  ')}\n` : 'demo world already registered\n');

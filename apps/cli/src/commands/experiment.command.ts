@@ -65,6 +65,8 @@ function render(e: Experiment): string {
     e.trials.map((t) => [t.seq, t.kind, t.status, `${Math.round(t.progress * 100)}%`, t.attempts, t.backend ?? '', t.error ?? '']),
     ['trial', 'kind', 'status', 'progress', 'attempts', 'backend', 'error'],
   ));
+  if (e.kind === 'subtract' && e.result) out.push('', ...renderSubtract(e.result));
+  if (e.kind === 'add' && e.result) out.push('', ...renderAdd(e.result));
   const ranking = (e.result?.ranking ?? null) as null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
   if (ranking) {
     out.push('', 'features by information value:', table(
@@ -73,6 +75,73 @@ function render(e: Experiment): string {
     ));
   }
   return out.join('\n');
+}
+
+const f4 = (x: number | null | undefined) => (x === null || x === undefined ? '' : x.toFixed(4));
+const f5 = (x: number | null | undefined) => (x === null || x === undefined ? '' : x.toFixed(5));
+
+function renderSubtract(r: Record<string, unknown>): string[] {
+  const res = r as {
+    features: number;
+    removable: string[];
+    removedShare: number;
+    full: { auc: number };
+    estimatedDrop: { mean: number; ciLow: number; ciHigh: number };
+    confirmed: { auc: number; aucDrop: number; withinLimit: boolean } | null;
+    maxDrop: number;
+    curve: { round: number; removed: number; added: string[]; drop: number; ciLow: number; ciHigh: number; accepted: boolean }[];
+    perFeature: { feature: string; combinedRank: number; iv: number | null; shuffleDrop: number | null; shuffleCi: [number, number] | null; removable: boolean }[];
+    resourcesSaved: { storageBytesPerEntity: number; fetchBytesPerRequest: number; computeCost: number };
+    featuresWithoutCosts: string[];
+  };
+  return [
+    `removable: ${res.removable.length} of ${res.features} features (${Math.round(res.removedShare * 100)}%) at max AUC drop ${res.maxDrop}`,
+    `  ${res.removable.join(', ') || '(none)'}`,
+    `full model AUC ${f4(res.full.auc)}; estimated drop ${f5(res.estimatedDrop.mean)} [${f5(res.estimatedDrop.ciLow)}, ${f5(res.estimatedDrop.ciHigh)}]`,
+    res.confirmed
+      ? `confirmed pruned model AUC ${f4(res.confirmed.auc)} (drop ${f5(res.confirmed.aucDrop)}, ${res.confirmed.withinLimit ? 'within' : 'OUTSIDE'} the limit)`
+      : 'no confirmatory retrain',
+    `resources saved: ${res.resourcesSaved.storageBytesPerEntity} B stored per entity, ${res.resourcesSaved.fetchBytesPerRequest} B fetched per request, compute ${res.resourcesSaved.computeCost}${res.featuresWithoutCosts.length ? ` (no costs known for ${res.featuresWithoutCosts.join(', ')})` : ''}`,
+    '',
+    'pruning curve:',
+    table(
+      res.curve.map((c) => [c.round, c.removed, c.added.join(','), f5(c.drop), `[${f5(c.ciLow)}, ${f5(c.ciHigh)}]`, c.accepted ? 'yes' : 'no']),
+      ['round', 'removed', 'added', 'auc drop', 'interval', 'accepted'],
+    ),
+    '',
+    'features (least important first):',
+    table(
+      res.perFeature.map((f) => [f.combinedRank, f.feature, f4(f.iv), f5(f.shuffleDrop), f.shuffleCi ? `[${f5(f.shuffleCi[0])}, ${f5(f.shuffleCi[1])}]` : '', f.removable ? 'remove' : 'keep']),
+      ['rank', 'feature', 'iv', 'shuffle drop', 'interval', ''],
+    ),
+  ];
+}
+
+function renderAdd(r: Record<string, unknown>): string[] {
+  const res = r as {
+    base: { auc: number; features: number };
+    augmented: { auc: number; features: number };
+    delta: { auc: { delta: number; ciLow: number; ciHigh: number }; logloss: { delta: number; ciLow: number; ciHigh: number } };
+    candidates: { feature: string; contribution: { mean: number; ciLow: number; ciHigh: number }; leaveOneIn: { delta: number; ciLow: number; ciHigh: number } | null; verdict: string; reason: string }[];
+    notification?: { status: string; error?: string };
+  };
+  if (!res.candidates) return [];
+  return [
+    `base AUC ${f4(res.base.auc)} (${res.base.features} features) → augmented ${f4(res.augmented.auc)} (${res.augmented.features})`,
+    `ΔAUC ${f5(res.delta.auc.delta)} [${f5(res.delta.auc.ciLow)}, ${f5(res.delta.auc.ciHigh)}], Δlogloss ${f5(res.delta.logloss.delta)} [${f5(res.delta.logloss.ciLow)}, ${f5(res.delta.logloss.ciHigh)}]`,
+    '',
+    table(
+      res.candidates.map((c) => [
+        c.feature,
+        f5(c.contribution.mean),
+        `[${f5(c.contribution.ciLow)}, ${f5(c.contribution.ciHigh)}]`,
+        c.leaveOneIn ? `${f5(c.leaveOneIn.delta)} [${f5(c.leaveOneIn.ciLow)}, ${f5(c.leaveOneIn.ciHigh)}]` : '',
+        c.verdict,
+      ]),
+      ['candidate', 'contribution', 'interval', 'leave-one-in', 'verdict'],
+    ),
+    ...(res.notification ? ['', `notification: ${res.notification.status}${res.notification.error ? ` (${res.notification.error})` : ''}`] : []),
+  ];
 }
 
 export const registerExperiment: RegisterCommand = (program) => {

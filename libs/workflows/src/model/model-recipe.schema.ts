@@ -1,31 +1,8 @@
 import { z } from 'zod';
 
-/** Model architecture as experiments specify it; mapped onto the runtime's model spec. */
-export const architectureSchema = z
-  .object({
-    embeddingDim: z.number().int().min(1).max(256).default(8),
-    pooling: z.enum(['sum', 'mean']).default('mean'),
-    hidden: z.array(z.number().int().min(1).max(4096)).max(6).default([64, 32]),
-    wide: z.boolean().default(true),
-  })
-  .strict();
+import { architectureSchema, trainingSchema, type Architecture, type Training } from '@abacus/catalog';
 
-export const trainingSchema = z
-  .object({
-    epochs: z.number().int().min(1).max(100).default(3),
-    batchSize: z.number().int().min(16).max(1 << 18).default(1024),
-    learningRate: z.number().positive().max(1).default(0.003),
-    sparseLearningRate: z.number().positive().max(1).default(0.02),
-    sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
-    /** rows of the training split held out for early stopping */
-    validationFraction: z.number().min(0).max(0.5).default(0.1),
-    patience: z.number().int().min(1).max(20).default(1),
-    seed: z.number().int().min(0).max(2 ** 31).default(1),
-  })
-  .strict();
-
-export type Architecture = z.output<typeof architectureSchema>;
-export type Training = z.output<typeof trainingSchema>;
+export { architectureSchema, trainingSchema, type Architecture, type Training };
 
 const ARCH_DEFAULT = architectureSchema.parse({});
 const TRAIN_DEFAULT = trainingSchema.parse({});

@@ -106,12 +106,8 @@ export class RecipeResolver {
       ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: m.sampleSetId });
       names = m.features;
       modelId = m.id;
-      architecture = architectureSchema.parse({ ...pick(m.architecture, Object.keys(architectureSchema.shape)) });
-      const tp = m.trainingParams as Record<string, unknown>;
-      training = trainingSchema.parse({
-        ...pick(tp, Object.keys(trainingSchema.shape)),
-        ...(typeof tp.learningRate === 'number' ? { learningRate: tp.learningRate } : {}),
-      });
+      architecture = architectureSchema.parse(m.architecture);
+      training = trainingSchema.parse(m.trainingParams);
     } else {
       ss = await this.sampleSet(ref.sampleSet!, `${path}.sampleSet`);
       names = ref.features ?? RecipeResolver.defaultFeatures(ss);
@@ -139,8 +135,4 @@ export class RecipeResolver {
       },
     };
   }
-}
-
-function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(o).filter(([k, v]) => keys.includes(k) && v !== undefined));
 }
