@@ -461,11 +461,11 @@ class AblateWorker : public ModelWorker {
   uint64_t seed = 0;
   int64_t batch = 8192;
   Metrics base;
-  std::vector<Metrics> out;
+  std::vector<Metrics> out, base_folds, out_folds;
   void Execute() override {
     try {
       check_offsets(ds);
-      nm->model->ablate(ds, groups, repeats, seed, batch, base, out);
+      nm->model->ablate(ds, groups, repeats, seed, batch, base, out, &base_folds, &out_folds);
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -478,6 +478,11 @@ class AblateWorker : public ModelWorker {
     Napi::Array a = Napi::Array::New(env, out.size());
     for (size_t i = 0; i < out.size(); ++i) a.Set((uint32_t)i, metrics_obj(env, out[i]));
     o.Set("permuted", a);
+    Napi::Array bf = Napi::Array::New(env, base_folds.size()), pf = Napi::Array::New(env, out_folds.size());
+    for (size_t i = 0; i < base_folds.size(); ++i) bf.Set((uint32_t)i, metrics_obj(env, base_folds[i]));
+    for (size_t i = 0; i < out_folds.size(); ++i) pf.Set((uint32_t)i, metrics_obj(env, out_folds[i]));
+    o.Set("baseFolds", bf);
+    o.Set("permutedFolds", pf);
     deferred.Resolve(o);
   }
 };

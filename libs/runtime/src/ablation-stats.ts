@@ -7,15 +7,30 @@ export interface ChangeSummary {
   mean: number;
   /** sample standard deviation over repeats (0 for one repeat) */
   std: number;
-  /** 95% t-interval of the mean change; [mean, mean] with one repeat */
+  /**
+   * 95% interval of the mean change. With fold deltas: t-interval over F contiguous evaluation
+   * folds (each fold's change averaged over repeats), so it carries both the permutation noise
+   * and the evaluation-set noise; without: t-interval over repeats.
+   */
   ci95: [number, number];
 }
 
-export function summarizeChanges(deltas: number[]): ChangeSummary {
-  const n = deltas.length;
-  const mean = deltas.reduce((a, b) => a + b, 0) / n;
-  const std = n > 1 ? Math.sqrt(deltas.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1)) : 0;
-  const t = n > 1 ? (n - 1 <= 30 ? T975[n - 2]! : 1.96) : 0;
-  const half = (t * std) / Math.sqrt(n);
+function tQuantile(df: number): number {
+  return df <= 0 ? 0 : df <= 30 ? T975[df - 1]! : 1.96;
+}
+
+function meanStd(x: number[]): [number, number] {
+  const n = x.length;
+  const m = x.reduce((a, b) => a + b, 0) / n;
+  return [m, n > 1 ? Math.sqrt(x.reduce((a, b) => a + (b - m) ** 2, 0) / (n - 1)) : 0];
+}
+
+export function summarizeChanges(deltas: number[], foldDeltas?: number[]): ChangeSummary {
+  const [mean, std] = meanStd(deltas);
+  let half: number;
+  if (foldDeltas && foldDeltas.length > 1) {
+    const [, fs] = meanStd(foldDeltas);
+    half = (tQuantile(foldDeltas.length - 1) * fs) / Math.sqrt(foldDeltas.length);
+  } else half = (tQuantile(deltas.length - 1) * std) / Math.sqrt(deltas.length);
   return { deltas, mean, std, ci95: [mean - half, mean + half] };
 }

@@ -92,6 +92,14 @@ export interface NativeMetrics {
   meanLabel: number;
 }
 
+/** permuted: one per (group, repeat), group-major; *Folds: F contiguous evaluation folds each */
+export interface NativeAblation {
+  base: NativeMetrics;
+  permuted: NativeMetrics[];
+  baseFolds: NativeMetrics[];
+  permutedFolds: NativeMetrics[];
+}
+
 export interface NativePredictResult {
   predictions: Float32Array;
   labels: Float32Array;
@@ -117,7 +125,7 @@ export interface NativeModelHandle {
   ablate(
     data: NativeData,
     opts: { groups: { numeric: number[]; slots: number[] }[]; repeats: number; seed: number; batchSize: number },
-  ): Promise<{ base: NativeMetrics; permuted: NativeMetrics[] }>;
+  ): Promise<NativeAblation>;
   gradients(data: NativeData): { loss: number; logits: Float32Array; grads: Record<string, Float32Array> };
   cancel(): void;
 }

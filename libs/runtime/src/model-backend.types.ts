@@ -1,4 +1,4 @@
-import type { NativeMetrics, NativeModelState, NativePredictResult, NativeProgress, NativeTensor, NativeTrainOptions, NativeTrainResult } from './binding';
+import type { NativeAblation, NativeModelState, NativePredictResult, NativeProgress, NativeTensor, NativeTrainOptions, NativeTrainResult } from './binding';
 import type { RuntimeData } from './dataset.types';
 import type { BackendKind } from './model-spec.schema';
 
@@ -17,7 +17,7 @@ export interface ModelBackend {
   setState(s: Partial<NativeModelState>): void;
   train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void): Promise<NativeTrainResult>;
   predict(data: RuntimeData, batchSize: number, keyName?: string): Promise<NativePredictResult>;
-  ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number): Promise<{ base: NativeMetrics; permuted: NativeMetrics[] }>;
+  ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number): Promise<NativeAblation>;
   /** loss, logits and the full-shape gradient of every parameter over all rows as one batch */
   gradients(data: RuntimeData): { loss: number; logits: Float32Array; grads: Record<string, Float32Array> };
   cancel(): void;

@@ -107,7 +107,7 @@ export class RuntimeModel {
     }
   }
 
-  train(data: RuntimeData, opts: TrainOptionsInput = {}, ctx: TrainContext = {}): Promise<TrainResult> {
+  async train(data: RuntimeData, opts: TrainOptionsInput = {}, ctx: TrainContext = {}): Promise<TrainResult> {
     const o = trainOptionsSchema.parse(opts);
     return this.exclusive('train', async () => {
       if (ctx.signal?.aborted) throw new Error('training aborted before it started');
@@ -140,12 +140,12 @@ export class RuntimeModel {
     });
   }
 
-  predict(data: RuntimeData, opts: { batchSize?: number } = {}): Promise<Float32Array> {
+  async predict(data: RuntimeData, opts: { batchSize?: number } = {}): Promise<Float32Array> {
     const o = evaluateOptionsSchema.parse(opts);
     return this.exclusive('predict', async () => (await this.impl.predict(data, o.batchSize)).predictions);
   }
 
-  evaluate(data: RuntimeData, opts: EvaluateOptionsInput = {}): Promise<EvaluationResult> {
+  async evaluate(data: RuntimeData, opts: EvaluateOptionsInput = {}): Promise<EvaluationResult> {
     const o = evaluateOptionsSchema.parse(opts);
     return this.exclusive('evaluate', async () => {
       const r = await this.impl.predict(data, o.batchSize, o.groupKey);
@@ -161,7 +161,7 @@ export class RuntimeModel {
    * (an index applied inside the lookup, no shuffled copy), `repeats` times with seeded
    * permutations; reports the metric change (permuted - base) with mean, std and a 95% interval.
    */
-  ablate(data: RuntimeData, opts: AblateOptionsInput): Promise<AblationResult> {
+  async ablate(data: RuntimeData, opts: AblateOptionsInput): Promise<AblationResult> {
     const o = ablateOptionsSchema.parse(opts);
     const groups = o.groups.map((g) => {
       const numeric: number[] = [], slots: number[] = [];
@@ -183,11 +183,19 @@ export class RuntimeModel {
         base: r.base,
         groups: o.groups.map((inputs, g) => {
           const ms = r.permuted.slice(g * o.repeats, (g + 1) * o.repeats);
+          const F = r.baseFolds.length;
+          // per fold: change averaged over the repeats
+          const fold = (k: keyof MetricSet) =>
+            r.baseFolds.map((b, f) => {
+              let s = 0;
+              for (let rep = 0; rep < o.repeats; rep++) s += r.permutedFolds[(g * o.repeats + rep) * F + f]![k] - b[k];
+              return s / o.repeats;
+            });
           return {
             inputs,
-            auc: summarizeChanges(ms.map((m) => m.auc - r.base.auc)),
-            logloss: summarizeChanges(ms.map((m) => m.logloss - r.base.logloss)),
-            calibration: summarizeChanges(ms.map((m) => m.calibration - r.base.calibration)),
+            auc: summarizeChanges(ms.map((m) => m.auc - r.base.auc), fold('auc')),
+            logloss: summarizeChanges(ms.map((m) => m.logloss - r.base.logloss), fold('logloss')),
+            calibration: summarizeChanges(ms.map((m) => m.calibration - r.base.calibration), fold('calibration')),
           };
         }),
       };
@@ -201,7 +209,7 @@ export class RuntimeModel {
   }
 
   /** safetensors + model.json; see README "Checkpoint format". */
-  save(dir: string): Promise<void> {
+  async save(dir: string): Promise<void> {
     return this.exclusive('save', () => saveCheckpoint(dir, this.spec, this.backend, this.impl.getState(), this.impl.tensors(), this.impl.optimizerTensors()));
   }
 
@@ -218,7 +226,7 @@ export class RuntimeModel {
    * Transfer: copies the embedding (and wide) rows of every slot that the checkpoint has under the
    * same name and dim (rows up to the smaller vocabulary), optionally frozen during training.
    */
-  initFrom(dir: string, opts: TransferOptionsInput = {}): Promise<TransferResult> {
+  async initFrom(dir: string, opts: TransferOptionsInput = {}): Promise<TransferResult> {
     const o = transferOptionsSchema.parse(opts);
     return this.exclusive('initFrom', async () => {
       const src = await readSlotEmbeddings(dir);

@@ -1,6 +1,6 @@
 import type * as TF from '@tensorflow/tfjs';
 
-import type { NativeMetrics, NativeModelState, NativePredictResult, NativeProgress, NativeTensor, NativeTrainOptions, NativeTrainResult } from './binding';
+import type { NativeAblation, NativeMetrics, NativeModelState, NativePredictResult, NativeProgress, NativeTensor, NativeTrainOptions, NativeTrainResult } from './binding';
 import { isShardDataset, type ColumnarDataset, type RuntimeData } from './dataset.types';
 import { computeMetrics } from './metrics';
 import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
@@ -505,11 +505,21 @@ export class TfjsBackend implements ModelBackend {
     return out;
   }
 
-  async ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number): Promise<{ base: NativeMetrics; permuted: NativeMetrics[] }> {
+  async ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number): Promise<NativeAblation> {
     const { d, numMap, slotMap } = this.columnar(data);
     const rows = Array.from({ length: d.rows }, (_, i) => i);
     const w = d.weights;
-    const base = computeMetrics(this.forwardRows(d, numMap, slotMap, rows, batchSize), d.labels, w);
+    const F = Math.max(1, Math.min(10, Math.floor(d.rows / 200)));
+    const folds = (p: Float32Array, out: NativeMetrics[]) => {
+      for (let f = 0; f < F; f++) {
+        const b = Math.floor((d.rows * f) / F), e = Math.floor((d.rows * (f + 1)) / F);
+        out.push(computeMetrics(p.subarray(b, e), d.labels.subarray(b, e), w?.subarray(b, e)));
+      }
+    };
+    const basePred = this.forwardRows(d, numMap, slotMap, rows, batchSize);
+    const base = computeMetrics(basePred, d.labels, w);
+    const baseFolds: NativeMetrics[] = [], permutedFolds: NativeMetrics[] = [];
+    folds(basePred, baseFolds);
     const permuted: NativeMetrics[] = [];
     for (let g = 0; g < groups.length; g++) {
       const ns = new Set(groups[g]!.numeric), ss = new Set(groups[g]!.slots);
@@ -518,10 +528,11 @@ export class TfjsBackend implements ModelBackend {
         const perm = seededPermutation(d.rows, seed * 7919 + (g + 101) * 31 + r);
         const p = this.forwardRows(d, numMap, slotMap, rows, batchSize, (j, i) => (ns.has(j) ? perm[i]! : i), (s, i) => (ss.has(s) ? perm[i]! : i));
         permuted.push(computeMetrics(p, d.labels, w));
+        folds(p, permutedFolds);
         await new Promise((r2) => setImmediate(r2));
       }
     }
-    return { base, permuted };
+    return { base, permuted, baseFolds, permutedFolds };
   }
 }
 

@@ -488,7 +488,18 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
 }
 
 void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
-                      int64_t batch, Metrics& base, std::vector<Metrics>& out) {
+                      int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
+                      std::vector<Metrics>* out_folds, int folds) {
+  // contiguous evaluation folds: the spread of per-fold changes carries the evaluation-set noise
+  const int F = (int)std::max<int64_t>(1, std::min<int64_t>(folds, ds.rows / 200));
+  auto fold_metrics = [&](const float* pred, const float* lab, const float* w, std::vector<Metrics>& dst) {
+    for (int f = 0; f < F; ++f) {
+      const int64_t b = ds.rows * f / F, e = ds.rows * (f + 1) / F;
+      dst.push_back(compute_metrics(pred + b, lab + b, w ? w + b : nullptr, e - b));
+    }
+  };
+  if (base_folds) base_folds->clear();
+  if (out_folds) out_folds->clear();
   const int64_t n = ds.rows;
   const int G = (int)groups.size(), C = G * repeats, N = cfg_.num_numeric, D = cfg_.dim;
   std::vector<float> label(n), weight(n), base_pred(n);
@@ -599,8 +610,14 @@ void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& gr
         for (int64_t r = 0; r < B; ++r) preds[c * n + b0 + r] = sigmoid(logit_[r]);
       }
     }
-    if (c0 == 0) base = compute_metrics(base_pred.data(), label.data(), hw ? weight.data() : nullptr, n);
-    for (int64_t c = 0; c < cn; ++c) out[c0 + c] = compute_metrics(preds.data() + c * n, label.data(), hw ? weight.data() : nullptr, n);
+    if (c0 == 0) {
+      base = compute_metrics(base_pred.data(), label.data(), hw ? weight.data() : nullptr, n);
+      if (base_folds) fold_metrics(base_pred.data(), label.data(), hw ? weight.data() : nullptr, *base_folds);
+    }
+    for (int64_t c = 0; c < cn; ++c) {
+      out[c0 + c] = compute_metrics(preds.data() + c * n, label.data(), hw ? weight.data() : nullptr, n);
+      if (out_folds) fold_metrics(preds.data() + c * n, label.data(), hw ? weight.data() : nullptr, *out_folds);
+    }
   }
   if (C == 0) {
     predict_rows(ds, all, batch, base_pred.data());

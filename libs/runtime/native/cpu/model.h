@@ -91,7 +91,8 @@ class CpuModel {
   // predictions for every row of ds (n = ds.rows), also copies labels / weights / key if asked
   void predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key);
   void ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
-              Metrics& base, std::vector<Metrics>& out);
+              Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds = nullptr,
+              std::vector<Metrics>* out_folds = nullptr, int folds = 10);
   // loss over all rows of ds as one batch; logits and full-shape gradients of every parameter
   double gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads);
   void fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows);
