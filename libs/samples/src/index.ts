@@ -15,6 +15,11 @@ export { runSim, formatSimSummary, type SimSummary } from './simulator/sim-runne
 // sample building: labelled samples + feature definitions -> encoded train/test datasets for the runtime
 export type * from './build/sample-build.types';
 export { buildSamples, sampleBuildKey } from './build/sample-builder';
-export { sampleBuildRequestSchema, featureDefSchema, featureSourceSchema, featureTransformSchema } from './build/sample-build-request.schema';
+export {
+  sampleBuildRequestSchema,
+  featureDefSchema,
+  featureSourceSchema,
+  featureTransformSchema,
+} from './build/sample-build-request.schema';
 export { SampleBuildError } from './build/sample-build.error';
 export { fnv1a32 } from './build/feature-hash';

@@ -7,7 +7,16 @@ export const featureTransformSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('none') }).strict(),
   z.object({ type: z.literal('log') }).strict(),
   z.object({ type: z.literal('standardize') }).strict(),
-  z.object({ type: z.literal('hash'), hashBuckets: z.number().int().min(1).max(2 ** 31 - 1) }).strict(),
+  z
+    .object({
+      type: z.literal('hash'),
+      hashBuckets: z
+        .number()
+        .int()
+        .min(1)
+        .max(2 ** 31 - 1),
+    })
+    .strict(),
   z
     .object({
       type: z.literal('buckets'),
@@ -72,7 +81,10 @@ export const sampleBuildRequestSchema = z
         seed: z.number().int().optional(),
       })
       .strict(),
-    filter: z.object({ column: name, values: z.array(z.string()).min(1) }).strict().optional(),
+    filter: z
+      .object({ column: name, values: z.array(z.string()).min(1) })
+      .strict()
+      .optional(),
     maxRows: z.number().int().min(1).optional(),
   })
   .strict()
@@ -81,7 +93,11 @@ export const sampleBuildRequestSchema = z
     req.features.forEach((f, i) => {
       const first = seen.get(f.name);
       if (first !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['features', i, 'name'], message: `duplicate feature name '${f.name}' (also features.${first})` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['features', i, 'name'],
+          message: `duplicate feature name '${f.name}' (also features.${first})`,
+        });
       } else seen.set(f.name, i);
       if (f.source.kind === 'table' && f.source.timeColumn && !req.samples.time) {
         ctx.addIssue({

@@ -99,7 +99,8 @@ describe('buildSamples on the simulated world', () => {
       } else if (c.kind === 'categorical') {
         const cat = c as CategoricalTableColumn;
         const trainValues = new Set<string>();
-        for (let k = 0; k < flat.rowCount; k++) if (isTrain(k) && cat.codes[k] >= 0) trainValues.add(cat.dictionary[cat.codes[k]]);
+        for (let k = 0; k < flat.rowCount; k++)
+          if (isTrain(k) && cat.codes[k] >= 0) trainValues.add(cat.dictionary[cat.codes[k]]);
         const sorted = [...trainValues].sort();
         const idOf = new Map(sorted.map((v, i) => [v, i + 1]));
         const expected = (k: number): number => (cat.codes[k] < 0 ? -1 : (idOf.get(cat.dictionary[cat.codes[k]]) ?? 0));

@@ -108,9 +108,24 @@ describe('buildSamples: encodings on a hand-made table', () => {
         col('tags', 'multi_id'),
         col('stags', 'multi_id'),
         { name: 'log_price', kind: 'numeric', source: { kind: 'column', column: 'price' }, transform: { type: 'log' } },
-        { name: 'price_bucket', kind: 'numeric', source: { kind: 'column', column: 'price' }, transform: { type: 'buckets', boundaries: [0, 2, 5] } },
-        { name: 'city_hash', kind: 'categorical', source: { kind: 'column', column: 'city' }, transform: { type: 'hash', hashBuckets: 7 } },
-        { name: 'tags_hash', kind: 'multi_id', source: { kind: 'column', column: 'tags' }, transform: { type: 'hash', hashBuckets: 5 } },
+        {
+          name: 'price_bucket',
+          kind: 'numeric',
+          source: { kind: 'column', column: 'price' },
+          transform: { type: 'buckets', boundaries: [0, 2, 5] },
+        },
+        {
+          name: 'city_hash',
+          kind: 'categorical',
+          source: { kind: 'column', column: 'city' },
+          transform: { type: 'hash', hashBuckets: 7 },
+        },
+        {
+          name: 'tags_hash',
+          kind: 'multi_id',
+          source: { kind: 'column', column: 'tags' },
+          transform: { type: 'hash', hashBuckets: 5 },
+        },
         { name: 'price_std', kind: 'numeric', source: { kind: 'column', column: 'price' }, transform: { type: 'standardize' } },
       ]),
       { onProgress: (p) => progress.push(p) },
@@ -241,7 +256,9 @@ describe('buildSamples: splits, filter and row cap', () => {
   });
 
   it('filter keeps the rows whose column is one of the values; maxRows keeps the first N by time', async () => {
-    const b = await buildSamples(tinyRequest([col('x', 'numeric')], { filter: { column: 'domain', values: ['y'] }, split: { testFrom: 6 } }));
+    const b = await buildSamples(
+      tinyRequest([col('x', 'numeric')], { filter: { column: 'domain', values: ['y'] }, split: { testFrom: 6 } }),
+    );
     // domain y: ts 4, 6, 10
     expect(b.split).toMatchObject({ trainRows: 1, testRows: 2 });
     expect(numericCol(b.train, 'x')).toEqual([4]);
@@ -255,8 +272,16 @@ describe('buildSamples: splits, filter and row cap', () => {
     const b = await buildSamples({
       samples: { file: f('samples.csv'), label: 'label', positive: 'yes', time: 'row' },
       features: [
-        { name: 'tier', kind: 'categorical', source: { kind: 'table', file: f('users.csv'), entityKey: 'user_id', sampleKey: 'user_id' } },
-        { name: 'score', kind: 'numeric', source: { kind: 'table', file: f('users.csv'), entityKey: 'user_id', sampleKey: 'user_id' } },
+        {
+          name: 'tier',
+          kind: 'categorical',
+          source: { kind: 'table', file: f('users.csv'), entityKey: 'user_id', sampleKey: 'user_id' },
+        },
+        {
+          name: 'score',
+          kind: 'numeric',
+          source: { kind: 'table', file: f('users.csv'), entityKey: 'user_id', sampleKey: 'user_id' },
+        },
         col('grade', 'categorical'),
       ],
       split: { testFrom: 4 },
@@ -274,7 +299,13 @@ describe('buildSamples: splits, filter and row cap', () => {
 
 describe('buildSamples: point-in-time joins', () => {
   it('takes the latest snapshot at or before the impression, never a later one; none before the first', async () => {
-    const source = { kind: 'table', file: f('users.parquet'), entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'ts' } as const;
+    const source = {
+      kind: 'table',
+      file: f('users.parquet'),
+      entityKey: 'user_id',
+      sampleKey: 'user_id',
+      timeColumn: 'ts',
+    } as const;
     const b = await buildSamples({
       samples: { file: f('pit.parquet'), label: 'click', time: 'ts', groupKey: 'imp' },
       features: [
@@ -297,7 +328,13 @@ describe('buildSamples: point-in-time joins', () => {
   it('without timeColumn a snapshot table (repeated keys) is refused instead of multiplying rows', async () => {
     const err = await buildError({
       samples: { file: f('pit.parquet'), label: 'click', time: 'ts' },
-      features: [{ name: 'v', kind: 'numeric', source: { kind: 'table', file: f('users.parquet'), entityKey: 'user_id', sampleKey: 'user_id' } }],
+      features: [
+        {
+          name: 'v',
+          kind: 'numeric',
+          source: { kind: 'table', file: f('users.parquet'), entityKey: 'user_id', sampleKey: 'user_id' },
+        },
+      ],
       split: { testFrom: 30 },
     });
     expect(err.field).toBe('features.0.source.entityKey');
@@ -307,14 +344,21 @@ describe('buildSamples: point-in-time joins', () => {
 
 describe('sampleBuildKey', () => {
   const base = (): SampleBuildRequest =>
-    tinyRequest([col('x', 'numeric'), { name: 'city', kind: 'categorical', source: { kind: 'column' }, transform: { type: 'hash', hashBuckets: 7 } }]);
+    tinyRequest([
+      col('x', 'numeric'),
+      { name: 'city', kind: 'categorical', source: { kind: 'column' }, transform: { type: 'hash', hashBuckets: 7 } },
+    ]);
 
   it('is stable for the same request (and equals the built key); defaults do not change it', async () => {
     const key = sampleBuildKey(base());
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     expect(sampleBuildKey(base())).toBe(key);
     const withDefaults = base();
-    withDefaults.features[0] = { ...withDefaults.features[0], transform: { type: 'none' }, source: { kind: 'column', column: 'x' } };
+    withDefaults.features[0] = {
+      ...withDefaults.features[0],
+      transform: { type: 'none' },
+      source: { kind: 'column', column: 'x' },
+    };
     withDefaults.split = { testFrom: 9, testFraction: 0.2, seed: 0 };
     expect(sampleBuildKey(withDefaults)).toBe(key);
     expect((await buildSamples(base())).cacheKey).toBe(key);
@@ -352,7 +396,13 @@ describe('sampleBuildKey', () => {
   it('includes the identity of feature table files', async () => {
     const req: SampleBuildRequest = {
       samples: { file: f('pit.parquet'), label: 'click', time: 'ts' },
-      features: [{ name: 'v', kind: 'numeric', source: { kind: 'table', file: f('users.parquet'), entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'ts' } }],
+      features: [
+        {
+          name: 'v',
+          kind: 'numeric',
+          source: { kind: 'table', file: f('users.parquet'), entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'ts' },
+        },
+      ],
       split: {},
     };
     const key = sampleBuildKey(req);
@@ -366,14 +416,24 @@ describe('buildSamples: errors', () => {
   it('unknown column: names the field and the available columns', async () => {
     const err = await buildError(tinyRequest([col('nope', 'numeric')]));
     expect(err.field).toBe('features.0.name');
-    expect(err.message).toMatch(/unknown column 'nope' .*\(available: id, ts, user_id, click, x, city, tags, stags, price, domain\)/);
+    expect(err.message).toMatch(
+      /unknown column 'nope' .*\(available: id, ts, user_id, click, x, city, tags, stags, price, domain\)/,
+    );
     const err2 = await buildError(tinyRequest([{ name: 'x2', kind: 'numeric', source: { kind: 'column', column: 'missing' } }]));
     expect(err2.field).toBe('features.0.source.column');
-    expect((await buildError({ ...tinyRequest([]), samples: { file: f('tiny.parquet'), label: 'clicks', time: 'ts' } })).field).toBe('samples.label');
+    expect(
+      (await buildError({ ...tinyRequest([]), samples: { file: f('tiny.parquet'), label: 'clicks', time: 'ts' } })).field,
+    ).toBe('samples.label');
   });
 
   it('unknown entity key, sample key and time column of a feature table', async () => {
-    const src = { kind: 'table', file: f('users.parquet'), entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'ts' } as const;
+    const src = {
+      kind: 'table',
+      file: f('users.parquet'),
+      entityKey: 'user_id',
+      sampleKey: 'user_id',
+      timeColumn: 'ts',
+    } as const;
     const req = (source: FeatureDef['source']): SampleBuildRequest => ({
       samples: { file: f('pit.parquet'), label: 'click', time: 'ts' },
       features: [col('imp', 'numeric'), { name: 'v', kind: 'numeric', source }],
@@ -388,10 +448,17 @@ describe('buildSamples: errors', () => {
   });
 
   it('non-binary label, missing positive class, missing files', async () => {
-    const three = await buildError({ samples: { file: f('three.csv'), label: 'label', time: 'ts' }, features: [col('x', 'numeric')], split: {} });
+    const three = await buildError({
+      samples: { file: f('three.csv'), label: 'label', time: 'ts' },
+      features: [col('x', 'numeric')],
+      split: {},
+    });
     expect(three.field).toBe('samples.label');
     expect(three.message).toMatch(/label 'label' has 3 distinct value\(s\) \(0, 1, 2\); expected exactly 2 classes/);
-    const pos = await buildError({ ...tinyRequest([]), samples: { file: f('tiny.parquet'), label: 'click', time: 'ts', positive: 'maybe' } });
+    const pos = await buildError({
+      ...tinyRequest([]),
+      samples: { file: f('tiny.parquet'), label: 'click', time: 'ts', positive: 'maybe' },
+    });
     expect(pos.field).toBe('samples.positive');
     const missing = await buildError({ ...tinyRequest([]), samples: { file: f('gone.parquet'), label: 'click', time: 'ts' } });
     expect(missing.field).toBe('samples.file');
@@ -401,7 +468,13 @@ describe('buildSamples: errors', () => {
   it('kind mismatch: numeric on non-numeric text, categorical on a list, multi-id on a scalar', async () => {
     const mixed = await buildError({
       samples: { file: f('samples.csv'), label: 'label', positive: 'yes', time: 'row' },
-      features: [{ name: 'mixed', kind: 'numeric', source: { kind: 'table', file: f('users.csv'), entityKey: 'user_id', sampleKey: 'user_id' } }],
+      features: [
+        {
+          name: 'mixed',
+          kind: 'numeric',
+          source: { kind: 'table', file: f('users.csv'), entityKey: 'user_id', sampleKey: 'user_id' },
+        },
+      ],
       split: { testFrom: 4 },
     });
     expect(mixed.field).toBe('features.0.kind');
@@ -413,13 +486,17 @@ describe('buildSamples: errors', () => {
 
   it('empty train or test split; invalid requests name the field', async () => {
     expect((await buildError(tinyRequest([col('x', 'numeric')], { split: { testFrom: 11 } }))).field).toBe('split');
-    expect((await buildError(tinyRequest([col('x', 'numeric')], { split: { testFrom: 0 } }))).message).toMatch(/train split is empty/);
+    expect((await buildError(tinyRequest([col('x', 'numeric')], { split: { testFrom: 0 } }))).message).toMatch(
+      /train split is empty/,
+    );
     const badTransform = await buildError(tinyRequest([col('x', 'numeric', { type: 'hash', hashBuckets: 8 })]));
     expect(badTransform.field).toBe('features.0.transform.type');
     expect((await buildError(tinyRequest([col('x', 'numeric'), col('x', 'numeric')]))).field).toBe('features.1.name');
     const noTime = await buildError({ ...tinyRequest([]), samples: { file: f('tiny.parquet'), label: 'click' } });
     expect(noTime.field).toBe('split.testFrom');
-    expect(() => sampleBuildKey(tinyRequest([col('x', 'numeric', { type: 'buckets', boundaries: [2, 1] })]))).toThrow(SampleBuildError);
+    expect(() => sampleBuildKey(tinyRequest([col('x', 'numeric', { type: 'buckets', boundaries: [2, 1] })]))).toThrow(
+      SampleBuildError,
+    );
   });
 });
 

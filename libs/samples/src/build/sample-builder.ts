@@ -25,7 +25,8 @@ import type {
 
 export { sampleBuildKey } from './sample-build-key';
 
-const NUMBER_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?)$/;
+const NUMBER_TYPE =
+  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?)$/;
 const INT32_TYPE = /^(TINYINT|SMALLINT|INTEGER|UTINYINT|USMALLINT)$/;
 const WIDE_INT_TYPE = /^(BIGINT|HUGEINT|UINTEGER|UBIGINT|UHUGEINT)$/;
 const TIME_TYPE = /^(DATE|TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE)$/;
@@ -107,7 +108,10 @@ function planFeature(
   const t = def.transform;
   const hash = t.type === 'hash' ? t.hashBuckets : null;
   const mismatch = (what: string): SampleBuildError =>
-    new SampleBuildError(`${field}.kind`, `${def.kind} feature '${def.name}' cannot be read from a column of type ${type}${what}`);
+    new SampleBuildError(
+      `${field}.kind`,
+      `${def.kind} feature '${def.name}' cannot be read from a column of type ${type}${what}`,
+    );
   if (def.kind === 'numeric') {
     let expr: string;
     if (NUMBER_TYPE.test(type) || type === 'BOOLEAN') expr = `CAST(${ref} AS DOUBLE)`;
@@ -172,14 +176,18 @@ async function labelPlan(
   const label = req.samples.label;
   const ref = `s.${quoteIdent(label)}`;
   const numeric = NUMBER_TYPE.test(type);
-  if (!numeric && !STRING_TYPE.test(type)) throw new SampleBuildError(field, `label '${label}' has type ${type}; expected two classes`);
+  if (!numeric && !STRING_TYPE.test(type))
+    throw new SampleBuildError(field, `label '${label}' has type ${type}; expected two classes`);
   const value = numeric ? `CAST(${ref} AS DOUBLE)` : `CAST(${ref} AS VARCHAR)`;
   const [[nulls]] = await rows(con, `SELECT count(*) FILTER (WHERE ${ref} IS NULL) FROM __s s`);
   const distinct = await rows(con, `SELECT DISTINCT ${value} AS v FROM __s s WHERE ${ref} IS NOT NULL ORDER BY v LIMIT 11`);
   const classes = distinct.map((r) => String(r[0]));
   if (classes.length !== 2) {
     const shown = classes.slice(0, 10).join(', ') + (classes.length > 10 ? ', ...' : '');
-    throw new SampleBuildError(field, `label '${label}' has ${classes.length} distinct value(s) (${shown}); expected exactly 2 classes`);
+    throw new SampleBuildError(
+      field,
+      `label '${label}' has ${classes.length} distinct value(s) (${shown}); expected exactly 2 classes`,
+    );
   }
   if (Number(nulls) > 0) throw new SampleBuildError(field, `label '${label}' has ${Number(nulls)} missing value(s)`);
   let pos: string | undefined;
@@ -192,12 +200,18 @@ async function labelPlan(
     }
     pos = classes.find((c) => c === wanted || (numeric && Number(c) === Number(wanted)));
     if (pos === undefined) {
-      throw new SampleBuildError('samples.positive', `positive value '${wanted}' is not a class of label '${label}' (classes: ${classes.join(', ')})`);
+      throw new SampleBuildError(
+        'samples.positive',
+        `positive value '${wanted}' is not a class of label '${label}' (classes: ${classes.join(', ')})`,
+      );
     }
   } else {
     pos = classes.find((c) => c === '1' || c.toLowerCase() === 'true');
     if (pos === undefined) {
-      throw new SampleBuildError('samples.positive', `label '${label}' has classes ${classes.join(', ')}: pass the positive (event) value explicitly`);
+      throw new SampleBuildError(
+        'samples.positive',
+        `label '${label}' has classes ${classes.join(', ')}: pass the positive (event) value explicitly`,
+      );
     }
   }
   const test = numeric ? `${value} = ${Number(pos)}` : `${value} = ${quoteLiteral(pos)}`;
@@ -261,7 +275,10 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       const where = `feature table ${src.file}`;
       const entityType = columnType(table.schema, src.entityKey, `features.${i}.source.entityKey`, where);
       const sampleKeyType = needSample(src.sampleKey, `features.${i}.source.sampleKey`);
-      if (keyClass(entityType) !== keyClass(sampleKeyType) && !(keyClass(entityType) === 'string' || keyClass(sampleKeyType) === 'string')) {
+      if (
+        keyClass(entityType) !== keyClass(sampleKeyType) &&
+        !(keyClass(entityType) === 'string' || keyClass(sampleKeyType) === 'string')
+      ) {
         throw new SampleBuildError(
           `features.${i}.source.entityKey`,
           `entity key '${src.entityKey}' (${entityType}) cannot be matched with sample key '${src.sampleKey}' (${sampleKeyType})`,
@@ -296,9 +313,7 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
     // ---- read the sample columns; filter, cap and order the rows
     await guarded('samples.file', 'malformed or unreadable', async () => {
       await con.run(`SET preserve_insertion_order = true`);
-      await con.run(
-        `CREATE TEMP TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`,
-      );
+      await con.run(`CREATE TEMP TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`);
     });
     const where = req.filter
       ? `WHERE CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
@@ -315,7 +330,10 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
         `SELECT count(*), min(${c.ref}) FROM ${c.source ?? '__s'} WHERE ${c.ref} IS NOT NULL AND TRY_CAST(${c.ref} AS DOUBLE) IS NULL`,
       );
       if (Number(bad) > 0) {
-        throw new SampleBuildError(c.field, `numeric feature on a VARCHAR column with ${Number(bad)} non-numeric value(s), e.g. '${String(example)}'`);
+        throw new SampleBuildError(
+          c.field,
+          `numeric feature on a VARCHAR column with ${Number(bad)} non-numeric value(s), e.g. '${String(example)}'`,
+        );
       }
     }
     const [[count, nullTimes]] = await rows(
@@ -377,7 +395,11 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       `CAST(s.__rid AS DOUBLE) AS __rid`,
       time ? `s.__t AS __t` : null,
       `${label.expr} AS __y`,
-      groupRef ? (groupAsNumber ? `${nanIfNull(`CAST(${groupRef} AS DOUBLE)`)} AS __g` : `CAST(${groupRef} AS VARCHAR) AS __g`) : null,
+      groupRef
+        ? groupAsNumber
+          ? `${nanIfNull(`CAST(${groupRef} AS DOUBLE)`)} AS __g`
+          : `CAST(${groupRef} AS VARCHAR) AS __g`
+        : null,
       ...planned.map((p, i) => `${p.expr} AS f${i}`),
     ].filter((x): x is string => x !== null);
     await guarded('features', 'join failed', () =>
@@ -456,8 +478,16 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       if (test[i]) testIdx[b++] = i;
       else trainIdx[a++] = i;
     }
-    if (trainIdx.length === 0) throw new SampleBuildError('split', `the train split is empty (${n} rows, all in test${testFrom !== null ? ` from ${testFrom}` : ''})`);
-    if (testIdx.length === 0) throw new SampleBuildError('split', `the test split is empty (${n} rows, all in train${testFrom !== null ? ` before ${testFrom}` : ''})`);
+    if (trainIdx.length === 0)
+      throw new SampleBuildError(
+        'split',
+        `the train split is empty (${n} rows, all in test${testFrom !== null ? ` from ${testFrom}` : ''})`,
+      );
+    if (testIdx.length === 0)
+      throw new SampleBuildError(
+        'split',
+        `the test split is empty (${n} rows, all in train${testFrom !== null ? ` before ${testFrom}` : ''})`,
+      );
 
     const numericNames: string[] = [];
     const numericCols: Float64Array[] = [];
