@@ -10,3 +10,6 @@ export { openShards, readShardSync, writeShard, SHARD_VERSION, type ShardHeader 
 export { readSafetensors, writeSafetensors } from './safetensors';
 export { RuntimeModel, resolveBackend, type AblationGroupResult, type AblationResult, type EvaluationResult, type TrainContext, type TrainProgress, type TrainResult, type TransferResult } from './runtime-model';
 export { flatSamplesToDataset, type FlatSamplesAdapterOptions } from './flat-samples.adapter';
+export { ctr26Spec } from './bench/ctr26';
+export { makeSyntheticCtr, sliceDataset, type SyntheticCtrOptions } from './bench/synthetic-ctr';
+export { runRuntimeBench, type RuntimeBenchOptions } from './bench/runtime-bench';

@@ -17,3 +17,4 @@ export const COMMANDS: RegisterCommand[] = [
   registerSim,
   registerIv,
 ];
+import { registerBench } from './bench.command'; COMMANDS.push(registerBench);

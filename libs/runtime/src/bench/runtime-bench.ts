@@ -23,7 +23,7 @@ export interface RuntimeBenchOptions {
 }
 
 /** Trains and evaluates ctr26 on synthetic data; returns the figures as one JSON-able object. */
-export async function runRuntimeBench(o: RuntimeBenchOptions, log: (s: string) => void = () => {}): Promise<Record<string, unknown>> {
+export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' }, log: (s: string) => void = () => {}): Promise<Record<string, unknown>> {
   const t0 = performance.now();
   const { dataset } = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: 0 });
   const cut = Math.floor((o.batches * 4) / 5) * o.batch;

@@ -1,0 +1,45 @@
+import { runRuntimeBench } from '@abacus/runtime';
+import { z } from 'zod';
+import { CliError, type RegisterCommand } from './command.types';
+
+const benchFlags = z.object({
+  backend: z.enum(['cpu', 'cuda', 'tfjs']).default('cpu'),
+  model: z.literal('ctr26').default('ctr26'),
+  batch: z.coerce.number().int().min(1).max(1 << 20).default(8192),
+  steps: z.coerce.number().int().min(1).max(100_000).default(64),
+  threads: z.coerce.number().int().min(1).max(1024).default(2),
+  vocab: z.coerce.number().int().min(10).max(10_000_000).default(100_000),
+  batches: z.coerce.number().int().min(5).max(10_000).default(40),
+  evalRows: z.coerce.number().int().min(1).optional(),
+  shuffle: z.boolean().default(false),
+  json: z.boolean().optional(),
+});
+
+export const registerBench: RegisterCommand = (program) => {
+  const bench = program.command('bench').description('benchmarks');
+  bench
+    .command('runtime')
+    .description('train + evaluate the reference CTR model (ctr26) on synthetic data; prints samples/s and test AUC')
+    .option('--backend <b>', 'cpu | cuda | tfjs', 'cpu')
+    .option('--model <m>', 'reference model (ctr26)', 'ctr26')
+    .option('--batch <n>', 'batch size', '8192')
+    .option('--steps <n>', 'timed training steps', '64')
+    .option('--threads <n>', 'CPU threads', '2')
+    .option('--vocab <n>', 'rows per slot (100000 = the reference)', '100000')
+    .option('--batches <n>', 'batches of synthetic data, 4/5 train', '40')
+    .option('--eval-rows <n>', 'evaluate on the first n test rows only')
+    .option('--shuffle', 'shuffle training batches (the PyTorch peer does not)')
+    .option('--json', 'print JSON')
+    .action(async (raw: Record<string, unknown>) => {
+      const flags = benchFlags.safeParse(raw);
+      if (!flags.success) {
+        throw new CliError(`invalid bench options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      }
+      const f = flags.data;
+      const res = await runRuntimeBench(
+        { ...f, command: `abacus ${process.argv.slice(2).join(' ')}`, ...(f.evalRows ? { evalRows: f.evalRows } : {}) },
+        f.json ? () => {} : (s) => process.stderr.write(`${s}\n`),
+      );
+      process.stdout.write(f.json ? `${JSON.stringify(res)}\n` : `${JSON.stringify(res, null, 2)}\n`);
+    });
+};
