@@ -98,14 +98,14 @@ export const architectureSchema = z
 
 export const trainingSchema = z
   .object({
-    epochs: z.number().int().min(1).max(100).default(3),
+    epochs: z.number().int().min(1).max(100).default(10),
     batchSize: z.number().int().min(16).max(1 << 18).default(1024),
-    learningRate: z.number().positive().max(1).default(0.003),
-    sparseLearningRate: z.number().positive().max(1).default(0.02),
+    learningRate: z.number().positive().max(1).default(0.001),
+    sparseLearningRate: z.number().positive().max(1).default(0.01),
     sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
-    /** rows of the training split held out for early stopping */
+    /** rows of the training split held out for early stopping (on validation AUC, best epoch restored) */
     validationFraction: z.number().min(0).max(0.5).default(0.1),
-    patience: z.number().int().min(1).max(20).default(1),
+    patience: z.number().int().min(1).max(20).default(2),
     seed: z.number().int().min(0).max(2 ** 31).default(1),
   })
   .strict();

@@ -83,7 +83,8 @@ export function generateItems(rng: Prng, nItems: number): ItemLatents {
     const appeal = rng.normal();
     histCtr[i] = rng.next() < 0.06 ? NaN : Math.round(1e5 / (1 + Math.exp(2.5 - appeal))) / 1e5;
     sales[i] = Math.round(Math.exp(2 + 1.2 * rng.normal()));
-    noiseNum[i] = rng.normal();
+    // coarse (half-unit steps): a continuous value per item would identify the item
+    noiseNum[i] = Math.round(2 * rng.normal()) / 2 || 0; // no -0: Parquet keeps +0
     noiseCat[i] = rng.int(N_ITEM_NOISE_CATS);
     const nTags = 1 + rng.int(5);
     for (let k = 0; k < nTags; k++) {
@@ -148,9 +149,6 @@ export function generateUsers(rng: Prng, nUsers: number, items: ItemLatents): Us
   const member = new Int32Array(nUsers);
   const devicePrice = new Float64Array(nUsers);
   const tenure0 = new Float64Array(nUsers);
-  const noiseNum = new Float64Array(nUsers);
-  const noiseCat = new Int32Array(nUsers);
-  const staticTags = new CsrBuilder(nUsers);
   for (let u = 0; u < nUsers; u++) {
     activity[u] = Math.exp(0.8 * rng.normal());
     for (let k = 0; k < 3; k++) {
@@ -171,16 +169,11 @@ export function generateUsers(rng: Prng, nUsers: number, items: ItemLatents): Us
     member[u] = weighted(rng, [0.6, 0.25, 0.1, 0.05]);
     devicePrice[u] = Math.round(Math.exp(Math.log(2000) + 0.6 * rng.normal()));
     tenure0[u] = rng.int(1500);
-    noiseNum[u] = rng.normal();
-    noiseCat[u] = rng.int(N_USER_NOISE_CATS);
-    const nTags = rng.int(6);
-    for (let k = 0; k < nTags; k++) {
-      const t = rng.int(N_USER_TAGS);
-      if (!staticTags.hasInOpenRow(t)) staticTags.push(t);
-    }
-    staticTags.endRow();
   }
-  const tagCol = staticTags.build('u_noise_tags', N_USER_TAGS);
+  // Pure noise is drawn afresh for every daily snapshot from its own stream: a value that stayed
+  // with the user would identify them, and identity carries signal (the latent affinity, features a
+  // line's model lacks), which would make "noise" useful to a model after all.
+  const noiseRng = rng.fork(0x6e6f6973);
 
   const rows = nUsers * DAYS;
   const keys = new Int32Array(rows);
@@ -201,6 +194,8 @@ export function generateUsers(rng: Prng, nUsers: number, items: ItemLatents): Us
   const recentCats = new CsrBuilder(rows);
   const recentItems = new CsrBuilder(rows);
   const noiseTags = new CsrBuilder(rows);
+  const noiseNum = new Float64Array(rows);
+  const noiseCat = new Int32Array(rows);
   const catItems = items.itemsByCat;
   for (let d = 0; d < DAYS; d++) {
     for (let u = 0; u < nUsers; u++) {
@@ -226,7 +221,13 @@ export function generateUsers(rng: Prng, nUsers: number, items: ItemLatents): Us
         if (!recentItems.hasInOpenRow(it)) recentItems.push(it);
       }
       recentItems.endRow();
-      for (let k = tagCol.offsets[u]; k < tagCol.offsets[u + 1]; k++) noiseTags.push(tagCol.ids[k]);
+      noiseNum[s] = noiseRng.normal();
+      noiseCat[s] = noiseRng.int(N_USER_NOISE_CATS);
+      const nTags = noiseRng.int(6);
+      for (let k = 0; k < nTags; k++) {
+        const t = noiseRng.int(N_USER_TAGS);
+        if (!noiseTags.hasInOpenRow(t)) noiseTags.push(t);
+      }
       noiseTags.endRow();
     }
   }
@@ -247,14 +248,14 @@ export function generateUsers(rng: Prng, nUsers: number, items: ItemLatents): Us
         { name: 'u_tenure_days', values: tenure },
         { name: 'u_activity_7d', values: act7 },
         { name: 'u_activity_7d_noisy', values: act7Noisy },
-        { name: 'u_noise_num', values: rep(noiseNum) },
+        { name: 'u_noise_num', values: noiseNum },
       ],
       categorical: [
         { name: 'u_gender', ids: repI(gender), vocab: 3 },
         { name: 'u_city', ids: repI(city), vocab: N_CITIES },
         { name: 'u_city_tier', ids: repI(tier), vocab: 5 },
         { name: 'u_member_level', ids: repI(member), vocab: 4 },
-        { name: 'u_noise_cat', ids: repI(noiseCat), vocab: N_USER_NOISE_CATS },
+        { name: 'u_noise_cat', ids: noiseCat, vocab: N_USER_NOISE_CATS },
       ],
       multiId: [
         recentCats.build('u_recent_cats', N_CATEGORIES),

@@ -15,8 +15,8 @@ export const addSpecSchema = z
     alpha: z.union([z.literal(0.01), z.literal(0.05), z.literal(0.1)]).default(0.05),
     /** bootstrap replicates of the paired base-vs-augmented comparison */
     bootstrap: z.number().int().min(50).max(5000).default(300),
-    /** the smallest AUC gain worth a feature: reject when the interval's upper end is below it */
-    minGain: z.number().min(0).max(0.1).default(0.0005),
+    /** the smallest AUC gain worth a feature (the same scale as subtract's maxDrop): reject when the interval's upper end is below it */
+    minGain: z.number().min(0).max(0.1).default(0.001),
     /** also train base + each candidate alone (one model per candidate) */
     leaveOneIn: z.boolean().default(false),
     /** POST the verdicts to the configured webhook */

@@ -8,6 +8,7 @@ import { runTrial } from '../trials/trial-runner';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
 import { featureCosts } from './feature-costs';
+import { numericCorrelations } from './numeric-correlation';
 import { pruneTrialParamsSchema } from './subtract-experiment.schema';
 
 export interface RankedFeature {
@@ -40,16 +41,21 @@ export function rankFeatures(features: string[], iv: Map<string, number>, shuffl
 }
 
 /**
- * The pruning rounds: the k-th candidate set is the k·batch lowest-ranked features; all are
- * verified together on the trained model (one permutation of the whole group per repeat, per test
- * fold). Rounds are accepted while the estimated AUC drop stays within maxDrop; past the first
- * rejected round, the rejected batch's features are tried one at a time (back-off), lowest first.
+ * The pruning rounds: each round adds the next `batchSize` lowest-ranked features to the removed
+ * group and verifies the whole group on the trained model (one permutation of the group per repeat,
+ * per test fold). A round whose estimated AUC drop exceeds maxDrop gets a second opinion from
+ * retraining without the group (mean test AUC over `retrainSeeds` seeds, same split): permutation
+ * overstates the loss of features the model leans on when others can stand in for them. Rounds go
+ * on while accepted; the first rejected batch is tried one feature at a time (back-off). Then the
+ * weaker of each strongly correlated numeric pair joins the candidates, and a retraining check of
+ * the whole set backs off (binary search) to the largest prefix whose real drop is within maxDrop.
+ * Retrained drops are taken against the best retrained model seen so far, not only the full one.
  */
 export class PruneTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
 
   handle(payload: JobPayloads[JobName.PruneTrial], ctx: JobContext) {
-    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
+    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress, signal }) => {
       const p = pruneTrialParamsSchema.parse(trial.params);
       const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
       const mp = trainTrialParamsSchema.parse(modelTrial.params);
@@ -77,57 +83,126 @@ export class PruneTrialHandler {
       const folds = foldIndices(built.test.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.test, idx));
       checkpoint();
 
-      const estimate = async (groups: string[][], label: string): Promise<FoldEstimate[]> => {
-        const d = await groupDrops(trained.model, folds, groups, p.repeats, p.seed + 7, async () => checkpoint());
-        await progress(0.5, label);
-        return d.auc.map((xs) => foldInterval(xs, p.alpha));
+      type CurvePoint = {
+        round: number;
+        check: 'permutation' | 'retrain';
+        removed: number;
+        added: string[];
+        drop: number;
+        ciLow: number | null;
+        ciHigh: number | null;
+        accepted: boolean;
+      };
+      const curve: CurvePoint[] = [];
+      const point = (check: CurvePoint['check'], set: string[], added: string[], drop: number, ci: [number, number] | null) => {
+        const accepted = drop <= p.maxDrop;
+        curve.push({ round: curve.length + 1, check, removed: set.length, added, drop, ciLow: ci?.[0] ?? null, ciHigh: ci?.[1] ?? null, accepted });
+        return accepted;
+      };
+      const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
+
+      // the estimate: permute the whole removed group together on the trained model, per test fold
+      const estimate = async (set: string[]): Promise<FoldEstimate> => {
+        const d = await groupDrops(trained.model, folds, [set], p.repeats, p.seed + 7, async () => checkpoint());
+        return foldInterval(d.auc[0], p.alpha);
+      };
+      // the arbiter: retrain with and without the set on the same seeds, compare mean test AUC
+      const retrainAuc = new Map<string, number>();
+      const aucWithout = async (set: string[]): Promise<number> => {
+        const key = [...set].sort().join('|');
+        const hit = retrainAuc.get(key);
+        if (hit !== undefined) return hit;
+        const drop = new Set(set);
+        const fs = features.filter((f) => !drop.has(f.name));
+        const aucs: number[] = [];
+        for (const seed of p.retrainSeeds) {
+          checkpoint();
+          await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
+          const b = await this.w.samples.get(recipe, fs);
+          const t = await this.w.trainer.trainOrReuse(b, recipe.architecture, { ...recipe.training, seed }, { signal });
+          aucs.push(t.metrics.auc);
+        }
+        const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
+        retrainAuc.set(key, auc);
+        return auc;
+      };
+      // retrained drops are measured against the best retrained model seen (never worse than the full
+      // one): a gain from dropping a feature that hurt cannot be spent on dropping useful ones
+      let bestAuc = -Infinity;
+      const retrainDrop = async (set: string[]) => {
+        bestAuc = Math.max(bestAuc, await aucWithout([]));
+        const auc = await aucWithout(set);
+        const drop = bestAuc - auc;
+        if (drop <= p.maxDrop) bestAuc = Math.max(bestAuc, auc);
+        return drop;
+      };
+      const useRetrain = p.retrainSeeds.length > 0;
+      /** accepted if the permutation estimate is within the limit, else if retraining shows it is */
+      const verify = async (set: string[], added: string[]): Promise<{ ok: boolean; estimate: FoldEstimate }> => {
+        await progress(progressAt(), `verifying the removal of ${set.length} feature(s)`);
+        const est = await estimate(set);
+        if (point('permutation', set, added, est.mean, [est.ciLow, est.ciHigh])) return { ok: true, estimate: est };
+        // permuting a feature the model learned to lean on overstates its loss when others can stand in
+        if (useRetrain && point('retrain', set, added, await retrainDrop(set), null)) return { ok: true, estimate: est };
+        return { ok: false, estimate: est };
       };
 
-      const rounds = Math.floor((names.length - 1) / p.batchSize);
-      const sets = Array.from({ length: rounds }, (_, k) => order.slice(0, (k + 1) * p.batchSize));
-      const curve: { round: number; removed: number; added: string[]; drop: number; ciLow: number; ciHigh: number; accepted: boolean }[] = [];
       let accepted: string[] = [];
       let acceptedEstimate: FoldEstimate = { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
       let failedBatch: string[] = [];
-      if (sets.length) {
-        const est = await estimate(sets, `verifying ${sets.length} nested batch(es)`);
-        for (let k = 0; k < sets.length; k++) {
-          const ok = est[k].mean <= p.maxDrop;
-          curve.push({
-            round: k + 1,
-            removed: sets[k].length,
-            added: sets[k].slice(k * p.batchSize),
-            drop: est[k].mean,
-            ciLow: est[k].ciLow,
-            ciHigh: est[k].ciHigh,
-            accepted: ok,
-          });
-          if (!ok) {
-            failedBatch = sets[k].slice(k * p.batchSize);
-            break;
-          }
-          accepted = sets[k];
-          acceptedEstimate = est[k];
+      for (let start = 0; start + p.batchSize < names.length; start += p.batchSize) {
+        const batch = order.slice(start, start + p.batchSize);
+        const v = await verify([...accepted, ...batch], batch);
+        if (!v.ok) {
+          failedBatch = batch;
+          break;
         }
+        accepted = [...accepted, ...batch];
+        acceptedEstimate = v.estimate;
       }
       // back off: the rejected batch, one feature at a time (never all but one feature)
       for (const f of failedBatch) {
         if (accepted.length + 1 >= names.length) break;
-        const [est] = await estimate([[...accepted, f]], `back-off: trying ${f}`);
-        const ok = est.mean <= p.maxDrop;
-        curve.push({
-          round: curve.length + 1,
-          removed: accepted.length + 1,
-          added: [f],
-          drop: est.mean,
-          ciLow: est.ciLow,
-          ciHigh: est.ciHigh,
-          accepted: ok,
-        });
-        if (ok) {
+        const v = await verify([...accepted, f], [f]);
+        if (v.ok) {
           accepted = [...accepted, f];
-          acceptedEstimate = est;
+          acceptedEstimate = v.estimate;
         }
+      }
+
+      // redundancy: of two strongly correlated numeric features, the weaker is a candidate too
+      const redundant: { feature: string; partner: string; r: number }[] = [];
+      if (p.redundancyThreshold < 1) {
+        const gone = new Set(accepted);
+        for (const pair of numericCorrelations(built.train, names.filter((n) => !gone.has(n)))) {
+          if (pair.r < p.redundancyThreshold) break;
+          const [weak, strong] = order.indexOf(pair.a) < order.indexOf(pair.b) ? [pair.a, pair.b] : [pair.b, pair.a];
+          if (gone.has(weak) || gone.has(strong)) continue;
+          redundant.push({ feature: weak, partner: strong, r: pair.r });
+          gone.add(weak);
+        }
+      }
+
+      // the whole set, retrained: back off to the largest prefix whose real drop is within the limit
+      const candidates = [...accepted, ...redundant.map((x) => x.feature)].slice(0, names.length - 1);
+      let retrain: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null = null;
+      if (useRetrain && candidates.length) {
+        let lo = 0;
+        let hi = candidates.length;
+        if (point('retrain', candidates, redundant.map((x) => x.feature), await retrainDrop(candidates), null)) lo = hi;
+        while (hi - lo > 1) {
+          const mid = Math.floor((lo + hi) / 2);
+          const set = candidates.slice(0, mid);
+          if (point('retrain', set, [], await retrainDrop(set), null)) lo = mid;
+          else hi = mid;
+        }
+        accepted = candidates.slice(0, lo);
+        const fullAuc = await aucWithout([]);
+        const prunedAuc = await aucWithout(accepted);
+        retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds: p.retrainSeeds };
+        if (accepted.length) acceptedEstimate = await estimate(accepted);
+      } else {
+        accepted = candidates;
       }
       checkpoint();
       await progress(0.95, 'writing the ranking');
@@ -147,7 +222,7 @@ export class PruneTrialHandler {
             ciLow: null,
             ciHigh: null,
             rank: order.indexOf(r.feature) + 1,
-            details: { ivRank: r.ivRank, shuffleRank: r.shuffleRank, removable: accepted.includes(r.feature) },
+            details: { ivRank: r.ivRank, shuffleRank: r.shuffleRank, removable: accepted.includes(r.feature), redundantWith: redundant.find((x) => x.feature === r.feature)?.partner ?? null },
           })) as never[],
         )
         .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
@@ -160,6 +235,8 @@ export class PruneTrialHandler {
           removable: accepted,
           kept: names.filter((n) => !accepted.includes(n)),
           estimatedDrop: acceptedEstimate,
+          redundant,
+          retrain,
           baseAuc: trained.metrics.auc,
           maxDrop: p.maxDrop,
           batchSize: p.batchSize,

@@ -17,7 +17,18 @@ export const subtractSpecSchema = z
     /** test-split folds the intervals are computed over */
     folds: z.number().int().min(2).max(50).default(10),
     alpha: z.union([z.literal(0.01), z.literal(0.05), z.literal(0.1)]).default(0.05),
-    /** retrain without the removable features and report the real metrics */
+    /**
+     * numeric features correlated beyond this |Pearson r| on the training rows are redundancy
+     * candidates: the weaker of each pair is checked by retraining without it (permuting one of two
+     * correlated features overstates what it is worth); 1 = off
+     */
+    redundancyThreshold: z.number().min(0).max(1).default(0.8),
+    /**
+     * seeds per retraining check: the removal set is checked by retraining with and without it on
+     * this many seeds (mean AUC), backing off until the real drop is within maxDrop; 0 = estimate only
+     */
+    retrainSeeds: z.number().int().min(0).max(10).default(3),
+    /** retrain without the removable features on fresh seeds and report the real metrics */
     confirm: z.boolean().default(true),
     seed: z.number().int().min(0).max(2 ** 31).default(1),
   })
@@ -39,5 +50,8 @@ export const pruneTrialParamsSchema = z.object({
   folds: z.number().int(),
   alpha: z.number(),
   seed: z.number().int(),
+  redundancyThreshold: z.number(),
+  /** training seeds of the retraining checks (the first is the base model's) */
+  retrainSeeds: z.array(z.number().int()),
 });
 export type PruneTrialParams = z.output<typeof pruneTrialParamsSchema>;

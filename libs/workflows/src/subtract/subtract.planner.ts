@@ -79,10 +79,23 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         folds: spec.folds,
         alpha: spec.alpha,
         seed: spec.seed,
+        redundancyThreshold: spec.redundancyThreshold,
+        retrainSeeds: Array.from({ length: spec.retrainSeeds }, (_, k) => recipe.training.seed + k),
       } satisfies PruneTrialParams,
     });
     const confirm = spec.confirm
-      ? add({ kind: 'train', job: JobName.TrainTrial, params: { role: 'pruned', recipe, dropRemovableOf: prune } satisfies TrainTrialParams })
+      ? add({
+          kind: 'train',
+          job: JobName.TrainTrial,
+          params: {
+            role: 'pruned',
+            recipe,
+            dropRemovableOf: prune,
+            // fresh seeds: the confirmation is independent of the trainings the pruning decided on
+            seeds: Array.from({ length: Math.max(1, spec.retrainSeeds) }, (_, k) => recipe.training.seed + 1000 + k),
+            compareWithFull: true,
+          } satisfies TrainTrialParams,
+        })
       : null;
     trials[train].parent = shuffle ?? prune;
     if (shuffle !== null) trials[shuffle].parent = prune;
@@ -102,11 +115,13 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
       removable: string[];
       kept: string[];
       estimatedDrop: { mean: number; ciLow: number; ciHigh: number };
+      retrain: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null;
+      redundant: { feature: string; partner: string; r: number }[];
       curve: unknown[];
       ranking: { feature: string; combinedRank: number; ivRank: number | null; shuffleRank: number | null }[];
       costs: Record<string, KnownCosts>;
     };
-    const pruned = byKind('train', 'pruned')?.metrics as Record<string, number> | undefined;
+    const pruned = byKind('train', 'pruned')?.metrics as (Record<string, number> & { seeds: number[] }) | undefined;
     const maxDrop = (e.spec as { maxDrop: number }).maxDrop;
     const score = (name: string, scorer: string) => results.find((r) => r.featureName === name && r.scorer === scorer);
     return {
@@ -116,12 +131,16 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
       kept: prune.kept,
       full: { auc: base.auc, logloss: base.logloss },
       estimatedDrop: prune.estimatedDrop,
+      retrainCheck: prune.retrain,
+      redundant: prune.redundant,
       confirmed: pruned
         ? {
             auc: pruned.auc,
             logloss: pruned.logloss,
-            aucDrop: base.auc - pruned.auc,
-            withinLimit: base.auc - pruned.auc <= maxDrop,
+            fullAuc: pruned.fullAuc,
+            aucDrop: pruned.aucDrop,
+            withinLimit: pruned.aucDrop <= maxDrop,
+            seeds: pruned.seeds,
           }
         : null,
       maxDrop,

@@ -19,18 +19,33 @@ export class TrainTrialHandler {
         features = features.filter((f) => !dropped.includes(f.name));
       }
       const recipe = { ...params.recipe, features };
-      await progress(0.02, `building samples (${features.length} features)`);
-      const built = await this.w.samples.get(recipe, features, (f, m) => void progress(0.02 + 0.2 * f, m).catch(() => undefined));
-      checkpoint();
-      await progress(0.25, built.cached ? 'samples from cache; training' : 'samples built; training');
-      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, {
-        signal,
-        onProgress: (f, m) => void progress(0.25 + 0.7 * f, m).catch(() => undefined),
-      });
-      checkpoint();
-      logger.log(
-        `${params.role} model: ${features.length} features, test AUC ${trained.metrics.auc.toFixed(4)}${trained.cached ? ' (reused)' : ''}`,
-      );
+      const seeds = params.seeds ?? [recipe.training.seed];
+      const runs = [{ label: 'model', features }, ...(params.compareWithFull ? [{ label: 'full model', features: params.recipe.features as ResolvedFeature[] }] : [])];
+      const total = runs.length * seeds.length;
+      const results: { label: string; seed: number; auc: number; logloss: number; calibration: number; cached: boolean }[] = [];
+      let first: { built: Awaited<ReturnType<WorkflowContext['samples']['get']>>; trained: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>> } | null = null;
+      for (const run of runs) {
+        for (const seed of seeds) {
+          const done = results.length / total;
+          const step = (f: number, m: string) => void progress(0.02 + 0.95 * (done + f / total), m).catch(() => undefined);
+          const built = await this.w.samples.get(recipe, run.features, (f, m) => step(0.2 * f, m));
+          checkpoint();
+          const training = { ...recipe.training, seed };
+          const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, training, {
+            signal,
+            onProgress: (f, m) => step(0.2 + 0.8 * f, `${run.label}, seed ${seed}: ${m}`),
+          });
+          checkpoint();
+          results.push({ label: run.label, seed, auc: trained.metrics.auc, logloss: trained.metrics.logloss, calibration: trained.metrics.calibration, cached: trained.cached });
+          if (!first) first = { built, trained };
+        }
+      }
+      const mean = (label: string, k: 'auc' | 'logloss' | 'calibration') => {
+        const xs = results.filter((r) => r.label === label).map((r) => r[k]);
+        return xs.reduce((a, b) => a + b, 0) / xs.length;
+      };
+      const { built, trained } = first!;
+      logger.log(`${params.role} model: ${features.length} features, test AUC ${mean('model', 'auc').toFixed(4)} over ${seeds.length} seed(s)`);
       return {
         backend: trained.backend,
         metrics: {
@@ -38,9 +53,12 @@ export class TrainTrialHandler {
           candidate: params.candidate ?? null,
           features: features.map((f) => f.name),
           dropped,
-          auc: trained.metrics.auc,
-          logloss: trained.metrics.logloss,
-          calibration: trained.metrics.calibration,
+          auc: mean('model', 'auc'),
+          logloss: mean('model', 'logloss'),
+          calibration: mean('model', 'calibration'),
+          seeds,
+          perSeed: results,
+          ...(params.compareWithFull ? { fullAuc: mean('full model', 'auc'), fullLogloss: mean('full model', 'logloss'), aucDrop: mean('full model', 'auc') - mean('model', 'auc') } : {}),
           testRows: built.test.rows,
           trainRows: built.train.rows,
           steps: trained.metrics.steps,
@@ -51,7 +69,7 @@ export class TrainTrialHandler {
           samplesCached: built.cached,
           modelKey: trained.key,
           modelDir: trained.dir,
-          modelCached: trained.cached,
+          modelCached: results.every((r) => r.cached),
         },
       };
     });

@@ -58,6 +58,10 @@ export const trainTrialParamsSchema = z.object({
   dropRemovableOf: z.number().int().optional(),
   /** the candidate a leave-one-in model adds */
   candidate: z.string().optional(),
+  /** train one model per seed and report the mean (retraining noise averaged out); default: the recipe's seed */
+  seeds: z.array(z.number().int()).min(1).optional(),
+  /** also train the recipe's full feature list on the same seeds and report the difference */
+  compareWithFull: z.boolean().optional(),
 });
 export type TrainTrialParams = z.output<typeof trainTrialParamsSchema>;
 

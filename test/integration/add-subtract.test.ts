@@ -1,0 +1,160 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DataSource } from 'typeorm';
+import { createDataSource, FeatureEntity } from '@abacus/data';
+import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
+import { WebhookNotifier } from '@abacus/workflows';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
+import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { startReceiver } from '../support/webhook-receiver';
+
+const SECRET = 'test-secret-0123456789';
+let env: TestEnv;
+let api: ApiHandle;
+let worker: WorkerHandle;
+let ds: DataSource;
+let truth: GroundTruth;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+async function call(method: string, route: string, body?: unknown) {
+  const res = await fetch(`${api.url}/api/v1${route}`, {
+    method,
+    headers: body instanceof FormData || body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body instanceof FormData ? body : body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+async function upload(route: string, file: string, fields: Record<string, string>) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  form.append('file', await fs.openAsBlob(file), path.basename(file));
+  const r = await call('POST', route, form);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
+}
+
+async function run(body: unknown): Promise<Record<string, any>> {
+  const r = await call('POST', '/experiments', body);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return waitUntil(
+    async () => {
+      const e = (await call('GET', `/experiments/${r.body.id}`)).body;
+      return ['succeeded', 'failed', 'cancelled'].includes(e.status) ? e : null;
+    },
+    600_000,
+    `${(body as { kind: string }).kind} experiment`,
+  );
+}
+
+const role = (r: string) => truth.features.filter((f) => f.role === r).map((f) => f.name);
+const configOf = (line: string) => truth.features.filter((f) => f.inConfigOf.includes(line)).map((f) => f.name);
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  env = await createTestEnv({ ABACUS_NOTIFY_WEBHOOK_URL: receiver.url, ABACUS_NOTIFY_WEBHOOK_SECRET: SECRET });
+  api = await startApi(env.config, { logger: false });
+  worker = await startWorker(env.config, { logger: false });
+  ds = createDataSource(env.config);
+  await ds.initialize();
+  const dir = path.join(env.dataDir, 'world');
+  const world = simulateWorld({ seed: 5, rows: 400_000 });
+  await writeWorld(world, dir);
+  truth = world.groundTruth;
+  for (const line of ['feed', 'search']) {
+    await call('POST', '/business-lines', { name: line });
+    await upload('/sample-sets', path.join(dir, 'samples', `${line}.parquet`), {
+      name: `${line}-samples`,
+      businessLine: line,
+      label: 'click',
+      time: 'ts',
+      keys: 'impression_id,user_id,item_id,context_id,domain',
+    });
+  }
+  // the registry (for costs and provenance): the world's feature tables under feed
+  for (const [table, key, time] of [['users', 'user_id', 'ts'], ['items', 'item_id', ''], ['contexts', 'context_id', '']]) {
+    await upload('/feature-tables', path.join(dir, `${table}.parquet`), { name: table, businessLine: 'feed', entityKey: key, ...(time ? { time } : {}) });
+  }
+  for (const f of await ds.getRepository(FeatureEntity).find()) {
+    const t = truth.features.find((x) => x.name === f.name);
+    if (t) await call('PATCH', `/features/${f.id}`, { costs: t.costs });
+  }
+}, 600_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await ds?.destroy();
+  await receiver?.close();
+  await env?.teardown();
+});
+
+describe('subtract on the simulator ground truth', () => {
+  it('removes the noise, keeps the strong features, and the confirmed model stays within the limit', async () => {
+    // the feed line's model: the features in its config
+    const features = configOf('feed');
+    const e = await run({ kind: 'subtract', businessLine: 'feed', spec: { model: { sampleSet: 'feed-samples', features }, maxDrop: 0.001, seed: 3 } });
+    expect(e.status, e.error ?? '').toBe('succeeded');
+    const r = e.result;
+    const removable = new Set<string>(r.removable);
+    const noise = role('noise').filter((f) => features.includes(f));
+    const strong = role('strong').filter((f) => features.includes(f));
+    const noiseRemoved = noise.filter((f) => removable.has(f));
+    expect(noiseRemoved.length / noise.length, `noise removed: ${noiseRemoved}`).toBeGreaterThanOrEqual(0.9);
+    expect(strong.filter((f) => removable.has(f)), 'strong features removed').toEqual([]);
+    expect(removable.size / features.length, `removed ${[...removable]}`).toBeGreaterThanOrEqual(0.4);
+    expect(r.confirmed.withinLimit, JSON.stringify(r.confirmed)).toBe(true);
+    expect(r.full.auc - r.confirmed.auc).toBeLessThanOrEqual(0.001);
+    // redundant copies: of a strong feature and its noisy copy at most one stays
+    for (const copy of truth.features.filter((f) => f.role === 'redundant' && features.includes(f.name))) {
+      const kept = [copy.name, copy.copyOf!].filter((f) => !removable.has(f));
+      expect(kept.length, `${copy.name} / ${copy.copyOf} both kept`).toBeLessThanOrEqual(1);
+    }
+    expect(r.curve.length).toBeGreaterThan(0);
+    expect(r.resourcesSaved.storageBytesPerEntity).toBeGreaterThan(0);
+    expect(e.trials.map((t: { kind: string }) => t.kind)).toEqual(['train', 'ablate', 'score', 'prune', 'train']);
+  });
+});
+
+describe('add on the simulator ground truth', () => {
+  const base = () => configOf('feed').filter((f) => !role('noise').includes(f));
+  const candidates = ['u_member_level', 'i_hist_ctr', 'u_noise_num', 'c_noise_num'];
+  let first: Record<string, any>;
+
+  it('adopts the planted useful candidates, rejects the noise ones, records provenance and notifies the owner', async () => {
+    receiver.received.length = 0;
+    first = await run({ kind: 'add', businessLine: 'feed', spec: { base: { sampleSet: 'feed-samples', features: base() }, candidates, seed: 4 } });
+    expect(first.status, first.error ?? '').toBe('succeeded');
+    const v = Object.fromEntries(first.result.candidates.map((c: { feature: string; verdict: string }) => [c.feature, c.verdict]));
+    expect(v).toEqual({ u_member_level: 'adopt', i_hist_ctr: 'adopt', u_noise_num: 'reject', c_noise_num: 'reject' });
+    for (const c of first.result.candidates.filter((x: { feature: string }) => x.feature.includes('noise'))) {
+      expect(c.contribution.ciLow).toBeLessThanOrEqual(0);
+      expect(c.contribution.ciHigh).toBeGreaterThanOrEqual(0);
+    }
+    expect(first.result.delta.auc.ciLow).toBeGreaterThan(0);
+    const f = await ds.getRepository(FeatureEntity).findOneByOrFail({ businessLine: 'feed', name: 'u_member_level' });
+    expect(f.provenance).toEqual([expect.objectContaining({ businessLine: 'feed', experimentId: first.id, metric: 'auc' })]);
+    expect(f.provenance[0].gain).toBeGreaterThan(0);
+    expect(receiver.received).toHaveLength(1);
+    const hook = receiver.received[0];
+    const sig = WebhookNotifier.sign(SECRET, String(hook.headers['x-abacus-timestamp']), hook.body);
+    expect(hook.headers['x-abacus-signature']).toBe(sig);
+    expect(hook.headers['x-abacus-delivery']).toBe(first.id);
+    expect(JSON.parse(hook.body).payload.adopted.sort()).toEqual(['i_hist_ctr', 'u_member_level']);
+  });
+
+  it('gives the same verdicts when rerun with the same seed (reusing the cached trainings)', async () => {
+    const again = await run({ kind: 'add', businessLine: 'feed', spec: { base: { sampleSet: 'feed-samples', features: base() }, candidates, seed: 4 } });
+    expect(again.result.candidates.map((c: { verdict: string }) => c.verdict)).toEqual(first.result.candidates.map((c: { verdict: string }) => c.verdict));
+    expect(again.trials.filter((t: { kind: string }) => t.kind === 'train').every((t: { metrics: { modelCached: boolean } }) => t.metrics.modelCached)).toBe(true);
+  });
+
+  it('auto finds features measured positive in another line', async () => {
+    const searchBase = configOf('search').filter((f) => !role('noise').includes(f));
+    const e = await run({ kind: 'add', businessLine: 'search', spec: { base: { sampleSet: 'search-samples', features: searchBase }, candidates: 'auto', seed: 4 } });
+    expect(e.status, e.error ?? '').toBe('succeeded');
+    expect(e.spec.resolved.candidates).toEqual(['u_member_level']);
+  });
+});
