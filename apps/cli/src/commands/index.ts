@@ -6,6 +6,8 @@ import { registerLines } from './lines.command';
 import { registerSamples } from './samples.command';
 import { registerSim } from './sim.command';
 import { registerIv } from './iv.command';
+import { registerBench } from './bench.command';
+import { registerBenchExperiment } from './bench-experiment.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -16,5 +18,6 @@ export const COMMANDS: RegisterCommand[] = [
   registerDemo,
   registerSim,
   registerIv,
+  registerBench,
+  registerBenchExperiment,
 ];
-import { registerBench } from './bench.command'; COMMANDS.push(registerBench);

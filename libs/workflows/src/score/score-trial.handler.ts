@@ -23,9 +23,12 @@ export class ScoreTrialHandler {
       await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
       const time = params.psiSplitTime !== null ? ss.timeColumn : null;
       const columns = [...params.features, ss.labelColumn, ...(time ? [time] : [])];
+      let t0 = Date.now();
       const table = await readTable(this.dataDir.abs(ss.files[0]), { columns });
       checkpoint();
       await progress(0.3, `scoring ${params.features.length} feature(s)`);
+      const readMs = Date.now() - t0;
+      t0 = Date.now();
       const report = scoreTable(table, {
         label: ss.labelColumn,
         positive: params.positive,
@@ -38,6 +41,7 @@ export class ScoreTrialHandler {
         smoothing: params.binning.smoothing,
       });
       const scores = report.features;
+      const scoreMs = Date.now() - t0;
       checkpoint();
       await progress(0.9, 'writing results');
       type ResultRow = Omit<FeatureResultEntity, 'id' | 'createdAt'>;
@@ -64,6 +68,7 @@ export class ScoreTrialHandler {
         }
         return out;
       });
+      t0 = Date.now();
       await this.ds.transaction(async (m) => {
         await m
           .createQueryBuilder()
@@ -75,7 +80,13 @@ export class ScoreTrialHandler {
       });
       const top = [...scores].sort((a, b) => b.iv - a.iv)[0];
       return {
-        metrics: { features: scores.length, rows: table.rowCount, topFeature: top?.name ?? null, topIv: top?.iv ?? null },
+        metrics: {
+          features: scores.length,
+          rows: table.rowCount,
+          topFeature: top?.name ?? null,
+          topIv: top?.iv ?? null,
+          timings: { readMs, scoreMs, writeMs: Date.now() - t0 },
+        },
         backend: null,
       };
     });

@@ -102,8 +102,11 @@ export class PruneTrialHandler {
       const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
 
       // the estimate: permute the whole removed group together on the trained model, per test fold
+      const timings = { ablateMs: 0, retrainMs: 0, writeMs: 0 };
       const estimate = async (set: string[]): Promise<FoldEstimate> => {
+        const t0 = Date.now();
         const d = await groupDrops(trained.model, folds, [set], p.repeats, p.seed + 7, async () => checkpoint());
+        timings.ablateMs += Date.now() - t0;
         return foldInterval(d.auc[0], p.alpha);
       };
       // the arbiter: retrain with and without the set on the same seeds, compare mean test AUC
@@ -112,6 +115,7 @@ export class PruneTrialHandler {
         const key = [...set].sort().join('|');
         const hit = retrainAuc.get(key);
         if (hit !== undefined) return hit;
+        const t0 = Date.now();
         const drop = new Set(set);
         const fs = features.filter((f) => !drop.has(f.name));
         const aucs: number[] = [];
@@ -124,6 +128,7 @@ export class PruneTrialHandler {
         }
         const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
         retrainAuc.set(key, auc);
+        timings.retrainMs += Date.now() - t0;
         return auc;
       };
       // retrained drops are measured against the best retrained model seen (never worse than the full
@@ -206,6 +211,7 @@ export class PruneTrialHandler {
       }
       checkpoint();
       await progress(0.95, 'writing the ranking');
+      const tw = Date.now();
       const costs = await featureCosts(this.w.ds, experiment.businessLine, names);
       await this.w.ds
         .createQueryBuilder()
@@ -227,9 +233,11 @@ export class PruneTrialHandler {
         )
         .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
         .execute();
+      timings.writeMs += Date.now() - tw;
       return {
         backend: trained.backend,
         metrics: {
+          timings,
           ranking,
           curve,
           removable: accepted,

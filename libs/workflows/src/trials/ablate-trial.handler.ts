@@ -27,12 +27,15 @@ export class AblateTrialHandler {
       const built = await this.w.samples.get(recipe, features);
       const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training);
       checkpoint();
+      const t0 = Date.now();
       const folds = foldIndices(built.test.rows, params.folds, params.seed).map((idx) => subsetDataset(built.test, idx));
       const drops = await groupDrops(trained.model, folds, params.groups, params.repeats, params.seed, async (k) => {
         checkpoint();
         await progress(0.1 + (0.8 * k) / folds.length, `ablating ${params.groups.length} group(s): fold ${k + 1}/${folds.length}`);
       });
       const groups = params.groups.map((inputs, g) => ({ inputs, ...foldInterval(drops.auc[g], params.alpha), loglossIncrease: mean(drops.logloss[g]) }));
+      const ablateMs = Date.now() - t0;
+      const t1 = Date.now();
       const single = groups.filter((g) => g.inputs.length === 1);
       if (single.length) {
         await this.w.ds
@@ -58,7 +61,14 @@ export class AblateTrialHandler {
       }
       return {
         backend: trained.backend,
-        metrics: { modelSeq: params.modelSeq, baseAuc: trained.metrics.auc, folds: params.folds, repeats: params.repeats, groups },
+        metrics: {
+          modelSeq: params.modelSeq,
+          baseAuc: trained.metrics.auc,
+          folds: params.folds,
+          repeats: params.repeats,
+          groups,
+          timings: { ablateMs, writeMs: Date.now() - t1 },
+        },
       };
     });
   }

@@ -23,18 +23,23 @@ export class TrainTrialHandler {
       const runs = [{ label: 'model', features }, ...(params.compareWithFull ? [{ label: 'full model', features: params.recipe.features as ResolvedFeature[] }] : [])];
       const total = runs.length * seeds.length;
       const results: { label: string; seed: number; auc: number; logloss: number; calibration: number; cached: boolean }[] = [];
+      const timings = { buildMs: 0, trainMs: 0 };
       let first: { built: Awaited<ReturnType<WorkflowContext['samples']['get']>>; trained: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>> } | null = null;
       for (const run of runs) {
         for (const seed of seeds) {
           const done = results.length / total;
           const step = (f: number, m: string) => void progress(0.02 + 0.95 * (done + f / total), m).catch(() => undefined);
+          let t0 = Date.now();
           const built = await this.w.samples.get(recipe, run.features, (f, m) => step(0.2 * f, m));
+          timings.buildMs += Date.now() - t0;
+          t0 = Date.now();
           checkpoint();
           const training = { ...recipe.training, seed };
           const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, training, {
             signal,
             onProgress: (f, m) => step(0.2 + 0.8 * f, `${run.label}, seed ${seed}: ${m}`),
           });
+          timings.trainMs += Date.now() - t0;
           checkpoint();
           results.push({ label: run.label, seed, auc: trained.metrics.auc, logloss: trained.metrics.logloss, calibration: trained.metrics.calibration, cached: trained.cached });
           if (!first) first = { built, trained };
@@ -70,6 +75,7 @@ export class TrainTrialHandler {
           modelKey: trained.key,
           modelDir: trained.dir,
           modelCached: results.every((r) => r.cached),
+          timings,
         },
       };
     });

@@ -1,0 +1,138 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { simulateWorld, writeWorld } from '@abacus/samples';
+import type { ApiClient } from '../api-client';
+import { CliError } from '../commands/command.types';
+
+interface Trial {
+  kind: string;
+  status: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  metrics: Record<string, any> | null;
+}
+
+interface Experiment {
+  id: string;
+  status: string;
+  error: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+  trials: Trial[];
+  result: Record<string, any> | null;
+}
+
+export interface SubtractBenchOptions {
+  rows: number;
+  features: number;
+  backend: 'cpu' | 'cuda';
+  seed: number;
+  onStatus?: (line: string) => void;
+}
+
+/**
+ * End-to-end wall time of one subtract experiment through the API on a simulated world, split by
+ * stage from the trials' own timings, so the slowest stage is visible. The worker must run with the
+ * backend asked for (ABACUS_RUNTIME_BACKEND); the result reports what the trials actually used.
+ */
+export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions): Promise<Record<string, unknown>> {
+  const log = o.onStatus ?? (() => undefined);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-bench-'));
+  try {
+    const t0 = Date.now();
+    log(`simulating ${o.rows} impressions`);
+    const world = simulateWorld({ seed: o.seed, rows: o.rows });
+    await writeWorld(world, dir);
+    const simulateMs = Date.now() - t0;
+    const catalog = world.groundTruth.features.map((f) => f.name);
+    const extra = Math.max(0, o.features - catalog.length);
+    const features = [...catalog.slice(0, o.features), ...Array.from({ length: extra }, (_, k) => `bench_noise_${k + 1}`)];
+    // one table of every line's samples; features past the simulator's own are per-impression noise
+    const file = path.join(dir, 'bench-samples.parquet');
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    const noise = Array.from({ length: extra }, (_, k) => `, (hash(impression_id, ${k + 1}) % 10000) / 10000.0 AS bench_noise_${k + 1}`).join('');
+    await conn.run(`COPY (SELECT *${noise} FROM read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}') ORDER BY ts, impression_id) TO '${file.replace(/'/g, "''")}' (FORMAT parquet)`);
+    conn.closeSync();
+    db.closeSync();
+
+    const lines = await api.get<{ name: string }[]>('/business-lines');
+    if (!lines.some((l) => l.name === 'bench')) await api.post('/business-lines', { name: 'bench', description: 'benchmarks' });
+    const name = `bench-${Date.now()}`;
+    log('importing the samples through the API');
+    const t1 = Date.now();
+    const ss = await api.upload<{ id: string; rowCount: number }>('/sample-sets', file, {
+      name,
+      businessLine: 'bench',
+      label: 'click',
+      time: 'ts',
+      keys: 'impression_id,user_id,item_id,context_id,domain',
+    });
+    const importMs = Date.now() - t1;
+
+    log(`submitting subtract on ${features.length} features`);
+    const t2 = Date.now();
+    let e = await api.post<Experiment>('/experiments', {
+      kind: 'subtract',
+      businessLine: 'bench',
+      name: `bench ${o.rows} rows x ${features.length} features`,
+      spec: { model: { sampleSet: ss.id, features }, seed: o.seed },
+    });
+    for (;;) {
+      e = await api.get<Experiment>(`/experiments/${e.id}`);
+      if (['succeeded', 'failed', 'cancelled'].includes(e.status)) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const wallMs = Date.now() - t2;
+    if (e.status !== 'succeeded') throw new CliError(`the bench experiment ${e.id} ${e.status}: ${e.error ?? ''}`);
+
+    const ms = (t: Trial | undefined) => (t?.startedAt && t.finishedAt ? Date.parse(t.finishedAt) - Date.parse(t.startedAt) : 0);
+    const trial = (kind: string, role?: string) => e.trials.find((t) => t.kind === kind && (!role || t.metrics?.role === role));
+    const base = trial('train', 'base');
+    const shuffle = trial('ablate');
+    const iv = trial('score');
+    const prune = trial('prune');
+    const confirm = trial('train', 'pruned');
+    const firstStart = Math.min(...e.trials.filter((t) => t.startedAt).map((t) => Date.parse(t.startedAt!)));
+    const stages = {
+      queueWaitMs: firstStart - Date.parse(e.createdAt),
+      sampleBuildMs: (base?.metrics?.timings?.buildMs ?? 0) + (confirm?.metrics?.timings?.buildMs ?? 0),
+      trainingMs: base?.metrics?.timings?.trainMs ?? 0,
+      scoringMs: (iv?.metrics?.timings?.readMs ?? 0) + (iv?.metrics?.timings?.scoreMs ?? 0),
+      ablationMs: (shuffle?.metrics?.timings?.ablateMs ?? 0) + (prune?.metrics?.timings?.ablateMs ?? 0),
+      pruneRetrainingMs: prune?.metrics?.timings?.retrainMs ?? 0,
+      confirmatoryRetrainMs: (confirm?.metrics?.timings?.trainMs ?? 0) + (confirm?.metrics?.timings?.buildMs ?? 0),
+      databaseWritesMs:
+        (iv?.metrics?.timings?.writeMs ?? 0) + (shuffle?.metrics?.timings?.writeMs ?? 0) + (prune?.metrics?.timings?.writeMs ?? 0),
+    };
+    const experimentMs = Date.parse(e.finishedAt!) - Date.parse(e.createdAt);
+    const accounted = Object.values(stages).reduce((a, b) => a + b, 0);
+    const slowest = Object.entries(stages).sort((a, b) => b[1] - a[1])[0][0];
+    return {
+      bench: 'experiment-subtract',
+      experimentId: e.id,
+      rows: ss.rowCount,
+      features: features.length,
+      backendRequested: o.backend,
+      backendUsed: [...new Set(e.trials.map((t) => (t as { backend?: string | null }).backend).filter(Boolean))],
+      stages,
+      otherMs: experimentMs - accounted,
+      slowestStage: slowest,
+      experimentMs,
+      clientWallMs: wallMs,
+      setup: { simulateMs, importMs },
+      trials: e.trials.map((t) => ({ kind: t.kind, role: t.metrics?.role ?? null, ms: ms(t) })),
+      result: {
+        removable: e.result?.removable?.length ?? null,
+        fullAuc: e.result?.full?.auc ?? null,
+        confirmedAuc: e.result?.confirmed?.auc ?? null,
+      },
+      machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30) },
+      date: new Date().toISOString(),
+    };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
