@@ -55,8 +55,8 @@ kill -0 "$(cat "$RUN_DIR/worker.pid")" 2>/dev/null || { tail -n 30 "$LOG_DIR/wor
 
 DEMO=.data/demo
 if [ ! -f "$DEMO/ground_truth.json" ]; then
-  say "generating the demo world (simulator, seed 7, 200,000 impressions)"
-  npx --no-install abacus sim --seed 7 --rows 200000 --out "$DEMO"
+  say "generating the demo world (simulator, seed 7, 400,000 impressions)"
+  npx --no-install abacus sim --seed 7 --rows 400000 --out "$DEMO"
 fi
 say "registering the demo world"
 npx --no-install abacus demo --dir "$DEMO"
@@ -71,7 +71,9 @@ cat <<MSG
     Demo world     $DEMO/ (ground truth: $DEMO/ground_truth.json)
 
   Try next:
-    npx abacus experiment submit configs/examples/score.json --wait
+    npx abacus experiment submit configs/examples/score.json --wait      # WOE/IV + PSI of every feature
+    npx abacus experiment submit configs/examples/subtract.json --wait   # prune the feed model
+    npx abacus experiment submit configs/examples/add.json --wait        # features proven in other lines
     npx abacus experiment list
     npx abacus iv $DEMO/samples/mall.parquet --label click
     npx abacus samples list

@@ -89,7 +89,7 @@ function renderSubtract(r: Record<string, unknown>): string[] {
     estimatedDrop: { mean: number; ciLow: number; ciHigh: number };
     confirmed: { auc: number; aucDrop: number; withinLimit: boolean } | null;
     maxDrop: number;
-    curve: { round: number; removed: number; added: string[]; drop: number; ciLow: number; ciHigh: number; accepted: boolean }[];
+    curve: { round: number; check: string; removed: number; added: string[]; drop: number; ciLow: number | null; ciHigh: number | null; accepted: boolean }[];
     perFeature: { feature: string; combinedRank: number; iv: number | null; shuffleDrop: number | null; shuffleCi: [number, number] | null; removable: boolean }[];
     resourcesSaved: { storageBytesPerEntity: number; fetchBytesPerRequest: number; computeCost: number };
     featuresWithoutCosts: string[];
@@ -105,8 +105,16 @@ function renderSubtract(r: Record<string, unknown>): string[] {
     '',
     'pruning curve:',
     table(
-      res.curve.map((c) => [c.round, c.removed, c.added.join(','), f5(c.drop), `[${f5(c.ciLow)}, ${f5(c.ciHigh)}]`, c.accepted ? 'yes' : 'no']),
-      ['round', 'removed', 'added', 'auc drop', 'interval', 'accepted'],
+      res.curve.map((c) => [
+        c.round,
+        c.check,
+        c.removed,
+        c.added.join(','),
+        f5(c.drop),
+        c.ciLow === null ? '' : `[${f5(c.ciLow)}, ${f5(c.ciHigh)}]`,
+        c.accepted ? 'yes' : 'no',
+      ]),
+      ['round', 'check', 'removed', 'added', 'auc drop', 'interval', 'accepted'],
     ),
     '',
     'features (least important first):',
