@@ -290,7 +290,7 @@ export function generateContexts(rng: Prng): EntityTableColumns {
           device[id] = dv;
           network[id] = n;
           depth[id] = 1 + rng.int(30);
-          noise[id] = rng.normal();
+          noise[id] = Math.round(2 * rng.normal()) / 2 || 0; // coarse: a continuous value would identify the context
         }
   return {
     name: 'contexts',

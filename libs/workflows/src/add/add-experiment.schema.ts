@@ -11,8 +11,11 @@ export const addSpecSchema = z
     /** permutations per fold for each candidate's contribution */
     repeats: z.number().int().min(1).max(50).default(3),
     folds: z.number().int().min(2).max(50).default(10),
-    /** two-sided significance level of every interval */
-    alpha: z.union([z.literal(0.01), z.literal(0.05), z.literal(0.1)]).default(0.05),
+    /**
+     * two-sided significance level, family-wise over the candidates: each candidate's interval is at
+     * level alpha / (number of candidates) (Bonferroni), so one noise feature among many is not adopted by chance
+     */
+    alpha: z.number().gt(0).max(0.5).default(0.05),
     /** bootstrap replicates of the paired base-vs-augmented comparison */
     bootstrap: z.number().int().min(50).max(5000).default(300),
     /** the smallest AUC gain worth a feature (the same scale as subtract's maxDrop): reject when the interval's upper end is below it */
@@ -34,6 +37,8 @@ export const compareTrialParamsSchema = z.object({
   leaveOneIn: z.array(z.object({ feature: z.string(), seq: z.number().int() })),
   candidates: z.array(z.string()).min(1),
   alpha: z.number(),
+  /** per-candidate level (alpha / candidates) */
+  candidateAlpha: z.number(),
   bootstrap: z.number().int(),
   minGain: z.number(),
   notify: z.boolean(),

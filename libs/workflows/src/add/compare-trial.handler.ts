@@ -46,7 +46,7 @@ export class CompareTrialHandler {
         if (l) {
           const t = await trialBySeq(this.w.ds, experiment.id, l.seq);
           const m = this.predictions(t.metrics!.modelDir as string);
-          const d = pairedBootstrap(b.labels, b.pred, m.pred, { replicates: p.bootstrap, seed: p.seed + 1 + i, alpha: p.alpha });
+          const d = pairedBootstrap(b.labels, b.pred, m.pred, { replicates: p.bootstrap, seed: p.seed + 1 + i, alpha: p.candidateAlpha });
           loi = { auc: t.metrics!.auc as number, delta: d.auc.delta, ciLow: d.auc.ciLow, ciHigh: d.auc.ciHigh };
         }
         // the leave-one-in model measures the gain itself; the shuffle contribution is the fallback
@@ -107,8 +107,9 @@ export class CompareTrialHandler {
         augmented: { auc: aug.metrics!.auc, logloss: aug.metrics!.logloss, features: (aug.metrics!.features as string[]).length },
         delta: { auc: overall.auc, logloss: overall.logloss },
         alpha: p.alpha,
+        candidateAlpha: p.candidateAlpha,
         minGain: p.minGain,
-        rule: 'adopt when the contribution interval is above 0; reject when it is below minGain; otherwise inconclusive',
+        rule: 'per candidate, at level alpha / candidates: adopt when its contribution interval is above 0; reject when it is below minGain; otherwise inconclusive',
         candidates,
         adopted: candidates.filter((c) => c.verdict === 'adopt').map((c) => c.feature),
         rejected: candidates.filter((c) => c.verdict === 'reject').map((c) => c.feature),

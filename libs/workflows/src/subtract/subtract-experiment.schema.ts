@@ -16,7 +16,7 @@ export const subtractSpecSchema = z
     repeats: z.number().int().min(1).max(50).default(3),
     /** test-split folds the intervals are computed over */
     folds: z.number().int().min(2).max(50).default(10),
-    alpha: z.union([z.literal(0.01), z.literal(0.05), z.literal(0.1)]).default(0.05),
+    alpha: z.number().gt(0).max(0.5).default(0.05),
     /**
      * numeric features correlated beyond this |Pearson r| on the training rows are redundancy
      * candidates: the weaker of each pair is checked by retraining without it (permuting one of two
