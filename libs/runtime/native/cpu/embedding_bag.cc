@@ -30,7 +30,19 @@ bool forward_impl(ThreadPool& pool, const DataSource& ds, const EmbeddingLayout&
   pool.run([&](int t) {
     int64_t rb, re;
     ThreadPool::range(B, t, pool.size(), rb, re);
+    constexpr int64_t kAhead = 4;  // prefetch the rows of sample r + kAhead: lookups are latency-bound
     for (int64_t r = rb; r < re; ++r) {
+      if (r + kAhead < re) {
+        for (int k = 0; k < ns; ++k) {
+          const int s = slots[k];
+          int64_t local;
+          const DataPart& part = ds.locate(src_rows[k][r + kAhead], local);
+          const int32_t o0 = part.offs[s][local], o1 = part.offs[s][local + 1];
+          const int32_t* ids = part.ids[s];
+          for (int32_t p = o0; p < o1; ++p)
+            if (ids[p] >= 0 && ids[p] < L.vocab[s]) __builtin_prefetch(table + (L.base[s] + ids[p]) * dim);
+        }
+      }
       float wsum_all = 0.f;
       for (int k = 0; k < ns; ++k) {
         const int s = slots[k];
