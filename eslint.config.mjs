@@ -19,4 +19,9 @@ export default tseslint.config(
     files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'libs/runtime/src/bench/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
+  {
+    // tests read loosely typed JSON bodies
+    files: ['test/**'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
 );

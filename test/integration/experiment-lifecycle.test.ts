@@ -144,8 +144,13 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     const config = { ...env.config, ABACUS_QUEUE_PREFIX: prefix };
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
+    const idle = async () => null;
     const host = new WorkerHost(config, {
-      [JobName.FinalizeExperiment]: async () => null,
+      [JobName.FinalizeExperiment]: idle,
+      [JobName.TrainTrial]: idle,
+      [JobName.AblateTrial]: idle,
+      [JobName.PruneTrial]: idle,
+      [JobName.CompareTrial]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();

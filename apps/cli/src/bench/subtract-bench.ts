@@ -11,7 +11,8 @@ interface Trial {
   status: string;
   startedAt: string | null;
   finishedAt: string | null;
-  metrics: Record<string, any> | null;
+  backend?: string | null;
+  metrics: { role?: string; timings?: Record<string, number> } | null;
 }
 
 interface Experiment {
@@ -21,7 +22,7 @@ interface Experiment {
   createdAt: string;
   finishedAt: string | null;
   trials: Trial[];
-  result: Record<string, any> | null;
+  result: { removable?: string[]; full?: { auc: number }; confirmed?: { auc: number } | null } | null;
 }
 
 export interface SubtractBenchOptions {
@@ -116,7 +117,7 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       rows: ss.rowCount,
       features: features.length,
       backendRequested: o.backend,
-      backendUsed: [...new Set(e.trials.map((t) => (t as { backend?: string | null }).backend).filter(Boolean))],
+      backendUsed: [...new Set(e.trials.map((t) => t.backend).filter(Boolean))],
       stages,
       otherMs: experimentMs - accounted,
       slowestStage: slowest,
