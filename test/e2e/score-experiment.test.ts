@@ -133,6 +133,64 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     ]);
   });
 
+  it('finishes a subtract experiment whose worker is killed mid-trial, with no duplicated results', async () => {
+    const features = truth.features.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
+    const spec = writeSpec('subtract', { kind: 'subtract', businessLine: 'feed', spec: { model: { sampleSet: 'demo-feed', features }, seed: 2 } });
+    const sub = await cli(['experiment', 'submit', spec, '--json'], cliEnv);
+    expect(sub.code, sub.stderr).toBe(0);
+    const id = (JSON.parse(sub.stdout) as { id: string }).id;
+    // the prune trial is the longest (it retrains): kill the worker while it runs
+    await waitUntil(
+      async () => (await ds.query(`SELECT 1 FROM trials WHERE experiment_id = $1 AND kind = 'prune' AND status = 'running'`, [id])).length > 0,
+      120_000,
+      'the prune trial to run',
+    );
+    await worker.stop('SIGKILL');
+    const orphaned: { id: string }[] = await ds.query(`SELECT id FROM trials WHERE experiment_id = $1 AND status = 'running'`, [id]);
+    expect(orphaned).toHaveLength(1);
+    worker = startProcess('dist/apps/worker/src/main.js', env.env);
+    const show = await cli(['experiment', 'show', id], cliEnv);
+    expect(show.code).toBe(0);
+    const e = await waitUntil(
+      async () => {
+        const rows: { status: string }[] = await ds.query('SELECT status FROM experiments WHERE id = $1', [id]);
+        return ['succeeded', 'failed'].includes(rows[0].status) ? rows[0] : null;
+      },
+      300_000,
+      'the recovered subtract experiment',
+    );
+    expect(e.status, worker.output()).toBe('succeeded');
+    const trials: { kind: string; status: string; attempts: number; id: string }[] = await ds.query(
+      'SELECT id, kind, status, attempts FROM trials WHERE experiment_id = $1 ORDER BY seq',
+      [id],
+    );
+    expect(trials.map((t) => [t.kind, t.status])).toEqual([
+      ['train', 'succeeded'],
+      ['ablate', 'succeeded'],
+      ['score', 'succeeded'],
+      ['prune', 'succeeded'],
+      ['train', 'succeeded'],
+    ]);
+    expect(trials.find((t) => t.id === orphaned[0].id)?.attempts).toBe(2);
+    const dup = await ds.query(
+      `SELECT feature_name, scorer, count(*) FROM feature_results WHERE experiment_id = $1 GROUP BY feature_name, scorer HAVING count(*) > 1`,
+      [id],
+    );
+    expect(dup).toEqual([]);
+    const perScorer: { scorer: string; n: number }[] = await ds.query(
+      `SELECT scorer, count(*)::int AS n FROM feature_results WHERE experiment_id = $1 GROUP BY scorer ORDER BY scorer`,
+      [id],
+    );
+    expect(perScorer).toEqual([
+      { scorer: 'iv', n: features.length },
+      { scorer: 'prune_rank', n: features.length },
+      { scorer: 'shuffle_auc', n: features.length },
+    ]);
+    const shown = await cli(['experiment', 'show', id], cliEnv);
+    expect(shown.stdout).toMatch(/removable: \d+ of \d+ features/);
+    expect(shown.stdout).toMatch(/pruning curve:/);
+  });
+
   it('prints a local WOE/IV report with `abacus iv --json`, sorted by IV', async () => {
     const r = await cli(['iv', path.join(world, 'samples', 'mall.parquet'), '--label', 'click', '--json'], cliEnv);
     expect(r.code, r.stderr).toBe(0);
