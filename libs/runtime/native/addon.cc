@@ -186,6 +186,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     cfg.sparse.eps = (float)num(s, "eps", 1e-8);
     cfg.sparse.init_acc = (float)num(s, "initialAccumulator", 0.1);
     cfg.seed = (uint64_t)num(c, "seed", 0);
+    cfg.torch_init = c.Has("init") && c.Get("init").IsString() && c.Get("init").As<Napi::String>().Utf8Value() == "torch";
     cfg.threads = (int)num(c, "threads", 1);
     try {
       model.reset(new CpuModel(cfg));

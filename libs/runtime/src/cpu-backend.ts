@@ -4,7 +4,7 @@ import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
 import type { ModelSpec } from './model-spec.schema';
 import { toNativeData } from './native-data.mapper';
 
-export function nativeConfig(spec: ModelSpec, threads: number): NativeModelConfig {
+export function nativeConfig(spec: ModelSpec, threads: number): NativeModelConfig & { init: ModelSpec['init'] } {
   const { dense, sparse } = spec.optimizer;
   return {
     numNumeric: spec.numeric.length,
@@ -16,6 +16,7 @@ export function nativeConfig(spec: ModelSpec, threads: number): NativeModelConfi
     dense: { lr: dense.lr, beta1: dense.beta1, beta2: dense.beta2, eps: dense.eps, weightDecay: dense.weightDecay },
     sparse: { kind: sparse.kind, lr: sparse.lr, beta1: sparse.beta1, beta2: sparse.beta2, eps: sparse.eps, initialAccumulator: sparse.initialAccumulator },
     seed: spec.seed,
+    init: spec.init,
     threads,
   };
 }

@@ -46,6 +46,12 @@ export const modelSpecSchema = z
       .strict()
       .default({ dense: denseOptimizerSchema.parse({}), sparse: sparseOptimizerSchema.parse({}) }),
     seed: z.number().int().min(0).max(2 ** 52).default(0),
+    /**
+     * Parameter initialisation. 'default': embeddings U(±0.05), MLP weights Glorot uniform, zero
+     * biases. 'torch': PyTorch's defaults (nn.EmbeddingBag N(0, 1); nn.Linear weight and bias
+     * U(±1/sqrt(fan_in))), as the PyTorch peer of the runtime benchmark.
+     */
+    init: z.enum(['default', 'torch']).default('default'),
   })
   .strict()
   .superRefine((spec, ctx) => {

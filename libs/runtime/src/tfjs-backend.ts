@@ -109,7 +109,10 @@ export class TfjsBackend implements ModelBackend {
     const rnd = mulberry32(spec.seed * 2 + 1);
     this.mean = new Float32Array(this.N);
     this.std = new Float32Array(this.N).fill(1);
-    this.table = new Float32Array(rows * this.D).map(() => rnd() * 0.1 - 0.05);
+    // same distributions as the CPU backend; 'torch': embeddings N(0, 1), Linear U(+-1/sqrt(fan_in))
+    const torchInit = spec.init === 'torch';
+    const gauss = () => Math.sqrt(-2 * Math.log(Math.max(rnd(), 1e-300))) * Math.cos(2 * Math.PI * rnd());
+    this.table = new Float32Array(rows * this.D).map(() => (torchInit ? gauss() : rnd() * 0.1 - 0.05));
     const dims = [this.N + this.S * this.D, ...spec.hidden, 1];
     let total = 0;
     for (let l = 0; l + 1 < dims.length; l++) total += dims[l]! * dims[l + 1]! + dims[l + 1]!;
@@ -122,10 +125,11 @@ export class TfjsBackend implements ModelBackend {
     for (let l = 0; l + 1 < dims.length; l++) {
       const i = dims[l]!, o = dims[l + 1]!;
       const w = this.dense.subarray(off, off + i * o);
-      const a = Math.sqrt(6 / (i + o));
+      const a = torchInit ? 1 / Math.sqrt(i) : Math.sqrt(6 / (i + o));
       for (let k = 0; k < w.length; k++) w[k] = (rnd() * 2 - 1) * a;
       off += i * o;
       const b = this.dense.subarray(off, off + o);
+      if (torchInit) for (let k = 0; k < o; k++) b[k] = (rnd() * 2 - 1) * a;
       off += o;
       this.layers.push({ in: i, out: o, w, b });
     }

@@ -35,14 +35,15 @@ CpuModel::CpuModel(const ModelConfig& cfg) : cfg_(cfg), pool_(new ThreadPool(cfg
   norm_std_.assign(N, 1.f);
   invstd_.assign(N, 1.f);
   table_.resize(rows * D);
-  // Seeded per 4096-row chunk, so the values do not depend on the thread count.
+  // Embedding rows U(+-0.05), or N(0, 1) as PyTorch's nn.EmbeddingBag ('torch' init). Seeded per
+  // 4096-row chunk, so the values do not depend on the thread count.
   const int64_t chunks = (rows + 4095) / 4096;
   pool_->run([&](int t) {
     int64_t b, e;
     ThreadPool::range(chunks, t, pool_->size(), b, e);
     for (int64_t c = b; c < e; ++c) {
       Rng r(mix_seed(cfg.seed, 1, c));
-      for (int64_t i = c * 4096 * D; i < std::min(rows, (c + 1) * 4096) * D; ++i) table_[i] = (float)(r.uniform() * 0.1 - 0.05);
+      for (int64_t i = c * 4096 * D; i < std::min(rows, (c + 1) * 4096) * D; ++i) table_[i] = cfg.torch_init ? (float)r.normal() : (float)(r.uniform() * 0.1 - 0.05);
     }
   });
   for (int l = 0; l <= L_; ++l) {
@@ -63,9 +64,12 @@ CpuModel::CpuModel(const ModelConfig& cfg) : cfg_(cfg), pool_(new ThreadPool(cfg
   dense_m_.assign(off, 0.f);
   dense_v_.assign(off, 0.f);
   Rng r(mix_seed(cfg.seed, 2));
-  for (int l = 0; l <= L_; ++l) {  // Glorot uniform, zero bias
-    double a = std::sqrt(6.0 / (in_dim_[l] + out_dim_[l]));
+  // default: Glorot uniform, zero bias; 'torch': nn.Linear's weight and bias U(+-1/sqrt(fan_in))
+  for (int l = 0; l <= L_; ++l) {
+    const double a = cfg.torch_init ? 1.0 / std::sqrt((double)in_dim_[l]) : std::sqrt(6.0 / (in_dim_[l] + out_dim_[l]));
     for (int64_t i = 0; i < (int64_t)in_dim_[l] * out_dim_[l]; ++i) dense_[w_off_[l] + i] = (float)((r.uniform() * 2 - 1) * a);
+    if (cfg.torch_init)
+      for (int i = 0; i < out_dim_[l]; ++i) dense_[b_off_[l] + i] = (float)((r.uniform() * 2 - 1) * a);
   }
   if (cfg.wide) wide_table_.assign(rows, 0.f);
   const bool adam = cfg.sparse.kind == 1;

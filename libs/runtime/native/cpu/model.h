@@ -24,6 +24,7 @@ struct ModelConfig {
   DenseOpt dense;
   SparseOpt sparse;
   uint64_t seed = 0;
+  bool torch_init = false;  // PyTorch defaults: embeddings N(0,1), Linear weight/bias U(+-1/sqrt(fan_in))
   int threads = 1;
 };
 

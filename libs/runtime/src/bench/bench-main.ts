@@ -25,6 +25,8 @@ async function main() {
       vocab: Number(get('vocab', '100000')),
       batches: Number(get('batches', '40')),
       shuffle: get('shuffle', 'false') === 'true',
+      seed: Number(get('seed', '0')),
+      dataSeed: Number(get('data-seed', '0')),
       command: `node run-bench.js ${args.join(' ')}`,
     },
     (s) => console.error(s),

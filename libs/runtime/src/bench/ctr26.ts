@@ -11,5 +11,6 @@ export function ctr26Spec(vocab = 100_000): ModelSpecInput {
     hidden: [512, 256],
     optimizer: { dense: { lr: 1e-3 }, sparse: { kind: 'adam', lr: 1e-3 } },
     seed: 0,
+    init: 'torch', // the peer's nn.EmbeddingBag / nn.Linear defaults
   };
 }

@@ -19,19 +19,22 @@ export interface RuntimeBenchOptions {
   /** rows evaluated for the eval timing (default: the whole test split) */
   evalRows?: number;
   shuffle: boolean;
+  /** model seed (default 0) and synthetic-data seed (default 0) */
+  seed?: number;
+  dataSeed?: number;
   command: string;
 }
 
 /** Trains and evaluates ctr26 on synthetic data; returns the figures as one JSON-able object. */
 export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' }, log: (s: string) => void = () => {}): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const { dataset } = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: 0 });
+  const { dataset } = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: o.dataSeed ?? 0 });
   const cut = Math.floor((o.batches * 4) / 5) * o.batch;
   const train = sliceDataset(dataset, 0, cut);
   let test = sliceDataset(dataset, cut, dataset.rows);
   if (o.evalRows && o.evalRows < test.rows) test = sliceDataset(test, 0, o.evalRows);
   log(`data: ${dataset.rows} rows (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
-  const model = RuntimeModel.create(ctr26Spec(o.vocab), { backend: o.backend, threads: o.threads });
+  const model = RuntimeModel.create({ ...ctr26Spec(o.vocab), seed: o.seed ?? 0 }, { backend: o.backend, threads: o.threads });
   await model.train(train, { epochs: 1, batchSize: o.batch, maxSteps: 3, shuffle: o.shuffle }); // warm-up
   const perEpoch = Math.ceil(train.rows / o.batch);
   const tr = await model.train(train, { epochs: Math.ceil(o.steps / perEpoch), batchSize: o.batch, maxSteps: o.steps, shuffle: o.shuffle, progressEvery: 1000000 });
@@ -57,6 +60,8 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     threads: o.threads,
     vocab_per_slot: o.vocab,
     shuffle: o.shuffle,
+    seed: o.seed ?? 0,
+    data_seed: o.dataSeed ?? 0,
     train_rows: train.rows,
     eval_rows: test.rows,
     train_samples_per_s: Math.round(tr.samplesPerSecond),
