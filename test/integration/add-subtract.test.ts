@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
@@ -9,6 +8,7 @@ import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { startReceiver } from '../support/webhook-receiver';
+import { apiClient } from '../support/http';
 
 const SECRET = 'test-secret-0123456789';
 let env: TestEnv;
@@ -18,20 +18,10 @@ let ds: DataSource;
 let truth: GroundTruth;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
-async function call(method: string, route: string, body?: unknown) {
-  const res = await fetch(`${api.url}/api/v1${route}`, {
-    method,
-    headers: body instanceof FormData || body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body instanceof FormData ? body : body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
+const http = apiClient(() => api.url);
+const call = http.call;
 async function upload(route: string, file: string, fields: Record<string, string>) {
-  const form = new FormData();
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  form.append('file', await fs.openAsBlob(file), path.basename(file));
-  const r = await call('POST', route, form);
+  const r = await http.upload(route, file, fields);
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body;
 }

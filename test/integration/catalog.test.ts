@@ -6,26 +6,13 @@ import { createDataSource } from '@abacus/data';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { listDir, writeSmallCsv } from '../support/fixtures';
+import { apiClient } from '../support/http';
 
 let env: TestEnv;
 let api: ApiHandle;
 let ds: DataSource;
 
-async function call(method: string, route: string, body?: unknown) {
-  const res = await fetch(`${api.url}/api/v1${route}`, {
-    method,
-    headers: body instanceof FormData || body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body instanceof FormData ? body : body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> & { issues?: { path: string }[] } };
-}
-
-async function upload(route: string, file: string, fields: Record<string, string>) {
-  const form = new FormData();
-  for (const [k, v] of Object.entries(fields)) form.append(k, v);
-  form.append('file', await fs.openAsBlob(file), path.basename(file));
-  return call('POST', route, form);
-}
+const { call, upload } = apiClient(() => api.url);
 
 beforeAll(async () => {
   env = await createTestEnv();

@@ -54,6 +54,14 @@ export const updateFeatureSchema = z
   .strict()
   .refine((u) => Object.keys(u).length > 0, { message: 'nothing to update' });
 
+/** Listing anything that belongs to a business line: optional line filter and pagination. */
+export const lineListQuerySchema = z.object({
+  businessLine: lineName.optional(),
+  page: z.coerce.number().int().min(1).default(1),
+  pageSize: z.coerce.number().int().min(1).max(500).default(50),
+});
+export type LineListQuery = z.output<typeof lineListQuerySchema>;
+
 export const featureListQuerySchema = z.object({
   businessLine: lineName.optional(),
   kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),

@@ -1,18 +1,12 @@
 import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
-import { z } from 'zod';
-import { SampleSetService, importSampleSetSchema, lineName, type ImportSampleSet } from '@abacus/catalog';
+import { SampleSetService, importSampleSetSchema, lineListQuerySchema, type LineListQuery, type ImportSampleSet } from '@abacus/catalog';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
 import { requireUpload } from './upload';
 
-const listQuery = z.object({
-  businessLine: lineName.optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  pageSize: z.coerce.number().int().min(1).max(500).default(50),
-});
 
 @ApiTags('sample sets')
 @Controller('sample-sets')
@@ -43,7 +37,7 @@ export class SampleSetsController {
   }
 
   @Get()
-  list(@Query(new ZodValidationPipe(listQuery)) q: z.output<typeof listQuery>, @Scope() scope: RequestScope) {
+  list(@Query(new ZodValidationPipe(lineListQuerySchema)) q: LineListQuery, @Scope() scope: RequestScope) {
     return this.sampleSets.list(scope, q);
   }
 
