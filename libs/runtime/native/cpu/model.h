@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../common/data_source.h"
+#include "../common/huge_alloc.h"
 #include "../common/thread_pool.h"
 #include "kernels.h"
 
@@ -116,8 +117,8 @@ class CpuModel {
   int S_, in0_, L_;  // slots, first-layer width, hidden layers
   std::vector<int> in_dim_, out_dim_;
   // parameters
-  std::vector<float> norm_mean_, norm_std_, table_, wide_table_, dense_, dense_grad_, dense_m_, dense_v_;
-  std::vector<float> sp_m_, sp_v_, wsp_m_, wsp_v_;
+  std::vector<float> norm_mean_, norm_std_, dense_, dense_grad_, dense_m_, dense_v_;
+  HugeFloatVec table_, wide_table_, sp_m_, sp_v_, wsp_m_, wsp_v_;  // random row access: huge pages
   std::vector<int64_t> w_off_, b_off_;
   int64_t wide_num_off_ = 0;
   std::vector<float> invstd_;
