@@ -9,3 +9,4 @@ mkdir -p "$out"
   --external:@tensorflow/* --log-level=warning --outfile="$out/run-bench.js"
 cp "$root/libs/runtime/build/Release/abacus_runtime.node" "$out/"
 echo "$out/run-bench.js"
+if [ -f "$root/libs/runtime/build/Release/abacus_runtime_cuda.node" ]; then cp "$root/libs/runtime/build/Release/abacus_runtime_cuda.node" "$out/"; fi

@@ -180,7 +180,64 @@ export function nativeAddonAvailable(): boolean {
   }
 }
 
-/** The CUDA backend (issue 4) will register here; until then it is never present. */
+export interface NativeCudaAddon extends Omit<NativeAddon, 'backend' | 'cpuInfo'> {
+  backend: 'cuda';
+  cpuInfo: NativeAddon['cpuInfo'];
+  deviceCount(): number;
+  /** device used by the next `new NativeModel(cfg)` */
+  setDevice(d: number): void;
+  cudaInfo(): { devices: number; names: string[]; status: string };
+}
+
+let cudaOverridePath: string | undefined;
+/** For self-contained bundles that ship the CUDA addon beside them. */
+export function setCudaAddonPath(file: string): void {
+  cudaOverridePath = file;
+  cudaCached = undefined;
+}
+/** build/Release/abacus_runtime_cuda.node (built by scripts/build-cuda.sh on a machine with nvcc). */
+export function cudaAddonPath(): string {
+  if (cudaOverridePath) return cudaOverridePath;
+  return path.join(path.dirname(addonPath()), 'abacus_runtime_cuda.node');
+}
+let cudaCached: NativeCudaAddon | null | undefined;
+let cudaWhy = '';
+/** The CUDA addon, or null (with the reason in cudaUnavailableReason()) when absent or unloadable. */
+export function loadCudaAddon(): NativeCudaAddon | null {
+  if (cudaCached !== undefined) return cudaCached;
+  const file = cudaAddonPath();
+  if (!existsSync(file)) {
+    cudaWhy = `CUDA addon not built (${file} is missing; build it with bash scripts/build-cuda.sh on a machine with nvcc)`;
+    cudaCached = null;
+    return null;
+  }
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    cudaCached = require(file) as NativeCudaAddon;
+  } catch (e) {
+    cudaWhy = `CUDA addon failed to load: ${(e as Error).message}`;
+    cudaCached = null;
+  }
+  return cudaCached;
+}
+/** Number of CUDA devices the CUDA addon sees; 0 when there is no addon, no driver or no GPU. */
+export function cudaDeviceCount(): number {
+  const a = loadCudaAddon();
+  if (!a) return 0;
+  try {
+    return a.deviceCount();
+  } catch {
+    return 0;
+  }
+}
+/** Why the cuda backend cannot run here ('' when it can). */
+export function cudaUnavailableReason(): string {
+  const a = loadCudaAddon();
+  if (!a) return cudaWhy;
+  const info = a.cudaInfo();
+  return info.status === 'ok' ? '' : `CUDA backend unavailable: ${info.status}`;
+}
+/** True when the CUDA addon is built, loads, sees a GPU and finds cuBLASLt. */
 export function cudaAddonAvailable(): boolean {
-  return false;
+  return cudaDeviceCount() > 0 && cudaUnavailableReason() === '';
 }

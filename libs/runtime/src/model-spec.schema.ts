@@ -77,6 +77,8 @@ export const createOptionsSchema = z
     backend: backendChoiceSchema.default('auto'),
     /** CPU worker threads; default: all hardware threads */
     threads: z.number().int().min(1).max(1024).optional(),
+    /** CUDA device index for the cuda backend (default 0; see cudaDeviceCount()) */
+    device: z.number().int().min(0).max(1023).optional(),
   })
   .strict();
 export type CreateOptions = z.input<typeof createOptionsSchema>;

@@ -1,7 +1,8 @@
-import { cudaAddonAvailable, loadNativeAddon, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
+import { cudaAddonAvailable, cudaUnavailableReason, loadNativeAddon, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
 import { summarizeChanges, type ChangeSummary } from './ablation-stats';
 import { loadCheckpointInto, readCheckpointConfig, readSlotEmbeddings, saveCheckpoint } from './checkpoint';
 import { CpuBackend } from './cpu-backend';
+import { CudaBackend } from './cuda-backend';
 import type { RuntimeData } from './dataset.types';
 import { computeMetrics, groupAuc, type MetricSet } from './metrics';
 import type { ModelBackend } from './model-backend.types';
@@ -46,7 +47,7 @@ export interface TransferResult {
 export function resolveBackend(choice: 'auto' | BackendKind): BackendKind {
   if (choice === 'tfjs') return 'tfjs';
   if (choice === 'cuda') {
-    if (!cudaAddonAvailable()) throw new Error('CUDA backend not built: this build has only the CPU backend (use backend "cpu" or "auto")');
+    if (!cudaAddonAvailable()) throw new Error(`CUDA backend not available: ${cudaUnavailableReason()} (use backend "cpu" or "auto")`);
     return 'cuda';
   }
   if (choice === 'auto' && cudaAddonAvailable()) return 'cuda';
@@ -72,7 +73,7 @@ export class RuntimeModel {
     const o = createOptionsSchema.parse(opts);
     const kind = resolveBackend(o.backend);
     const threads = o.threads ?? Math.max(1, loadThreads());
-    const impl: ModelBackend = kind === 'tfjs' ? new TfjsBackend(s) : new CpuBackend(s, threads);
+    const impl: ModelBackend = kind === 'tfjs' ? new TfjsBackend(s) : kind === 'cuda' ? new CudaBackend(s, threads, o.device ?? 0) : new CpuBackend(s, threads);
     return new RuntimeModel(s, kind, impl);
   }
 

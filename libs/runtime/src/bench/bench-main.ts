@@ -5,7 +5,8 @@
  */
 import path from 'node:path';
 
-import { setAddonPath } from '../binding';
+import { setAddonPath, setCudaAddonPath } from '../binding';
+import { runCudaParity } from './cuda-parity';
 import { runRuntimeBench } from './runtime-bench';
 
 async function main() {
@@ -15,6 +16,13 @@ async function main() {
     return i >= 0 && args[i + 1] ? args[i + 1]! : d;
   };
   setAddonPath(path.resolve(get('addon', path.join(__dirname, 'abacus_runtime.node'))));
+  setCudaAddonPath(path.resolve(get('cuda-addon', path.join(__dirname, 'abacus_runtime_cuda.node'))));
+  if (args.includes('--parity')) {
+    const r = await runCudaParity((s) => console.error(s));
+    console.log(JSON.stringify({ parity: r }));
+    if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
   const res = await runRuntimeBench(
     {
       backend: get('backend', 'cpu') as 'cpu',
@@ -24,6 +32,7 @@ async function main() {
       threads: Number(get('threads', '2')),
       vocab: Number(get('vocab', '100000')),
       batches: Number(get('batches', '40')),
+      ablation: args.includes('--ablation'),
       shuffle: get('shuffle', 'false') === 'true',
       seed: Number(get('seed', '0')),
       dataSeed: Number(get('data-seed', '0')),

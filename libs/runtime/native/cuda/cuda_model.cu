@@ -1,0 +1,1167 @@
+// CudaModel: train / predict / ablate on the GPU (see cuda_model.h and README "CUDA backend").
+#include "cuda_model.h"
+
+#include <dlfcn.h>
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/constant_iterator.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/scan.h>
+#include <thrust/sort.h>
+#include <thrust/transform_reduce.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "../common/rng.h"
+#include "cublaslt_dl.h"
+#include "kernels.cuh"
+
+namespace abacus {
+
+namespace {
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+}
+#define CK(x) ck((x), #x)
+thread_local int g_next_device = 0;
+template <class T>
+T* dalloc(size_t n, bool zero = true) {
+  void* p = nullptr;
+  if (n == 0) n = 1;
+  CK(cudaMalloc(&p, n * sizeof(T)));
+  if (zero) CK(cudaMemset(p, 0, n * sizeof(T)));
+  return static_cast<T*>(p);
+}
+int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+int blocks_for(int64_t n, int t = 256) { return (int)std::max<int64_t>(1, std::min<int64_t>((n + t - 1) / t, 1 << 30)); }
+}  // namespace
+
+namespace lt {
+const Api* load(std::string* why) {
+  static std::once_flag once;
+  static Api api;
+  static bool ok = false;
+  static std::string err;
+  std::call_once(once, [] {
+    std::vector<std::string> cands;
+    if (const char* e = std::getenv("ABACUS_CUBLASLT")) cands.push_back(e);
+    cands.push_back("libcublasLt.so.13");
+    for (const char* home : std::vector<const char*>{std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH"), "/usr/local/cuda"})
+      if (home) cands.push_back(std::string(home) + "/lib64/libcublasLt.so.13");
+    cands.push_back("/usr/local/cuda/targets/x86_64-linux/lib/libcublasLt.so.13");
+    void* h = nullptr;
+    for (auto& c : cands)
+      if ((h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL))) { api.path = c; break; }
+    if (!h) { err = "libcublasLt.so.13 not found (set ABACUS_CUBLASLT to its path)"; return; }
+    auto sym = [&](const char* n) {
+      void* p = dlsym(h, n);
+      if (!p) err = std::string("cuBLASLt symbol missing: ") + n;
+      return p;
+    };
+    api.create = (decltype(api.create))sym("cublasLtCreate");
+    api.destroy = (decltype(api.destroy))sym("cublasLtDestroy");
+    api.descCreate = (decltype(api.descCreate))sym("cublasLtMatmulDescCreate");
+    api.descDestroy = (decltype(api.descDestroy))sym("cublasLtMatmulDescDestroy");
+    api.descSet = (decltype(api.descSet))sym("cublasLtMatmulDescSetAttribute");
+    api.layoutCreate = (decltype(api.layoutCreate))sym("cublasLtMatrixLayoutCreate");
+    api.layoutDestroy = (decltype(api.layoutDestroy))sym("cublasLtMatrixLayoutDestroy");
+    api.prefCreate = (decltype(api.prefCreate))sym("cublasLtMatmulPreferenceCreate");
+    api.prefSet = (decltype(api.prefSet))sym("cublasLtMatmulPreferenceSetAttribute");
+    api.prefDestroy = (decltype(api.prefDestroy))sym("cublasLtMatmulPreferenceDestroy");
+    api.heuristic = (decltype(api.heuristic))sym("cublasLtMatmulAlgoGetHeuristic");
+    api.matmul = (decltype(api.matmul))sym("cublasLtMatmul");
+    ok = err.empty();
+  });
+  if (!ok && why) *why = err;
+  return ok ? &api : nullptr;
+}
+}  // namespace lt
+
+void cuda_set_next_device(int d) { g_next_device = d; }
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) { cudaGetLastError(); return 0; }
+  return n;
+}
+std::string cuda_device_name(int d) {
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, d) != cudaSuccess) return "";
+  return p.name;
+}
+std::string cuda_status_line() {
+  std::string why;
+  int n = cuda_device_count();
+  if (n == 0) return "no CUDA device visible";
+  if (!lt::load(&why)) return why;
+  return "ok";
+}
+
+// ------------------------------------------------------------------------------------------------
+struct GemmPlan {
+  lt::MatmulDesc desc = nullptr;
+  lt::MatrixLayout a = nullptr, b = nullptr, c = nullptr;
+  lt::MatmulAlgo algo;
+  bool ok = false;
+};
+
+struct DevDataset {
+  k::DevData d;
+  std::vector<void*> bufs;
+  uint64_t fp = 0;  // fingerprint of the host data it came from
+  std::vector<float> host_lab, host_wt;  // for predict's host outputs
+  ~DevDataset() { for (void* p : bufs) cudaFree(p); }
+};
+
+struct CudaImpl {
+  int dev = 0;
+  cudaStream_t st = nullptr;
+  const lt::Api* api = nullptr;
+  lt::Handle lt = nullptr;
+  void* ws = nullptr;
+  size_t ws_bytes = 32u << 20;
+  bool tf32 = false, use_epi = true;
+  // config
+  int N = 0, S = 0, D = 0, L = 0, in0 = 0, ld0 = 0;
+  std::vector<int> in_dim, out_dim;
+  std::vector<int64_t> w_off, b_off;
+  int64_t wide_num_off = 0, nd = 0, rows = 0;
+  bool wide = false, mean = false, adam = false;
+  SparseOpt sp;
+  DenseOpt dn;
+  // parameters and optimizer state
+  float *table = nullptr, *wtab = nullptr, *dense = nullptr, *dm = nullptr, *dv = nullptr, *dg = nullptr;
+  float *spm = nullptr, *spv = nullptr, *wspm = nullptr, *wspv = nullptr, *nmean = nullptr, *nstd = nullptr;
+  float *G = nullptr, *WG = nullptr;
+  int32_t *flag = nullptr, *touched = nullptr;
+  int* counter = nullptr;
+  int64_t* base = nullptr;
+  uint8_t* dfrozen = nullptr;
+  int64_t *d_step = nullptr, *d_cursor = nullptr, *d_b0 = nullptr;
+  int* d_stepidx = nullptr;
+  double* d_wsum = nullptr;
+  double* d_losses = nullptr;
+  int64_t losses_cap = 0;
+  // workspace
+  int64_t cap = 0;
+  float *H0 = nullptr, *logit = nullptr, *dlogit = nullptr, *widev = nullptr, *lab = nullptr, *wt = nullptr;
+  float *bagscale = nullptr, *demb = nullptr, *dZa = nullptr, *dZb = nullptr, *zbase = nullptr, *dwide = nullptr;
+  std::vector<float*> H;
+  std::vector<uint8_t*> aux;
+  std::vector<int64_t> aux_ld;
+  // state of the host mirror
+  bool upload_needed = true, host_stale = false;
+  // resident datasets (small cache) and the training order
+  std::vector<std::unique_ptr<DevDataset>> cache;
+  int64_t* d_order = nullptr;
+  int64_t order_cap = 0;
+  // captured training steps
+  struct Graph { int64_t B; const void* data; const int64_t* order; bool trainable; cudaGraphExec_t exec; };
+  std::vector<Graph> graphs;
+  std::map<std::string, GemmPlan> plans;
+
+  ~CudaImpl() {
+    cudaSetDevice(dev);
+    for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
+    for (auto& kv : plans) {
+      if (kv.second.desc) api->descDestroy(kv.second.desc);
+      if (kv.second.a) api->layoutDestroy(kv.second.a);
+      if (kv.second.b) api->layoutDestroy(kv.second.b);
+      if (kv.second.c) api->layoutDestroy(kv.second.c);
+    }
+    cache.clear();
+    // device memory is released with the context's allocations below
+    for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
+                                                 flag, touched, counter, base, dfrozen, d_step, d_cursor, d_b0, d_stepidx,
+                                                 d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
+                                                 dZb, zbase, dwide, d_order, ws})
+      if (p) cudaFree(p);
+    for (auto* p : H) cudaFree(p);
+    for (auto* p : aux) cudaFree(p);
+    if (lt) api->destroy(lt);
+    if (st) cudaStreamDestroy(st);
+  }
+
+  k::Layout layout() const { return {N, S, D, ld0, mean, wide, base}; }
+
+  // col-major D(m x n) = op(A) op(B) (+ beta C), with an epilogue; false when no algorithm fits
+  bool gemm(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,
+            const float* bias = nullptr, void* auxp = nullptr, int64_t auxld = 0) {
+    char key[256];
+    snprintf(key, sizeof key, "%d%d %ld %ld %ld %ld %ld %ld %ld %d %d %d %d%d%d%d", opA, opB, (long)m, (long)n, (long)kk,
+             (long)lda, (long)ldb, (long)ldc, (long)ldd, epi, beta != 0.f, (int)auxld, (int)((uintptr_t)A % 16),
+             (int)((uintptr_t)B % 16), (int)((uintptr_t)Dp % 16), (int)((uintptr_t)bias % 16));
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      GemmPlan p;
+      api->descCreate(&p.desc, tf32 ? lt::COMPUTE_32F_FAST_TF32 : lt::COMPUTE_32F, lt::R_32F);
+      api->descSet(p.desc, lt::DESC_TRANSA, &opA, sizeof opA);
+      api->descSet(p.desc, lt::DESC_TRANSB, &opB, sizeof opB);
+      api->descSet(p.desc, lt::DESC_EPILOGUE, &epi, sizeof epi);
+      if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+      if (auxp) {
+        api->descSet(p.desc, lt::DESC_EPILOGUE_AUX_POINTER, &auxp, sizeof auxp);
+        api->descSet(p.desc, lt::DESC_EPILOGUE_AUX_LD, &auxld, sizeof auxld);
+      }
+      api->layoutCreate(&p.a, lt::R_32F, opA == lt::OP_N ? m : kk, opA == lt::OP_N ? kk : m, lda);
+      api->layoutCreate(&p.b, lt::R_32F, opB == lt::OP_N ? kk : n, opB == lt::OP_N ? n : kk, ldb);
+      api->layoutCreate(&p.c, lt::R_32F, m, n, ldd);
+      lt::MatmulPreference pref;
+      api->prefCreate(&pref);
+      api->prefSet(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+      lt::HeuristicResult res[1];
+      int got = 0;
+      lt::Status s = api->heuristic(lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, res, &got);
+      api->prefDestroy(pref);
+      p.ok = s == 0 && got > 0;
+      if (p.ok) p.algo = res[0].algo;
+      it = plans.emplace(key, p).first;
+    }
+    GemmPlan& p = it->second;
+    if (!p.ok) return false;
+    if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (auxp) api->descSet(p.desc, lt::DESC_EPILOGUE_AUX_POINTER, &auxp, sizeof auxp);
+    const float alpha = 1.f;
+    lt::Status s = api->matmul(lt, p.desc, &alpha, A, p.a, B, p.b, &beta, beta != 0.f ? C : Dp, p.c, Dp, p.c, &p.algo, ws,
+                               ws_bytes, st);
+    if (s != 0) throw std::runtime_error("cublasLtMatmul failed with status " + std::to_string(s));
+    (void)ldc;
+    return true;
+  }
+  void gemm_must(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
+                 int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,
+                 const float* bias = nullptr) {
+    if (!gemm(opA, opB, m, n, kk, A, lda, B, ldb, beta, C, ldc, Dp, ldd, epi, bias))
+      throw std::runtime_error("cuBLASLt found no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                               std::to_string(kk) + " product (epilogue " + std::to_string(epi) + ")");
+  }
+
+  void ensure(int64_t B) {
+    if (B <= cap) return;
+    cudaStreamSynchronize(st);
+    for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
+    graphs.clear();
+    for (void* p : std::initializer_list<void*>{H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa, dZb, zbase, dwide})
+      if (p) cudaFree(p);
+    for (auto* p : H) cudaFree(p);
+    for (auto* p : aux) cudaFree(p);
+    cap = B;
+    H0 = dalloc<float>(B * ld0);
+    logit = dalloc<float>(B);
+    dlogit = dalloc<float>(B);
+    widev = dalloc<float>(B);
+    dwide = dalloc<float>(B);
+    lab = dalloc<float>(B);
+    wt = dalloc<float>(B);
+    bagscale = dalloc<float>(B * std::max(1, S));
+    demb = dalloc<float>(B * std::max(1, S * D));
+    int maxw = ld0;
+    for (int l = 0; l < L; ++l) maxw = std::max(maxw, out_dim[l]);
+    dZa = dalloc<float>(B * maxw);
+    dZb = dalloc<float>(B * maxw);
+    zbase = dalloc<float>(B * (L > 0 ? out_dim[0] : 1));
+    H.assign(L, nullptr);
+    aux.assign(L, nullptr);
+    aux_ld.assign(L, 0);
+    for (int l = 0; l < L; ++l) {
+      H[l] = dalloc<float>(B * out_dim[l]);
+      aux_ld[l] = round_up(out_dim[l], 128);
+      aux[l] = dalloc<uint8_t>(aux_ld[l] / 8 * B);
+    }
+  }
+
+  const float* layer_in(int l) const { return l == 0 ? H0 : H[l - 1]; }
+  int64_t ld_in(int l) const { return l == 0 ? ld0 : in_dim[l]; }
+
+  // forward through the hidden layers from `from`; aux masks kept when training
+  void mlp_forward(int64_t B, int from, bool train) {
+    for (int l = from; l < L; ++l) {
+      const float* W = dense + w_off[l];
+      const float* bias = dense + b_off[l];
+      bool done = false;
+      if (train && use_epi)
+        done = gemm(lt::OP_N, lt::OP_N, out_dim[l], B, in_dim[l], W, out_dim[l], layer_in(l), ld_in(l), 0.f, nullptr,
+                    out_dim[l], H[l], out_dim[l], lt::EPI_RELU_AUX_BIAS, bias, aux[l], aux_ld[l]);
+      if (!done)
+        gemm_must(lt::OP_N, lt::OP_N, out_dim[l], B, in_dim[l], W, out_dim[l], layer_in(l), ld_in(l), 0.f, nullptr,
+                  out_dim[l], H[l], out_dim[l], lt::EPI_RELU_BIAS, bias);
+    }
+  }
+
+  void gather(const k::DevData& d, const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t B, bool keep_scale) {
+    const k::Layout Lo = layout();
+    const bool v4 = D % 4 == 0;
+    const int64_t tpb = v4 ? D / 4 : D;
+    const int64_t threads = B * S * tpb + B;
+    const float* wn = wide ? dense + wide_num_off : nullptr;
+    if (v4)
+      k::gather_embed<4><<<blocks_for(threads), 256, 0, st>>>(d, Lo, order, b0p, b0h, B, nmean, nstd, table, wtab, wn, H0,
+                                                             keep_scale ? bagscale : nullptr, widev, lab, wt, d_wsum);
+    else
+      k::gather_embed<1><<<blocks_for(B * S * D + B), 256, 0, st>>>(d, Lo, order, b0p, b0h, B, nmean, nstd, table, wtab,
+                                                                   wn, H0, keep_scale ? bagscale : nullptr, widev, lab,
+                                                                   wt, d_wsum);
+  }
+
+  // one training step on rows order[*d_b0 ..+B) (all launches on st; capturable)
+  void enqueue_step(const k::DevData& d, const int64_t* order, int64_t B, bool trainable) {
+    k::step_begin<<<blocks_for(B), 256, 0, st>>>(B, d_cursor, d_b0, d_step, d_stepidx, d_wsum, counter,
+                                                 wide ? widev : nullptr);
+    gather(d, order, d_b0, 0, B, true);
+    mlp_forward(B, 0, true);
+    const float* hl = layer_in(L);
+    const int nl = in_dim[L];
+    const int64_t ldl = ld_in(L);
+    float* gd = dg;
+    k::head<<<blocks_for(B * 32), 256, 0, st>>>(hl, nl, (int)ldl, dense + w_off[L], dense + b_off[L], wide ? widev : nullptr,
+                                                nullptr, lab, wt, B, d.wt != nullptr, d_wsum, logit, dlogit, d_losses,
+                                                d_stepidx, nullptr, 0, nullptr, nullptr);
+    // output layer + dReLU/bias-grad of the last hidden layer
+    float* dz = dZa;
+    const int lddz = L > 0 ? nl : ld0;
+    k::head_backward<<<(int)((B + k::kHeadRows - 1) / k::kHeadRows), 256, 0, st>>>(
+        hl, nl, (int)ldl, dense + w_off[L], dlogit, B, L > 0, dz, lddz, gd + w_off[L], gd + b_off[L],
+        L > 0 ? gd + b_off[L - 1] : nullptr, H0, ld0, N, (wide && N) ? gd + wide_num_off : nullptr);
+    float* dn2 = dZb;
+    for (int l = L - 1; l >= 0; --l) {
+      const int ni = in_dim[l], no = out_dim[l];
+      // dW_l = H_{l-1}^T dZ_l  (col-major: dW (no x ni) = dZ (no x B) * H^T)
+      gemm_must(lt::OP_N, lt::OP_T, no, ni, B, dz, no, layer_in(l), ld_in(l), 0.f, nullptr, no, gd + w_off[l], no,
+                lt::EPI_DEFAULT);
+      const float* W = dense + w_off[l];
+      if (l > 0) {
+        bool done = use_epi && gemm(lt::OP_T, lt::OP_N, ni, B, no, W, no, dz, no, 0.f, nullptr, ni, dn2, ni,
+                                    lt::EPI_DRELU_BGRAD, gd + b_off[l - 1], aux[l - 1], aux_ld[l - 1]);
+        if (!done) {
+          gemm_must(lt::OP_T, lt::OP_N, ni, B, no, W, no, dz, no, 0.f, nullptr, ni, dn2, ni, lt::EPI_DEFAULT);
+          k::drelu_bgrad<<<(int)((B + k::kHeadRows - 1) / k::kHeadRows), 256, 0, st>>>(dn2, H[l - 1], B, ni,
+                                                                                       gd + b_off[l - 1]);
+        }
+        std::swap(dz, dn2);
+      } else if (trainable && S > 0) {
+        gemm_must(lt::OP_T, lt::OP_N, (int64_t)S * D, B, no, W + (int64_t)N * no, no, dz, no, 0.f, nullptr, S * D, demb,
+                  S * D, lt::EPI_DEFAULT);
+      }
+    }
+    if (trainable && S > 0) {
+      const float* de = L > 0 ? demb : dz + N;
+      const int64_t lde = L > 0 ? S * D : ld0;
+      const k::Layout Lo = layout();
+      if (D % 4 == 0)
+        k::sparse_accumulate<4><<<blocks_for(B * S * (D / 4)), 256, 0, st>>>(d, Lo, order, d_b0, B, bagscale, dfrozen, de,
+                                                                            lde, dlogit, G, WG, flag, touched, counter);
+      else
+        k::sparse_accumulate<1><<<blocks_for(B * S * D), 256, 0, st>>>(d, Lo, order, d_b0, B, bagscale, dfrozen, de, lde,
+                                                                      dlogit, G, WG, flag, touched, counter);
+      k::SparseParams so{sp.kind, sp.lr, sp.b1, sp.b2, sp.eps};
+      k::sparse_update<<<1024, 256, 0, st>>>(D, touched, counter, d_step, so, table, spm, spv, G, wtab, wspm, wspv, WG,
+                                              flag);
+    }
+    k::DenseParams dp{dn.lr, dn.b1, dn.b2, dn.eps, dn.weight_decay};
+    k::dense_adam<<<blocks_for(nd), 256, 0, st>>>(dense, dg, dm, dv, nd, d_step, dp);
+  }
+
+  // predictions (sigmoid) of rows order[b0..] or b0.. for all n rows into pred (device)
+  void predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
+                   float* wto, const std::atomic<bool>* cancel) {
+    ensure(std::min(batch, std::max<int64_t>(n, 1)));
+    for (int64_t b0 = 0; b0 < n; b0 += batch) {
+      const int64_t B = std::min(batch, n - b0);
+      if (wide) CK(cudaMemsetAsync(widev, 0, B * sizeof(float), st));
+      gather(d, order, nullptr, b0, B, false);
+      mlp_forward(B, 0, false);
+      k::head<<<blocks_for(B * 32), 256, 0, st>>>(layer_in(L), in_dim[L], (int)ld_in(L), dense + w_off[L],
+                                                  dense + b_off[L], wide ? widev : nullptr, nullptr, lab, wt, B, false,
+                                                  nullptr, nullptr, nullptr, nullptr, nullptr, pred, b0, labo, wto);
+      if (cancel && cancel->load()) throw std::runtime_error("cancelled");
+    }
+  }
+};
+
+// ----- metrics on the GPU: exact AUC (ties = 1/2), weighted logloss, calibration -----
+namespace {
+struct MetAcc {
+  double ll, w, wp, wy;
+};
+struct MetOp {
+  __host__ __device__ MetAcc operator()(const MetAcc& a, const MetAcc& b) const {
+    return {a.ll + b.ll, a.w + b.w, a.wp + b.wp, a.wy + b.wy};
+  }
+};
+struct MetTerm {
+  const float *p, *y, *w;
+  __host__ __device__ MetAcc operator()(int64_t i) const {
+    const double ww = w ? w[i] : 1.0;
+    double pp = p[i];
+    pp = pp < 1e-7 ? 1e-7 : (pp > 1 - 1e-7 ? 1 - 1e-7 : pp);
+    const double yy = y[i];
+    return {-ww * (yy * log(pp) + (1 - yy) * log(1 - pp)), ww, ww * p[i], ww * yy};
+  }
+};
+struct TupPlus {
+    __host__ __device__ thrust::tuple<double, double> operator()(const thrust::tuple<double, double>& a,
+                                                                 const thrust::tuple<double, double>& b) const {
+      return thrust::make_tuple(thrust::get<0>(a) + thrust::get<0>(b), thrust::get<1>(a) + thrust::get<1>(b));
+    }
+  };
+struct PosOf {
+  __host__ __device__ double operator()(float y) const { return y > 0.5f ? 1.0 : 0.0; }
+};
+struct RankTerm {
+  __host__ __device__ double operator()(const thrust::tuple<double, double, double>& t) const {
+    // (count, positives, start) of a tie group: positives x average rank
+    const double cnt = thrust::get<0>(t), pos = thrust::get<1>(t), start = thrust::get<2>(t);
+    return pos * 0.5 * (2 * start + 1 + cnt);
+  }
+};
+}  // namespace
+
+static Metrics gpu_metrics(CudaImpl& I, const float* pred, const float* lab, const float* w, int64_t n,
+                           float* tmp_k, float* tmp_y, double* tmp_a, double* tmp_b, double* tmp_c, float* tmp_keys2) {
+  Metrics r{std::nan(""), std::nan(""), std::nan(""), 0, 0};
+  if (n == 0) return r;
+  auto pol = thrust::cuda::par.on(I.st);
+  CK(cudaMemcpyAsync(tmp_k, pred, n * sizeof(float), cudaMemcpyDeviceToDevice, I.st));
+  CK(cudaMemcpyAsync(tmp_y, lab, n * sizeof(float), cudaMemcpyDeviceToDevice, I.st));
+  thrust::device_ptr<float> K(tmp_k), Y(tmp_y), K2(tmp_keys2);
+  thrust::sort_by_key(pol, K, K + n, Y);
+  thrust::device_ptr<double> A(tmp_a), Bp(tmp_b), C(tmp_c);
+  // per tie group: count and positives
+  auto vals = thrust::make_zip_iterator(thrust::make_tuple(thrust::make_constant_iterator(1.0),
+                                                           thrust::make_transform_iterator(Y, PosOf())));
+  auto outv = thrust::make_zip_iterator(thrust::make_tuple(A, Bp));
+  auto ends = thrust::reduce_by_key(pol, K, K + n, vals, K2, outv, thrust::equal_to<float>(), TupPlus());
+  const int64_t groups = ends.first - K2;
+  thrust::exclusive_scan(pol, A, A + groups, C);
+  const double rank_sum = thrust::transform_reduce(
+      pol, thrust::make_zip_iterator(thrust::make_tuple(A, Bp, C)),
+      thrust::make_zip_iterator(thrust::make_tuple(A + groups, Bp + groups, C + groups)), RankTerm(), 0.0,
+      thrust::plus<double>());
+  const double pos = thrust::reduce(pol, Bp, Bp + groups, 0.0);
+  const double neg = (double)n - pos;
+  r.auc = (pos > 0 && neg > 0) ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : std::nan("");
+  MetAcc m = thrust::transform_reduce(pol, thrust::make_counting_iterator<int64_t>(0),
+                                      thrust::make_counting_iterator<int64_t>(n), MetTerm{pred, lab, w},
+                                      MetAcc{0, 0, 0, 0}, MetOp());
+  r.logloss = m.ll / m.w;
+  r.mean_pred = m.wp / m.w;
+  r.mean_label = m.wy / m.w;
+  r.calibration = m.wy > 0 ? m.wp / m.wy : std::nan("");
+  return r;
+}
+
+// scratch for gpu_metrics over up to n rows
+struct MetScratch {
+  float *k = nullptr, *y = nullptr, *k2 = nullptr;
+  double *a = nullptr, *b = nullptr, *c = nullptr;
+  MetScratch(int64_t n) {
+    k = dalloc<float>(n, false); y = dalloc<float>(n, false); k2 = dalloc<float>(n, false);
+    a = dalloc<double>(n, false); b = dalloc<double>(n, false); c = dalloc<double>(n, false);
+  }
+  ~MetScratch() { for (void* p : std::initializer_list<void*>{k, y, k2, a, b, c}) cudaFree(p); }
+  Metrics run(CudaImpl& I, const float* p, const float* l, const float* w, int64_t n) {
+    return gpu_metrics(I, p, l, w, n, k, y, a, b, c, k2);
+  }
+};
+
+// ------------------------------------------------------------------------------------------------
+namespace {
+const Tensor* find(std::vector<Tensor>& ts, const std::string& name) {
+  for (auto& t : ts)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+uint64_t fp_mix(uint64_t h, uint64_t v) {
+  uint64_t x = h ^ (v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2));
+  return splitmix64(x);
+}
+template <class T>
+uint64_t sample_hash(uint64_t h, const T* p, int64_t n) {
+  h = fp_mix(h, (uint64_t)(uintptr_t)p);
+  h = fp_mix(h, (uint64_t)n);
+  if (!p || n <= 0) return h;
+  const int64_t step = std::max<int64_t>(1, n / 2048);
+  for (int64_t i = 0; i < n; i += step) {
+    uint32_t u;
+    std::memcpy(&u, p + i, 4);
+    h = fp_mix(h, u);
+  }
+  uint32_t u;
+  std::memcpy(&u, p + n - 1, 4);
+  return fp_mix(h, u);
+}
+}  // namespace
+
+CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(new CudaImpl) {
+  std::string why;
+  CudaImpl& I = *impl_;
+  I.api = lt::load(&why);
+  if (!I.api) throw std::runtime_error("CUDA backend: " + why);
+  const int ndev = cuda_device_count();
+  if (ndev == 0) throw std::runtime_error("CUDA backend: no CUDA device visible");
+  I.dev = g_next_device;
+  if (I.dev < 0 || I.dev >= ndev) throw std::runtime_error("CUDA backend: device " + std::to_string(I.dev) + " out of range (" + std::to_string(ndev) + " visible)");
+  CK(cudaSetDevice(I.dev));
+  CK(cudaStreamCreateWithFlags(&I.st, cudaStreamNonBlocking));
+  if (I.api->create(&I.lt) != 0) throw std::runtime_error("cublasLtCreate failed");
+  I.ws = dalloc<uint8_t>(I.ws_bytes, false);
+  const char* m = std::getenv("ABACUS_CUDA_MATH");
+  I.tf32 = m && std::string(m) == "tf32";
+  const char* ne = std::getenv("ABACUS_CUDA_NO_EPILOGUE");
+  I.use_epi = !(ne && std::string(ne) == "1");
+  I.N = cfg.num_numeric;
+  I.S = (int)cfg.vocab.size();
+  I.D = cfg.dim;
+  I.L = (int)cfg.hidden.size();
+  I.in0 = I.N + I.S * I.D;
+  I.ld0 = (int)round_up(I.in0, 4);
+  I.wide = cfg.wide;
+  I.mean = cfg.mean;
+  I.adam = cfg.sparse.kind == 1;
+  I.sp = cfg.sparse;
+  I.dn = cfg.dense;
+  std::vector<int64_t> hb;
+  for (int s = 0; s < I.S; ++s) { hb.push_back(I.rows); I.rows += cfg.vocab[s]; }
+  int64_t off = 0;
+  for (int l = 0; l <= I.L; ++l) {
+    I.in_dim.push_back(l == 0 ? I.in0 : cfg.hidden[l - 1]);
+    I.out_dim.push_back(l < I.L ? cfg.hidden[l] : 1);
+    I.w_off.push_back(off);
+    off += (int64_t)I.in_dim[l] * I.out_dim[l];
+    I.b_off.push_back(off);
+    off += I.out_dim[l];
+  }
+  I.wide_num_off = off;
+  if (cfg.wide) off += I.N;
+  I.nd = off;
+  const int64_t R = I.rows, D = I.D;
+  I.table = dalloc<float>(R * D, false);
+  I.spm = dalloc<float>(R * D, false);
+  if (I.adam) I.spv = dalloc<float>(R * D, false);
+  if (I.wide) {
+    I.wtab = dalloc<float>(R, false);
+    I.wspm = dalloc<float>(R, false);
+    if (I.adam) I.wspv = dalloc<float>(R, false);
+    I.WG = dalloc<float>(R);
+  }
+  I.G = dalloc<float>(R * D);
+  I.flag = dalloc<int32_t>(R);
+  I.touched = dalloc<int32_t>(R, false);
+  I.counter = dalloc<int>(1);
+  I.dense = dalloc<float>(I.nd, false);
+  I.dm = dalloc<float>(I.nd, false);
+  I.dv = dalloc<float>(I.nd, false);
+  I.dg = dalloc<float>(I.nd);
+  I.nmean = dalloc<float>(std::max(1, I.N), false);
+  I.nstd = dalloc<float>(std::max(1, I.N), false);
+  I.base = dalloc<int64_t>(std::max(1, I.S), false);
+  CK(cudaMemcpy(I.base, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice));
+  I.dfrozen = dalloc<uint8_t>(std::max(1, I.S));
+  I.d_step = dalloc<int64_t>(1);
+  I.d_cursor = dalloc<int64_t>(1);
+  I.d_b0 = dalloc<int64_t>(1);
+  I.d_stepidx = dalloc<int>(1);
+  I.d_wsum = dalloc<double>(1);
+  frozen.assign(I.S, 0);
+  I.upload_needed = true;
+}
+
+CudaModel::~CudaModel() = default;
+
+void CudaModel::to_host_state() {
+  host_->step = step;
+  host_->normalized = normalized;
+  host_->frozen = frozen;
+}
+void CudaModel::from_host_state() {
+  step = host_->step;
+  normalized = host_->normalized;
+}
+
+// device -> host mirror when the device is newer; views handed to JS may be written: re-upload
+// before the next GPU operation
+static void download(CudaImpl& I, CpuModel& h) {
+  if (!I.host_stale) return;
+  CK(cudaSetDevice(I.dev));
+  CK(cudaStreamSynchronize(I.st));
+  auto& P = h.params();
+  auto& O = h.opt_state();
+  auto get = [&](const Tensor* t, const float* src) {
+    if (t && src) CK(cudaMemcpy(t->data, src, t->size * 4, cudaMemcpyDeviceToHost));
+  };
+  get(find(P, "embedding.table"), I.table);
+  get(find(P, "wide.table"), I.wtab);
+  if (const Tensor* w0 = find(P, "mlp.0.weight")) CK(cudaMemcpy(w0->data, I.dense, I.nd * 4, cudaMemcpyDeviceToHost));
+  get(find(O, "dense.adam.m"), I.dm);
+  get(find(O, "dense.adam.v"), I.dv);
+  get(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
+  get(find(O, "sparse.adam.v.embedding"), I.spv);
+  get(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
+  get(find(O, "sparse.adam.v.wide"), I.wspv);
+  I.host_stale = false;
+}
+static void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen) {
+  CK(cudaSetDevice(I.dev));
+  if (I.upload_needed) {
+    auto& P = h.params();
+    auto& O = h.opt_state();
+    auto put = [&](const Tensor* t, float* dst) {
+      if (t && dst) CK(cudaMemcpy(dst, t->data, t->size * 4, cudaMemcpyHostToDevice));
+    };
+    put(find(P, "embedding.table"), I.table);
+    put(find(P, "wide.table"), I.wtab);
+    if (const Tensor* w0 = find(P, "mlp.0.weight")) CK(cudaMemcpy(I.dense, w0->data, I.nd * 4, cudaMemcpyHostToDevice));
+    put(find(O, "dense.adam.m"), I.dm);
+    put(find(O, "dense.adam.v"), I.dv);
+    put(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
+    put(find(O, "sparse.adam.v.embedding"), I.spv);
+    put(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
+    put(find(O, "sparse.adam.v.wide"), I.wspv);
+    I.upload_needed = false;
+  }
+  // normalisation and frozen flags are small: always
+  auto& P = h.params();
+  if (I.N) {
+    CK(cudaMemcpy(I.nmean, find(P, "normalization.mean")->data, I.N * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(I.nstd, find(P, "normalization.std")->data, I.N * 4, cudaMemcpyHostToDevice));
+  }
+  if (I.S) CK(cudaMemcpy(I.dfrozen, frozen.data(), I.S, cudaMemcpyHostToDevice));
+}
+
+std::vector<Tensor>& CudaModel::params() {
+  download(*impl_, *host_);
+  impl_->upload_needed = true;
+  return host_->params();
+}
+std::vector<Tensor>& CudaModel::opt_state() {
+  download(*impl_, *host_);
+  impl_->upload_needed = true;
+  return host_->opt_state();
+}
+
+// The data resident on the GPU (uploaded once, kept while the same host arrays are used).
+static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
+  uint64_t h = 1469598103934665603ULL;
+  for (auto& p : ds.parts) {
+    h = sample_hash(h, p.numeric, p.rows * p.num_stride);
+    h = sample_hash(h, p.labels, p.rows);
+    h = sample_hash(h, p.weights, p.weights ? p.rows : 0);
+    for (size_t s = 0; s < p.offs.size(); ++s) {
+      h = sample_hash(h, p.offs[s], p.rows + 1);
+      h = sample_hash(h, p.ids[s], p.offs[s][p.rows]);
+    }
+  }
+  for (int j : ds.num_map) h = fp_mix(h, (uint64_t)j);
+  for (auto& c : I.cache)
+    if (c->fp == h) return *c;
+  const int64_t n = ds.rows;
+  const int N = I.N, S = I.S;
+  std::vector<float> num((size_t)n * N), lab(n), wt;
+  const bool hw = ds.has_weights();
+  if (hw) wt.resize(n);
+  std::vector<int64_t> offs((size_t)S * (n + 1));
+  int64_t nnz = 0;
+  for (int s = 0; s < S; ++s) {
+    for (auto& p : ds.parts) nnz += p.offs[s][p.rows] - p.offs[s][0];
+  }
+  std::vector<int32_t> ids(std::max<int64_t>(nnz, 1));
+  int64_t pos = 0;
+  for (int s = 0; s < S; ++s) {
+    int64_t g = 0;
+    const int64_t vocab = I.rows == 0 ? 0 : 0;
+    (void)vocab;
+    for (auto& p : ds.parts) {
+      const int32_t* o = p.offs[s];
+      const int32_t* id = p.ids[s];
+      for (int64_t r = 0; r < p.rows; ++r, ++g) {
+        offs[(size_t)s * (n + 1) + g] = pos;
+        for (int32_t q = o[r]; q < o[r + 1]; ++q) ids[pos++] = id[q];
+      }
+    }
+    offs[(size_t)s * (n + 1) + n] = pos;
+  }
+  int64_t g = 0;
+  for (auto& p : ds.parts)
+    for (int64_t r = 0; r < p.rows; ++r, ++g) {
+      for (int j = 0; j < N; ++j) num[(size_t)g * N + j] = p.numeric[r * p.num_stride + ds.num_map[j]];
+      lab[g] = p.labels[r];
+      if (hw) wt[g] = p.weights[r];
+    }
+  // ids must lie inside their slot's vocabulary (same message as the CPU backend)
+  {
+    const ModelConfig* cfgp = nullptr;
+    (void)cfgp;
+  }
+  auto e = std::make_unique<DevDataset>();
+  e->fp = h;
+  e->d.n = n;
+  auto up = [&](const void* src, size_t bytes) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
+    if (bytes) CK(cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice));
+    e->bufs.push_back(p);
+    return p;
+  };
+  e->d.num = (const float*)up(num.data(), num.size() * 4);
+  e->d.lab = (const float*)up(lab.data(), lab.size() * 4);
+  e->d.wt = hw ? (const float*)up(wt.data(), wt.size() * 4) : nullptr;
+  e->d.offs = (const int64_t*)up(offs.data(), offs.size() * 8);
+  e->d.ids = (const int32_t*)up(ids.data(), (size_t)nnz * 4);
+  e->host_lab = std::move(lab);
+  e->host_wt = std::move(wt);
+  if (I.cache.size() >= 3) {
+    CK(cudaStreamSynchronize(I.st));
+    for (auto& gph : I.graphs) cudaGraphExecDestroy(gph.exec);
+    I.graphs.clear();
+    I.cache.erase(I.cache.begin());
+  }
+  I.cache.push_back(std::move(e));
+  return *I.cache.back();
+}
+
+static void check_vocab(const DataSource& ds, const ModelConfig& cfg) {
+  for (size_t s = 0; s < cfg.vocab.size(); ++s)
+    for (auto& p : ds.parts) {
+      const int32_t* o = p.offs[s];
+      const int32_t* id = p.ids[s];
+      for (int64_t q = o[0]; q < o[p.rows]; ++q)
+        if (id[q] >= cfg.vocab[s])
+          throw std::runtime_error("slot #" + std::to_string(s) + ": id " + std::to_string(id[q]) +
+                                   " is outside its vocabulary (" + std::to_string(cfg.vocab[s]) + " rows)");
+    }
+}
+
+void CudaModel::fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows) {
+  to_host_state();
+  host_->fit_normalization(ds, rows);
+  from_host_state();
+}
+
+TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+                             const std::function<void(const Progress&)>& progress) {
+  CudaImpl& I = *impl_;
+  CK(cudaSetDevice(I.dev));
+  TrainResult res;
+  std::vector<int64_t> train_rows, val_rows;
+  const DataSource* vds = val;
+  if (val) {
+    train_rows.resize(tr.rows);
+    for (int64_t i = 0; i < tr.rows; ++i) train_rows[i] = i;
+    val_rows.resize(val->rows);
+    for (int64_t i = 0; i < val->rows; ++i) val_rows[i] = i;
+  } else if (o.val_fraction > 0) {
+    std::vector<int64_t> p;
+    seeded_permutation(p, tr.rows, mix_seed(o.seed, 7));
+    int64_t nv = (int64_t)std::llround(tr.rows * o.val_fraction);
+    val_rows.assign(p.begin(), p.begin() + nv);
+    train_rows.assign(p.begin() + nv, p.end());
+    std::sort(val_rows.begin(), val_rows.end());
+    std::sort(train_rows.begin(), train_rows.end());
+    vds = &tr;
+  } else {
+    train_rows.resize(tr.rows);
+    for (int64_t i = 0; i < tr.rows; ++i) train_rows[i] = i;
+  }
+  res.train_rows = (int64_t)train_rows.size();
+  res.val_rows = (int64_t)val_rows.size();
+  if (train_rows.empty()) throw std::runtime_error("no training rows");
+  check_vocab(tr, config());
+  if (vds && vds != &tr) check_vocab(*vds, config());
+  if (!normalized) fit_normalization(tr, train_rows);
+  upload(I, *host_, frozen);
+  const DevDataset& dtr = resident(I, tr);
+  const DevDataset* dval = vds ? &resident(I, *vds) : nullptr;
+  if (vds == &tr) dval = &dtr;
+  // cache may have evicted dtr when adding dval: re-resolve
+  const DevDataset& dtr2 = resident(I, tr);
+  const k::DevData dd = dtr2.d;
+  const int64_t n = (int64_t)train_rows.size();
+  const int64_t steps_per_epoch = (n + o.batch - 1) / o.batch;
+  int64_t total = steps_per_epoch * o.epochs;
+  if (o.max_steps >= 0) total = std::min(total, o.max_steps);
+  I.ensure(std::min<int64_t>(o.batch, n));
+  if (total > I.losses_cap) {
+    CK(cudaStreamSynchronize(I.st));
+    for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
+    I.graphs.clear();
+    if (I.d_losses) cudaFree(I.d_losses);
+    I.losses_cap = std::max<int64_t>(total, 1024);
+    I.d_losses = dalloc<double>(I.losses_cap);
+  }
+  if (n > I.order_cap) {
+    CK(cudaStreamSynchronize(I.st));
+    for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
+    I.graphs.clear();
+    if (I.d_order) cudaFree(I.d_order);
+    I.order_cap = n;
+    I.d_order = dalloc<int64_t>(n, false);
+  }
+  int64_t* pinned_order = nullptr;
+  CK(cudaMallocHost(&pinned_order, n * 8));
+  CK(cudaMemsetAsync(I.d_losses, 0, total * sizeof(double), I.st));
+  const int zero = 0;
+  CK(cudaMemcpyAsync(I.d_stepidx, &zero, sizeof zero, cudaMemcpyHostToDevice, I.st));
+  const int64_t step0 = step;
+  CK(cudaMemcpyAsync(I.d_step, &step0, 8, cudaMemcpyHostToDevice, I.st));
+  CK(cudaStreamSynchronize(I.st));
+  bool trainable = false;
+  for (auto f : frozen) trainable |= !f;
+  std::vector<double> losses_host(total, 0.0);
+  int64_t losses_read = 0;
+  auto read_losses = [&](int64_t upto) {
+    if (upto <= losses_read) return;
+    CK(cudaMemcpyAsync(losses_host.data() + losses_read, I.d_losses + losses_read, (upto - losses_read) * 8,
+                       cudaMemcpyDeviceToHost, I.st));
+    CK(cudaStreamSynchronize(I.st));
+    losses_read = upto;
+  };
+  const bool use_graph = !(std::getenv("ABACUS_CUDA_NO_GRAPH") && std::string(std::getenv("ABACUS_CUDA_NO_GRAPH")) == "1");
+  auto run_step = [&](int64_t B) {
+    if (!use_graph) { I.enqueue_step(dd, I.d_order, B, trainable); return; }
+    for (auto& g : I.graphs)
+      if (g.B == B && g.data == dd.ids && g.order == I.d_order && g.trainable == trainable) {
+        CK(cudaGraphLaunch(g.exec, I.st));
+        return;
+      }
+    cudaGraph_t graph;
+    CK(cudaStreamBeginCapture(I.st, cudaStreamCaptureModeThreadLocal));
+    try {
+      I.enqueue_step(dd, I.d_order, B, trainable);
+    } catch (...) {
+      cudaStreamEndCapture(I.st, &graph);
+      throw;
+    }
+    CK(cudaStreamEndCapture(I.st, &graph));
+    if (std::getenv("ABACUS_CUDA_VERBOSE")) {
+      size_t nn = 0;
+      cudaGraphGetNodes(graph, nullptr, &nn);
+      std::vector<cudaGraphNode_t> nodes(nn);
+      cudaGraphGetNodes(graph, nodes.data(), &nn);
+      size_t kern = 0;
+      for (auto nd : nodes) {
+        cudaGraphNodeType t;
+        cudaGraphNodeGetType(nd, &t);
+        kern += t == cudaGraphNodeTypeKernel;
+      }
+      fprintf(stderr, "[abacus-cuda] training step captured as one CUDA graph: batch %ld, %zu nodes, %zu kernel nodes (1 graph launch per step)\n", (long)B, nn, kern);
+    }
+    cudaGraphExec_t exec;
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaGraphDestroy(graph);
+    I.graphs.push_back({B, dd.ids, I.d_order, trainable, exec});
+    CK(cudaGraphLaunch(exec, I.st));
+  };
+  std::vector<float> best_snapshot_dummy;
+  float *snap_table = nullptr, *snap_dense = nullptr, *snap_wide = nullptr;
+  bool have_snap = false;
+  double best = 0;
+  int bad_epochs = 0;
+  MetScratch* ms = nullptr;
+  float *vpred = nullptr, *vlab = nullptr, *vwt = nullptr;
+  int64_t* vorder = nullptr;
+  const int64_t nv = (int64_t)val_rows.size();
+  if (vds && nv) {
+    ms = new MetScratch(nv);
+    vpred = dalloc<float>(nv, false);
+    vlab = dalloc<float>(nv, false);
+    vwt = dalloc<float>(nv, false);
+    vorder = dalloc<int64_t>(nv, false);
+    CK(cudaMemcpy(vorder, val_rows.data(), nv * 8, cudaMemcpyHostToDevice));
+  }
+  const double t0 = now_s();
+  double window_loss = 0;
+  int64_t window_steps = 0;
+  try {
+    for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
+      const double te = now_s();
+      // the epoch's order: pinned, one copy, then the cursor restarts
+      CK(cudaStreamSynchronize(I.st));
+      if (o.shuffle) {
+        std::vector<int64_t> p;
+        seeded_permutation(p, n, mix_seed(o.seed, 11, ep));
+        for (int64_t i = 0; i < n; ++i) pinned_order[i] = train_rows[p[i]];
+      } else {
+        for (int64_t i = 0; i < n; ++i) pinned_order[i] = train_rows[i];
+      }
+      CK(cudaMemcpyAsync(I.d_order, pinned_order, n * 8, cudaMemcpyHostToDevice, I.st));
+      const int64_t zero64 = 0;
+      CK(cudaMemcpyAsync(I.d_cursor, &zero64, 8, cudaMemcpyHostToDevice, I.st));
+      const int64_t first_step = res.steps;
+      int64_t epoch_steps = 0;
+      for (int64_t b0 = 0; b0 < n && res.steps < total; b0 += o.batch) {
+        if (cancel.load()) { res.cancelled = true; break; }
+        const int64_t B = std::min(o.batch, n - b0);
+        run_step(B);
+        res.steps++;
+        res.samples += B;
+        epoch_steps++;
+        window_steps++;
+        if (progress && o.progress_every > 0 && res.steps % o.progress_every == 0) {
+          read_losses(res.steps);
+          double wl = 0;
+          for (int64_t s = res.steps - window_steps; s < res.steps; ++s) wl += losses_host[s];
+          progress({ep, res.steps, total, wl / window_steps, res.samples / (now_s() - t0), false, NAN, NAN});
+          window_loss = 0;
+          window_steps = 0;
+        }
+      }
+      read_losses(res.steps);
+      double epoch_loss = 0;
+      for (int64_t s = first_step; s < res.steps; ++s) epoch_loss += losses_host[s];
+      if (res.steps) res.final_loss = losses_host[res.steps - 1];
+      res.epochs = ep + 1;
+      EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
+      if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
+      if (vds && nv) {
+        I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr);
+        I.ensure(std::min<int64_t>(o.batch, n));
+        Metrics m = ms->run(I, vpred, vlab, vds->has_weights() ? vwt : nullptr, nv);
+        rec.val_auc = m.auc;
+        rec.val_logloss = m.logloss;
+        const double score = o.es_on_logloss ? -m.logloss : m.auc;
+        if (res.best_epoch < 0 || score > best + o.min_delta) {
+          best = score;
+          res.best_epoch = ep;
+          res.best_val_auc = m.auc;
+          res.best_val_logloss = m.logloss;
+          bad_epochs = 0;
+          if (o.patience > 0 && o.restore_best) {
+            if (!snap_table) {
+              snap_table = dalloc<float>(I.rows * I.D, false);
+              snap_dense = dalloc<float>(I.nd, false);
+              if (I.wide) snap_wide = dalloc<float>(I.rows, false);
+            }
+            CK(cudaMemcpyAsync(snap_table, I.table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
+            CK(cudaMemcpyAsync(snap_dense, I.dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
+            if (I.wide) CK(cudaMemcpyAsync(snap_wide, I.wtab, I.rows * 4, cudaMemcpyDeviceToDevice, I.st));
+            have_snap = true;
+          }
+        } else {
+          ++bad_epochs;
+        }
+      }
+      rec.seconds = now_s() - te;
+      res.history.push_back(rec);
+      if (progress) progress({ep, res.steps, total, rec.train_loss, res.samples / (now_s() - t0), true, rec.val_auc, rec.val_logloss});
+      if (o.patience > 0 && bad_epochs >= o.patience) { res.stopped_early = true; break; }
+    }
+    CK(cudaStreamSynchronize(I.st));
+    CK(cudaGetLastError());
+  } catch (...) {
+    cudaStreamSynchronize(I.st);
+    cudaFreeHost(pinned_order);
+    delete ms;
+    for (void* p : std::initializer_list<void*>{vpred, vlab, vwt, vorder, snap_table, snap_dense, snap_wide}) if (p) cudaFree(p);
+    step = step0 + res.steps;
+    I.host_stale = true;
+    throw;
+  }
+  res.seconds = now_s() - t0;
+  if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
+    CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
+    CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
+    if (I.wide) CK(cudaMemcpyAsync(I.wtab, snap_wide, I.rows * 4, cudaMemcpyDeviceToDevice, I.st));
+    CK(cudaStreamSynchronize(I.st));
+  }
+  cudaFreeHost(pinned_order);
+  delete ms;
+  for (void* p : std::initializer_list<void*>{vpred, vlab, vwt, vorder, snap_table, snap_dense, snap_wide}) if (p) cudaFree(p);
+  step = step0 + res.steps;
+  I.host_stale = true;
+  res.samples_per_s = res.samples / res.seconds;
+  return res;
+}
+
+void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
+  CudaImpl& I = *impl_;
+  CK(cudaSetDevice(I.dev));
+  check_vocab(ds, config());
+  upload(I, *host_, frozen);
+  const DevDataset& d = resident(I, ds);
+  const int64_t n = ds.rows;
+  float* dp = dalloc<float>(n, false);
+  try {
+    I.predict_dev(d.d, nullptr, n, batch, dp, nullptr, nullptr, &cancel);
+    CK(cudaMemcpyAsync(pred, dp, n * 4, cudaMemcpyDeviceToHost, I.st));
+    CK(cudaStreamSynchronize(I.st));
+  } catch (...) {
+    cudaStreamSynchronize(I.st);
+    cudaFree(dp);
+    throw;
+  }
+  cudaFree(dp);
+  for (int64_t i = 0; i < n && (label || weight || key); ++i) {
+    int64_t local;
+    const DataPart& p = ds.locate(i, local);
+    if (label) label[i] = p.labels[local];
+    if (weight) weight[i] = p.weights ? p.weights[local] : 1.f;
+    if (key) key[i] = p.key ? p.key[local] : 0;
+  }
+}
+
+void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
+                       int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
+                       std::vector<Metrics>* out_folds, int folds) {
+  CudaImpl& I = *impl_;
+  CK(cudaSetDevice(I.dev));
+  if (I.L == 0) {  // no hidden layer: the host mirror does it
+    download(I, *host_);
+    to_host_state();
+    host_->ablate(ds, groups, repeats, seed, batch, base, out, base_folds, out_folds, folds);
+    return;
+  }
+  check_vocab(ds, config());
+  upload(I, *host_, frozen);
+  const DevDataset& dd = resident(I, ds);
+  const int F = (int)std::max<int64_t>(1, std::min<int64_t>(folds, ds.rows / 200));
+  if (base_folds) base_folds->clear();
+  if (out_folds) out_folds->clear();
+  const int64_t n = ds.rows;
+  const int G = (int)groups.size(), C = G * repeats, N = I.N, D = I.D;
+  const int h1 = I.out_dim[0];
+  const bool hw = ds.has_weights();
+  I.ensure(std::min(batch, std::max<int64_t>(n, 1)));
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(C, (int64_t(1) << 26) / std::max<int64_t>(n, 1)));
+  out.assign(C, Metrics{});
+  // per group: first-layer weight rows of its inputs, its numeric columns and slots
+  std::vector<float*> wg(G);
+  std::vector<int*> gnum(G), gslot(G);
+  std::vector<int> gwidth(G);
+  std::vector<float> W0((size_t)I.in0 * h1);
+  CK(cudaMemcpy(W0.data(), I.dense + I.w_off[0], W0.size() * 4, cudaMemcpyDeviceToHost));
+  for (int g = 0; g < G; ++g) {
+    std::vector<int> cols;
+    for (int j : groups[g].numeric) cols.push_back(j);
+    for (int s : groups[g].slots)
+      for (int d = 0; d < D; ++d) cols.push_back(N + s * D + d);
+    std::vector<float> w(cols.size() * h1);
+    for (size_t c = 0; c < cols.size(); ++c) std::memcpy(&w[c * h1], &W0[(size_t)cols[c] * h1], 4 * h1);
+    gwidth[g] = (int)cols.size();
+    wg[g] = dalloc<float>(std::max<size_t>(w.size(), 1), false);
+    if (!w.empty()) CK(cudaMemcpy(wg[g], w.data(), w.size() * 4, cudaMemcpyHostToDevice));
+    gnum[g] = dalloc<int>(std::max<size_t>(groups[g].numeric.size(), 1), false);
+    gslot[g] = dalloc<int>(std::max<size_t>(groups[g].slots.size(), 1), false);
+    if (!groups[g].numeric.empty()) CK(cudaMemcpy(gnum[g], groups[g].numeric.data(), groups[g].numeric.size() * 4, cudaMemcpyHostToDevice));
+    if (!groups[g].slots.empty()) CK(cudaMemcpy(gslot[g], groups[g].slots.data(), groups[g].slots.size() * 4, cudaMemcpyHostToDevice));
+  }
+  int maxgw = 1;
+  for (int g = 0; g < G; ++g) maxgw = std::max(maxgw, gwidth[g]);
+  const int64_t Bc = std::min(batch, std::max<int64_t>(n, 1));
+  float* delta = dalloc<float>(Bc * maxgw, false);
+  float* zcur = dalloc<float>(Bc * h1, false);
+  float* base_pred = dalloc<float>(n, false);
+  float* labd = dalloc<float>(n, false);
+  float* wtd = dalloc<float>(n, false);
+  float* preds = dalloc<float>(chunk * n, false);
+  int64_t* perms = dalloc<int64_t>(chunk * n, false);
+  int64_t* hperm = nullptr;
+  CK(cudaMallocHost(&hperm, chunk * n * 8));
+  MetScratch ms(n);
+  const k::Layout Lo = I.layout();
+  const float* wn = I.wide ? I.dense + I.wide_num_off : nullptr;
+  auto fold_metrics = [&](const float* p, std::vector<Metrics>& dst) {
+    for (int f = 0; f < F; ++f) {
+      const int64_t b = n * f / F, e = n * (f + 1) / F;
+      dst.push_back(ms.run(I, p + b, labd + b, hw ? wtd + b : nullptr, e - b));
+    }
+  };
+  auto cleanup = [&] {
+    cudaStreamSynchronize(I.st);
+    for (int g = 0; g < G; ++g) { cudaFree(wg[g]); cudaFree(gnum[g]); cudaFree(gslot[g]); }
+    for (void* p : std::initializer_list<void*>{delta, zcur, base_pred, labd, wtd, preds, perms}) cudaFree(p);
+    cudaFreeHost(hperm);
+  };
+  try {
+    for (int64_t c0 = 0; c0 < std::max<int64_t>(C, 1); c0 += chunk) {
+      const int64_t cn = std::min<int64_t>(chunk, C - c0);
+      CK(cudaStreamSynchronize(I.st));
+      if (cn > 0) {
+        I.host_stale = I.host_stale;  // no parameter change
+        host_->pool().run([&](int t) {
+          int64_t b, e;
+          ThreadPool::range(cn, t, host_->pool().size(), b, e);
+          std::vector<int64_t> p;
+          for (int64_t c = b; c < e; ++c) {
+            const int g = (int)((c0 + c) / repeats), r = (int)((c0 + c) % repeats);
+            seeded_permutation(p, n, mix_seed(seed, 101 + g, r));
+            std::memcpy(hperm + c * n, p.data(), n * 8);
+          }
+        });
+        CK(cudaMemcpyAsync(perms, hperm, cn * n * 8, cudaMemcpyHostToDevice, I.st));
+      }
+      for (int64_t b0 = 0; b0 < n; b0 += batch) {
+        if (cancel.load()) throw std::runtime_error("cancelled");
+        const int64_t B = std::min(batch, n - b0);
+        if (I.wide) CK(cudaMemsetAsync(I.widev, 0, B * 4, I.st));
+        I.gather(dd.d, nullptr, nullptr, b0, B, false);
+        // shared first-layer pre-activation (no ReLU), then the base prediction
+        I.gemm_must(lt::OP_N, lt::OP_N, h1, B, I.in0, I.dense + I.w_off[0], h1, I.H0, I.ld0, 0.f, nullptr, h1, I.zbase,
+                    h1, lt::EPI_BIAS, I.dense + I.b_off[0]);
+        if (c0 == 0) {
+          k::relu_copy<<<blocks_for(B * h1), 256, 0, I.st>>>(I.zbase, I.H[0], B * h1);
+          I.mlp_forward(B, 1, false);
+          k::head<<<blocks_for(B * 32), 256, 0, I.st>>>(I.layer_in(I.L), I.in_dim[I.L], (int)I.ld_in(I.L),
+                                                        I.dense + I.w_off[I.L], I.dense + I.b_off[I.L],
+                                                        I.wide ? I.widev : nullptr, nullptr, I.lab, I.wt, B, false, nullptr,
+                                                        nullptr, nullptr, nullptr, nullptr, base_pred, b0, labd, wtd);
+        }
+        for (int64_t c = 0; c < cn; ++c) {
+          const int g = (int)((c0 + c) / repeats);
+          const int gw = gwidth[g];
+          if (I.wide) CK(cudaMemsetAsync(I.dwide, 0, B * 4, I.st));
+          if (gw > 0) {
+            k::ablation_delta<<<blocks_for(B * gw), 256, 0, I.st>>>(
+                dd.d, Lo, perms + c * n, b0, B, I.nmean, I.nstd, I.table, I.wtab, wn, I.H0, gnum[g],
+                (int)groups[g].numeric.size(), gslot[g], (int)groups[g].slots.size(), delta, I.dwide);
+            // first layer is linear: swap in the group's contribution on top of the shared part
+            I.gemm_must(lt::OP_N, lt::OP_N, h1, B, gw, wg[g], h1, delta, gw, 1.f, I.zbase, h1, I.H[0], h1, lt::EPI_RELU);
+          } else {
+            k::relu_copy<<<blocks_for(B * h1), 256, 0, I.st>>>(I.zbase, I.H[0], B * h1);
+          }
+          I.mlp_forward(B, 1, false);
+          k::head<<<blocks_for(B * 32), 256, 0, I.st>>>(I.layer_in(I.L), I.in_dim[I.L], (int)I.ld_in(I.L),
+                                                        I.dense + I.w_off[I.L], I.dense + I.b_off[I.L],
+                                                        I.wide ? I.widev : nullptr, I.wide ? I.dwide : nullptr, I.lab,
+                                                        I.wt, B, false, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                        preds + c * n, b0, nullptr, nullptr);
+        }
+      }
+      if (c0 == 0) {
+        base = ms.run(I, base_pred, labd, hw ? wtd : nullptr, n);
+        if (base_folds) fold_metrics(base_pred, *base_folds);
+      }
+      for (int64_t c = 0; c < cn; ++c) {
+        out[c0 + c] = ms.run(I, preds + c * n, labd, hw ? wtd : nullptr, n);
+        if (out_folds) fold_metrics(preds + c * n, *out_folds);
+      }
+      if (C == 0) break;
+    }
+    CK(cudaStreamSynchronize(I.st));
+    CK(cudaGetLastError());
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  cleanup();
+}
+
+double CudaModel::gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads) {
+  // the gradient oracle runs on the host mirror (same parameters)
+  download(*impl_, *host_);
+  to_host_state();
+  const double r = host_->gradients(ds, logits, grads);
+  from_host_state();
+  impl_->upload_needed = true;
+  return r;
+}
+
+}  // namespace abacus

@@ -1,0 +1,57 @@
+// The CUDA model: the same public surface as CpuModel (cpu/model.h) so the N-API layer
+// (native/addon.cc, compiled again for this addon) drives it unchanged. Parameters and optimizer
+// state live on the GPU; a CpuModel of the same config is the host mirror (initialisation,
+// normalisation fit, checkpoint views, the gradient oracle). The mirror is refreshed lazily when
+// JS asks for tensor views, and re-uploaded before the next GPU operation after it did.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/data_source.h"
+#include "../cpu/model.h"
+
+namespace abacus {
+
+struct CudaImpl;
+
+// Device index used by the next CudaModel constructed on this thread (set by the addon's
+// setDevice() right before `new NativeModel(cfg)`).
+void cuda_set_next_device(int d);
+int cuda_device_count();
+std::string cuda_device_name(int d);
+std::string cuda_status_line();
+
+class CudaModel {
+ public:
+  explicit CudaModel(const ModelConfig& cfg);
+  ~CudaModel();
+  const ModelConfig& config() const { return host_->config(); }
+  std::vector<Tensor>& params();
+  std::vector<Tensor>& opt_state();
+  int64_t step = 0;
+  bool normalized = false;
+  std::vector<uint8_t> frozen;
+  std::atomic<bool> cancel{false};
+  ThreadPool& pool() { return host_->pool(); }
+
+  TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+                    const std::function<void(const Progress&)>& progress);
+  void predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key);
+  void ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
+              Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds = nullptr,
+              std::vector<Metrics>* out_folds = nullptr, int folds = 10);
+  double gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads);
+  void fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows);
+
+ private:
+  void to_host_state();
+  void from_host_state();
+  std::unique_ptr<CpuModel> host_;
+  std::unique_ptr<CudaImpl> impl_;
+};
+
+}  // namespace abacus

@@ -1,0 +1,371 @@
+// CUDA kernels of the fused-kernel runtime. One thread group per (sample, slot) bag; float4
+// loads when the embedding width is a multiple of 4. Contracts mirror cpu/kernels.h.
+#pragma once
+#include <cstdint>
+#include <cuda_runtime.h>
+
+namespace abacus {
+namespace k {
+
+// Samples resident on the GPU: numeric [n x N] (model column order), labels, weights (optional),
+// per-slot CSR offsets into one concatenated ids array (offs[s * (n + 1) + row]), local ids.
+struct DevData {
+  int64_t n = 0;
+  const float* num = nullptr;
+  const float* lab = nullptr;
+  const float* wt = nullptr;
+  const int64_t* offs = nullptr;
+  const int32_t* ids = nullptr;
+};
+
+struct Layout {
+  int N, S, D, ld0;  // numeric, slots, dim, leading dim of H0
+  bool mean, wide;
+  const int64_t* base;  // per slot first row of the concatenated table
+};
+
+// begin of a training step: b0 = cursor, cursor += B, ++step, ++step index, zero scalars and wide
+__global__ void step_begin(int64_t B, int64_t* cursor, int64_t* b0, int64_t* step, int* step_idx, double* wsum,
+                           int* counter, float* wide) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i == 0) {
+    *b0 = *cursor;
+    *cursor += B;
+    *step += 1;
+    *step_idx += 1;
+    *wsum = 0;
+    *counter = 0;
+  }
+  if (wide && i < B) wide[i] = 0.f;
+}
+
+__device__ __forceinline__ int64_t row_of(const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t r) {
+  const int64_t b0 = b0p ? *b0p : b0h;
+  return order ? order[b0 + r] : b0 + r;
+}
+
+// Fused gather: numeric normalisation (+ wide numeric part), labels, weights, and the
+// embedding-bag forward of every slot into H0 [B x ld0]; bag scales kept for the backward.
+template <int VEC>
+__global__ void gather_embed(DevData d, Layout L, const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t B,
+                             const float* __restrict__ mean, const float* __restrict__ stdv,
+                             const float* __restrict__ table, const float* __restrict__ wtab,
+                             const float* __restrict__ wnum, float* __restrict__ H0, float* __restrict__ bagscale,
+                             float* __restrict__ wide, float* __restrict__ lab, float* __restrict__ wt, double* wsum) {
+  const int TPB = L.D / VEC;
+  const int64_t nbag = B * L.S;
+  int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (t < nbag * TPB) {
+    const int64_t bag = t / TPB;
+    const int c = (int)(t - bag * TPB);
+    const int64_t r = bag / L.S;
+    const int s = (int)(bag - r * L.S);
+    const int64_t src = row_of(order, b0p, b0h, r);
+    const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
+    const int64_t beg = o[src], end = o[src + 1];
+    const int64_t rb = L.base[s];
+    float acc[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) acc[v] = 0.f;
+    float wacc = 0.f;
+    int cnt = 0;
+    for (int64_t p = beg; p < end; ++p) {
+      const int32_t id = d.ids[p];
+      if (id < 0) continue;
+      ++cnt;
+      const float* rowp = table + (rb + id) * L.D + c * VEC;
+      if (VEC == 4) {
+        const float4 x = *reinterpret_cast<const float4*>(rowp);
+        acc[0] += x.x; acc[1] += x.y; acc[2] += x.z; acc[3] += x.w;
+      } else {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[v] += rowp[v];
+      }
+      if (L.wide && c == 0) wacc += wtab[rb + id];
+    }
+    const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
+    float* out = H0 + r * L.ld0 + L.N + s * L.D + c * VEC;
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) out[v] = acc[v] * sc;
+    if (c == 0) {
+      if (bagscale) bagscale[bag] = sc;
+      if (L.wide) atomicAdd(&wide[r], wacc * sc);
+    }
+    return;
+  }
+  t -= nbag * TPB;
+  if (t >= B) return;
+  const int64_t r = t;
+  const int64_t src = row_of(order, b0p, b0h, r);
+  float w = 0.f;
+  float* h = H0 + r * L.ld0;
+  for (int j = 0; j < L.N; ++j) {
+    const float v = d.num[src * L.N + j];
+    const float x = isfinite(v) ? (v - mean[j]) * (1.f / stdv[j]) : 0.f;
+    h[j] = x;
+    if (L.wide) w += wnum[j] * x;
+  }
+  for (int j = L.N + L.S * L.D; j < L.ld0; ++j) h[j] = 0.f;
+  if (L.wide) atomicAdd(&wide[r], w);
+  lab[r] = d.lab[src];
+  const float ww = d.wt ? d.wt[src] : 1.f;
+  wt[r] = ww;
+  if (d.wt && wsum) atomicAdd(wsum, (double)ww);
+}
+
+// Output layer (width 1), logistic loss and its gradient. One warp per sample.
+// Training: dlogit[r] = w (sigmoid(z) - y) / sum(w), loss accumulated into losses[*step_idx - 1].
+// Prediction: pred_out[b0 + r] = sigmoid(z) (and labels / weights when asked).
+__global__ void head(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w, const float* __restrict__ bias,
+                     const float* __restrict__ wide, const float* __restrict__ dwide, const float* __restrict__ lab,
+                     const float* __restrict__ wt, int64_t B, bool has_w, const double* wsum, float* logit, float* dlogit,
+                     double* losses, const int* step_idx, float* pred_out, int64_t b0, float* lab_out, float* wt_out) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  __shared__ double part[32];
+  double lv = 0;
+  if (r < B) {
+    const float* h = H + r * ldh;
+    float s = 0.f;
+    for (int j = lane; j < n; j += 32) s += h[j] * w[j];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float z = s + bias[0] + (wide ? wide[r] : 0.f) + (dwide ? dwide[r] : 0.f);
+    if (lane == 0) {
+      if (logit) logit[r] = z;
+      const float y = lab[r], ww = wt[r];
+      if (dlogit) {
+        double tot = has_w ? *wsum : (double)B;
+        if (tot <= 0) tot = 1;
+        const float inv = (float)(1.0 / tot);
+        const float sg = 1.f / (1.f + expf(-z));
+        dlogit[r] = ww * (sg - y) * inv;
+        lv = ww * (fmaxf(z, 0.f) - z * y + log1pf(expf(-fabsf(z)))) / tot;
+      }
+      if (pred_out) pred_out[b0 + r] = 1.f / (1.f + expf(-z));
+      if (lab_out) lab_out[b0 + r] = y;
+      if (wt_out) wt_out[b0 + r] = ww;
+    }
+  }
+  if (losses) {
+    const int wid = threadIdx.x >> 5;
+    if (lane == 0) part[wid] = lv;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double s = 0;
+      for (int i = 0; i < (int)(blockDim.x >> 5); ++i) s += part[i];
+      atomicAdd(&losses[*step_idx - 1], s);
+    }
+  }
+}
+
+// Output-layer backward fused with dReLU + bias-grad of the last hidden layer:
+// g_w[j] += sum_r H[r,j] dl[r]; g_b += sum dl; dZ[r,j] = H>0 ? dl w[j] : 0 (relu) ; g_bh[j] += sum_r dZ.
+// Wide numeric weights: g_wn[j] += sum_r dl[r] H0[r, j].
+constexpr int kHeadRows = 64;
+__global__ void head_backward(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w,
+                              const float* __restrict__ dl, int64_t B, bool relu, float* __restrict__ dZ, int lddz,
+                              float* g_w, float* g_b, float* g_bh, const float* H0, int ld0, int N, float* g_wn) {
+  const int64_t r0 = blockIdx.x * (int64_t)kHeadRows;
+  const int64_t r1 = min(B, r0 + kHeadRows);
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const float wj = w[j];
+    float aw = 0.f, ab = 0.f;
+    for (int64_t r = r0; r < r1; ++r) {
+      const float h = H[r * ldh + j], d = dl[r];
+      aw += h * d;
+      const float dz = (!relu || h > 0.f) ? d * wj : 0.f;
+      dZ[r * lddz + j] = dz;
+      ab += dz;
+    }
+    atomicAdd(&g_w[j], aw);
+    if (g_bh) atomicAdd(&g_bh[j], ab);
+  }
+  if (g_wn)
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+      float a = 0.f;
+      for (int64_t r = r0; r < r1; ++r) a += dl[r] * H0[r * ld0 + j];
+      atomicAdd(&g_wn[j], a);
+    }
+  if (threadIdx.x == 0) {
+    float a = 0.f;
+    for (int64_t r = r0; r < r1; ++r) a += dl[r];
+    atomicAdd(g_b, a);
+  }
+}
+
+// dZ *= (H > 0) and g_b[j] += column sums (fallback when cuBLASLt has no DRELU_BGRAD algo)
+__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* g_b) {
+  const int64_t r0 = blockIdx.x * (int64_t)kHeadRows;
+  const int64_t r1 = min(B, r0 + kHeadRows);
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    float ab = 0.f;
+    for (int64_t r = r0; r < r1; ++r) {
+      float v = H[r * n + j] > 0.f ? dZ[r * n + j] : 0.f;
+      dZ[r * n + j] = v;
+      ab += v;
+    }
+    atomicAdd(&g_b[j], ab);
+  }
+}
+
+// Sparse backward, phase 1: gradients of every id of every bag summed per table row (atomics into
+// G, which is zero outside the batch's rows) and each touched row listed once (flag + counter).
+template <int VEC>
+__global__ void sparse_accumulate(DevData d, Layout L, const int64_t* order, const int64_t* b0p, int64_t B,
+                                  const float* __restrict__ bagscale, const uint8_t* __restrict__ frozen,
+                                  const float* __restrict__ demb, int64_t lde, const float* __restrict__ dl,
+                                  float* G, float* WG, int32_t* flag, int32_t* touched, int* counter) {
+  const int TPB = L.D / VEC;
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (t >= B * L.S * TPB) return;
+  const int64_t bag = t / TPB;
+  const int c = (int)(t - bag * TPB);
+  const int64_t r = bag / L.S;
+  const int s = (int)(bag - r * L.S);
+  if (frozen[s]) return;
+  const float sc = bagscale[bag];
+  if (sc == 0.f) return;
+  const int64_t src = row_of(order, b0p, 0, r);
+  const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
+  const int64_t beg = o[src], end = o[src + 1];
+  float g[VEC];
+  const float* gp = demb + r * lde + s * L.D + c * VEC;
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) g[v] = gp[v] * sc;
+  const float gw = (L.wide && c == 0) ? dl[r] * sc : 0.f;
+  for (int64_t p = beg; p < end; ++p) {
+    const int32_t id = d.ids[p];
+    if (id < 0) continue;
+    const int64_t row = L.base[s] + id;
+    float* dst = G + row * L.D + c * VEC;
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) atomicAdd(dst + v, g[v]);
+    if (c == 0) {
+      if (L.wide) atomicAdd(&WG[row], gw);
+      if (atomicExch(&flag[row], 1) == 0) touched[atomicAdd(counter, 1)] = (int32_t)row;
+    }
+  }
+}
+
+struct SparseParams {
+  int kind;  // 0 adagrad, 1 adam
+  float lr, b1, b2, eps;
+};
+
+// Sparse backward, phase 2: each touched row updated once (Adagrad / Adam), then its gradient
+// and flag cleared. Grid-stride over the device-side count, so the launch shape is fixed.
+__global__ void sparse_update(int D, const int32_t* touched, const int* counter, const int64_t* step, SparseParams o,
+                              float* table, float* m, float* v, float* G, float* wtab, float* wm, float* wv, float* WG,
+                              int32_t* flag) {
+  const int64_t total = (int64_t)(*counter) * D;
+  const float bc1 = 1.f - powf(o.b1, (float)*step), bc2 = 1.f - powf(o.b2, (float)*step);
+  const float step_size = o.lr / bc1, inv_sqrt_bc2 = 1.f / sqrtf(bc2);
+  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t u = t / D;
+    const int dd = (int)(t - u * D);
+    const int64_t row = touched[u];
+    const int64_t i = row * D + dd;
+    const float g = G[i];
+    G[i] = 0.f;
+    if (o.kind == 0) {
+      m[i] += g * g;
+      table[i] -= o.lr * g / (sqrtf(m[i]) + o.eps);
+    } else {
+      m[i] = o.b1 * m[i] + (1.f - o.b1) * g;
+      v[i] = o.b2 * v[i] + (1.f - o.b2) * g * g;
+      table[i] -= step_size * m[i] / (sqrtf(v[i]) * inv_sqrt_bc2 + o.eps);
+    }
+    if (dd == 0) {
+      if (wtab) {
+        const float gw = WG[row];
+        WG[row] = 0.f;
+        if (o.kind == 0) {
+          wm[row] += gw * gw;
+          wtab[row] -= o.lr * gw / (sqrtf(wm[row]) + o.eps);
+        } else {
+          wm[row] = o.b1 * wm[row] + (1.f - o.b1) * gw;
+          wv[row] = o.b2 * wv[row] + (1.f - o.b2) * gw * gw;
+          wtab[row] -= step_size * wm[row] / (sqrtf(wv[row]) * inv_sqrt_bc2 + o.eps);
+        }
+      }
+      flag[row] = 0;
+    }
+  }
+}
+
+struct DenseParams {
+  float lr, b1, b2, eps, wd;
+};
+// Dense Adam over all dense parameters in one kernel; consumes (zeroes) the gradient.
+__global__ void dense_adam(float* w, float* g, float* m, float* v, int64_t n, const int64_t* step, DenseParams o) {
+  const float bc1 = 1.f - powf(o.b1, (float)*step), bc2 = 1.f - powf(o.b2, (float)*step);
+  const float step_size = o.lr / bc1, sqrt_bc2 = sqrtf(bc2);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const float gi = g[i] + o.wd * w[i];
+    g[i] = 0.f;
+    m[i] = o.b1 * m[i] + (1.f - o.b1) * gi;
+    v[i] = o.b2 * v[i] + (1.f - o.b2) * gi * gi;
+    w[i] -= step_size * m[i] / (sqrtf(v[i]) / sqrt_bc2 + o.eps);
+  }
+}
+
+__global__ void relu_copy(const float* z, float* h, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    h[i] = fmaxf(z[i], 0.f);
+}
+
+// Ablation: the change of a group's inputs when its rows are taken from perm[b0 + r]:
+// delta[r, k] (k over the group's numeric columns, then slot x dim), and the wide change.
+__global__ void ablation_delta(DevData d, Layout L, const int64_t* perm, int64_t b0, int64_t B, const float* mean,
+                               const float* stdv, const float* table, const float* wtab, const float* wnum,
+                               const float* H0, const int* gnum, int nnum, const int* gslot, int nslot, float* delta,
+                               float* dwide) {
+  const int gw = nnum + nslot * L.D;
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (t >= B * gw) return;
+  const int64_t r = t / gw;
+  const int k = (int)(t - r * gw);
+  const int64_t src = perm[b0 + r];
+  if (k < nnum) {
+    const int j = gnum[k];
+    const float v = d.num[src * L.N + j];
+    const float x = isfinite(v) ? (v - mean[j]) * (1.f / stdv[j]) : 0.f;
+    const float xb = H0[r * L.ld0 + j];
+    delta[r * gw + k] = x - xb;
+    if (L.wide) atomicAdd(&dwide[r], wnum[j] * (x - xb));
+    return;
+  }
+  const int q = (k - nnum) / L.D, dd = (k - nnum) - q * L.D;
+  const int s = gslot[q];
+  const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
+  float acc = 0.f, wacc = 0.f;
+  int cnt = 0;
+  for (int64_t p = o[src]; p < o[src + 1]; ++p) {
+    const int32_t id = d.ids[p];
+    if (id < 0) continue;
+    ++cnt;
+    acc += table[(L.base[s] + id) * L.D + dd];
+    if (L.wide && dd == 0) wacc += wtab[L.base[s] + id];
+  }
+  const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
+  delta[r * gw + k] = acc * sc - H0[r * L.ld0 + L.N + s * L.D + dd];
+  if (L.wide && dd == 0) {
+    // base wide part of this slot for row b0 + r
+    const int64_t* ob = o;
+    const int64_t rb = b0 + r;
+    float bw = 0.f;
+    int bc = 0;
+    for (int64_t p = ob[rb]; p < ob[rb + 1]; ++p) {
+      const int32_t id = d.ids[p];
+      if (id < 0) continue;
+      ++bc;
+      bw += wtab[L.base[s] + id];
+    }
+    const float bsc = bc == 0 ? 0.f : (L.mean ? 1.f / bc : 1.f);
+    atomicAdd(&dwide[r], wacc * sc - bw * bsc);
+  }
+}
+
+}  // namespace k
+}  // namespace abacus

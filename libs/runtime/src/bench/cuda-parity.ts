@@ -1,0 +1,81 @@
+import { RuntimeModel } from '../runtime-model';
+import type { ModelSpecInput } from '../model-spec.schema';
+import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
+
+export interface ParityCase {
+  name: string;
+  ok: boolean;
+  detail: Record<string, unknown>;
+}
+
+/**
+ * CPU vs CUDA on the same data, seed and schedule: per-step loss over the first `steps` steps
+ * (relative difference), final test AUC, predictions, ablation, early stopping and checkpoints'
+ * tensors. Used by test-gpu/cuda-backend.gpu.test.ts and by the standalone runner (--parity).
+ */
+export async function runCudaParity(log: (s: string) => void = () => {}): Promise<ParityCase[]> {
+  const out: ParityCase[] = [];
+  const specs: { name: string; spec: ModelSpecInput; padding: number }[] = [
+    {
+      name: 'sum pooling, sparse Adam, 26 slots',
+      spec: {
+        numeric: Array.from({ length: 13 }, (_, j) => `num${j}`),
+        slots: Array.from({ length: 26 }, (_, s) => ({ name: `slot${s}`, vocab: 2000 })),
+        pooling: 'sum', embeddingDim: 16, wide: false, hidden: [128, 64],
+        optimizer: { dense: { lr: 1e-3 }, sparse: { kind: 'adam', lr: 1e-2 } }, seed: 3,
+      },
+      padding: 0,
+    },
+    {
+      name: 'mean pooling, wide, Adagrad, padding ids, dim 8',
+      spec: {
+        numeric: Array.from({ length: 5 }, (_, j) => `num${j}`),
+        slots: Array.from({ length: 6 }, (_, s) => ({ name: `slot${s}`, vocab: 500 })),
+        pooling: 'mean', embeddingDim: 8, wide: true, hidden: [32, 16, 8],
+        optimizer: { dense: { lr: 2e-3 }, sparse: { kind: 'adagrad', lr: 5e-2 } }, seed: 5,
+      },
+      padding: 0.15,
+    },
+  ];
+  for (const c of specs) {
+    const spec = c.spec;
+    const { dataset } = makeSyntheticCtr({ rows: 60_000, numeric: spec.numeric!.length, slots: spec.slots!.length, vocab: spec.slots![0]!.vocab, maxLen: 4, seed: 11, padding: c.padding });
+    const train = sliceDataset(dataset, 0, 48_000);
+    const test = sliceDataset(dataset, 48_000, dataset.rows);
+    const models = { cpu: RuntimeModel.create(spec, { backend: 'cpu', threads: 4 }), cuda: RuntimeModel.create(spec, { backend: 'cuda' }) };
+    const losses: Record<string, number[]> = { cpu: [], cuda: [] };
+    for (const k of ['cpu', 'cuda'] as const) {
+      await models[k].train(train, { epochs: 1, batchSize: 256, maxSteps: 100, shuffle: true, seed: 1, progressEvery: 1 }, { onProgress: (p) => losses[k]!.push(p.loss) });
+    }
+    let maxRel = 0;
+    for (let i = 0; i < 100; i++) maxRel = Math.max(maxRel, Math.abs(losses.cuda![i]! - losses.cpu![i]!) / Math.max(1e-12, Math.abs(losses.cpu![i]!)));
+    out.push({ name: `${c.name}: per-step loss, first 100 steps (FP32)`, ok: losses.cuda!.length === 100 && maxRel <= 1e-3, detail: { maxRelDiff: maxRel, first: [losses.cpu![0], losses.cuda![0]], last: [losses.cpu![99], losses.cuda![99]] } });
+    const res: Record<string, { auc: number; loss: number }> = {};
+    for (const k of ['cpu', 'cuda'] as const) {
+      const tr = await models[k].train(train, { epochs: 2, batchSize: 512, shuffle: true, seed: 2, validationFraction: 0.1, patience: 2 });
+      const ev = await models[k].evaluate(test, { batchSize: 4096 });
+      res[k] = { auc: ev.auc, loss: tr.finalLoss };
+    }
+    out.push({ name: `${c.name}: final test AUC`, ok: Math.abs(res.cpu!.auc - res.cuda!.auc) <= 0.002, detail: res });
+    const pc = await models.cpu.predict(test, { batchSize: 4096 });
+    const pg = await models.cuda.predict(test, { batchSize: 1000 });
+    let maxAbs = 0;
+    for (let i = 0; i < pc.length; i++) maxAbs = Math.max(maxAbs, Math.abs(pc[i]! - pg[i]!));
+    out.push({ name: `${c.name}: predictions after training`, ok: maxAbs < 0.05, detail: { maxAbsDiff: maxAbs } });
+    // same weights on both: ablation must agree closely
+    models.cpu.copyWeightsFrom(models.cuda);
+    const groups = [[spec.slots![0]!.name], [spec.numeric![0]!], [spec.slots![1]!.name, spec.numeric![1]!]];
+    const ac = await models.cpu.ablate(test, { groups, repeats: 2, seed: 9, batchSize: 4096 });
+    const ag = await models.cuda.ablate(test, { groups, repeats: 2, seed: 9, batchSize: 4096 });
+    let maxD = Math.abs(ac.base.auc - ag.base.auc);
+    for (let g = 0; g < groups.length; g++) maxD = Math.max(maxD, Math.abs(ac.groups[g]!.auc.mean - ag.groups[g]!.auc.mean));
+    out.push({ name: `${c.name}: ablation (same weights)`, ok: maxD < 1e-3, detail: { maxAucDiff: maxD, cpuBase: ac.base.auc, cudaBase: ag.base.auc, cpuFirst: ac.groups[0]!.auc.mean, cudaFirst: ag.groups[0]!.auc.mean } });
+    const pc2 = await models.cpu.predict(test, { batchSize: 4096 });
+    const pg2 = await models.cuda.predict(test, { batchSize: 4096 });
+    let maxAbs2 = 0;
+    for (let i = 0; i < pc2.length; i++) maxAbs2 = Math.max(maxAbs2, Math.abs(pc2[i]! - pg2[i]!));
+    out.push({ name: `${c.name}: predictions with the same weights`, ok: maxAbs2 < 1e-4, detail: { maxAbsDiff: maxAbs2 } });
+    for (const o of out.slice(-5)) log(`${o.ok ? 'PASS' : 'FAIL'} ${o.name} ${JSON.stringify(o.detail)}`);
+  }
+  return out;
+}

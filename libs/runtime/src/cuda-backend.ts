@@ -1,0 +1,58 @@
+import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle, type NativeModelState, type NativeProgress, type NativeTrainOptions } from './binding';
+import { nativeConfig } from './cpu-backend';
+import type { RuntimeData } from './dataset.types';
+import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
+import type { ModelSpec } from './model-spec.schema';
+import { toNativeData } from './native-data.mapper';
+
+/**
+ * The CUDA backend (native/cuda/): parameters and optimizer state on one GPU (`device`), fused
+ * embedding-bag / sparse-optimizer kernels, cuBLASLt MLP, loss and AUC on the GPU, the training
+ * step replayed as a CUDA graph. Same N-API surface as the CPU addon; `tensors()` views are a host
+ * mirror refreshed on demand (and re-uploaded before the next GPU operation).
+ */
+export class CudaBackend implements ModelBackend {
+  readonly kind = 'cuda' as const;
+  private readonly native: NativeModelHandle;
+
+  constructor(
+    private readonly spec: ModelSpec,
+    threads: number,
+    readonly device = 0,
+  ) {
+    const addon = loadCudaAddon();
+    if (!addon) throw new Error(cudaUnavailableReason());
+    const n = addon.deviceCount();
+    if (device >= n) throw new Error(`CUDA device ${device} requested but ${n} visible`);
+    addon.setDevice(device);
+    this.native = new addon.NativeModel(nativeConfig(spec, threads));
+  }
+
+  tensors() {
+    return this.native.tensors();
+  }
+  optimizerTensors() {
+    return this.native.optimizerTensors();
+  }
+  getState() {
+    return this.native.getState();
+  }
+  setState(s: Partial<NativeModelState>) {
+    this.native.setState(s);
+  }
+  train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void) {
+    return this.native.train(toNativeData(this.spec, data), val ? toNativeData(this.spec, val) : undefined, o, onProgress);
+  }
+  predict(data: RuntimeData, batchSize: number, keyName?: string) {
+    return this.native.predict(toNativeData(this.spec, data, keyName), batchSize);
+  }
+  ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
+    return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize });
+  }
+  gradients(data: RuntimeData) {
+    return this.native.gradients(toNativeData(this.spec, data));
+  }
+  cancel() {
+    this.native.cancel();
+  }
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the runtime's CUDA addon: libs/runtime/build/Release/abacus_runtime_cuda.node.
+# Needs nvcc (CUDA 12.x/13.x), g++ and the Node headers; NOT cuBLAS: cuBLASLt is loaded at run
+# time with dlopen (libcublasLt.so.13; override with ABACUS_CUBLASLT=/path). cudart is linked
+# statically, so the .node runs on a GPU host with only the driver + libcublasLt.
+# The CPU addon (scripts/build-native.sh) and CI never need this.
+#   CUDA_ARCH=sm_90 (default)   NVCC=nvcc   NODE_INCLUDE=/usr/include/node
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+rt="$root/libs/runtime"
+nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+[ -x "$nvcc" ] || { echo "nvcc not found: the CUDA addon needs the CUDA toolkit (12.x/13.x)" >&2; exit 1; }
+cuda_home="${CUDA_HOME:-}"
+if [ -z "$cuda_home" ]; then
+  cuda_home="$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)"
+  [ -f "$cuda_home/lib64/libcudart_static.a" ] || cuda_home=/usr/local/cuda
+fi
+arch="${CUDA_ARCH:-sm_90}"
+node_inc="${NODE_INCLUDE:-}"
+if [ -z "$node_inc" ]; then
+  for d in /usr/include/node /usr/local/include/node "$(dirname "$(dirname "$(command -v node)")")/include/node"; do
+    [ -f "$d/node_api.h" ] && { node_inc="$d"; break; }
+  done
+fi
+[ -f "$node_inc/node_api.h" ] || { echo "Node headers not found (set NODE_INCLUDE)" >&2; exit 1; }
+napi_inc="$root/node_modules/node-addon-api"
+obj="$rt/build/cuda-obj"
+out="$rt/build/Release/abacus_runtime_cuda.node"
+mkdir -p "$obj" "$rt/build/Release"
+defs="-DNAPI_VERSION=8 -DNAPI_CPP_EXCEPTIONS -DNODE_ADDON_API_DISABLE_DEPRECATED"
+cflags="-O3 -mavx2 -mfma -msse4.2 -std=c++17 -pthread -fno-math-errno -fPIC -fexceptions"
+(
+  flock 9
+  pids=()
+  for f in common/crc32c.cc common/shard.cc cpu/gemm.cc cpu/gemm_avx2.cc cpu/embedding_bag.cc cpu/optimizers.cc cpu/metrics.cc cpu/model.cc; do
+    o="$obj/$(echo "$f" | tr / _).o"
+    if [ ! -f "$o" ] || [ "$rt/native/$f" -nt "$o" ] || [ -n "$(find "$rt/native/cpu" "$rt/native/common" -name '*.h' -newer "$o" 2>/dev/null)" ]; then
+      g++ $cflags -c "$rt/native/$f" -o "$o" & pids+=($!)
+    fi
+  done
+  o="$obj/cpu_gemm_avx512.cc.o"
+  if [ ! -f "$o" ] || [ "$rt/native/cpu/gemm_avx512.cc" -nt "$o" ]; then g++ $cflags -mavx512f -c "$rt/native/cpu/gemm_avx512.cc" -o "$o" & pids+=($!); fi
+  g++ $cflags $defs -I"$node_inc" -I"$napi_inc" -I"$cuda_home/include" -c "$rt/native/cuda/addon_cuda.cc" -o "$obj/addon_cuda.o" & pids+=($!)
+  "$nvcc" -std=c++17 -O3 -arch="$arch" -Xcompiler -fPIC,-fexceptions,-pthread -diag-suppress 20012,186,177,550 \
+    -c "$rt/native/cuda/cuda_model.cu" -o "$obj/cuda_model.o" & pids+=($!)
+  for p in "${pids[@]}"; do wait "$p"; done
+  g++ -shared -o "$out" "$obj"/*.o "$cuda_home/lib64/libcudart_static.a" -ldl -lrt -pthread
+) 9>"/tmp/abacus-build-cuda.lock"
+echo "built $out"
