@@ -300,6 +300,84 @@ export class TfjsBackend implements ModelBackend {
     return out;
   }
 
+  /**
+   * Pooled embeddings computed in JS: x = [numeric | slot 0 | … | slot S-1] (B × (N + S·D)) and the
+   * wide sums. tfjs's CPU unsortedSegmentSum (and gather's gradient, which uses it) loops over every
+   * segment with a full-size mask (O(B · nnz · D) per slot): at batch 8192 a single step took minutes
+   * and gigabytes. train and predict therefore pool here and scatter the pooled gradient back by
+   * hand (O(nnz · D)); gradients() keeps the all-tfjs graph as the oracle.
+   */
+  private pooled(b: Batch): { x: Float32Array; wide: Float32Array | null } {
+    const N = this.N, D = this.D, W = N + this.S * D;
+    const x = new Float32Array(b.B * W);
+    for (let r = 0; r < b.B; r++) for (let j = 0; j < N; j++) x[r * W + j] = b.x[r * N + j]!;
+    const wide = this.spec.wide ? new Float32Array(b.B) : null;
+    for (let s = 0; s < this.S; s++) {
+      const ix = b.idx[s]!, sg = b.seg[s]!, sc = b.scale[s]!;
+      for (let k = 0; k < ix.length; k++) {
+        const g = b.uniq[ix[k]!]!, r = sg[k]!, c = sc[k]!, o = r * W + N + s * D;
+        for (let d = 0; d < D; d++) x[o + d] += c * this.table[g * D + d]!;
+        if (wide) wide[r] += c * this.wideTable[g]!;
+      }
+    }
+    return { x, wide };
+  }
+
+  /** The graph above the pooling (MLP, wide part, loss) on pooled inputs xIn (B × (N + S·D)). */
+  private pooledGraph(b: Batch, xIn: TF.Tensor2D, wideIn: TF.Tensor1D | null, dense: TF.Tensor[]): { logits: TF.Tensor1D; loss: TF.Scalar } {
+    const tf = this.tf;
+    let h: TF.Tensor2D = xIn;
+    const L = this.layers.length;
+    for (let l = 0; l < L; l++) {
+      const z = tf.matMul(h, dense[2 * l] as TF.Tensor2D).add(dense[2 * l + 1]!) as TF.Tensor2D;
+      h = l < L - 1 ? tf.relu(z) : z;
+    }
+    let logits = h.reshape([b.B]) as TF.Tensor1D;
+    if (this.spec.wide) {
+      if (this.N) logits = logits.add(tf.matMul(tf.slice(xIn, [0, 0], [b.B, this.N]), (dense[2 * L] as TF.Tensor1D).reshape([this.N, 1])).reshape([b.B]));
+      if (wideIn) logits = logits.add(wideIn);
+    }
+    const y = tf.tensor1d(b.labels), w = tf.tensor1d(b.weights);
+    const per = tf.relu(logits).sub(logits.mul(y)).add(tf.log1p(tf.exp(tf.abs(logits).neg())));
+    const loss = per.mul(w).sum().div(w.sum().maximum(1e-30)) as TF.Scalar;
+    return { logits, loss };
+  }
+
+  /** stepGrads through pooledGraph: the pooled gradient is scattered to the unique rows in JS. */
+  private stepGradsPooled(b: Batch): ReturnType<TfjsBackend['stepGrads']> {
+    const tf = this.tf;
+    const N = this.N, D = this.D, W = N + this.S * D;
+    const p = this.pooled(b);
+    let out: ReturnType<TfjsBackend['stepGrads']> | undefined;
+    tf.tidy(() => {
+      const xIn = tf.tensor2d(p.x, [b.B, W]);
+      const wIn = p.wide ? tf.tensor1d(p.wide) : null;
+      const dense = this.denseTensors();
+      const inputs: TF.Tensor[] = [xIn, ...(wIn ? [wIn] : []), ...dense];
+      let logitsOut: Float32Array = new Float32Array(0);
+      const f = (...args: TF.Tensor[]) => {
+        const { logits, loss } = this.pooledGraph(b, args[0] as TF.Tensor2D, wIn ? (args[1] as TF.Tensor1D) : null, args.slice(wIn ? 2 : 1));
+        logitsOut = logits.dataSync() as Float32Array;
+        return loss;
+      };
+      const { value, grads } = tf.valueAndGrads(f)(inputs);
+      const g = grads.map((t) => t.dataSync() as Float32Array);
+      const gx = g[0]!, gw = wIn ? g[1]! : null;
+      const gEmb = new Float32Array(Math.max(1, b.uniq.length) * D);
+      const gWide = gw ? new Float32Array(Math.max(1, b.uniq.length)) : null;
+      for (let s = 0; s < this.S; s++) {
+        const ix = b.idx[s]!, sg = b.seg[s]!, sc = b.scale[s]!;
+        for (let k = 0; k < ix.length; k++) {
+          const u = ix[k]!, r = sg[k]!, c = sc[k]!, o = r * W + N + s * D;
+          for (let d = 0; d < D; d++) gEmb[u * D + d] += c * gx[o + d]!;
+          if (gWide) gWide[u] += c * gw![r]!;
+        }
+      }
+      out = { loss: value.dataSync()[0]!, logits: logitsOut, gEmb, gWide, gDense: g.slice(wIn ? 2 : 1) };
+    });
+    return out!;
+  }
+
   private embU(b: Batch): { emb: TF.Tensor2D; wide: TF.Tensor1D | null } {
     const D = this.D;
     const e = new Float32Array(Math.max(1, b.uniq.length) * D);
@@ -429,7 +507,7 @@ export class TfjsBackend implements ModelBackend {
           break;
         }
         const b = this.batch(d, numMap, slotMap, order.slice(b0, b0 + o.batchSize));
-        const r = this.stepGrads(b);
+        const r = this.stepGradsPooled(b);
         this.applyUpdates(b, r);
         res.steps++;
         res.samples += b.B;
@@ -488,9 +566,11 @@ export class TfjsBackend implements ModelBackend {
     for (let b0 = 0; b0 < rows.length; b0 += batch) {
       const part = rows.slice(b0, b0 + batch);
       const b = this.batch(d, numMap, slotMap, part, numSrc && ((j, r) => numSrc(j, b0 + r)), slotSrc && ((s, r) => slotSrc(s, b0 + r)));
+      const p = this.pooled(b);
       this.tf.tidy(() => {
-        const { emb, wide } = this.embU(b);
-        out.set(this.tf.sigmoid(this.graph(b, emb, wide, this.denseTensors()).logits).dataSync() as Float32Array, b0);
+        const xIn = this.tf.tensor2d(p.x, [b.B, this.N + this.S * this.D]);
+        const wIn = p.wide ? this.tf.tensor1d(p.wide) : null;
+        out.set(this.tf.sigmoid(this.pooledGraph(b, xIn, wIn, this.denseTensors()).logits).dataSync() as Float32Array, b0);
       });
     }
     return out;
