@@ -132,6 +132,28 @@ describe('RuntimeModel (cpu backend)', () => {
     await expect(m.ablate(test, { groups: [['nope']] })).rejects.toThrow(/not an input/);
   });
 
+  it("init 'torch' draws PyTorch's defaults (EmbeddingBag N(0,1), Linear U(±1/sqrt(fan_in)) with bias); 'default' is unchanged", () => {
+    const base: ModelSpecInput = { numeric: ['a', 'b'], slots: [{ name: 's', vocab: 5000 }], embeddingDim: 8, hidden: [64, 32], seed: 4 };
+    for (const backend of ['cpu', 'tfjs'] as const) {
+      const t = Object.fromEntries(RuntimeModel.create({ ...base, init: 'torch' }, { backend, threads: 2 }).tensors().map((x) => [x.name, x.data]));
+      const e = t['embedding.table']!;
+      const mean = e.reduce((a, v) => a + v, 0) / e.length;
+      const sd = Math.sqrt(e.reduce((a, v) => a + (v - mean) ** 2, 0) / e.length);
+      expect(Math.abs(mean)).toBeLessThan(0.02);
+      expect(Math.abs(sd - 1)).toBeLessThan(0.02);
+      for (const [l, fanIn] of [[0, 10], [1, 64], [2, 32]] as const) {
+        const w = t[`mlp.${l}.weight`]!, b = t[`mlp.${l}.bias`]!, bound = 1 / Math.sqrt(fanIn);
+        expect(Math.max(...w.map(Math.abs))).toBeLessThanOrEqual(bound);
+        expect(Math.max(...w.map(Math.abs))).toBeGreaterThan(0.9 * bound);
+        expect(Math.max(...b.map(Math.abs))).toBeLessThanOrEqual(bound);
+        expect(b.some((v) => v !== 0)).toBe(true);
+      }
+      const d = Object.fromEntries(RuntimeModel.create(base, { backend, threads: 2 }).tensors().map((x) => [x.name, x.data]));
+      expect(Math.max(...d['embedding.table']!.map(Math.abs))).toBeLessThanOrEqual(0.05);
+      expect(d['mlp.0.bias']!.every((v) => v === 0)).toBe(true);
+    }
+  });
+
   it('metrics: exact AUC with ties, group AUC, calibration', () => {
     const p = Float32Array.from([0.1, 0.4, 0.4, 0.8, 0.4, 0.2]), y = Float32Array.from([0, 1, 0, 1, 1, 0]);
     // brute force over all positive/negative pairs
