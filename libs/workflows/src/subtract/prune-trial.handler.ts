@@ -47,8 +47,8 @@ export function rankFeatures(features: string[], iv: Map<string, number>, shuffl
  * retraining without the group (mean test AUC over `retrainSeeds` seeds, same split): permutation
  * overstates the loss of features the model leans on when others can stand in for them. Rounds go
  * on while accepted; the first rejected batch is tried one feature at a time (back-off). Then the
- * weaker of each strongly correlated numeric pair joins the candidates, and a retraining check of
- * the whole set backs off (binary search) to the largest prefix whose real drop is within maxDrop.
+ * accepted set is checked by retraining as a whole (backing off to its largest prefix within the
+ * limit), and the weaker of each strongly correlated numeric pair is tried on top, one at a time.
  * Retrained drops are taken against the best retrained model seen so far, not only the full one.
  */
 export class PruneTrialHandler {
@@ -188,27 +188,34 @@ export class PruneTrialHandler {
         }
       }
 
-      // the whole set, retrained: back off to the largest prefix whose real drop is within the limit
-      const candidates = [...accepted, ...redundant.map((x) => x.feature)].slice(0, names.length - 1);
+      // the accepted set, retrained: every retrained set accepted so far is a prefix of it, so backing
+      // off to its largest prefix within the limit keeps the reference (best model seen) consistent
       let retrain: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null = null;
-      if (useRetrain && candidates.length) {
+      if (useRetrain && accepted.length && !point('retrain', accepted, [], await retrainDrop(accepted), null)) {
         let lo = 0;
-        let hi = candidates.length;
-        if (point('retrain', candidates, redundant.map((x) => x.feature), await retrainDrop(candidates), null)) lo = hi;
+        let hi = accepted.length;
         while (hi - lo > 1) {
           const mid = Math.floor((lo + hi) / 2);
-          const set = candidates.slice(0, mid);
+          const set = accepted.slice(0, mid);
           if (point('retrain', set, [], await retrainDrop(set), null)) lo = mid;
           else hi = mid;
         }
-        accepted = candidates.slice(0, lo);
+        accepted = accepted.slice(0, lo);
+      }
+      // then the redundancy candidates on top, verified like a round: all together, else one at a time
+      const extra = redundant.map((r) => r.feature).slice(0, Math.max(0, names.length - 1 - accepted.length));
+      if (extra.length && (await verify([...accepted, ...extra], extra)).ok) accepted = [...accepted, ...extra];
+      else if (extra.length > 1) {
+        for (const f of extra) {
+          if ((await verify([...accepted, f], [f])).ok) accepted = [...accepted, f];
+        }
+      }
+      if (useRetrain && accepted.length) {
         const fullAuc = await aucWithout([]);
         const prunedAuc = await aucWithout(accepted);
         retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds: p.retrainSeeds };
-        if (accepted.length) acceptedEstimate = await estimate(accepted);
-      } else {
-        accepted = candidates;
       }
+      if (accepted.length) acceptedEstimate = await estimate(accepted);
       checkpoint();
       await progress(0.95, 'writing the ranking');
       const tw = Date.now();
