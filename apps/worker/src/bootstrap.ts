@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
 import { WorkerHost } from '@abacus/queue';
+import { selectBackend } from '@abacus/workflows';
 import { WorkerModule } from './worker.module';
 
 export interface WorkerHandle {
@@ -19,12 +20,17 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
     await ds.destroy();
     throw new Error('the database has pending migrations: run `npm run migrate` first');
   }
-  const ctx = await NestFactory.createApplicationContext(WorkerModule.forRoot(config, ds), {
+  const backend = selectBackend(config.ABACUS_RUNTIME_BACKEND);
+  Logger.log(`runtime backend: ${backend.backend} — ${backend.reason}`, 'abacus-worker');
+  const ctx = await NestFactory.createApplicationContext(WorkerModule.forRoot(config, ds, backend), {
     logger: opts.logger === false ? false : ['error', 'warn', 'log'],
   });
   const host = ctx.get(WorkerHost);
   host.start();
-  Logger.log(`worker up (trial concurrency ${config.ABACUS_WORKER_CONCURRENCY}, backend ${config.ABACUS_RUNTIME_BACKEND})`, 'abacus-worker');
+  Logger.log(
+    `worker up (trial concurrency ${Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices)}, backend ${backend.backend})`,
+    'abacus-worker',
+  );
   return {
     ctx,
     stop: async (graceMs?: number) => {

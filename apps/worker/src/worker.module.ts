@@ -7,6 +7,7 @@ import {
   AblateTrialHandler,
   BuiltSamplesCache,
   CompareTrialHandler,
+  DevicePool,
   FinalizeExperimentHandler,
   ModelTrainer,
   PLANNERS,
@@ -15,6 +16,7 @@ import {
   TrainTrialHandler,
   TrialLedger,
   WebhookNotifier,
+  type BackendSelection,
   type WorkflowContext,
 } from '@abacus/workflows';
 
@@ -23,7 +25,7 @@ const WORKFLOW_CONTEXT = Symbol('WORKFLOW_CONTEXT');
 /** The worker's application context: one handler per job name, hosted on BullMQ workers. */
 @Module({})
 export class WorkerModule {
-  static forRoot(config: AppConfig, ds: DataSource): DynamicModule {
+  static forRoot(config: AppConfig, ds: DataSource, backend: BackendSelection): DynamicModule {
     return {
       module: WorkerModule,
       providers: [
@@ -38,8 +40,9 @@ export class WorkerModule {
             ledger,
             dataDir,
             samples: new BuiltSamplesCache(dataDir),
-            trainer: new ModelTrainer(dataDir, { backend: config.ABACUS_RUNTIME_BACKEND, threads: config.ABACUS_RUNTIME_THREADS }),
+            trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
             notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET),
+            devices: new DevicePool(backend.devices),
           }),
         },
         {
@@ -60,7 +63,9 @@ export class WorkerModule {
               [JobName.PruneTrial]: (p, ctx) => prune.handle(p, ctx),
               [JobName.CompareTrial]: (p, ctx) => compare.handle(p, ctx),
             };
-            return new WorkerHost(config, handlers);
+            // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
+            const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);
+            return new WorkerHost({ ...config, ABACUS_WORKER_CONCURRENCY: concurrency }, handlers);
           },
         },
       ],

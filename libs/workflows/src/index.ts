@@ -21,3 +21,5 @@ export { pairedBootstrap } from './stats/paired-bootstrap';
 export { foldInterval } from './stats/fold-interval';
 export { addSpecSchema } from './add/add-experiment.schema';
 export { subtractSpecSchema } from './subtract/subtract-experiment.schema';
+export { selectBackend, type BackendSelection } from './model/backend-selection';
+export { DevicePool } from './model/device-pool';

@@ -24,6 +24,13 @@ export interface TrainerOptions {
   threads: number;
 }
 
+export interface TrainContextOptions {
+  signal?: AbortSignal;
+  onProgress?: (fraction: number, message: string) => void;
+  /** CUDA device of this trial (see DevicePool) */
+  device?: number;
+}
+
 /**
  * Trains a model on built samples, or reuses an identical earlier training: checkpoints are cached
  * under models/<hash of (samples, model spec, training options, backend)>.
@@ -50,8 +57,12 @@ export class ModelTrainer {
     };
   }
 
-  private createOptions() {
-    return { backend: this.opts.backend, ...(this.opts.threads > 0 ? { threads: this.opts.threads } : {}) };
+  private createOptions(device?: number) {
+    return {
+      backend: this.opts.backend,
+      ...(this.opts.threads > 0 ? { threads: this.opts.threads } : {}),
+      ...(device !== undefined ? { device } : {}),
+    };
   }
 
   key(built: BuiltSet, arch: Architecture, training: Training): string {
@@ -66,14 +77,14 @@ export class ModelTrainer {
     built: BuiltSet,
     arch: Architecture,
     training: Training,
-    ctx: { signal?: AbortSignal; onProgress?: (fraction: number, message: string) => void } = {},
+    ctx: TrainContextOptions = {},
   ): Promise<TrainedModel> {
     const key = this.key(built, arch, training);
     const rel = path.join('models', key);
     const dir = this.dataDir.abs(rel);
     if (fs.existsSync(path.join(dir, 'meta.json'))) {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as { metrics: TrainedModel['metrics'] };
-      const model = await RuntimeModel.load(dir, this.createOptions());
+      const model = await RuntimeModel.load(dir, this.createOptions(ctx.device));
       return {
         key,
         dir: rel,
@@ -85,7 +96,7 @@ export class ModelTrainer {
         labels: readF32(path.join(dir, 'test-labels.f32')),
       };
     }
-    const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions());
+    const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions(ctx.device));
     const t0 = Date.now();
     const trained = await model.train(
       built.train,

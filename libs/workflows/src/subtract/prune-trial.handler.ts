@@ -4,9 +4,9 @@ import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { foldIndices, subsetDataset } from '../model/dataset-subset';
 import { foldInterval, type FoldEstimate } from '../stats/fold-interval';
 import { groupDrops } from '../trials/group-ablation';
-import { runTrial } from '../trials/trial-runner';
+import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
-import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
+import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
 import { pruneTrialParamsSchema } from './subtract-experiment.schema';
@@ -55,7 +55,10 @@ export class PruneTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
 
   handle(payload: JobPayloads[JobName.PruneTrial], ctx: JobContext) {
-    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress, signal }) => {
+    return runTrial(this.w.ledger, payload, ctx, (scope) => withDevice(this.w, (device) => this.run(scope, device)));
+  }
+
+  private async run({ trial, experiment, checkpoint, progress, signal }: TrialScope, device: number | undefined) {
       const p = pruneTrialParamsSchema.parse(trial.params);
       const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
       const mp = trainTrialParamsSchema.parse(modelTrial.params);
@@ -79,7 +82,7 @@ export class PruneTrialHandler {
       await progress(0.05, 'loading samples and model');
       const recipe = { ...mp.recipe, features };
       const built = await this.w.samples.get(recipe, features);
-      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training);
+      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
       const folds = foldIndices(built.test.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.test, idx));
       checkpoint();
 
@@ -123,7 +126,7 @@ export class PruneTrialHandler {
           checkpoint();
           await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
           const b = await this.w.samples.get(recipe, fs);
-          const t = await this.w.trainer.trainOrReuse(b, recipe.architecture, { ...recipe.training, seed }, { signal });
+          const t = await this.w.trainer.trainOrReuse(b, recipe.architecture, { ...recipe.training, seed }, { signal, device });
           aucs.push(t.metrics.auc);
         }
         const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
@@ -258,6 +261,5 @@ export class PruneTrialHandler {
           costs,
         },
       };
-    });
   }
 }

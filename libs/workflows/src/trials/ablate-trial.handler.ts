@@ -3,9 +3,9 @@ import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { foldIndices, subsetDataset } from '../model/dataset-subset';
 import { foldInterval } from '../stats/fold-interval';
-import { runTrial } from './trial-runner';
+import { runTrial, type TrialScope } from './trial-runner';
 import { ablateTrialParamsSchema, trainTrialParamsSchema } from './train-trial.schema';
-import { trialBySeq, type WorkflowContext } from './workflow-context';
+import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context';
 import { groupDrops } from './group-ablation';
 
 /**
@@ -17,7 +17,10 @@ export class AblateTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
 
   handle(payload: JobPayloads[JobName.AblateTrial], ctx: JobContext) {
-    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
+    return runTrial(this.w.ledger, payload, ctx, (scope) => withDevice(this.w, (device) => this.run(scope, device)));
+  }
+
+  private async run({ trial, experiment, checkpoint, progress }: TrialScope, device: number | undefined) {
       const params = ablateTrialParamsSchema.parse(trial.params);
       const modelTrial = await trialBySeq(this.w.ds, experiment.id, params.modelSeq);
       const mp = trainTrialParamsSchema.parse(modelTrial.params);
@@ -25,7 +28,7 @@ export class AblateTrialHandler {
       const recipe = { ...mp.recipe, features };
       await progress(0.05, 'loading samples and model');
       const built = await this.w.samples.get(recipe, features);
-      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training);
+      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
       checkpoint();
       const t0 = Date.now();
       const folds = foldIndices(built.test.rows, params.folds, params.seed).map((idx) => subsetDataset(built.test, idx));
@@ -70,7 +73,6 @@ export class AblateTrialHandler {
           timings: { ablateMs, writeMs: Date.now() - t1 },
         },
       };
-    });
   }
 }
 

@@ -1,15 +1,18 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { runTrial } from './trial-runner';
+import { runTrial, type TrialScope } from './trial-runner';
 import { trainTrialParamsSchema } from './train-trial.schema';
-import { trialBySeq, type WorkflowContext } from './workflow-context';
+import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context';
 
 /** Trains one model of an experiment (or reuses an identical earlier training) and evaluates it. */
 export class TrainTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
 
   handle(payload: JobPayloads[JobName.TrainTrial], ctx: JobContext) {
-    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress, signal, logger }) => {
+    return runTrial(this.w.ledger, payload, ctx, (scope) => withDevice(this.w, (device) => this.run(scope, device)));
+  }
+
+  private async run({ trial, experiment, checkpoint, progress, signal, logger }: TrialScope, device: number | undefined) {
       const params = trainTrialParamsSchema.parse(trial.params);
       let features = params.recipe.features as ResolvedFeature[];
       let dropped: string[] = [];
@@ -37,6 +40,7 @@ export class TrainTrialHandler {
           const training = { ...recipe.training, seed };
           const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, training, {
             signal,
+            device,
             onProgress: (f, m) => step(0.2 + 0.8 * f, `${run.label}, seed ${seed}: ${m}`),
           });
           timings.trainMs += Date.now() - t0;
@@ -78,6 +82,5 @@ export class TrainTrialHandler {
           timings,
         },
       };
-    });
   }
 }
