@@ -25,6 +25,12 @@ export default defineConfig({
       {
         plugins,
         resolve: { alias },
+        // CUDA backend tests: run on a GPU host (see libs/runtime/README.md "CUDA backend")
+        test: { name: 'gpu', include: ['libs/runtime/test-gpu/**/*.gpu.test.ts'], testTimeout: 600_000 },
+      },
+      {
+        plugins,
+        resolve: { alias },
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],

@@ -27,6 +27,11 @@ run_project() { # name label [extra vitest args]
     --outputFile.json=".data/test-results/$name.json" "$@" || rc=1
 }
 run_project unit "unit tests"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -f libs/runtime/build/Release/abacus_runtime_cuda.node ]; then
+  run_project gpu "CUDA backend tests (GPU)"
+else
+  say "CUDA tests: skipped — no GPU (or no CUDA addon) on this machine; run them on a GPU host with: bash scripts/build-cuda.sh && npx vitest run --project gpu (or node libs/runtime/bench/dist/run-bench.js --parity)"
+fi
 run_project integration "integration tests (real Postgres + Redis)" --no-file-parallelism
 run_project e2e "end-to-end tests (api + worker + CLI)" --no-file-parallelism
 

@@ -136,6 +136,9 @@ struct CudaImpl {
   int64_t wide_num_off = 0, nd = 0, rows = 0;
   bool wide = false, mean = false, adam = false;
   SparseOpt sp;
+  std::vector<int64_t> vocab;
+  float* pred_buf = nullptr;
+  int64_t pred_cap = 0;
   DenseOpt dn;
   // parameters and optimizer state
   float *table = nullptr, *wtab = nullptr, *dense = nullptr, *dm = nullptr, *dv = nullptr, *dg = nullptr;
@@ -182,7 +185,7 @@ struct CudaImpl {
     for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
                                                  flag, touched, counter, base, dfrozen, d_step, d_cursor, d_b0, d_stepidx,
                                                  d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
-                                                 dZb, zbase, dwide, d_order, ws})
+                                                 dZb, zbase, dwide, d_order, ws, pred_buf})
       if (p) cudaFree(p);
     for (auto* p : H) cudaFree(p);
     for (auto* p : aux) cudaFree(p);
@@ -528,6 +531,7 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   I.mean = cfg.mean;
   I.adam = cfg.sparse.kind == 1;
   I.sp = cfg.sparse;
+  I.vocab = cfg.vocab;
   I.dn = cfg.dense;
   std::vector<int64_t> hb;
   for (int s = 0; s < I.S; ++s) { hb.push_back(I.rows); I.rows += cfg.vocab[s]; }
@@ -649,6 +653,7 @@ std::vector<Tensor>& CudaModel::opt_state() {
 }
 
 // The data resident on the GPU (uploaded once, kept while the same host arrays are used).
+static void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
 static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   uint64_t h = 1469598103934665603ULL;
   for (auto& p : ds.parts) {
@@ -663,6 +668,7 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   for (int j : ds.num_map) h = fp_mix(h, (uint64_t)j);
   for (auto& c : I.cache)
     if (c->fp == h) return *c;
+  check_vocab(ds, I.vocab);
   const int64_t n = ds.rows;
   const int N = I.N, S = I.S;
   std::vector<float> num((size_t)n * N), lab(n), wt;
@@ -728,15 +734,15 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   return *I.cache.back();
 }
 
-static void check_vocab(const DataSource& ds, const ModelConfig& cfg) {
-  for (size_t s = 0; s < cfg.vocab.size(); ++s)
+static void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {
+  for (size_t s = 0; s < vocab.size(); ++s)
     for (auto& p : ds.parts) {
       const int32_t* o = p.offs[s];
       const int32_t* id = p.ids[s];
       for (int64_t q = o[0]; q < o[p.rows]; ++q)
-        if (id[q] >= cfg.vocab[s])
+        if (id[q] >= vocab[s])
           throw std::runtime_error("slot #" + std::to_string(s) + ": id " + std::to_string(id[q]) +
-                                   " is outside its vocabulary (" + std::to_string(cfg.vocab[s]) + " rows)");
+                                   " is outside its vocabulary (" + std::to_string(vocab[s]) + " rows)");
     }
 }
 
@@ -774,8 +780,6 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   res.train_rows = (int64_t)train_rows.size();
   res.val_rows = (int64_t)val_rows.size();
   if (train_rows.empty()) throw std::runtime_error("no training rows");
-  check_vocab(tr, config());
-  if (vds && vds != &tr) check_vocab(*vds, config());
   if (!normalized) fit_normalization(tr, train_rows);
   upload(I, *host_, frozen);
   const DevDataset& dtr = resident(I, tr);
@@ -984,21 +988,23 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
 void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
-  check_vocab(ds, config());
   upload(I, *host_, frozen);
   const DevDataset& d = resident(I, ds);
   const int64_t n = ds.rows;
-  float* dp = dalloc<float>(n, false);
+  if (n > I.pred_cap) {
+    if (I.pred_buf) cudaFree(I.pred_buf);
+    I.pred_cap = n;
+    I.pred_buf = dalloc<float>(n, false);
+  }
+  float* dp = I.pred_buf;
   try {
     I.predict_dev(d.d, nullptr, n, batch, dp, nullptr, nullptr, &cancel);
     CK(cudaMemcpyAsync(pred, dp, n * 4, cudaMemcpyDeviceToHost, I.st));
     CK(cudaStreamSynchronize(I.st));
   } catch (...) {
     cudaStreamSynchronize(I.st);
-    cudaFree(dp);
     throw;
   }
-  cudaFree(dp);
   for (int64_t i = 0; i < n && (label || weight || key); ++i) {
     int64_t local;
     const DataPart& p = ds.locate(i, local);
@@ -1019,7 +1025,6 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
     host_->ablate(ds, groups, repeats, seed, batch, base, out, base_folds, out_folds, folds);
     return;
   }
-  check_vocab(ds, config());
   upload(I, *host_, frozen);
   const DevDataset& dd = resident(I, ds);
   const int F = (int)std::max<int64_t>(1, std::min<int64_t>(folds, ds.rows / 200));
