@@ -93,6 +93,7 @@ install_deps() {
     say "dependencies: up to date"
   else
     say "installing npm dependencies"
-    npm ci --no-audit --no-fund --loglevel=error
+    # npm install, not npm ci: the lock file records only this platform's optional binaries, which npm ci rejects
+    npm install --no-audit --no-fund --loglevel=error
   fi
 }
