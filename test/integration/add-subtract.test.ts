@@ -143,6 +143,26 @@ describe('add on the simulator ground truth', () => {
     expect(again.trials.filter((t: { kind: string }) => t.kind === 'train').every((t: { metrics: { modelCached: boolean } }) => t.metrics.modelCached)).toBe(true);
   });
 
+  it('resolves a candidate that is not a column from the registry: joined from its feature table, point in time', async () => {
+    // the same samples without u_member_level: the candidate must come from the users table (by user_id, as of ts)
+    const lite = path.join(env.dataDir, 'feed-lite.parquet');
+    const { DuckDBInstance } = await import('@duckdb/node-api');
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    await conn.run(`COPY (SELECT * EXCLUDE (u_member_level) FROM read_parquet('${path.join(env.dataDir, 'world', 'samples', 'feed.parquet')}')) TO '${lite}' (FORMAT parquet)`);
+    conn.closeSync();
+    db.closeSync();
+    await upload('/sample-sets', lite, { name: 'feed-lite', businessLine: 'feed', label: 'click', time: 'ts', keys: 'impression_id,user_id,item_id,context_id,domain' });
+    const e = await run({ kind: 'add', businessLine: 'feed', spec: { base: { sampleSet: 'feed-lite', features: base() }, candidates: ['u_member_level'], seed: 4 } });
+    expect(e.status, e.error ?? '').toBe('succeeded');
+    const aug = e.trials.find((t: { metrics: { role: string } }) => t.metrics.role === 'augmented');
+    const cand = aug.params.recipe.features.find((f: { name: string }) => f.name === 'u_member_level');
+    expect(cand.source).toMatchObject({ kind: 'table', entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'ts', column: 'u_member_level' });
+    expect(e.result.candidates[0]).toMatchObject({ feature: 'u_member_level', verdict: 'adopt' });
+    // the joined feature carries the same signal as the column it replaces (same samples, same seed)
+    expect(Math.abs(e.result.candidates[0].contribution.mean - first.result.candidates[0].contribution.mean)).toBeLessThan(0.005);
+  });
+
   it('auto finds features measured positive in another line', async () => {
     const searchBase = configOf('search').filter((f) => !role('noise').includes(f));
     const e = await run({ kind: 'add', businessLine: 'search', spec: { base: { sampleSet: 'search-samples', features: searchBase }, candidates: 'auto', seed: 4 } });

@@ -123,7 +123,8 @@ describe('RuntimeModel (cpu backend)', () => {
   });
 
   it('reports clear errors: cuda not built, addon missing, bad spec, ids outside the vocabulary', async () => {
-    expect(() => RuntimeModel.create(spec, { backend: 'cuda' })).toThrow(/CUDA backend not built/);
+    // names why (addon not built, or no GPU) and the way out
+    expect(() => RuntimeModel.create(spec, { backend: 'cuda' })).toThrow(/CUDA backend not available: .+\(use backend "cpu" or "auto"\)/);
     expect(() => loadNativeAddon('/nonexistent/abacus_runtime.node')).toThrow(/npm run build:native.*scripts\/build-native\.sh/);
     expect(() => RuntimeModel.create({ ...spec, embeddingDim: 0 })).toThrow();
     expect(() => RuntimeModel.create({ ...spec, slots: [{ name: 'num0', vocab: 3 }] })).toThrow(/duplicate/);
