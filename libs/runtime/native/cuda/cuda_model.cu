@@ -2,6 +2,7 @@
 #include "cuda_model.h"
 
 #include <dlfcn.h>
+#include <cub/device/device_radix_sort.cuh>
 #include <thrust/device_ptr.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/constant_iterator.h>
@@ -117,6 +118,7 @@ struct DevDataset {
   k::DevData d;
   std::vector<void*> bufs;
   uint64_t fp = 0;  // fingerprint of the host data it came from
+  uint64_t pkey = 0, light = 0;  // pointer/size key and light sample (fast path of resident())
   std::vector<float> host_lab, host_wt;  // for predict's host outputs
   ~DevDataset() { for (void* p : bufs) cudaFree(p); }
 };
@@ -166,6 +168,14 @@ struct CudaImpl {
   std::vector<std::unique_ptr<DevDataset>> cache;
   int64_t* d_order = nullptr;
   int64_t order_cap = 0;
+  // sort-based sparse backward: (row, position) pairs of one batch, CUB temp storage
+  bool sparse_atomic = false;  // ABACUS_CUDA_SPARSE=atomic: the older gradient-table path
+  uint32_t *skeys = nullptr, *skeys2 = nullptr;
+  int32_t *svals = nullptr, *svals2 = nullptr;
+  void* sort_tmp = nullptr;
+  size_t sort_tmp_bytes = 0;
+  int64_t sort_cap = 0;
+  int sort_bits = 1;
   // captured training steps
   struct Graph { int64_t B; const void* data; const int64_t* order; bool trainable; cudaGraphExec_t exec; };
   std::vector<Graph> graphs;
@@ -185,7 +195,7 @@ struct CudaImpl {
     for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
                                                  flag, touched, counter, base, dfrozen, d_step, d_cursor, d_b0, d_stepidx,
                                                  d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
-                                                 dZb, zbase, dwide, d_order, ws, pred_buf})
+                                                 dZb, zbase, dwide, d_order, ws, pred_buf, skeys, skeys2, svals, svals2, sort_tmp})
       if (p) cudaFree(p);
     for (auto* p : H) cudaFree(p);
     for (auto* p : aux) cudaFree(p);
@@ -194,6 +204,44 @@ struct CudaImpl {
   }
 
   k::Layout layout() const { return {N, S, D, ld0, mean, wide, base}; }
+
+  // rows per forward pass of predict / ablate: at least ABACUS_CUDA_EVAL_BATCH (default 65536),
+  // whatever batch the caller named (per-row results do not depend on it)
+  int64_t eval_min = 65536;
+  int64_t eval_batch(int64_t batch) const { return std::max<int64_t>(std::max<int64_t>(batch, 1), eval_min); }
+
+  // sort path possible for a batch of B rows whose bags hold at most maxbag ids?
+  bool sort_path(int64_t B, int maxbag) const {
+    return !sparse_atomic && maxbag > 0 && B * S * (int64_t)maxbag < (int64_t(1) << 30) && rows < (int64_t(1) << 31);
+  }
+  // buffers of the sparse backward for batches up to B (called before a step is captured)
+  void prepare_sparse(int64_t B, int maxbag) {
+    if (S == 0) return;
+    if (sort_path(B, maxbag)) {
+      const int64_t n = B * S * maxbag;
+      if (n <= sort_cap) return;
+      cudaStreamSynchronize(st);
+      for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
+      graphs.clear();
+      for (void* p : std::initializer_list<void*>{skeys, skeys2, svals, svals2, sort_tmp})
+        if (p) cudaFree(p);
+      sort_cap = n;
+      skeys = dalloc<uint32_t>(n, false);
+      skeys2 = dalloc<uint32_t>(n, false);
+      svals = dalloc<int32_t>(n, false);
+      svals2 = dalloc<int32_t>(n, false);
+      sort_bits = 1;
+      while ((int64_t(1) << sort_bits) <= rows) ++sort_bits;  // sentinel = rows
+      sort_tmp_bytes = 0;
+      CK(cub::DeviceRadixSort::SortPairs(nullptr, sort_tmp_bytes, skeys, skeys2, svals, svals2, (int)n, 0, sort_bits, st));
+      sort_tmp = dalloc<uint8_t>(sort_tmp_bytes, false);
+    } else if (!G) {
+      G = dalloc<float>(rows * D);
+      if (wide) WG = dalloc<float>(rows);
+      flag = dalloc<int32_t>(rows);
+      touched = dalloc<int32_t>(rows, false);
+    }
+  }
 
   // col-major D(m x n) = op(A) op(B) (+ beta C), with an epilogue; false when no algorithm fits
   bool gemm(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
@@ -359,15 +407,29 @@ struct CudaImpl {
       const float* de = L > 0 ? demb : dz + N;
       const int64_t lde = L > 0 ? S * D : ld0;
       const k::Layout Lo = layout();
-      if (D % 4 == 0)
+      const int mb = d.max_bag;
+      if (sort_path(B, mb)) {
+        const int64_t n = B * S * mb;
+        if (n > sort_cap) throw std::runtime_error("sparse sort buffers not prepared");
+        const uint32_t sentinel = (uint32_t)rows;
+        k::sparse_emit<<<blocks_for(n), 256, 0, st>>>(d, Lo, order, d_b0, B, mb, dfrozen, sentinel, skeys, svals);
+        size_t tb = sort_tmp_bytes;
+        CK(cub::DeviceRadixSort::SortPairs(sort_tmp, tb, skeys, skeys2, svals, svals2, (int)n, 0, sort_bits, st));
+        k::SparseParams so{sp.kind, sp.lr, sp.b1, sp.b2, sp.eps};
+        k::sparse_apply<<<blocks_for((n + 31) / 32 * 32), 256, 0, st>>>(skeys2, svals2, n, sentinel, mb, S, D, de, lde,
+                                                                          bagscale, dlogit, wide, d_step, so, table, spm,
+                                                                          spv, wtab, wspm, wspv);
+      } else if (D % 4 == 0)
         k::sparse_accumulate<4><<<blocks_for(B * S * (D / 4)), 256, 0, st>>>(d, Lo, order, d_b0, B, bagscale, dfrozen, de,
                                                                             lde, dlogit, G, WG, flag, touched, counter);
       else
         k::sparse_accumulate<1><<<blocks_for(B * S * D), 256, 0, st>>>(d, Lo, order, d_b0, B, bagscale, dfrozen, de, lde,
                                                                       dlogit, G, WG, flag, touched, counter);
+      if (!sort_path(B, mb)) {
       k::SparseParams so{sp.kind, sp.lr, sp.b1, sp.b2, sp.eps};
       k::sparse_update<<<1024, 256, 0, st>>>(D, touched, counter, d_step, so, table, spm, spv, G, wtab, wspm, wspv, WG,
                                               flag);
+      }
     }
     k::DenseParams dp{dn.lr, dn.b1, dn.b2, dn.eps, dn.weight_decay};
     k::dense_adam<<<blocks_for(nd), 256, 0, st>>>(dense, dg, dm, dv, nd, d_step, dp);
@@ -555,11 +617,11 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
     I.wtab = dalloc<float>(R, false);
     I.wspm = dalloc<float>(R, false);
     if (I.adam) I.wspv = dalloc<float>(R, false);
-    I.WG = dalloc<float>(R);
   }
-  I.G = dalloc<float>(R * D);
-  I.flag = dalloc<int32_t>(R);
-  I.touched = dalloc<int32_t>(R, false);
+  // G / WG / flag / touched (the gradient-table path) are allocated only when it is used
+  if (const char* eb = std::getenv("ABACUS_CUDA_EVAL_BATCH")) I.eval_min = std::max<long long>(1, std::atoll(eb));
+  const char* spe = std::getenv("ABACUS_CUDA_SPARSE");
+  I.sparse_atomic = spe && std::string(spe) == "atomic";
   I.counter = dalloc<int>(1);
   I.dense = dalloc<float>(I.nd, false);
   I.dm = dalloc<float>(I.nd, false);
@@ -655,6 +717,41 @@ std::vector<Tensor>& CudaModel::opt_state() {
 // The data resident on the GPU (uploaded once, kept while the same host arrays are used).
 static void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
 static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
+  // Same host arrays as a cached entry (pointer/size key) -> a light content sample (64 values
+  // per array) instead of the full 2048-value fingerprint, so repeated eval calls do no host scan.
+  uint64_t pk = 0x51ED270B27E1F1C3ULL, lh = 0;
+  {
+    for (auto& p : ds.parts) {
+      pk = fp_mix(pk, (uint64_t)(uintptr_t)p.numeric);
+      pk = fp_mix(pk, (uint64_t)(uintptr_t)p.labels);
+      pk = fp_mix(pk, (uint64_t)(uintptr_t)p.weights);
+      pk = fp_mix(pk, (uint64_t)p.rows);
+      for (size_t s = 0; s < p.offs.size(); ++s) {
+        pk = fp_mix(pk, (uint64_t)(uintptr_t)p.offs[s]);
+        pk = fp_mix(pk, (uint64_t)(uintptr_t)p.ids[s]);
+        pk = fp_mix(pk, (uint64_t)p.offs[s][p.rows]);
+      }
+    }
+    for (int j : ds.num_map) pk = fp_mix(pk, (uint64_t)j);
+    auto light = [&] {
+      uint64_t h = pk;
+      auto smp = [&](const auto* a, int64_t cnt) {
+        if (!a || cnt <= 0) return;
+        const int64_t stp = std::max<int64_t>(1, cnt / 64);
+        for (int64_t i = 0; i < cnt; i += stp) { uint32_t u; std::memcpy(&u, a + i, 4); h = fp_mix(h, u); }
+      };
+      for (auto& p : ds.parts) {
+        smp(p.numeric, p.rows * p.num_stride);
+        smp(p.labels, p.rows);
+        smp(p.weights, p.weights ? p.rows : 0);
+        for (size_t s = 0; s < p.offs.size(); ++s) smp(p.ids[s], p.offs[s][p.rows]);
+      }
+      return h;
+    };
+    lh = light();
+    for (auto& c : I.cache)
+      if (c->pkey == pk && c->light == lh) return *c;
+  }
   uint64_t h = 1469598103934665603ULL;
   for (auto& p : ds.parts) {
     h = sample_hash(h, p.numeric, p.rows * p.num_stride);
@@ -667,7 +764,7 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   }
   for (int j : ds.num_map) h = fp_mix(h, (uint64_t)j);
   for (auto& c : I.cache)
-    if (c->fp == h) return *c;
+    if (c->fp == h) { c->pkey = pk; c->light = lh; return *c; }
   check_vocab(ds, I.vocab);
   const int64_t n = ds.rows;
   const int N = I.N, S = I.S;
@@ -681,6 +778,7 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   }
   std::vector<int32_t> ids(std::max<int64_t>(nnz, 1));
   int64_t pos = 0;
+  int max_bag = 0;
   for (int s = 0; s < S; ++s) {
     int64_t g = 0;
     const int64_t vocab = I.rows == 0 ? 0 : 0;
@@ -690,6 +788,7 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
       const int32_t* id = p.ids[s];
       for (int64_t r = 0; r < p.rows; ++r, ++g) {
         offs[(size_t)s * (n + 1) + g] = pos;
+        max_bag = std::max(max_bag, o[r + 1] - o[r]);
         for (int32_t q = o[r]; q < o[r + 1]; ++q) ids[pos++] = id[q];
       }
     }
@@ -709,7 +808,10 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   }
   auto e = std::make_unique<DevDataset>();
   e->fp = h;
+  e->pkey = pk;
+  e->light = lh;
   e->d.n = n;
+  e->d.max_bag = max_bag;
   auto up = [&](const void* src, size_t bytes) {
     void* p = nullptr;
     CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
@@ -793,6 +895,7 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   int64_t total = steps_per_epoch * o.epochs;
   if (o.max_steps >= 0) total = std::min(total, o.max_steps);
   I.ensure(std::min<int64_t>(o.batch, n));
+  I.prepare_sparse(std::min<int64_t>(o.batch, n), dd.max_bag);
   if (total > I.losses_cap) {
     CK(cudaStreamSynchronize(I.st));
     for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
@@ -998,19 +1101,26 @@ void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float*
   }
   float* dp = I.pred_buf;
   try {
-    I.predict_dev(d.d, nullptr, n, batch, dp, nullptr, nullptr, &cancel);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel);
     CK(cudaMemcpyAsync(pred, dp, n * 4, cudaMemcpyDeviceToHost, I.st));
+    // labels / weights / keys straight from the host parts while the GPU works (no per-row locate)
+    int64_t g = 0;
+    for (auto& p : ds.parts) {
+      if (label) std::memcpy(label + g, p.labels, p.rows * 4);
+      if (weight) {
+        if (p.weights) std::memcpy(weight + g, p.weights, p.rows * 4);
+        else std::fill(weight + g, weight + g + p.rows, 1.f);
+      }
+      if (key) {
+        if (p.key) std::memcpy(key + g, p.key, p.rows * 4);
+        else std::fill(key + g, key + g + p.rows, 0);
+      }
+      g += p.rows;
+    }
     CK(cudaStreamSynchronize(I.st));
   } catch (...) {
     cudaStreamSynchronize(I.st);
     throw;
-  }
-  for (int64_t i = 0; i < n && (label || weight || key); ++i) {
-    int64_t local;
-    const DataPart& p = ds.locate(i, local);
-    if (label) label[i] = p.labels[local];
-    if (weight) weight[i] = p.weights ? p.weights[local] : 1.f;
-    if (key) key[i] = p.key ? p.key[local] : 0;
   }
 }
 
@@ -1025,6 +1135,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
     host_->ablate(ds, groups, repeats, seed, batch, base, out, base_folds, out_folds, folds);
     return;
   }
+  batch = I.eval_batch(batch);
   upload(I, *host_, frozen);
   const DevDataset& dd = resident(I, ds);
   const int F = (int)std::max<int64_t>(1, std::min<int64_t>(folds, ds.rows / 200));

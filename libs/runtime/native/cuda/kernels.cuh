@@ -16,6 +16,7 @@ struct DevData {
   const float* wt = nullptr;
   const int64_t* offs = nullptr;
   const int32_t* ids = nullptr;
+  int max_bag = 0;  // longest bag (ids per sample and slot) of the whole dataset
 };
 
 struct Layout {
@@ -290,6 +291,96 @@ __global__ void sparse_update(int D, const int32_t* touched, const int* counter,
         }
       }
       flag[row] = 0;
+    }
+  }
+}
+
+// Sparse backward without atomics (default path). Phase 1: every (bag, k-th id) position of the
+// batch writes key = table row (or `sentinel` for padding / frozen slots / k past the bag's end)
+// and value = its position bag * max_bag + k. The pairs are then sorted by key (CUB radix sort,
+// stable, so equal rows keep position order: the summation order is deterministic).
+__global__ void sparse_emit(DevData d, Layout L, const int64_t* order, const int64_t* b0p, int64_t B, int maxbag,
+                            const uint8_t* __restrict__ frozen, uint32_t sentinel, uint32_t* __restrict__ keys,
+                            int32_t* __restrict__ vals) {
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (t >= B * L.S * maxbag) return;
+  const int64_t bag = t / maxbag;
+  const int k = (int)(t - bag * maxbag);
+  const int64_t r = bag / L.S;
+  const int s = (int)(bag - r * L.S);
+  uint32_t key = sentinel;
+  if (!frozen[s]) {
+    const int64_t src = row_of(order, b0p, 0, r);
+    const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
+    const int64_t p = o[src] + k;
+    if (p < o[src + 1]) {
+      const int32_t id = d.ids[p];
+      if (id >= 0) key = (uint32_t)(L.base[s] + id);
+    }
+  }
+  keys[t] = key;
+  vals[t] = (int32_t)t;
+}
+
+// Phase 2: one warp per 32 sorted positions; each run of equal keys starting inside it (a unique
+// row) is summed in registers and the row's optimizer step applied once (lane = one dim, so the
+// row's table / m / v reads and writes are coalesced 4*D-byte segments). No gradient table.
+__global__ void sparse_apply(const uint32_t* __restrict__ keys, const int32_t* __restrict__ vals, int64_t n,
+                             uint32_t sentinel, int maxbag, int S, int D, const float* __restrict__ demb, int64_t lde,
+                             const float* __restrict__ bagscale, const float* __restrict__ dl, bool wide,
+                             const int64_t* step, SparseParams o, float* __restrict__ table, float* __restrict__ m,
+                             float* __restrict__ v, float* __restrict__ wtab, float* __restrict__ wm,
+                             float* __restrict__ wv) {
+  const int lane = threadIdx.x & 31;
+  const int64_t i0 = ((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5) * 32;
+  if (i0 >= n) return;
+  const int64_t i = i0 + lane;
+  const uint32_t k = i < n ? keys[i] : sentinel;
+  const bool head = k != sentinel && (i == 0 || keys[i - 1] != k);
+  const unsigned mask = __ballot_sync(0xffffffffu, head);
+  if (!mask) return;
+  const float bc1 = 1.f - powf(o.b1, (float)*step), bc2 = 1.f - powf(o.b2, (float)*step);
+  const float step_size = o.lr / bc1, inv_sqrt_bc2 = 1.f / sqrtf(bc2);
+  const int nh = __popc(mask);
+  for (int t = lane; t < nh * D; t += 32) {
+    const int h = t / D, dd = t - h * D;
+    unsigned mm = mask;
+    for (int q = 0; q < h; ++q) mm &= mm - 1;
+    const int64_t hi = i0 + (__ffs(mm) - 1);
+    const uint32_t row = keys[hi];
+    float g = 0.f, gw = 0.f;
+    for (int64_t j = hi; j < n && keys[j] == row; ++j) {
+      const int32_t p = vals[j];
+      const int bag = p / maxbag;
+      const int r = bag / S, s = bag - r * S;
+      const float sc = bagscale[bag];
+      g += demb[(int64_t)r * lde + s * D + dd] * sc;
+      if (wide && dd == 0) gw += dl[r] * sc;
+    }
+    const int64_t ix = (int64_t)row * D + dd;
+    if (o.kind == 0) {
+      const float a = m[ix] + g * g;
+      m[ix] = a;
+      table[ix] -= o.lr * g / (sqrtf(a) + o.eps);
+    } else {
+      const float mi = o.b1 * m[ix] + (1.f - o.b1) * g;
+      const float vi = o.b2 * v[ix] + (1.f - o.b2) * g * g;
+      m[ix] = mi;
+      v[ix] = vi;
+      table[ix] -= step_size * mi / (sqrtf(vi) * inv_sqrt_bc2 + o.eps);
+    }
+    if (wide && dd == 0) {
+      if (o.kind == 0) {
+        const float a = wm[row] + gw * gw;
+        wm[row] = a;
+        wtab[row] -= o.lr * gw / (sqrtf(a) + o.eps);
+      } else {
+        const float mi = o.b1 * wm[row] + (1.f - o.b1) * gw;
+        const float vi = o.b2 * wv[row] + (1.f - o.b2) * gw * gw;
+        wm[row] = mi;
+        wv[row] = vi;
+        wtab[row] -= step_size * mi / (sqrtf(vi) * inv_sqrt_bc2 + o.eps);
+      }
     }
   }
 }
