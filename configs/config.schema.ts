@@ -12,7 +12,10 @@ export const configSchema = z.object({
   ABACUS_DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/abacus'),
   ABACUS_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** BullMQ key prefix: separate deployments (and test runs) sharing one Redis use different prefixes */
-  ABACUS_QUEUE_PREFIX: z.string().regex(/^[a-zA-Z0-9_:-]+$/, 'letters, digits, _ : - only').default('abacus'),
+  ABACUS_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[a-zA-Z0-9_:-]+$/, 'letters, digits, _ : - only')
+    .default('abacus'),
   ABACUS_API_HOST: z.string().min(1).default('0.0.0.0'),
   ABACUS_API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** where the CLI finds the API */

@@ -29,7 +29,10 @@ beforeAll(async () => {
   await waitUntil(
     async () => {
       if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
-      return fetch(`http://127.0.0.1:${port}/api/v1/health`).then((r) => r.ok, () => false);
+      return fetch(`http://127.0.0.1:${port}/api/v1/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
     },
     60_000,
     'api health',
@@ -68,7 +71,11 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     const spec = writeSpec('score', { kind: 'score', businessLine: 'feed', name: 'e2e score', spec: { sampleSet: 'demo-feed' } });
     const r = await cli(['experiment', 'submit', spec, '--wait', '--json'], cliEnv);
     expect(r.code, r.stderr + worker.output()).toBe(0);
-    const out = JSON.parse(r.stdout) as { id: string; status: string; results: { featureName: string; scorer: string; value: number }[] };
+    const out = JSON.parse(r.stdout) as {
+      id: string;
+      status: string;
+      results: { featureName: string; scorer: string; value: number }[];
+    };
     expect(out.status).toBe('succeeded');
 
     const stored: { feature_name: string; value: number }[] = await ds.query(
@@ -95,7 +102,11 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
   });
 
   it('finishes an experiment whose worker is killed mid-trial, without duplicated results', async () => {
-    const spec = writeSpec('crash', { kind: 'score', businessLine: 'feed', spec: { sampleSet: 'demo-feed', featuresPerTrial: 100 } });
+    const spec = writeSpec('crash', {
+      kind: 'score',
+      businessLine: 'feed',
+      spec: { sampleSet: 'demo-feed', featuresPerTrial: 100 },
+    });
     const sub = await cli(['experiment', 'submit', spec, '--json'], cliEnv);
     expect(sub.code, sub.stderr).toBe(0);
     const id = (JSON.parse(sub.stdout) as { id: string }).id;
@@ -106,7 +117,9 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     );
     await worker.stop('SIGKILL');
     // the dead worker cannot have finished the row: it is still 'running', owned by a lock that will expire
-    const orphaned: { id: string }[] = await ds.query(`SELECT id FROM trials WHERE experiment_id = $1 AND status = 'running'`, [id]);
+    const orphaned: { id: string }[] = await ds.query(`SELECT id FROM trials WHERE experiment_id = $1 AND status = 'running'`, [
+      id,
+    ]);
     expect(orphaned).toHaveLength(1);
     worker = startProcess('dist/apps/worker/src/main.js', env.env);
     const done = await cli(['experiment', 'show', id, '--json'], cliEnv);
@@ -120,7 +133,9 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
       'recovered experiment',
     );
     expect(e.status, worker.output()).toBe('succeeded');
-    const attempts: { attempts: number; status: string }[] = await ds.query('SELECT attempts, status FROM trials WHERE id = $1', [orphaned[0].id]);
+    const attempts: { attempts: number; status: string }[] = await ds.query('SELECT attempts, status FROM trials WHERE id = $1', [
+      orphaned[0].id,
+    ]);
     expect(attempts).toEqual([{ attempts: 2, status: 'succeeded' }]);
     const features = (await ds.query('SELECT spec FROM experiments WHERE id = $1', [id]))[0].spec.features as string[];
     const dup = await ds.query(
@@ -128,25 +143,33 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
       [id],
     );
     expect(dup).toEqual([]);
-    expect(await ds.query(`SELECT count(*)::int AS n FROM feature_results WHERE experiment_id = $1 AND scorer = 'iv'`, [id])).toEqual([
-      { n: features.length },
-    ]);
+    expect(
+      await ds.query(`SELECT count(*)::int AS n FROM feature_results WHERE experiment_id = $1 AND scorer = 'iv'`, [id]),
+    ).toEqual([{ n: features.length }]);
   });
 
   it('finishes a subtract experiment whose worker is killed mid-trial, with no duplicated results', async () => {
     const features = truth.features.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
-    const spec = writeSpec('subtract', { kind: 'subtract', businessLine: 'feed', spec: { model: { sampleSet: 'demo-feed', features }, seed: 2 } });
+    const spec = writeSpec('subtract', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'demo-feed', features }, seed: 2 },
+    });
     const sub = await cli(['experiment', 'submit', spec, '--json'], cliEnv);
     expect(sub.code, sub.stderr).toBe(0);
     const id = (JSON.parse(sub.stdout) as { id: string }).id;
     // the prune trial is the longest (it retrains): kill the worker while it runs
     await waitUntil(
-      async () => (await ds.query(`SELECT 1 FROM trials WHERE experiment_id = $1 AND kind = 'prune' AND status = 'running'`, [id])).length > 0,
+      async () =>
+        (await ds.query(`SELECT 1 FROM trials WHERE experiment_id = $1 AND kind = 'prune' AND status = 'running'`, [id])).length >
+        0,
       120_000,
       'the prune trial to run',
     );
     await worker.stop('SIGKILL');
-    const orphaned: { id: string }[] = await ds.query(`SELECT id FROM trials WHERE experiment_id = $1 AND status = 'running'`, [id]);
+    const orphaned: { id: string }[] = await ds.query(`SELECT id FROM trials WHERE experiment_id = $1 AND status = 'running'`, [
+      id,
+    ]);
     expect(orphaned).toHaveLength(1);
     worker = startProcess('dist/apps/worker/src/main.js', env.env);
     const show = await cli(['experiment', 'show', id], cliEnv);
@@ -194,7 +217,14 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
   it('prints a local WOE/IV report with `abacus iv --json`, sorted by IV', async () => {
     const r = await cli(['iv', path.join(world, 'samples', 'mall.parquet'), '--label', 'click', '--json'], cliEnv);
     expect(r.code, r.stderr).toBe(0);
-    const rep = JSON.parse(r.stdout) as { features: { name: string; kind: string; iv: number; bins: { range_or_values: unknown; count: number; events: number; woe: number }[] }[] };
+    const rep = JSON.parse(r.stdout) as {
+      features: {
+        name: string;
+        kind: string;
+        iv: number;
+        bins: { range_or_values: unknown; count: number; events: number; woe: number }[];
+      }[];
+    };
     expect(rep.features.length).toBeGreaterThan(5);
     for (let i = 1; i < rep.features.length; i++) expect(rep.features[i - 1].iv).toBeGreaterThanOrEqual(rep.features[i].iv);
     expect(Object.keys(rep.features[0].bins[0])).toEqual(expect.arrayContaining(['range_or_values', 'count', 'events', 'woe']));
@@ -226,7 +256,11 @@ describe('e2e: bad input through the CLI is rejected and nothing is written', ()
     expect(r2.code).toBe(1);
     expect(r2.stderr).toMatch(/label: column "clicked" is not in the file/);
 
-    const spec = writeSpec('invalid', { kind: 'score', businessLine: 'feed', spec: { sampleSet: 'demo-feed', binning: { maxBins: 1 }, extra: 1 } });
+    const spec = writeSpec('invalid', {
+      kind: 'score',
+      businessLine: 'feed',
+      spec: { sampleSet: 'demo-feed', binning: { maxBins: 1 }, extra: 1 },
+    });
     const r3 = await cli(['experiment', 'submit', spec, '--wait'], cliEnv);
     expect(r3.code).toBe(1);
     expect(r3.stderr).toMatch(/spec\.binning\.maxBins/);

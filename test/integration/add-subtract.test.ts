@@ -64,8 +64,17 @@ beforeAll(async () => {
     });
   }
   // the registry (for costs and provenance): the world's feature tables under feed
-  for (const [table, key, time] of [['users', 'user_id', 'ts'], ['items', 'item_id', ''], ['contexts', 'context_id', '']]) {
-    await upload('/feature-tables', path.join(dir, `${table}.parquet`), { name: table, businessLine: 'feed', entityKey: key, ...(time ? { time } : {}) });
+  for (const [table, key, time] of [
+    ['users', 'user_id', 'ts'],
+    ['items', 'item_id', ''],
+    ['contexts', 'context_id', ''],
+  ]) {
+    await upload('/feature-tables', path.join(dir, `${table}.parquet`), {
+      name: table,
+      businessLine: 'feed',
+      entityKey: key,
+      ...(time ? { time } : {}),
+    });
   }
   for (const f of await ds.getRepository(FeatureEntity).find()) {
     const t = truth.features.find((x) => x.name === f.name);
@@ -85,7 +94,11 @@ describe('subtract on the simulator ground truth', () => {
   it('removes the noise, keeps the strong features, and the confirmed model stays within the limit', async () => {
     // the feed line's model: the features in its config
     const features = configOf('feed');
-    const e = await run({ kind: 'subtract', businessLine: 'feed', spec: { model: { sampleSet: 'feed-samples', features }, maxDrop: 0.001, seed: 3 } });
+    const e = await run({
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'feed-samples', features }, maxDrop: 0.001, seed: 3 },
+    });
     expect(e.status, e.error ?? '').toBe('succeeded');
     const r = e.result;
     const removable = new Set<string>(r.removable);
@@ -93,7 +106,10 @@ describe('subtract on the simulator ground truth', () => {
     const strong = role('strong').filter((f) => features.includes(f));
     const noiseRemoved = noise.filter((f) => removable.has(f));
     expect(noiseRemoved.length / noise.length, `noise removed: ${noiseRemoved}`).toBeGreaterThanOrEqual(0.9);
-    expect(strong.filter((f) => removable.has(f)), 'strong features removed').toEqual([]);
+    expect(
+      strong.filter((f) => removable.has(f)),
+      'strong features removed',
+    ).toEqual([]);
     expect(removable.size / features.length, `removed ${[...removable]}`).toBeGreaterThanOrEqual(0.4);
     expect(r.confirmed.withinLimit, JSON.stringify(r.confirmed)).toBe(true);
     expect(r.full.auc - r.confirmed.auc).toBeLessThanOrEqual(0.001);
@@ -101,7 +117,10 @@ describe('subtract on the simulator ground truth', () => {
     // needed within the limit (a check that removed the copy alone was rejected)
     for (const copy of truth.features.filter((f) => f.role === 'redundant' && features.includes(f.name))) {
       const kept = [copy.name, copy.copyOf!].filter((f) => !removable.has(f));
-      const needed = r.curve.some((c: { added: string[]; accepted: boolean; check: string }) => c.check === 'retrain' && !c.accepted && c.added.length === 1 && c.added[0] === copy.name);
+      const needed = r.curve.some(
+        (c: { added: string[]; accepted: boolean; check: string }) =>
+          c.check === 'retrain' && !c.accepted && c.added.length === 1 && c.added[0] === copy.name,
+      );
       expect(kept.length <= 1 || needed, `${copy.name} / ${copy.copyOf} both kept`).toBe(true);
     }
     expect(r.curve.length).toBeGreaterThan(0);
@@ -117,9 +136,15 @@ describe('add on the simulator ground truth', () => {
 
   it('adopts the planted useful candidates, rejects the noise ones, records provenance and notifies the owner', async () => {
     receiver.received.length = 0;
-    first = await run({ kind: 'add', businessLine: 'feed', spec: { base: { sampleSet: 'feed-samples', features: base() }, candidates, seed: 4 } });
+    first = await run({
+      kind: 'add',
+      businessLine: 'feed',
+      spec: { base: { sampleSet: 'feed-samples', features: base() }, candidates, seed: 4 },
+    });
     expect(first.status, first.error ?? '').toBe('succeeded');
-    const v = Object.fromEntries(first.result.candidates.map((c: { feature: string; verdict: string }) => [c.feature, c.verdict]));
+    const v = Object.fromEntries(
+      first.result.candidates.map((c: { feature: string; verdict: string }) => [c.feature, c.verdict]),
+    );
     expect(v).toEqual({ u_member_level: 'adopt', i_hist_ctr: 'adopt', u_noise_num: 'reject', c_noise_num: 'reject' });
     for (const c of first.result.candidates.filter((x: { feature: string }) => x.feature.includes('noise'))) {
       expect(c.contribution.ciLow).toBeLessThanOrEqual(0);
@@ -138,9 +163,19 @@ describe('add on the simulator ground truth', () => {
   });
 
   it('gives the same verdicts when rerun with the same seed (reusing the cached trainings)', async () => {
-    const again = await run({ kind: 'add', businessLine: 'feed', spec: { base: { sampleSet: 'feed-samples', features: base() }, candidates, seed: 4 } });
-    expect(again.result.candidates.map((c: { verdict: string }) => c.verdict)).toEqual(first.result.candidates.map((c: { verdict: string }) => c.verdict));
-    expect(again.trials.filter((t: { kind: string }) => t.kind === 'train').every((t: { metrics: { modelCached: boolean } }) => t.metrics.modelCached)).toBe(true);
+    const again = await run({
+      kind: 'add',
+      businessLine: 'feed',
+      spec: { base: { sampleSet: 'feed-samples', features: base() }, candidates, seed: 4 },
+    });
+    expect(again.result.candidates.map((c: { verdict: string }) => c.verdict)).toEqual(
+      first.result.candidates.map((c: { verdict: string }) => c.verdict),
+    );
+    expect(
+      again.trials
+        .filter((t: { kind: string }) => t.kind === 'train')
+        .every((t: { metrics: { modelCached: boolean } }) => t.metrics.modelCached),
+    ).toBe(true);
   });
 
   it('resolves a candidate that is not a column from the registry: joined from its feature table, point in time', async () => {
@@ -149,15 +184,33 @@ describe('add on the simulator ground truth', () => {
     const { DuckDBInstance } = await import('@duckdb/node-api');
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
-    await conn.run(`COPY (SELECT * EXCLUDE (u_member_level) FROM read_parquet('${path.join(env.dataDir, 'world', 'samples', 'feed.parquet')}')) TO '${lite}' (FORMAT parquet)`);
+    await conn.run(
+      `COPY (SELECT * EXCLUDE (u_member_level) FROM read_parquet('${path.join(env.dataDir, 'world', 'samples', 'feed.parquet')}')) TO '${lite}' (FORMAT parquet)`,
+    );
     conn.closeSync();
     db.closeSync();
-    await upload('/sample-sets', lite, { name: 'feed-lite', businessLine: 'feed', label: 'click', time: 'ts', keys: 'impression_id,user_id,item_id,context_id,domain' });
-    const e = await run({ kind: 'add', businessLine: 'feed', spec: { base: { sampleSet: 'feed-lite', features: base() }, candidates: ['u_member_level'], seed: 4 } });
+    await upload('/sample-sets', lite, {
+      name: 'feed-lite',
+      businessLine: 'feed',
+      label: 'click',
+      time: 'ts',
+      keys: 'impression_id,user_id,item_id,context_id,domain',
+    });
+    const e = await run({
+      kind: 'add',
+      businessLine: 'feed',
+      spec: { base: { sampleSet: 'feed-lite', features: base() }, candidates: ['u_member_level'], seed: 4 },
+    });
     expect(e.status, e.error ?? '').toBe('succeeded');
     const aug = e.trials.find((t: { metrics: { role: string } }) => t.metrics.role === 'augmented');
     const cand = aug.params.recipe.features.find((f: { name: string }) => f.name === 'u_member_level');
-    expect(cand.source).toMatchObject({ kind: 'table', entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'ts', column: 'u_member_level' });
+    expect(cand.source).toMatchObject({
+      kind: 'table',
+      entityKey: 'user_id',
+      sampleKey: 'user_id',
+      timeColumn: 'ts',
+      column: 'u_member_level',
+    });
     expect(e.result.candidates[0]).toMatchObject({ feature: 'u_member_level', verdict: 'adopt' });
     // the joined feature carries the same signal as the column it replaces (same samples, same seed)
     expect(Math.abs(e.result.candidates[0].contribution.mean - first.result.candidates[0].contribution.mean)).toBeLessThan(0.005);
@@ -165,7 +218,11 @@ describe('add on the simulator ground truth', () => {
 
   it('auto finds features measured positive in another line', async () => {
     const searchBase = configOf('search').filter((f) => !role('noise').includes(f));
-    const e = await run({ kind: 'add', businessLine: 'search', spec: { base: { sampleSet: 'search-samples', features: searchBase }, candidates: 'auto', seed: 4 } });
+    const e = await run({
+      kind: 'add',
+      businessLine: 'search',
+      spec: { base: { sampleSet: 'search-samples', features: searchBase }, candidates: 'auto', seed: 4 },
+    });
     expect(e.status, e.error ?? '').toBe('succeeded');
     expect(e.spec.resolved.candidates).toEqual(['u_member_level']);
   });

@@ -103,7 +103,14 @@ describe('API input validation (real Postgres + Redis)', () => {
     writeSmallCsv(good, 300);
     const r = await upload('/sample-sets', good, { name: 'good', businessLine: 'feed', label: 'click', time: 'ts' });
     expect(r.status).toBe(201);
-    expect(r.body).toMatchObject({ rowCount: 300, labelColumn: 'click', timeColumn: 'ts', timeMin: 1000, timeMax: 1299, format: 'csv' });
+    expect(r.body).toMatchObject({
+      rowCount: 300,
+      labelColumn: 'click',
+      timeColumn: 'ts',
+      timeMin: 1000,
+      timeMax: 1299,
+      format: 'csv',
+    });
     expect((r.body.schema as { name: string; kind: string }[]).find((c) => c.name === 'color')?.kind).toBe('categorical');
     const again = await upload('/sample-sets', good, { name: 'good', businessLine: 'feed', label: 'click' });
     expect(again.status).toBe(409);
@@ -112,7 +119,7 @@ describe('API input validation (real Postgres + Redis)', () => {
     expect(listDir(path.join(env.dataDir, 'sample-sets')).filter((f) => f.endsWith('.parquet'))).toHaveLength(1);
   });
 
-  it('validates list queries and filters by the caller\'s business lines', async () => {
+  it("validates list queries and filters by the caller's business lines", async () => {
     expect((await call('GET', '/experiments?pageSize=0')).status).toBe(400);
     expect((await call('GET', '/experiments?status=done')).body.issues?.[0].path).toBe('status');
     const res = await fetch(`${api.url}/api/v1/sample-sets`, { headers: { 'x-abacus-lines': 'search' } });
@@ -122,6 +129,8 @@ describe('API input validation (real Postgres + Redis)', () => {
   it('serves the OpenAPI document', async () => {
     const res = await fetch(`${api.url}/api/docs-json`);
     const doc = (await res.json()) as { paths: Record<string, unknown> };
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/v1/experiments', '/api/v1/sample-sets', '/api/v1/health']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/api/v1/experiments', '/api/v1/sample-sets', '/api/v1/health']),
+    );
   });
 });

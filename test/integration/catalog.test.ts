@@ -75,9 +75,19 @@ describe('feature registry, feature tables and models (real Postgres)', () => {
     const m1 = await call('POST', '/models', { name: 'base', businessLine: 'feed', sampleSetId: ss.body.id });
     expect(m1.status).toBe(201);
     expect(m1.body).toMatchObject({ version: 1, features: ['strong', 'weak', 'noise', 'color'] });
-    const m2 = await call('POST', '/models', { name: 'base', businessLine: 'feed', sampleSetId: ss.body.id, features: ['strong'] });
+    const m2 = await call('POST', '/models', {
+      name: 'base',
+      businessLine: 'feed',
+      sampleSetId: ss.body.id,
+      features: ['strong'],
+    });
     expect(m2.body).toMatchObject({ version: 2, features: ['strong'] });
-    const bad = await call('POST', '/models', { name: 'base', businessLine: 'feed', sampleSetId: ss.body.id, features: ['click'] });
+    const bad = await call('POST', '/models', {
+      name: 'base',
+      businessLine: 'feed',
+      sampleSetId: ss.body.id,
+      features: ['click'],
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.issues?.[0].path).toBe('features.0');
   });
@@ -86,11 +96,20 @@ describe('feature registry, feature tables and models (real Postgres)', () => {
 describe('migrations', () => {
   it('go down and up again', async () => {
     const tables = async () =>
-      (await ds.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'migrations' ORDER BY 1`)).map(
-        (r: { tablename: string }) => r.tablename,
-      );
+      (
+        await ds.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'migrations' ORDER BY 1`)
+      ).map((r: { tablename: string }) => r.tablename);
     const before = await tables();
-    expect(before).toEqual(['business_lines', 'experiments', 'feature_results', 'feature_tables', 'features', 'models', 'sample_sets', 'trials']);
+    expect(before).toEqual([
+      'business_lines',
+      'experiments',
+      'feature_results',
+      'feature_tables',
+      'features',
+      'models',
+      'sample_sets',
+      'trials',
+    ]);
     await ds.undoLastMigration({ transaction: 'each' });
     await api.close();
     await ds.undoLastMigration({ transaction: 'each' });

@@ -65,7 +65,11 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
   it('runs a score experiment as a flow of trials and stores per-feature results', async () => {
     const worker = await startWorker(env.config, { logger: false });
     try {
-      const r = await post('/experiments', { kind: 'score', businessLine: 'feed', spec: { sampleSet: 'small', featuresPerTrial: 2 } });
+      const r = await post('/experiments', {
+        kind: 'score',
+        businessLine: 'feed',
+        spec: { sampleSet: 'small', featuresPerTrial: 2 },
+      });
       expect(r.status).toBe(201);
       const id = r.body.id as string;
       expect((r.body.trials as unknown[]).length).toBe(2); // strong, weak, noise, color in trials of 2
@@ -91,7 +95,11 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     const ss = await ds.getRepository(SampleSetEntity).findOneByOrFail({ id: sampleSetId });
     const file = path.join(env.dataDir, ss.files[0]);
     fs.renameSync(file, `${file}.away`); // the first attempt cannot read the samples
-    const r = await post('/experiments', { kind: 'score', businessLine: 'feed', spec: { sampleSet: sampleSetId, featuresPerTrial: 10 } });
+    const r = await post('/experiments', {
+      kind: 'score',
+      businessLine: 'feed',
+      spec: { sampleSet: sampleSetId, featuresPerTrial: 10 },
+    });
     const id = r.body.id as string;
     const worker = await startWorker(env.config, { logger: false });
     try {
@@ -112,14 +120,21 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
   });
 
   it('cancels queued trials: their jobs are removed and nothing runs afterwards', async () => {
-    const r = await post('/experiments', { kind: 'score', businessLine: 'feed', spec: { sampleSet: 'small', featuresPerTrial: 1 } });
+    const r = await post('/experiments', {
+      kind: 'score',
+      businessLine: 'feed',
+      spec: { sampleSet: 'small', featuresPerTrial: 1 },
+    });
     const id = r.body.id as string;
     const trials = r.body.trials as { id: string }[];
     expect(trials).toHaveLength(4);
     const c = await post(`/experiments/${id}/cancel`, {});
     expect(c.status).toBe(200);
     expect(c.body.status).toBe('cancelled');
-    const queue = new Queue(QueueName.Trials, { connection: redisConnection(env.config), prefix: env.config.ABACUS_QUEUE_PREFIX });
+    const queue = new Queue(QueueName.Trials, {
+      connection: redisConnection(env.config),
+      prefix: env.config.ABACUS_QUEUE_PREFIX,
+    });
     try {
       for (const t of trials) expect(await Job.fromId(queue, t.id)).toBeUndefined();
     } finally {

@@ -21,7 +21,9 @@ export class AppModule {
     const dataDir = new DataDir(config.ABACUS_DATA_DIR);
     return {
       module: AppModule,
-      imports: [MulterModule.register({ dest: dataDir.tmpDir(), limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024 } })],
+      imports: [
+        MulterModule.register({ dest: dataDir.tmpDir(), limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024 } }),
+      ],
       controllers: [
         HealthController,
         BusinessLinesController,

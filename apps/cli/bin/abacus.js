@@ -4,7 +4,9 @@ const path = require('node:path');
 const fs = require('node:fs');
 const entry = path.resolve(__dirname, '../../../dist/apps/cli/src/main.js');
 if (!fs.existsSync(entry)) {
-  process.stderr.write('abacus: the CLI is not built yet; run `npm run build` (or the quick start) in the repository root first\n');
+  process.stderr.write(
+    'abacus: the CLI is not built yet; run `npm run build` (or the quick start) in the repository root first\n',
+  );
   process.exit(1);
 }
 require(entry)

@@ -20,7 +20,10 @@ export class ApiClient {
     try {
       res = await fetch(url, {
         method,
-        headers: { ...this.headers, ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          ...this.headers,
+          ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}),
+        },
         body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
       });
     } catch (err) {

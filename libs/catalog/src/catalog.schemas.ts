@@ -26,7 +26,14 @@ const costsSchema = z
 
 const transformSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('none') }),
-  z.object({ type: z.literal('hash'), hashBuckets: z.number().int().min(2).max(1 << 30) }),
+  z.object({
+    type: z.literal('hash'),
+    hashBuckets: z
+      .number()
+      .int()
+      .min(2)
+      .max(1 << 30),
+  }),
   z.object({ type: z.literal('buckets'), boundaries: z.array(z.number()).min(1) }),
   z.object({ type: z.literal('log') }),
   z.object({ type: z.literal('standardize') }),
@@ -79,11 +86,25 @@ export const importSampleSetSchema = z.object({
   keys: z
     .string()
     .optional()
-    .transform((s) => (s ? s.split(',').map((k) => k.trim()).filter(Boolean) : [])),
+    .transform((s) =>
+      s
+        ? s
+            .split(',')
+            .map((k) => k.trim())
+            .filter(Boolean)
+        : [],
+    ),
   shareWith: z
     .string()
     .optional()
-    .transform((s) => (s ? s.split(',').map((k) => k.trim()).filter(Boolean) : [])),
+    .transform((s) =>
+      s
+        ? s
+            .split(',')
+            .map((k) => k.trim())
+            .filter(Boolean)
+        : [],
+    ),
 });
 
 /** Form fields of a feature-table upload: every column but the key and time becomes a registered feature. */
@@ -107,14 +128,24 @@ export const architectureSchema = z
 export const trainingSchema = z
   .object({
     epochs: z.number().int().min(1).max(100).default(10),
-    batchSize: z.number().int().min(16).max(1 << 18).default(1024),
+    batchSize: z
+      .number()
+      .int()
+      .min(16)
+      .max(1 << 18)
+      .default(1024),
     learningRate: z.number().positive().max(1).default(0.001),
     sparseLearningRate: z.number().positive().max(1).default(0.01),
     sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
     /** rows of the training split held out for early stopping (on validation AUC, best epoch restored) */
     validationFraction: z.number().min(0).max(0.5).default(0.1),
     patience: z.number().int().min(1).max(20).default(2),
-    seed: z.number().int().min(0).max(2 ** 31).default(1),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31)
+      .default(1),
   })
   .strict();
 

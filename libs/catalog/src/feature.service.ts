@@ -129,7 +129,8 @@ export class FeatureService {
       });
     } catch (err) {
       this.dataDir.remove(dir);
-      if ((err as { code?: string }).code === '23505') throw new ConflictError(`feature table ${input.name} conflicts with an existing one`);
+      if ((err as { code?: string }).code === '23505')
+        throw new ConflictError(`feature table ${input.name} conflicts with an existing one`);
       throw err;
     }
   }
@@ -146,7 +147,10 @@ export class FeatureService {
     if (q.businessLine) qb.andWhere('f.business_line = :bl', { bl: q.businessLine });
     if (q.kind) qb.andWhere('f.kind = :kind', { kind: q.kind });
     if (q.featureTableId) qb.andWhere('f.feature_table_id = :t', { t: q.featureTableId });
-    const [items, total] = await qb.skip((q.page - 1) * q.pageSize).take(q.pageSize).getManyAndCount();
+    const [items, total] = await qb
+      .skip((q.page - 1) * q.pageSize)
+      .take(q.pageSize)
+      .getManyAndCount();
     return { items, total, page: q.page, pageSize: q.pageSize };
   }
 

@@ -14,9 +14,11 @@ export class ModelService {
     }
     const skip = new Set([sampleSet.labelColumn, sampleSet.timeColumn, ...sampleSet.keyColumns]);
     const columns = sampleSet.schema.map((c) => c.name);
-    const features = input.features ?? sampleSet.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);
+    const features =
+      input.features ?? sampleSet.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);
     features.forEach((f, i) => {
-      if (!columns.includes(f)) throw new InvalidInputError(`features.${i}`, `column "${f}" is not in sample set ${sampleSet.name}`);
+      if (!columns.includes(f))
+        throw new InvalidInputError(`features.${i}`, `column "${f}" is not in sample set ${sampleSet.name}`);
       if (skip.has(f)) throw new InvalidInputError(`features.${i}`, `"${f}" is the label, time or a key column`);
     });
     return this.ds.transaction(async (m) => {
@@ -46,7 +48,10 @@ export class ModelService {
     const qb = this.ds.getRepository(ModelEntity).createQueryBuilder('m').orderBy('m.name').addOrderBy('m.version', 'DESC');
     if (scope.lines) qb.andWhere('m.business_line = ANY(:lines)', { lines: scope.lines });
     if (q.businessLine) qb.andWhere('m.business_line = :bl', { bl: q.businessLine });
-    const [items, total] = await qb.skip((q.page - 1) * q.pageSize).take(q.pageSize).getManyAndCount();
+    const [items, total] = await qb
+      .skip((q.page - 1) * q.pageSize)
+      .take(q.pageSize)
+      .getManyAndCount();
     return { items, total, page: q.page, pageSize: q.pageSize };
   }
 

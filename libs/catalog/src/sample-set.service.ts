@@ -100,10 +100,7 @@ export class SampleSetService {
     }
   }
 
-  async list(
-    scope: RequestScope,
-    q: { businessLine?: string; page: number; pageSize: number },
-  ): Promise<Page<SampleSetEntity>> {
+  async list(scope: RequestScope, q: { businessLine?: string; page: number; pageSize: number }): Promise<Page<SampleSetEntity>> {
     const qb = this.repo.createQueryBuilder('s').orderBy('s.created_at', 'DESC');
     if (scope.lines) qb.andWhere('s.business_line = ANY(:lines)', { lines: scope.lines });
     if (q.businessLine) qb.andWhere('s.business_line = :bl', { bl: q.businessLine });

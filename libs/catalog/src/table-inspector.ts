@@ -76,9 +76,7 @@ export class TableInspector {
     const src = await TableInspector.source(file);
     return this.withConnection(async (run) => {
       const c = ident(column);
-      const [[min, max]] = await run(
-        `SELECT min(epoch(${c}::TIMESTAMP)), max(epoch(${c}::TIMESTAMP)) FROM ${src}`,
-      ).catch(() =>
+      const [[min, max]] = await run(`SELECT min(epoch(${c}::TIMESTAMP)), max(epoch(${c}::TIMESTAMP)) FROM ${src}`).catch(() =>
         run(`SELECT min(${c})::DOUBLE, max(${c})::DOUBLE FROM ${src}`),
       );
       return { min: Number(min), max: Number(max) };

@@ -1,4 +1,9 @@
-export { createExperimentSchema, experimentListQuerySchema, type CreateExperiment, type ExperimentListQuery } from './experiments/experiment.schemas';
+export {
+  createExperimentSchema,
+  experimentListQuerySchema,
+  type CreateExperiment,
+  type ExperimentListQuery,
+} from './experiments/experiment.schemas';
 export { type ExperimentPlanner, type ExperimentPlan, type PlannedTrial } from './experiments/experiment-planner';
 export { ExperimentService, QueueUnavailableError, type ExperimentDetail } from './experiments/experiment.service';
 export { FinalizeExperimentHandler } from './experiments/finalize.handler';

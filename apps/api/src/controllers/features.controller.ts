@@ -1,4 +1,16 @@
-import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Patch, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Inject,
+  Param,
+  ParseUUIDPipe,
+  Patch,
+  Post,
+  Query,
+  UploadedFile,
+  UseInterceptors,
+} from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
@@ -56,7 +68,10 @@ export class FeaturesController {
     schema: {
       type: 'object',
       required: ['file', 'name', 'businessLine', 'entityKey'],
-      properties: { file: { type: 'string', format: 'binary' }, ...(openApiSchema(importFeatureTableSchema).properties as object) },
+      properties: {
+        file: { type: 'string', format: 'binary' },
+        ...(openApiSchema(importFeatureTableSchema).properties as object),
+      },
     },
   })
   @UseInterceptors(FileInterceptor('file'))

@@ -28,6 +28,8 @@ export class HealthController {
     const [postgres, redis] = await Promise.all([check(() => this.ds.query('SELECT 1')), check(() => this.queue.ping())]);
     const runtime = describeBackends();
     const ok = postgres.ok && redis.ok;
-    res.status(ok ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).json({ status: ok ? 'ok' : 'degraded', postgres, redis, runtime });
+    res
+      .status(ok ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
+      .json({ status: ok ? 'ok' : 'degraded', postgres, redis, runtime });
   }
 }

@@ -5,7 +5,6 @@ import { ZodValidationPipe, type RequestScope } from '@abacus/core';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
 
-
 @ApiTags('models')
 @Controller('models')
 export class ModelsController {

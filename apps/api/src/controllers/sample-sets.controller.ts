@@ -1,12 +1,17 @@
 import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
-import { SampleSetService, importSampleSetSchema, lineListQuerySchema, type LineListQuery, type ImportSampleSet } from '@abacus/catalog';
+import {
+  SampleSetService,
+  importSampleSetSchema,
+  lineListQuerySchema,
+  type LineListQuery,
+  type ImportSampleSet,
+} from '@abacus/catalog';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
 import { requireUpload } from './upload';
-
 
 @ApiTags('sample sets')
 @Controller('sample-sets')

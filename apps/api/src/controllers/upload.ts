@@ -14,7 +14,10 @@ export function requireUpload(file: Express.Multer.File | undefined): UploadedFi
     });
   }
   // readers choose the format by extension; the spooled file has none
-  const ext = path.extname(file.originalname).toLowerCase().replace(/[^.a-z0-9]/g, '');
+  const ext = path
+    .extname(file.originalname)
+    .toLowerCase()
+    .replace(/[^.a-z0-9]/g, '');
   const spooled = `${file.path}${ext}`;
   fs.renameSync(file.path, spooled);
   return { path: spooled, originalName: file.originalname, release: () => fs.rmSync(spooled, { force: true }) };

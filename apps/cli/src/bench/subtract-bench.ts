@@ -54,8 +54,13 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
     const file = path.join(dir, 'bench-samples.parquet');
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
-    const noise = Array.from({ length: extra }, (_, k) => `, (hash(impression_id, ${k + 1}) % 10000) / 10000.0 AS bench_noise_${k + 1}`).join('');
-    await conn.run(`COPY (SELECT *${noise} FROM read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}') ORDER BY ts, impression_id) TO '${file.replace(/'/g, "''")}' (FORMAT parquet)`);
+    const noise = Array.from(
+      { length: extra },
+      (_, k) => `, (hash(impression_id, ${k + 1}) % 10000) / 10000.0 AS bench_noise_${k + 1}`,
+    ).join('');
+    await conn.run(
+      `COPY (SELECT *${noise} FROM read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}') ORDER BY ts, impression_id) TO '${file.replace(/'/g, "''")}' (FORMAT parquet)`,
+    );
     conn.closeSync();
     db.closeSync();
 
@@ -106,7 +111,9 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       pruneRetrainingMs: prune?.metrics?.timings?.retrainMs ?? 0,
       confirmatoryRetrainMs: (confirm?.metrics?.timings?.trainMs ?? 0) + (confirm?.metrics?.timings?.buildMs ?? 0),
       databaseWritesMs:
-        (iv?.metrics?.timings?.writeMs ?? 0) + (shuffle?.metrics?.timings?.writeMs ?? 0) + (prune?.metrics?.timings?.writeMs ?? 0),
+        (iv?.metrics?.timings?.writeMs ?? 0) +
+        (shuffle?.metrics?.timings?.writeMs ?? 0) +
+        (prune?.metrics?.timings?.writeMs ?? 0),
     };
     const experimentMs = Date.parse(e.finishedAt!) - Date.parse(e.createdAt);
     const accounted = Object.values(stages).reduce((a, b) => a + b, 0);

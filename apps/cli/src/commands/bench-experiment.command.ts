@@ -19,15 +19,18 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .command('experiment')
     .description('end-to-end benchmarks of experiments through the running api + worker')
     .command('subtract')
-    .description('one subtract experiment on a simulated world: wall time split into queue wait, sample building, training, scoring, ablation, retraining and database writes')
+    .description(
+      'one subtract experiment on a simulated world: wall time split into queue wait, sample building, training, scoring, ablation, retraining and database writes',
+    )
     .option('--rows <n>', 'impressions to simulate (all lines in one sample set)', '1000000')
-    .option('--features <n>', 'features of the model (past the simulator\'s own, per-impression noise columns)', '40')
+    .option('--features <n>', "features of the model (past the simulator's own, per-impression noise columns)", '40')
     .option('--backend <b>', 'cpu | cuda: the backend the worker is expected to run (ABACUS_RUNTIME_BACKEND)', 'cpu')
     .option('--seed <n>', 'world and experiment seed', '1')
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const f = flags.safeParse(raw);
-      if (!f.success) throw new CliError(`invalid options: ${f.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      if (!f.success)
+        throw new CliError(`invalid options: ${f.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
       const res = await runSubtractBench(apiFrom(cmd), { ...f.data, onStatus: (l) => process.stderr.write(`[bench] ${l}\n`) });
       if (f.data.json) return printJson({ ...res, command: `abacus ${process.argv.slice(2).join(' ')}` });
       const s = res.stages as Record<string, number>;

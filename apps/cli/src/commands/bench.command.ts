@@ -5,7 +5,12 @@ import { CliError, type RegisterCommand } from './command.types';
 const benchFlags = z.object({
   backend: z.enum(['cpu', 'cuda', 'tfjs']).default('cpu'),
   model: z.literal('ctr26').default('ctr26'),
-  batch: z.coerce.number().int().min(1).max(1 << 20).default(8192),
+  batch: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 20)
+    .default(8192),
   steps: z.coerce.number().int().min(1).max(100_000).default(64),
   threads: z.coerce.number().int().min(1).max(1024).default(2),
   vocab: z.coerce.number().int().min(10).max(10_000_000).default(100_000),
@@ -33,7 +38,9 @@ export const registerBench: RegisterCommand = (program) => {
     .action(async (raw: Record<string, unknown>) => {
       const flags = benchFlags.safeParse(raw);
       if (!flags.success) {
-        throw new CliError(`invalid bench options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
+        throw new CliError(
+          `invalid bench options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
       }
       const f = flags.data;
       const res = await runRuntimeBench(

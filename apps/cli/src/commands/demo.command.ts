@@ -7,7 +7,11 @@ import { CliError, type RegisterCommand } from './command.types';
 
 interface GroundTruthLite {
   domains: { name: string; impressions: number; upperBoundTestAuc: number }[];
-  features: { name: string; inConfigOf: string[]; costs: { storageBytesPerEntity: number; fetchBytesPerRequest: number; computeCost: number } }[];
+  features: {
+    name: string;
+    inConfigOf: string[];
+    costs: { storageBytesPerEntity: number; fetchBytesPerRequest: number; computeCost: number };
+  }[];
 }
 
 async function exists(api: ApiClient, route: string, pick: (items: { name: string }[]) => boolean): Promise<boolean> {
@@ -33,7 +37,10 @@ export const registerDemo: RegisterCommand = (program) => {
       const done: string[] = [];
       for (const d of gt.domains) {
         if (!(await exists(api, '/business-lines', (ls) => ls.some((l) => l.name === d.name)))) {
-          await api.post('/business-lines', { name: d.name, description: `simulated business line (${d.impressions} impressions)` });
+          await api.post('/business-lines', {
+            name: d.name,
+            description: `simulated business line (${d.impressions} impressions)`,
+          });
           done.push(`business line ${d.name}`);
         }
         const file = path.join(o.dir, 'samples', `${d.name}.parquet`);

@@ -48,7 +48,8 @@ async function waitFor(api: ApiClient, id: string, quiet: boolean, timeoutS: num
     if (!quiet && line !== last) process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
     last = line;
     if (TERMINAL.includes(e.status)) return e;
-    if (Date.now() > deadline) throw new CliError(`timed out after ${timeoutS}s waiting for experiment ${id} (still ${e.status})`);
+    if (Date.now() > deadline)
+      throw new CliError(`timed out after ${timeoutS}s waiting for experiment ${id} (still ${e.status})`);
     await new Promise((r) => setTimeout(r, 1000));
   }
 }
@@ -61,18 +62,34 @@ function render(e: Experiment): string {
     `  created: ${e.createdAt}${e.finishedAt ? `   finished: ${e.finishedAt}` : ''}`,
   ];
   if (e.error) out.push(`  error: ${e.error}`);
-  out.push('', table(
-    e.trials.map((t) => [t.seq, t.kind, t.status, `${Math.round(t.progress * 100)}%`, t.attempts, t.backend ?? '', t.error ?? '']),
-    ['trial', 'kind', 'status', 'progress', 'attempts', 'backend', 'error'],
-  ));
+  out.push(
+    '',
+    table(
+      e.trials.map((t) => [
+        t.seq,
+        t.kind,
+        t.status,
+        `${Math.round(t.progress * 100)}%`,
+        t.attempts,
+        t.backend ?? '',
+        t.error ?? '',
+      ]),
+      ['trial', 'kind', 'status', 'progress', 'attempts', 'backend', 'error'],
+    ),
+  );
   if (e.kind === 'subtract' && e.result) out.push('', ...renderSubtract(e.result));
   if (e.kind === 'add' && e.result) out.push('', ...renderAdd(e.result));
-  const ranking = (e.result?.ranking ?? null) as null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
+  const ranking = (e.result?.ranking ?? null) as
+    null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
   if (ranking) {
-    out.push('', 'features by information value:', table(
-      ranking.map((r) => [r.rank, r.feature, r.kind, r.iv.toFixed(4), r.strength, r.psi === null ? '' : r.psi.toFixed(4)]),
-      ['rank', 'feature', 'kind', 'iv', 'strength', 'psi'],
-    ));
+    out.push(
+      '',
+      'features by information value:',
+      table(
+        ranking.map((r) => [r.rank, r.feature, r.kind, r.iv.toFixed(4), r.strength, r.psi === null ? '' : r.psi.toFixed(4)]),
+        ['rank', 'feature', 'kind', 'iv', 'strength', 'psi'],
+      ),
+    );
   }
   return out.join('\n');
 }
@@ -89,8 +106,24 @@ function renderSubtract(r: Record<string, unknown>): string[] {
     estimatedDrop: { mean: number; ciLow: number; ciHigh: number };
     confirmed: { auc: number; aucDrop: number; withinLimit: boolean } | null;
     maxDrop: number;
-    curve: { round: number; check: string; removed: number; added: string[]; drop: number; ciLow: number | null; ciHigh: number | null; accepted: boolean }[];
-    perFeature: { feature: string; combinedRank: number; iv: number | null; shuffleDrop: number | null; shuffleCi: [number, number] | null; removable: boolean }[];
+    curve: {
+      round: number;
+      check: string;
+      removed: number;
+      added: string[];
+      drop: number;
+      ciLow: number | null;
+      ciHigh: number | null;
+      accepted: boolean;
+    }[];
+    perFeature: {
+      feature: string;
+      combinedRank: number;
+      iv: number | null;
+      shuffleDrop: number | null;
+      shuffleCi: [number, number] | null;
+      removable: boolean;
+    }[];
     resourcesSaved: { storageBytesPerEntity: number; fetchBytesPerRequest: number; computeCost: number };
     featuresWithoutCosts: string[];
   };
@@ -119,7 +152,14 @@ function renderSubtract(r: Record<string, unknown>): string[] {
     '',
     'features (least important first):',
     table(
-      res.perFeature.map((f) => [f.combinedRank, f.feature, f4(f.iv), f5(f.shuffleDrop), f.shuffleCi ? `[${f5(f.shuffleCi[0])}, ${f5(f.shuffleCi[1])}]` : '', f.removable ? 'remove' : 'keep']),
+      res.perFeature.map((f) => [
+        f.combinedRank,
+        f.feature,
+        f4(f.iv),
+        f5(f.shuffleDrop),
+        f.shuffleCi ? `[${f5(f.shuffleCi[0])}, ${f5(f.shuffleCi[1])}]` : '',
+        f.removable ? 'remove' : 'keep',
+      ]),
       ['rank', 'feature', 'iv', 'shuffle drop', 'interval', ''],
     ),
   ];
@@ -130,7 +170,13 @@ function renderAdd(r: Record<string, unknown>): string[] {
     base: { auc: number; features: number };
     augmented: { auc: number; features: number };
     delta: { auc: { delta: number; ciLow: number; ciHigh: number }; logloss: { delta: number; ciLow: number; ciHigh: number } };
-    candidates: { feature: string; contribution: { mean: number; ciLow: number; ciHigh: number }; leaveOneIn: { delta: number; ciLow: number; ciHigh: number } | null; verdict: string; reason: string }[];
+    candidates: {
+      feature: string;
+      contribution: { mean: number; ciLow: number; ciHigh: number };
+      leaveOneIn: { delta: number; ciLow: number; ciHigh: number } | null;
+      verdict: string;
+      reason: string;
+    }[];
     notification?: { status: string; error?: string };
   };
   if (!res.candidates) return [];
@@ -148,7 +194,9 @@ function renderAdd(r: Record<string, unknown>): string[] {
       ]),
       ['candidate', 'contribution', 'interval', 'leave-one-in', 'verdict'],
     ),
-    ...(res.notification ? ['', `notification: ${res.notification.status}${res.notification.error ? ` (${res.notification.error})` : ''}`] : []),
+    ...(res.notification
+      ? ['', `notification: ${res.notification.status}${res.notification.error ? ` (${res.notification.error})` : ''}`]
+      : []),
   ];
 }
 
@@ -211,11 +259,21 @@ export const registerExperiment: RegisterCommand = (program) => {
       if (o.domain) q.set('businessLine', String(o.domain));
       q.set('page', String(o.page));
       q.set('pageSize', String(o.pageSize));
-      const page = await apiFrom(cmd).get<{ items: Experiment[]; total: number; page: number; pageSize: number }>(`/experiments?${q}`);
+      const page = await apiFrom(cmd).get<{ items: Experiment[]; total: number; page: number; pageSize: number }>(
+        `/experiments?${q}`,
+      );
       if (o.json) return printJson(page);
       process.stdout.write(
         `${table(
-          page.items.map((e) => [e.id, e.kind, e.businessLine, e.status, `${Math.round(e.progress * 100)}%`, e.createdAt, e.name]),
+          page.items.map((e) => [
+            e.id,
+            e.kind,
+            e.businessLine,
+            e.status,
+            `${Math.round(e.progress * 100)}%`,
+            e.createdAt,
+            e.name,
+          ]),
           ['id', 'kind', 'line', 'status', 'progress', 'created', 'name'],
         )}\n${page.total} experiment(s), page ${page.page}\n`,
       );

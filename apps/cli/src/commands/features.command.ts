@@ -26,10 +26,17 @@ export const registerFeatures: RegisterCommand = (program) => {
       const r = await apiFrom(cmd).upload<{ table: { id: string; name: string; rowCount: number }; features: Feature[] }>(
         '/feature-tables',
         file,
-        { name: o.name as string, businessLine: o.domain as string, entityKey: o.key as string, time: o.time as string | undefined },
+        {
+          name: o.name as string,
+          businessLine: o.domain as string,
+          entityKey: o.key as string,
+          time: o.time as string | undefined,
+        },
       );
       if (o.json) return printJson(r);
-      process.stdout.write(`imported feature table ${r.table.name} (${r.table.rowCount} rows), registered ${r.features.length} feature(s)\n`);
+      process.stdout.write(
+        `imported feature table ${r.table.name} (${r.table.rowCount} rows), registered ${r.features.length} feature(s)\n`,
+      );
     });
   features
     .command('list')
@@ -42,7 +49,10 @@ export const registerFeatures: RegisterCommand = (program) => {
       const page = await apiFrom(cmd).get<{ items: Feature[]; total: number }>(`/features?${q}`);
       if (o.json) return printJson(page);
       process.stdout.write(
-        `${table(page.items.map((f) => [f.businessLine, f.name, f.kind, f.sourceTable, f.entityKey]), ['line', 'name', 'kind', 'table', 'key'])}\n`,
+        `${table(
+          page.items.map((f) => [f.businessLine, f.name, f.kind, f.sourceTable, f.entityKey]),
+          ['line', 'name', 'kind', 'table', 'key'],
+        )}\n`,
       );
     });
 };

@@ -28,6 +28,11 @@ export const registerLines: RegisterCommand = (program) => {
     .action(async (o: { json?: boolean }, cmd: Command) => {
       const ls = await apiFrom(cmd).get<Line[]>('/business-lines');
       if (o.json) return printJson(ls);
-      process.stdout.write(`${table(ls.map((l) => [l.name, l.owner, l.description]), ['name', 'owner', 'description'])}\n`);
+      process.stdout.write(
+        `${table(
+          ls.map((l) => [l.name, l.owner, l.description]),
+          ['name', 'owner', 'description'],
+        )}\n`,
+      );
     });
 };

@@ -24,7 +24,12 @@ export const addSpecSchema = z
     leaveOneIn: z.boolean().default(false),
     /** POST the verdicts to the configured webhook */
     notify: z.boolean().default(true),
-    seed: z.number().int().min(0).max(2 ** 31).default(1),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31)
+      .default(1),
   })
   .strict();
 

@@ -40,13 +40,17 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
         if (ok && !names.includes(c.feature)) names.push(c.feature);
       }
       if (!names.length) {
-        throw new InvalidInputError('spec.candidates', `auto found no feature measured positive in another business line that ${sampleSet.name} can provide`);
+        throw new InvalidInputError(
+          'spec.candidates',
+          `auto found no feature measured positive in another business line that ${sampleSet.name} can provide`,
+        );
       }
     } else {
       names = spec.candidates;
       if (new Set(names).size !== names.length) throw new InvalidInputError('spec.candidates', 'duplicate candidates');
       names.forEach((n, i) => {
-        if (baseNames.has(n)) throw new InvalidInputError(`spec.candidates.${i}`, `"${n}" is already a feature of the base model`);
+        if (baseNames.has(n))
+          throw new InvalidInputError(`spec.candidates.${i}`, `"${n}" is already a feature of the base model`);
       });
     }
     const candidates: ResolvedFeature[] = [];
@@ -56,7 +60,11 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
     const trials: PlannedTrial[] = [];
     const add = (t: PlannedTrial) => trials.push(t) - 1;
     const base = add({ kind: 'train', job: JobName.TrainTrial, params: { role: 'base', recipe } satisfies TrainTrialParams });
-    const aug = add({ kind: 'train', job: JobName.TrainTrial, params: { role: 'augmented', recipe: augmented } satisfies TrainTrialParams });
+    const aug = add({
+      kind: 'train',
+      job: JobName.TrainTrial,
+      params: { role: 'augmented', recipe: augmented } satisfies TrainTrialParams,
+    });
     const shuffle = add({
       kind: 'ablate',
       job: JobName.AblateTrial,
@@ -76,7 +84,11 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
           seq: add({
             kind: 'train',
             job: JobName.TrainTrial,
-            params: { role: 'leave-one-in', candidate: c.name, recipe: { ...recipe, features: [...recipe.features, c] } } satisfies TrainTrialParams,
+            params: {
+              role: 'leave-one-in',
+              candidate: c.name,
+              recipe: { ...recipe, features: [...recipe.features, c] },
+            } satisfies TrainTrialParams,
           }),
         }))
       : [];
@@ -104,7 +116,12 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
     return {
       spec: {
         ...spec,
-        resolved: { sampleSetId: sampleSet.id, base: recipe.features.map((f) => f.name), candidates: candidates.map((c) => c.name), auto },
+        resolved: {
+          sampleSetId: sampleSet.id,
+          base: recipe.features.map((f) => f.name),
+          candidates: candidates.map((c) => c.name),
+          auto,
+        },
       },
       trials,
     };

@@ -19,7 +19,8 @@ export class CompareTrialHandler {
 
   private predictions(modelDir: string): { pred: Float32Array; labels: Float32Array } {
     const dir = this.w.dataDir.abs(modelDir);
-    if (!fs.existsSync(path.join(dir, 'test-predictions.f32'))) throw new Error(`model ${modelDir} has no stored test predictions`);
+    if (!fs.existsSync(path.join(dir, 'test-predictions.f32')))
+      throw new Error(`model ${modelDir} has no stored test predictions`);
     return { pred: readF32(path.join(dir, 'test-predictions.f32')), labels: readF32(path.join(dir, 'test-labels.f32')) };
   }
 
@@ -46,11 +47,17 @@ export class CompareTrialHandler {
         if (l) {
           const t = await trialBySeq(this.w.ds, experiment.id, l.seq);
           const m = this.predictions(t.metrics!.modelDir as string);
-          const d = pairedBootstrap(b.labels, b.pred, m.pred, { replicates: p.bootstrap, seed: p.seed + 1 + i, alpha: p.candidateAlpha });
+          const d = pairedBootstrap(b.labels, b.pred, m.pred, {
+            replicates: p.bootstrap,
+            seed: p.seed + 1 + i,
+            alpha: p.candidateAlpha,
+          });
           loi = { auc: t.metrics!.auc as number, delta: d.auc.delta, ciLow: d.auc.ciLow, ciHigh: d.auc.ciHigh };
         }
         // the leave-one-in model measures the gain itself; the shuffle contribution is the fallback
-        const evidence = loi ? { ciLow: loi.ciLow, ciHigh: loi.ciHigh, source: 'leave-one-in' } : { ciLow: g.ciLow, ciHigh: g.ciHigh, source: 'shuffle' };
+        const evidence = loi
+          ? { ciLow: loi.ciLow, ciHigh: loi.ciHigh, source: 'leave-one-in' }
+          : { ciLow: g.ciLow, ciHigh: g.ciHigh, source: 'shuffle' };
         const v = verdictFor(evidence.ciLow, evidence.ciHigh, p.minGain);
         candidates.push({
           feature: name,
@@ -70,7 +77,11 @@ export class CompareTrialHandler {
           .createQueryBuilder()
           .update()
           .set({ details: () => 'details || CAST(:patch AS jsonb)' })
-          .where('experiment_id = :e AND feature_name = :f AND scorer = :s', { e: experiment.id, f: c.feature, s: 'add_contribution' })
+          .where('experiment_id = :e AND feature_name = :f AND scorer = :s', {
+            e: experiment.id,
+            f: c.feature,
+            s: 'add_contribution',
+          })
           .setParameter('patch', JSON.stringify({ verdict: c.verdict, reason: c.reason, leaveOneIn: c.leaveOneIn }))
           .execute();
       }
@@ -82,7 +93,9 @@ export class CompareTrialHandler {
       const recorded: string[] = [];
       for (const c of candidates) {
         const repo = this.w.ds.getRepository(FeatureEntity);
-        const f = (await repo.findOneBy({ businessLine: experiment.businessLine, name: c.feature })) ?? (await repo.findOne({ where: { name: c.feature }, order: { createdAt: 'ASC' } }));
+        const f =
+          (await repo.findOneBy({ businessLine: experiment.businessLine, name: c.feature })) ??
+          (await repo.findOne({ where: { name: c.feature }, order: { createdAt: 'ASC' } }));
         if (!f) continue;
         const gain = c.leaveOneIn?.delta ?? c.contribution.mean;
         f.provenance = [

@@ -9,8 +9,15 @@ export type Verdict = 'adopt' | 'reject' | 'inconclusive';
  */
 export function verdictFor(ciLow: number, ciHigh: number, minGain: number): { verdict: Verdict; reason: string } {
   if (ciLow > 0) return { verdict: 'adopt', reason: `contribution interval [${fmt(ciLow)}, ${fmt(ciHigh)}] is above 0` };
-  if (ciHigh < minGain) return { verdict: 'reject', reason: `contribution interval [${fmt(ciLow)}, ${fmt(ciHigh)}] is below the minimum gain ${minGain}` };
-  return { verdict: 'inconclusive', reason: `contribution interval [${fmt(ciLow)}, ${fmt(ciHigh)}] includes 0 and gains of at least ${minGain}` };
+  if (ciHigh < minGain)
+    return {
+      verdict: 'reject',
+      reason: `contribution interval [${fmt(ciLow)}, ${fmt(ciHigh)}] is below the minimum gain ${minGain}`,
+    };
+  return {
+    verdict: 'inconclusive',
+    reason: `contribution interval [${fmt(ciLow)}, ${fmt(ciHigh)}] includes 0 and gains of at least ${minGain}`,
+  };
 }
 
 function fmt(x: number): string {

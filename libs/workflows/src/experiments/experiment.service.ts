@@ -2,13 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { ConflictError, InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
-import {
-  BusinessLineEntity,
-  ExperimentEntity,
-  FeatureResultEntity,
-  TERMINAL_STATUSES,
-  TrialEntity,
-} from '@abacus/data';
+import { BusinessLineEntity, ExperimentEntity, FeatureResultEntity, TERMINAL_STATUSES, TrialEntity } from '@abacus/data';
 import type { QueueService } from '@abacus/queue';
 import type { ExperimentPlanner } from './experiment-planner';
 import type { CreateExperiment, ExperimentListQuery } from './experiment.schemas';
@@ -94,7 +88,10 @@ export class ExperimentService {
     if (q.kind) qb.andWhere('e.kind = :kind', { kind: q.kind });
     if (q.status) qb.andWhere('e.status = :status', { status: q.status });
     if (q.owner) qb.andWhere('e.owner = :owner', { owner: q.owner });
-    const [items, total] = await qb.skip((q.page - 1) * q.pageSize).take(q.pageSize).getManyAndCount();
+    const [items, total] = await qb
+      .skip((q.page - 1) * q.pageSize)
+      .take(q.pageSize)
+      .getManyAndCount();
     return { items, total, page: q.page, pageSize: q.pageSize };
   }
 

@@ -12,7 +12,8 @@ export interface BackendSelection {
  * and otherwise falls back to cpu, saying why; an explicit `cuda` that cannot run stops start-up.
  */
 export function selectBackend(choice: BackendChoice): BackendSelection {
-  if (choice === 'cpu' || choice === 'tfjs') return { backend: choice, devices: 0, reason: 'configured (ABACUS_RUNTIME_BACKEND)' };
+  if (choice === 'cpu' || choice === 'tfjs')
+    return { backend: choice, devices: 0, reason: 'configured (ABACUS_RUNTIME_BACKEND)' };
   const why = cudaUnavailableReason();
   const devices = why ? 0 : cudaDeviceCount();
   if (choice === 'cuda') {

@@ -56,7 +56,9 @@ export class BuiltSamplesCache {
     const dir = this.dataDir.abs(rel);
     let set: BuiltSet;
     if (fs.existsSync(path.join(dir, 'meta.json'))) {
-      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & { inputs: BuiltSet['inputs'] };
+      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & {
+        inputs: BuiltSet['inputs'];
+      };
       set = {
         key,
         cached: true,

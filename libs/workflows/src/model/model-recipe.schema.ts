@@ -21,11 +21,17 @@ export const modelRefSchema = z
     /** test split: rows at or after this time (default: the last 20% of the time range) */
     testFrom: z.number().optional(),
     /** only rows whose `filter.column` is one of `filter.values` (e.g. one domain of a shared sample set) */
-    filter: z.object({ column: z.string().min(1), values: z.array(z.string()).min(1) }).strict().optional(),
+    filter: z
+      .object({ column: z.string().min(1), values: z.array(z.string()).min(1) })
+      .strict()
+      .optional(),
   })
   .strict()
   .refine((m) => !!m.model !== !!m.sampleSet, { message: 'name either a registered model or a sample set', path: ['model'] })
-  .refine((m) => !(m.model && m.features), { message: 'features come from the registered model; leave them out', path: ['features'] });
+  .refine((m) => !(m.model && m.features), {
+    message: 'features come from the registered model; leave them out',
+    path: ['features'],
+  });
 
 export type ModelRef = z.output<typeof modelRefSchema>;
 
@@ -36,7 +42,8 @@ export interface ResolvedFeature {
   source:
     | { kind: 'column'; column?: string }
     | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn?: string | null; column?: string };
-  transform?: { type: 'none' | 'log' | 'standardize' } | { type: 'hash'; hashBuckets: number } | { type: 'buckets'; boundaries: number[] };
+  transform?:
+    { type: 'none' | 'log' | 'standardize' } | { type: 'hash'; hashBuckets: number } | { type: 'buckets'; boundaries: number[] };
 }
 
 export interface ModelRecipe {

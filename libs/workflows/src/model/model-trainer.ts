@@ -13,7 +13,14 @@ export interface TrainedModel {
   cached: boolean;
   backend: string;
   model: RuntimeModel;
-  metrics: EvaluationResult & { trainMs: number; steps: number; epochs: number; stoppedEarly: boolean; bestEpoch: number; samplesPerSecond: number };
+  metrics: EvaluationResult & {
+    trainMs: number;
+    steps: number;
+    epochs: number;
+    stoppedEarly: boolean;
+    bestEpoch: number;
+    samplesPerSecond: number;
+  };
   predictions: Float32Array;
   labels: Float32Array;
 }
@@ -105,13 +112,18 @@ export class ModelTrainer {
         batchSize: training.batchSize,
         seed: training.seed,
         validationFraction: training.validationFraction,
-        ...(training.validationFraction > 0 ? { earlyStopping: { patience: training.patience, monitor: 'auc' as const, restoreBest: true } } : {}),
+        ...(training.validationFraction > 0
+          ? { earlyStopping: { patience: training.patience, monitor: 'auc' as const, restoreBest: true } }
+          : {}),
         progressEvery: 20,
       },
       {
         signal: ctx.signal,
         onProgress: (p) => {
-          ctx.onProgress?.(Math.min(1, p.step / Math.max(1, p.totalSteps)), `training: step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`);
+          ctx.onProgress?.(
+            Math.min(1, p.step / Math.max(1, p.totalSteps)),
+            `training: step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`,
+          );
         },
       },
     );

@@ -1,13 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { InvalidInputError, type RequestScope } from '@abacus/core';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
-import {
-  architectureSchema,
-  trainingSchema,
-  type ModelRecipe,
-  type ModelRef,
-  type ResolvedFeature,
-} from './model-recipe.schema';
+import { architectureSchema, trainingSchema, type ModelRecipe, type ModelRef, type ResolvedFeature } from './model-recipe.schema';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -21,7 +15,9 @@ export class RecipeResolver {
 
   async sampleSet(ref: string, path: string): Promise<SampleSetEntity> {
     const repo = this.ds.getRepository(SampleSetEntity);
-    const ss = UUID.test(ref) ? await repo.findOneBy({ id: ref }) : await repo.findOneBy({ businessLine: this.businessLine, name: ref });
+    const ss = UUID.test(ref)
+      ? await repo.findOneBy({ id: ref })
+      : await repo.findOneBy({ businessLine: this.businessLine, name: ref });
     if (!ss || (this.scope.lines && !this.scope.lines.includes(ss.businessLine))) {
       throw new InvalidInputError(path, `no sample set "${ref}" in ${this.businessLine}`);
     }
@@ -58,15 +54,20 @@ export class RecipeResolver {
    */
   async feature(name: string, ss: SampleSetEntity, path: string): Promise<ResolvedFeature> {
     const reg = await this.registered(name);
-    const transform = reg?.transform && reg.transform.type !== 'none' ? (reg.transform as ResolvedFeature['transform']) : undefined;
+    const transform =
+      reg?.transform && reg.transform.type !== 'none' ? (reg.transform as ResolvedFeature['transform']) : undefined;
     const col = ss.schema.find((c) => c.name === name);
     if (col) {
-      if (RecipeResolver.reserved(ss).has(name)) throw new InvalidInputError(path, `"${name}" is the label, time or a key column`);
-      if (col.kind === 'unsupported') throw new InvalidInputError(path, `column "${name}" has type ${col.sourceType}, which cannot be a feature`);
+      if (RecipeResolver.reserved(ss).has(name))
+        throw new InvalidInputError(path, `"${name}" is the label, time or a key column`);
+      if (col.kind === 'unsupported')
+        throw new InvalidInputError(path, `column "${name}" has type ${col.sourceType}, which cannot be a feature`);
       return { name, kind: col.kind, source: { kind: 'column' }, ...(transform ? { transform } : {}) };
     }
-    if (!reg) throw new InvalidInputError(path, `"${name}" is neither a column of sample set ${ss.name} nor a registered feature`);
-    if (!reg.featureTableId) throw new InvalidInputError(path, `registered feature "${name}" has no feature table to join it from`);
+    if (!reg)
+      throw new InvalidInputError(path, `"${name}" is neither a column of sample set ${ss.name} nor a registered feature`);
+    if (!reg.featureTableId)
+      throw new InvalidInputError(path, `registered feature "${name}" has no feature table to join it from`);
     const table = await this.ds.getRepository(FeatureTableEntity).findOneByOrFail({ id: reg.featureTableId });
     if (!ss.schema.some((c) => c.name === table.entityKey)) {
       throw new InvalidInputError(path, `feature "${name}" joins on ${table.entityKey}, which sample set ${ss.name} lacks`);
@@ -115,7 +116,8 @@ export class RecipeResolver {
     if (new Set(names).size !== names.length) throw new InvalidInputError(`${path}.features`, 'duplicate feature names');
     const features = [];
     for (let i = 0; i < names.length; i++) features.push(await this.feature(names[i], ss, `${path}.features.${i}`));
-    if (ref.testFrom !== undefined && !ss.timeColumn) throw new InvalidInputError(`${path}.testFrom`, 'the sample set has no time column');
+    if (ref.testFrom !== undefined && !ss.timeColumn)
+      throw new InvalidInputError(`${path}.testFrom`, 'the sample set has no time column');
     if (ref.filter && !ss.schema.some((c) => c.name === ref.filter!.column)) {
       throw new InvalidInputError(`${path}.filter.column`, `column "${ref.filter.column}" is not in sample set ${ss.name}`);
     }

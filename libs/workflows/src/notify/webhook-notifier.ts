@@ -28,7 +28,8 @@ export class WebhookNotifier {
   }
 
   async send(event: string, deliveryId: string, payload: unknown): Promise<Delivery> {
-    if (!this.url) return { status: 'skipped', url: null, attempts: 0, error: 'no webhook configured (ABACUS_NOTIFY_WEBHOOK_URL)' };
+    if (!this.url)
+      return { status: 'skipped', url: null, attempts: 0, error: 'no webhook configured (ABACUS_NOTIFY_WEBHOOK_URL)' };
     const body = JSON.stringify({ event, deliveryId, sentAt: new Date().toISOString(), payload });
     const attempts = this.opts.attempts ?? 3;
     let last: Delivery = { status: 'failed', url: this.url, attempts: 0 };

@@ -60,7 +60,13 @@ export class ScoreTrialHandler {
             ...base,
             scorer: 'iv',
             value: s.iv,
-            details: { kind: s.kind, trend: s.trend, bins: s.bins, woeConvention: report.woeConvention, smoothing: report.smoothing },
+            details: {
+              kind: s.kind,
+              trend: s.trend,
+              bins: s.bins,
+              woeConvention: report.woeConvention,
+              smoothing: report.smoothing,
+            },
           },
         ];
         if (s.psi !== undefined && Number.isFinite(s.psi)) {

@@ -23,15 +23,22 @@ export class ScorePlanner implements ExperimentPlanner<'score'> {
     if (!ss || (scope.lines && !scope.lines.includes(ss.businessLine))) {
       throw new InvalidInputError('spec.sampleSet', `no sample set "${spec.sampleSet}" in ${input.businessLine}`);
     }
-    if (ss.businessLine !== input.businessLine && !ss.sharingPolicy.shareWith.some((l) => l === '*' || l === input.businessLine)) {
-      throw new InvalidInputError('spec.sampleSet', `sample set belongs to ${ss.businessLine} and is not shared with ${input.businessLine}`);
+    if (
+      ss.businessLine !== input.businessLine &&
+      !ss.sharingPolicy.shareWith.some((l) => l === '*' || l === input.businessLine)
+    ) {
+      throw new InvalidInputError(
+        'spec.sampleSet',
+        `sample set belongs to ${ss.businessLine} and is not shared with ${input.businessLine}`,
+      );
     }
     const skip = new Set([ss.labelColumn, ss.timeColumn, ...ss.keyColumns].filter((c): c is string => !!c));
     const columns = ss.schema.map((c) => c.name);
     const features = spec.features ?? ss.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);
     if (!features.length) throw new InvalidInputError('spec.features', 'the sample set has no feature columns');
     features.forEach((f, i) => {
-      if (!columns.includes(f)) throw new InvalidInputError(`spec.features.${i}`, `column "${f}" is not in sample set ${ss.name}`);
+      if (!columns.includes(f))
+        throw new InvalidInputError(`spec.features.${i}`, `column "${f}" is not in sample set ${ss.name}`);
       if (skip.has(f)) throw new InvalidInputError(`spec.features.${i}`, `"${f}" is the label, time or a key column`);
     });
     if (new Set(features).size !== features.length) throw new InvalidInputError('spec.features', 'duplicate feature names');

@@ -59,207 +59,224 @@ export class PruneTrialHandler {
   }
 
   private async run({ trial, experiment, checkpoint, progress, signal }: TrialScope, device: number | undefined) {
-      const p = pruneTrialParamsSchema.parse(trial.params);
-      const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
-      const mp = trainTrialParamsSchema.parse(modelTrial.params);
-      const names = modelTrial.metrics!.features as string[];
-      const features = names.map((n) => mp.recipe.features.find((f) => f.name === n)!) as ResolvedFeature[];
+    const p = pruneTrialParamsSchema.parse(trial.params);
+    const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
+    const mp = trainTrialParamsSchema.parse(modelTrial.params);
+    const names = modelTrial.metrics!.features as string[];
+    const features = names.map((n) => mp.recipe.features.find((f) => f.name === n)!) as ResolvedFeature[];
 
-      const iv = new Map<string, number>();
-      if (p.ivSeq !== null) {
-        await trialBySeq(this.w.ds, experiment.id, p.ivSeq);
-        const rows = await this.w.ds.getRepository(FeatureResultEntity).findBy({ experimentId: experiment.id, scorer: 'iv' });
-        for (const r of rows) if (names.includes(r.featureName)) iv.set(r.featureName, r.value);
+    const iv = new Map<string, number>();
+    if (p.ivSeq !== null) {
+      await trialBySeq(this.w.ds, experiment.id, p.ivSeq);
+      const rows = await this.w.ds.getRepository(FeatureResultEntity).findBy({ experimentId: experiment.id, scorer: 'iv' });
+      for (const r of rows) if (names.includes(r.featureName)) iv.set(r.featureName, r.value);
+    }
+    const shuffle = new Map<string, number>();
+    if (p.shuffleSeq !== null) {
+      const sh = await trialBySeq(this.w.ds, experiment.id, p.shuffleSeq);
+      for (const g of sh.metrics!.groups as { inputs: string[]; mean: number }[]) shuffle.set(g.inputs[0], g.mean);
+    }
+    const ranking = rankFeatures(names, iv, shuffle);
+    const order = ranking.map((r) => r.feature);
+
+    await progress(0.05, 'loading samples and model');
+    const recipe = { ...mp.recipe, features };
+    const built = await this.w.samples.get(recipe, features);
+    const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
+    const folds = foldIndices(built.test.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.test, idx));
+    checkpoint();
+
+    type CurvePoint = {
+      round: number;
+      check: 'permutation' | 'retrain';
+      removed: number;
+      added: string[];
+      drop: number;
+      ciLow: number | null;
+      ciHigh: number | null;
+      accepted: boolean;
+    };
+    const curve: CurvePoint[] = [];
+    const point = (check: CurvePoint['check'], set: string[], added: string[], drop: number, ci: [number, number] | null) => {
+      const accepted = drop <= p.maxDrop;
+      curve.push({
+        round: curve.length + 1,
+        check,
+        removed: set.length,
+        added,
+        drop,
+        ciLow: ci?.[0] ?? null,
+        ciHigh: ci?.[1] ?? null,
+        accepted,
+      });
+      return accepted;
+    };
+    const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
+
+    // the estimate: permute the whole removed group together on the trained model, per test fold
+    const timings = { ablateMs: 0, retrainMs: 0, writeMs: 0 };
+    const estimate = async (set: string[]): Promise<FoldEstimate> => {
+      const t0 = Date.now();
+      const d = await groupDrops(trained.model, folds, [set], p.repeats, p.seed + 7, async () => checkpoint());
+      timings.ablateMs += Date.now() - t0;
+      return foldInterval(d.auc[0], p.alpha);
+    };
+    // the arbiter: retrain with and without the set on the same seeds, compare mean test AUC
+    const retrainAuc = new Map<string, number>();
+    const aucWithout = async (set: string[]): Promise<number> => {
+      const key = [...set].sort().join('|');
+      const hit = retrainAuc.get(key);
+      if (hit !== undefined) return hit;
+      const t0 = Date.now();
+      const drop = new Set(set);
+      const fs = features.filter((f) => !drop.has(f.name));
+      const aucs: number[] = [];
+      for (const seed of p.retrainSeeds) {
+        checkpoint();
+        await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
+        const b = await this.w.samples.get(recipe, fs);
+        const t = await this.w.trainer.trainOrReuse(b, recipe.architecture, { ...recipe.training, seed }, { signal, device });
+        aucs.push(t.metrics.auc);
       }
-      const shuffle = new Map<string, number>();
-      if (p.shuffleSeq !== null) {
-        const sh = await trialBySeq(this.w.ds, experiment.id, p.shuffleSeq);
-        for (const g of sh.metrics!.groups as { inputs: string[]; mean: number }[]) shuffle.set(g.inputs[0], g.mean);
+      const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
+      retrainAuc.set(key, auc);
+      timings.retrainMs += Date.now() - t0;
+      return auc;
+    };
+    // retrained drops are measured against the best retrained model seen (never worse than the full
+    // one): a gain from dropping a feature that hurt cannot be spent on dropping useful ones
+    let bestAuc = -Infinity;
+    const retrainDrop = async (set: string[]) => {
+      bestAuc = Math.max(bestAuc, await aucWithout([]));
+      const auc = await aucWithout(set);
+      const drop = bestAuc - auc;
+      if (drop <= p.maxDrop) bestAuc = Math.max(bestAuc, auc);
+      return drop;
+    };
+    const useRetrain = p.retrainSeeds.length > 0;
+    /** accepted if the permutation estimate is within the limit, else if retraining shows it is */
+    const verify = async (set: string[], added: string[]): Promise<{ ok: boolean; estimate: FoldEstimate }> => {
+      await progress(progressAt(), `verifying the removal of ${set.length} feature(s)`);
+      const est = await estimate(set);
+      if (point('permutation', set, added, est.mean, [est.ciLow, est.ciHigh])) return { ok: true, estimate: est };
+      // permuting a feature the model learned to lean on overstates its loss when others can stand in
+      if (useRetrain && point('retrain', set, added, await retrainDrop(set), null)) return { ok: true, estimate: est };
+      return { ok: false, estimate: est };
+    };
+
+    let accepted: string[] = [];
+    let acceptedEstimate: FoldEstimate = { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
+    let failedBatch: string[] = [];
+    for (let start = 0; start + p.batchSize < names.length; start += p.batchSize) {
+      const batch = order.slice(start, start + p.batchSize);
+      const v = await verify([...accepted, ...batch], batch);
+      if (!v.ok) {
+        failedBatch = batch;
+        break;
       }
-      const ranking = rankFeatures(names, iv, shuffle);
-      const order = ranking.map((r) => r.feature);
-
-      await progress(0.05, 'loading samples and model');
-      const recipe = { ...mp.recipe, features };
-      const built = await this.w.samples.get(recipe, features);
-      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
-      const folds = foldIndices(built.test.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.test, idx));
-      checkpoint();
-
-      type CurvePoint = {
-        round: number;
-        check: 'permutation' | 'retrain';
-        removed: number;
-        added: string[];
-        drop: number;
-        ciLow: number | null;
-        ciHigh: number | null;
-        accepted: boolean;
-      };
-      const curve: CurvePoint[] = [];
-      const point = (check: CurvePoint['check'], set: string[], added: string[], drop: number, ci: [number, number] | null) => {
-        const accepted = drop <= p.maxDrop;
-        curve.push({ round: curve.length + 1, check, removed: set.length, added, drop, ciLow: ci?.[0] ?? null, ciHigh: ci?.[1] ?? null, accepted });
-        return accepted;
-      };
-      const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
-
-      // the estimate: permute the whole removed group together on the trained model, per test fold
-      const timings = { ablateMs: 0, retrainMs: 0, writeMs: 0 };
-      const estimate = async (set: string[]): Promise<FoldEstimate> => {
-        const t0 = Date.now();
-        const d = await groupDrops(trained.model, folds, [set], p.repeats, p.seed + 7, async () => checkpoint());
-        timings.ablateMs += Date.now() - t0;
-        return foldInterval(d.auc[0], p.alpha);
-      };
-      // the arbiter: retrain with and without the set on the same seeds, compare mean test AUC
-      const retrainAuc = new Map<string, number>();
-      const aucWithout = async (set: string[]): Promise<number> => {
-        const key = [...set].sort().join('|');
-        const hit = retrainAuc.get(key);
-        if (hit !== undefined) return hit;
-        const t0 = Date.now();
-        const drop = new Set(set);
-        const fs = features.filter((f) => !drop.has(f.name));
-        const aucs: number[] = [];
-        for (const seed of p.retrainSeeds) {
-          checkpoint();
-          await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
-          const b = await this.w.samples.get(recipe, fs);
-          const t = await this.w.trainer.trainOrReuse(b, recipe.architecture, { ...recipe.training, seed }, { signal, device });
-          aucs.push(t.metrics.auc);
-        }
-        const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
-        retrainAuc.set(key, auc);
-        timings.retrainMs += Date.now() - t0;
-        return auc;
-      };
-      // retrained drops are measured against the best retrained model seen (never worse than the full
-      // one): a gain from dropping a feature that hurt cannot be spent on dropping useful ones
-      let bestAuc = -Infinity;
-      const retrainDrop = async (set: string[]) => {
-        bestAuc = Math.max(bestAuc, await aucWithout([]));
-        const auc = await aucWithout(set);
-        const drop = bestAuc - auc;
-        if (drop <= p.maxDrop) bestAuc = Math.max(bestAuc, auc);
-        return drop;
-      };
-      const useRetrain = p.retrainSeeds.length > 0;
-      /** accepted if the permutation estimate is within the limit, else if retraining shows it is */
-      const verify = async (set: string[], added: string[]): Promise<{ ok: boolean; estimate: FoldEstimate }> => {
-        await progress(progressAt(), `verifying the removal of ${set.length} feature(s)`);
-        const est = await estimate(set);
-        if (point('permutation', set, added, est.mean, [est.ciLow, est.ciHigh])) return { ok: true, estimate: est };
-        // permuting a feature the model learned to lean on overstates its loss when others can stand in
-        if (useRetrain && point('retrain', set, added, await retrainDrop(set), null)) return { ok: true, estimate: est };
-        return { ok: false, estimate: est };
-      };
-
-      let accepted: string[] = [];
-      let acceptedEstimate: FoldEstimate = { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
-      let failedBatch: string[] = [];
-      for (let start = 0; start + p.batchSize < names.length; start += p.batchSize) {
-        const batch = order.slice(start, start + p.batchSize);
-        const v = await verify([...accepted, ...batch], batch);
-        if (!v.ok) {
-          failedBatch = batch;
-          break;
-        }
-        accepted = [...accepted, ...batch];
+      accepted = [...accepted, ...batch];
+      acceptedEstimate = v.estimate;
+    }
+    // back off: the rejected batch, one feature at a time (never all but one feature)
+    for (const f of failedBatch) {
+      if (accepted.length + 1 >= names.length) break;
+      const v = await verify([...accepted, f], [f]);
+      if (v.ok) {
+        accepted = [...accepted, f];
         acceptedEstimate = v.estimate;
       }
-      // back off: the rejected batch, one feature at a time (never all but one feature)
-      for (const f of failedBatch) {
-        if (accepted.length + 1 >= names.length) break;
-        const v = await verify([...accepted, f], [f]);
-        if (v.ok) {
-          accepted = [...accepted, f];
-          acceptedEstimate = v.estimate;
-        }
-      }
+    }
 
-      // redundancy: of two strongly correlated numeric features, the weaker is a candidate too
-      const redundant: { feature: string; partner: string; r: number }[] = [];
-      if (p.redundancyThreshold < 1) {
-        const gone = new Set(accepted);
-        for (const pair of numericCorrelations(built.train, names.filter((n) => !gone.has(n)))) {
-          if (pair.r < p.redundancyThreshold) break;
-          const [weak, strong] = order.indexOf(pair.a) < order.indexOf(pair.b) ? [pair.a, pair.b] : [pair.b, pair.a];
-          if (gone.has(weak) || gone.has(strong)) continue;
-          redundant.push({ feature: weak, partner: strong, r: pair.r });
-          gone.add(weak);
-        }
+    // redundancy: of two strongly correlated numeric features, the weaker is a candidate too
+    const redundant: { feature: string; partner: string; r: number }[] = [];
+    if (p.redundancyThreshold < 1) {
+      const gone = new Set(accepted);
+      for (const pair of numericCorrelations(
+        built.train,
+        names.filter((n) => !gone.has(n)),
+      )) {
+        if (pair.r < p.redundancyThreshold) break;
+        const [weak, strong] = order.indexOf(pair.a) < order.indexOf(pair.b) ? [pair.a, pair.b] : [pair.b, pair.a];
+        if (gone.has(weak) || gone.has(strong)) continue;
+        redundant.push({ feature: weak, partner: strong, r: pair.r });
+        gone.add(weak);
       }
+    }
 
-      // the accepted set, retrained: every retrained set accepted so far is a prefix of it, so backing
-      // off to its largest prefix within the limit keeps the reference (best model seen) consistent
-      let retrain: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null = null;
-      if (useRetrain && accepted.length && !point('retrain', accepted, [], await retrainDrop(accepted), null)) {
-        let lo = 0;
-        let hi = accepted.length;
-        while (hi - lo > 1) {
-          const mid = Math.floor((lo + hi) / 2);
-          const set = accepted.slice(0, mid);
-          if (point('retrain', set, [], await retrainDrop(set), null)) lo = mid;
-          else hi = mid;
-        }
-        accepted = accepted.slice(0, lo);
+    // the accepted set, retrained: every retrained set accepted so far is a prefix of it, so backing
+    // off to its largest prefix within the limit keeps the reference (best model seen) consistent
+    let retrain: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null = null;
+    if (useRetrain && accepted.length && !point('retrain', accepted, [], await retrainDrop(accepted), null)) {
+      let lo = 0;
+      let hi = accepted.length;
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        const set = accepted.slice(0, mid);
+        if (point('retrain', set, [], await retrainDrop(set), null)) lo = mid;
+        else hi = mid;
       }
-      // then the redundancy candidates on top, verified like a round: all together, else one at a time
-      const extra = redundant.map((r) => r.feature).slice(0, Math.max(0, names.length - 1 - accepted.length));
-      if (extra.length && (await verify([...accepted, ...extra], extra)).ok) accepted = [...accepted, ...extra];
-      else if (extra.length > 1) {
-        for (const f of extra) {
-          if ((await verify([...accepted, f], [f])).ok) accepted = [...accepted, f];
-        }
+      accepted = accepted.slice(0, lo);
+    }
+    // then the redundancy candidates on top, verified like a round: all together, else one at a time
+    const extra = redundant.map((r) => r.feature).slice(0, Math.max(0, names.length - 1 - accepted.length));
+    if (extra.length && (await verify([...accepted, ...extra], extra)).ok) accepted = [...accepted, ...extra];
+    else if (extra.length > 1) {
+      for (const f of extra) {
+        if ((await verify([...accepted, f], [f])).ok) accepted = [...accepted, f];
       }
-      if (useRetrain && accepted.length) {
-        const fullAuc = await aucWithout([]);
-        const prunedAuc = await aucWithout(accepted);
-        retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds: p.retrainSeeds };
-      }
-      if (accepted.length) acceptedEstimate = await estimate(accepted);
-      checkpoint();
-      await progress(0.95, 'writing the ranking');
-      const tw = Date.now();
-      const costs = await featureCosts(this.w.ds, experiment.businessLine, names);
-      await this.w.ds
-        .createQueryBuilder()
-        .insert()
-        .into(FeatureResultEntity)
-        .values(
-          ranking.map((r) => ({
-            experimentId: experiment.id,
-            trialId: trial.id,
-            businessLine: experiment.businessLine,
-            featureName: r.feature,
-            scorer: 'prune_rank',
-            value: r.combinedRank,
-            ciLow: null,
-            ciHigh: null,
-            rank: order.indexOf(r.feature) + 1,
-            details: { ivRank: r.ivRank, shuffleRank: r.shuffleRank, removable: accepted.includes(r.feature), redundantWith: redundant.find((x) => x.feature === r.feature)?.partner ?? null },
-          })) as never[],
-        )
-        .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
-        .execute();
-      timings.writeMs += Date.now() - tw;
-      return {
-        backend: trained.backend,
-        metrics: {
-          timings,
-          ranking,
-          curve,
-          removable: accepted,
-          kept: names.filter((n) => !accepted.includes(n)),
-          estimatedDrop: acceptedEstimate,
-          redundant,
-          retrain,
-          baseAuc: trained.metrics.auc,
-          maxDrop: p.maxDrop,
-          batchSize: p.batchSize,
-          costs,
-        },
-      };
+    }
+    if (useRetrain && accepted.length) {
+      const fullAuc = await aucWithout([]);
+      const prunedAuc = await aucWithout(accepted);
+      retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds: p.retrainSeeds };
+    }
+    if (accepted.length) acceptedEstimate = await estimate(accepted);
+    checkpoint();
+    await progress(0.95, 'writing the ranking');
+    const tw = Date.now();
+    const costs = await featureCosts(this.w.ds, experiment.businessLine, names);
+    await this.w.ds
+      .createQueryBuilder()
+      .insert()
+      .into(FeatureResultEntity)
+      .values(
+        ranking.map((r) => ({
+          experimentId: experiment.id,
+          trialId: trial.id,
+          businessLine: experiment.businessLine,
+          featureName: r.feature,
+          scorer: 'prune_rank',
+          value: r.combinedRank,
+          ciLow: null,
+          ciHigh: null,
+          rank: order.indexOf(r.feature) + 1,
+          details: {
+            ivRank: r.ivRank,
+            shuffleRank: r.shuffleRank,
+            removable: accepted.includes(r.feature),
+            redundantWith: redundant.find((x) => x.feature === r.feature)?.partner ?? null,
+          },
+        })) as never[],
+      )
+      .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
+      .execute();
+    timings.writeMs += Date.now() - tw;
+    return {
+      backend: trained.backend,
+      metrics: {
+        timings,
+        ranking,
+        curve,
+        removable: accepted,
+        kept: names.filter((n) => !accepted.includes(n)),
+        estimatedDrop: acceptedEstimate,
+        redundant,
+        retrain,
+        baseAuc: trained.metrics.auc,
+        maxDrop: p.maxDrop,
+        batchSize: p.batchSize,
+        costs,
+      },
+    };
   }
 }

@@ -6,7 +6,10 @@ export const subtractSpecSchema = z
     /** the model to prune: a registered model, or a sample set (+ feature list) */
     model: modelRefSchema,
     /** how features are ranked: by IV, by shuffle importance on the trained model, or both by mean rank */
-    scorers: z.array(z.enum(['iv', 'shuffle'])).min(1).default(['iv', 'shuffle']),
+    scorers: z
+      .array(z.enum(['iv', 'shuffle']))
+      .min(1)
+      .default(['iv', 'shuffle']),
     /** features removed per round (default: 10% of the features, at least 1) */
     batchSize: z.number().int().min(1).optional(),
     batchFraction: z.number().gt(0).max(1).default(0.1),
@@ -30,7 +33,12 @@ export const subtractSpecSchema = z
     retrainSeeds: z.number().int().min(0).max(10).default(3),
     /** retrain without the removable features on fresh seeds and report the real metrics */
     confirm: z.boolean().default(true),
-    seed: z.number().int().min(0).max(2 ** 31).default(1),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31)
+      .default(1),
   })
   .strict()
   .refine((s) => s.batchSize === undefined || s.batchFraction === 0.1, {

@@ -21,58 +21,70 @@ export class AblateTrialHandler {
   }
 
   private async run({ trial, experiment, checkpoint, progress }: TrialScope, device: number | undefined) {
-      const params = ablateTrialParamsSchema.parse(trial.params);
-      const modelTrial = await trialBySeq(this.w.ds, experiment.id, params.modelSeq);
-      const mp = trainTrialParamsSchema.parse(modelTrial.params);
-      const features = (modelTrial.metrics!.features as string[]).map((n) => mp.recipe.features.find((f) => f.name === n)!) as ResolvedFeature[];
-      const recipe = { ...mp.recipe, features };
-      await progress(0.05, 'loading samples and model');
-      const built = await this.w.samples.get(recipe, features);
-      const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
+    const params = ablateTrialParamsSchema.parse(trial.params);
+    const modelTrial = await trialBySeq(this.w.ds, experiment.id, params.modelSeq);
+    const mp = trainTrialParamsSchema.parse(modelTrial.params);
+    const features = (modelTrial.metrics!.features as string[]).map((n) =>
+      mp.recipe.features.find((f) => f.name === n)!,
+    ) as ResolvedFeature[];
+    const recipe = { ...mp.recipe, features };
+    await progress(0.05, 'loading samples and model');
+    const built = await this.w.samples.get(recipe, features);
+    const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
+    checkpoint();
+    const t0 = Date.now();
+    const folds = foldIndices(built.test.rows, params.folds, params.seed).map((idx) => subsetDataset(built.test, idx));
+    const drops = await groupDrops(trained.model, folds, params.groups, params.repeats, params.seed, async (k) => {
       checkpoint();
-      const t0 = Date.now();
-      const folds = foldIndices(built.test.rows, params.folds, params.seed).map((idx) => subsetDataset(built.test, idx));
-      const drops = await groupDrops(trained.model, folds, params.groups, params.repeats, params.seed, async (k) => {
-        checkpoint();
-        await progress(0.1 + (0.8 * k) / folds.length, `ablating ${params.groups.length} group(s): fold ${k + 1}/${folds.length}`);
-      });
-      const groups = params.groups.map((inputs, g) => ({ inputs, ...foldInterval(drops.auc[g], params.alpha), loglossIncrease: mean(drops.logloss[g]) }));
-      const ablateMs = Date.now() - t0;
-      const t1 = Date.now();
-      const single = groups.filter((g) => g.inputs.length === 1);
-      if (single.length) {
-        await this.w.ds
-          .createQueryBuilder()
-          .insert()
-          .into(FeatureResultEntity)
-          .values(
-            single.map((g) => ({
-              experimentId: experiment.id,
-              trialId: trial.id,
-              businessLine: experiment.businessLine,
-              featureName: g.inputs[0],
-              scorer: params.scorer,
-              value: g.mean,
-              ciLow: g.ciLow,
-              ciHigh: g.ciHigh,
-              rank: null,
-              details: { std: g.std, folds: g.folds, repeats: params.repeats, loglossIncrease: g.loglossIncrease, alpha: params.alpha },
-            })) as never[],
-          )
-          .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
-          .execute();
-      }
-      return {
-        backend: trained.backend,
-        metrics: {
-          modelSeq: params.modelSeq,
-          baseAuc: trained.metrics.auc,
-          folds: params.folds,
-          repeats: params.repeats,
-          groups,
-          timings: { ablateMs, writeMs: Date.now() - t1 },
-        },
-      };
+      await progress(0.1 + (0.8 * k) / folds.length, `ablating ${params.groups.length} group(s): fold ${k + 1}/${folds.length}`);
+    });
+    const groups = params.groups.map((inputs, g) => ({
+      inputs,
+      ...foldInterval(drops.auc[g], params.alpha),
+      loglossIncrease: mean(drops.logloss[g]),
+    }));
+    const ablateMs = Date.now() - t0;
+    const t1 = Date.now();
+    const single = groups.filter((g) => g.inputs.length === 1);
+    if (single.length) {
+      await this.w.ds
+        .createQueryBuilder()
+        .insert()
+        .into(FeatureResultEntity)
+        .values(
+          single.map((g) => ({
+            experimentId: experiment.id,
+            trialId: trial.id,
+            businessLine: experiment.businessLine,
+            featureName: g.inputs[0],
+            scorer: params.scorer,
+            value: g.mean,
+            ciLow: g.ciLow,
+            ciHigh: g.ciHigh,
+            rank: null,
+            details: {
+              std: g.std,
+              folds: g.folds,
+              repeats: params.repeats,
+              loglossIncrease: g.loglossIncrease,
+              alpha: params.alpha,
+            },
+          })) as never[],
+        )
+        .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
+        .execute();
+    }
+    return {
+      backend: trained.backend,
+      metrics: {
+        modelSeq: params.modelSeq,
+        baseAuc: trained.metrics.auc,
+        folds: params.folds,
+        repeats: params.repeats,
+        groups,
+        timings: { ablateMs, writeMs: Date.now() - t1 },
+      },
+    };
   }
 }
 
