@@ -15,6 +15,8 @@ export interface ParityCase {
  */
 export async function runCudaParity(log: (s: string) => void = () => {}): Promise<ParityCase[]> {
   const out: ParityCase[] = [];
+  // parity is checked in FP32 (the CUDA backend's default GEMMs are TF32)
+  process.env.ABACUS_CUDA_MATH ??= 'fp32';
   const specs: { name: string; spec: ModelSpecInput; padding: number }[] = [
     {
       name: 'sum pooling, sparse Adam, 26 slots',

@@ -50,7 +50,7 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
   const ev = await model.evaluate(test, { batchSize: o.batch });
   log(`eval: ${Math.round(evalSps)} samples/s, test AUC ${ev.auc.toFixed(4)}`);
   // AUC on the PyTorch peer's schedule (EPOCHS=2 over the same 4/5 train split), fresh model
-  const fresh = RuntimeModel.create(ctr26Spec(o.vocab), { backend: o.backend, threads: o.threads });
+  const fresh = RuntimeModel.create({ ...ctr26Spec(o.vocab), seed: o.seed ?? 0 }, { backend: o.backend, threads: o.threads });
   await fresh.train(train, { epochs: 2, batchSize: o.batch, shuffle: o.shuffle });
   const ev2 = await fresh.evaluate(test, { batchSize: o.batch });
   log(`test AUC after 2 epochs (the peer's schedule): ${ev2.auc.toFixed(4)}`);
@@ -67,7 +67,7 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     log(`ablation 26 slots x 3: ${ablSec.toFixed(3)} s vs 78 eval passes ${passSec.toFixed(3)} s (ratio ${(ablSec / passSec).toFixed(3)})`);
   }
   let gpu: Record<string, unknown> | undefined;
-  if (model.backend === 'cuda') gpu = { ...loadCudaAddon()?.cudaInfo(), math: process.env.ABACUS_CUDA_MATH ?? 'fp32' };
+  if (model.backend === 'cuda') gpu = { ...loadCudaAddon()?.cudaInfo(), math: process.env.ABACUS_CUDA_MATH ?? 'tf32' };
   let cpu: Record<string, unknown> = {};
   try {
     cpu = loadNativeAddon().cpuInfo();
