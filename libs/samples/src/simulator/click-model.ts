@@ -58,6 +58,7 @@ export function plantClickModel(
   users: UserLatents,
   items: ItemLatents,
   contexts: EntityTableColumns,
+  mode: 'full' | 'additive' = 'full',
 ): ClickModel {
   const rows = imp.table.rows;
   const { userRow } = imp;
@@ -125,6 +126,10 @@ export function plantClickModel(
   const cPos = cNum('c_position');
   const cDepth = cNum('c_page_depth');
 
+  // additive mode: per-item effects for the recently-clicked items (drawn only in that mode)
+  let itemEff: Float64Array | null = null;
+  const recentItemEff = () => (itemEff ??= normals(rng, items.table.rows));
+
   const scores: Record<string, () => Float64Array> = {
     u_age: () => perRow((r) => -Math.log(uAge[userRow[r]] - 14)),
     u_gender: () => catEffect(uCat('u_gender'), genderEff, userRow),
@@ -137,11 +142,16 @@ export function plantClickModel(
     u_recent_cats: () => {
       // interest in high-CTR categories (visible per id) + overlap with the shown item's category
       const mean = listMean(recentCats, recentCatEff, userRow);
+      if (mode === 'additive') return perRow((r) => (Number.isNaN(mean[r]) ? 0 : mean[r]));
       return perRow(
         (r) => (Number.isNaN(mean[r]) ? 0 : mean[r]) + (listHas(recentCats, userRow[r], itemCat[itemRow[r]]) ? 1.5 : 0),
       );
     },
-    u_recent_items: () => perRow((r) => (listHas(recentItems, userRow[r], itemRow[r]) ? 1 : 0)),
+    u_recent_items: () => {
+      if (mode === 'full') return perRow((r) => (listHas(recentItems, userRow[r], itemRow[r]) ? 1 : 0));
+      const mean = listMean(recentItems, recentItemEff(), userRow);
+      return perRow((r) => (Number.isNaN(mean[r]) ? 0 : mean[r]));
+    },
     i_category: () => catEffect(itemCat, catEff, itemRow),
     i_price: () => perRow((r) => -Math.log(iPrice[itemRow[r]])),
     i_quality: () => perRow((r) => iQuality[itemRow[r]]),
@@ -194,7 +204,7 @@ export function plantClickModel(
     return a;
   });
   const zAff = standardize(affinity);
-  for (let r = 0; r < rows; r++) logit[r] += SHARED_SIGNAL_EFFECT * zAff[r];
+  if (mode === 'full') for (let r = 0; r < rows; r++) logit[r] += SHARED_SIGNAL_EFFECT * zAff[r];
 
   const domainBias = DOMAINS.map((spec, d) => calibrateBias(logit, domainIndex, d, spec.targetCtr));
   for (let r = 0; r < rows; r++) logit[r] += domainBias[domainIndex[r]];

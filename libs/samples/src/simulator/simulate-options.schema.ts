@@ -3,6 +3,14 @@ import { z } from 'zod';
 export const simulateOptionsSchema = z.object({
   seed: z.number().int().min(0).max(0xffffffff),
   rows: z.number().int().min(1000).max(20_000_000),
+  /**
+   * 'full' (default): the click logit also has terms no feature shows directly (the latent
+   * user×category affinity, whether the item is among the user's recent items, the overlap of recent
+   * categories with the item's) — realistic, and its upper bound is out of reach of any model.
+   * 'additive': only per-feature effects a pooled-embedding model can represent (multi-id features
+   * act through the mean of per-id effects), so the reported upper bound is reachable.
+   */
+  clickModel: z.enum(['full', 'additive']).default('full'),
 });
 
-export type SimulateOptions = z.infer<typeof simulateOptionsSchema>;
+export type SimulateOptions = z.input<typeof simulateOptionsSchema>;

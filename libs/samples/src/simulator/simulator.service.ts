@@ -15,7 +15,7 @@ import type { FeatureCosts, FeatureKind, GroundTruth, GroundTruthFeature } from 
  * contexts, a labelled impression log) as a pure function of `seed` and `rows`.
  */
 export function simulateWorld(options: SimulateOptions): SimWorld {
-  const { seed, rows } = simulateOptionsSchema.parse(options);
+  const { seed, rows, clickModel } = simulateOptionsSchema.parse(options);
   const root = new Prng(seed);
   // one independent stream per stage: changing one stage's draws leaves the others untouched
   const rngItems = root.fork(1);
@@ -30,7 +30,7 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
   const users = generateUsers(rngUsers, sizes.users, items);
   const contexts = generateContexts(rngContexts);
   const imp = generateImpressions(rngImpressions, rows, users, items);
-  const model = plantClickModel(rngEffects, imp, users, items, contexts);
+  const model = plantClickModel(rngEffects, imp, users, items, contexts, clickModel);
 
   const click = imp.table.click;
   for (let r = 0; r < rows; r++) click[r] = rngLabels.next() < 1 / (1 + Math.exp(-model.logit[r])) ? 1 : 0;
