@@ -94,6 +94,7 @@ function render(e: Experiment): string {
   return out.join('\n');
 }
 
+const round2 = (x: number) => Math.round(x * 100) / 100;
 const f4 = (x: number | null | undefined) => (x === null || x === undefined ? '' : x.toFixed(4));
 const f5 = (x: number | null | undefined) => (x === null || x === undefined ? '' : x.toFixed(5));
 
@@ -134,7 +135,7 @@ function renderSubtract(r: Record<string, unknown>): string[] {
     res.confirmed
       ? `confirmed pruned model AUC ${f4(res.confirmed.auc)} (drop ${f5(res.confirmed.aucDrop)}, ${res.confirmed.withinLimit ? 'within' : 'OUTSIDE'} the limit)`
       : 'no confirmatory retrain',
-    `resources saved: ${res.resourcesSaved.storageBytesPerEntity} B stored per entity, ${res.resourcesSaved.fetchBytesPerRequest} B fetched per request, compute ${res.resourcesSaved.computeCost}${res.featuresWithoutCosts.length ? ` (no costs known for ${res.featuresWithoutCosts.join(', ')})` : ''}`,
+    `resources saved: ${round2(res.resourcesSaved.storageBytesPerEntity)} B stored per entity, ${round2(res.resourcesSaved.fetchBytesPerRequest)} B fetched per request, compute ${round2(res.resourcesSaved.computeCost)}${res.featuresWithoutCosts.length ? ` (no costs known for ${res.featuresWithoutCosts.join(', ')})` : ''}`,
     '',
     'pruning curve:',
     table(
