@@ -105,7 +105,8 @@ function renderSubtract(r: Record<string, unknown>): string[] {
     removedShare: number;
     full: { auc: number };
     estimatedDrop: { mean: number; ciLow: number; ciHigh: number };
-    confirmed: { auc: number; aucDrop: number; withinLimit: boolean } | null;
+    retrainCheck: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null;
+    confirmed: { auc: number; fullAuc: number; aucDrop: number; withinLimit: boolean } | null;
     maxDrop: number;
     curve: {
       round: number;
@@ -131,9 +132,14 @@ function renderSubtract(r: Record<string, unknown>): string[] {
   return [
     `removable: ${res.removable.length} of ${res.features} features (${Math.round(res.removedShare * 100)}%) at max AUC drop ${res.maxDrop}`,
     `  ${res.removable.join(', ') || '(none)'}`,
-    `full model AUC ${f4(res.full.auc)}; estimated drop ${f5(res.estimatedDrop.mean)} [${f5(res.estimatedDrop.ciLow)}, ${f5(res.estimatedDrop.ciHigh)}]`,
+    `full model AUC ${f4(res.full.auc)}; permuting all removable features together on it: drop ${f5(res.estimatedDrop.mean)} [${f5(res.estimatedDrop.ciLow)}, ${f5(res.estimatedDrop.ciHigh)}]`,
+    ...(res.retrainCheck
+      ? [
+          `retraining check (seeds ${res.retrainCheck.seeds.join(', ')}): full ${f4(res.retrainCheck.fullAuc)} → pruned ${f4(res.retrainCheck.prunedAuc)} (best seen ${f4(res.retrainCheck.bestAuc)})`,
+        ]
+      : []),
     res.confirmed
-      ? `confirmed pruned model AUC ${f4(res.confirmed.auc)} (drop ${f5(res.confirmed.aucDrop)}, ${res.confirmed.withinLimit ? 'within' : 'OUTSIDE'} the limit)`
+      ? `confirmed on fresh seeds: full ${f4(res.confirmed.fullAuc)} → pruned ${f4(res.confirmed.auc)} (drop ${f5(res.confirmed.aucDrop)}, ${res.confirmed.withinLimit ? 'within' : 'OUTSIDE'} the limit)`
       : 'no confirmatory retrain',
     `resources saved: ${round2(res.resourcesSaved.storageBytesPerEntity)} B stored per entity, ${round2(res.resourcesSaved.fetchBytesPerRequest)} B fetched per request, compute ${round2(res.resourcesSaved.computeCost)}${res.featuresWithoutCosts.length ? ` (no costs known for ${res.featuresWithoutCosts.join(', ')})` : ''}`,
     '',
