@@ -230,6 +230,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     for (size_t i = 0; i < model->frozen.size(); ++i) fr.Set((uint32_t)i, (bool)model->frozen[i]);
     o.Set("frozen", fr);
     o.Set("isa", gemm_isa());
+    o.Set("evalPrecision", model->eval_precision());
     o.Set("threads", model->pool().size());
     return o;
   }
@@ -593,6 +594,8 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   o.Set("avx2", (bool)__builtin_cpu_supports("avx2"));
   o.Set("avx512f", (bool)__builtin_cpu_supports("avx512f"));
   o.Set("gemm", gemm_isa());
+  o.Set("avx512bf16", bf16_cpu_supported());
+  o.Set("evalPrecision", bf16_eval_enabled() ? "bf16" : "fp32");
   o.Set("hardwareThreads", (double)std::thread::hardware_concurrency());
   return o;
 }

@@ -112,6 +112,8 @@ export interface NativeModelState {
   normalized: boolean;
   frozen: boolean[];
   isa?: string;
+  /** 'bf16' when predict / evaluate / ablate use the AVX512-BF16 forward (cpu backend) */
+  evalPrecision?: 'bf16' | 'fp32';
   threads?: number;
 }
 
@@ -139,7 +141,8 @@ export interface NativeAddon {
   NativeModel: new (cfg: NativeModelConfig) => NativeModelHandle;
   openShard(path: string, verify: boolean): Promise<NativeShardHandle>;
   writeShard(path: string, rows: number, json: string, sections: { kind: number; index: number; data: Float32Array | Int32Array }[]): Promise<void>;
-  cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number };
+  /** avx512bf16 / evalPrecision: whether predict / evaluate / ablate run the bf16 forward (env ABACUS_CPU_EVAL_PRECISION=fp32 opts out) */
+  cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number; avx512bf16?: boolean; evalPrecision?: 'bf16' | 'fp32' };
   backend: 'cpu';
 }
 

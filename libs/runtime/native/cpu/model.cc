@@ -353,11 +353,38 @@ void CpuModel::train_step(const DataSource& ds, const int64_t* rows, int64_t B, 
   dense_adam(*pool_, dense_.data(), dense_grad_.data(), dense_m_.data(), dense_v_.data(), (int64_t)dense_.size(), cfg_.dense, step);
 }
 
-void CpuModel::predict_rows(const DataSource& ds, const std::vector<int64_t>& rows, int64_t batch, float* pred) {
+void CpuModel::prepare_bf16() {
+  std::vector<const float*> W, b;
+  for (int l = 0; l < L_; ++l) {
+    W.push_back(dense_.data() + w_off_[l]);
+    b.push_back(dense_.data() + b_off_[l]);
+  }
+  bf16_pack(bf16_, W, b, in_dim_, out_dim_, dense_.data() + w_off_[L_], dense_[b_off_[L_]]);
+}
+
+void CpuModel::mlp_forward_bf16(int64_t B, int l0, const float* X, int64_t ldx, float* zpre) {
+  const int64_t ldz = L_ > 0 ? cfg_.hidden[0] : 0;
+  pool_->run([&](int t) {
+    int64_t b, e;
+    ThreadPool::range(B, t, pool_->size(), b, e, 12);
+    if (e > b) bf16_mlp_rows(bf16_, l0, X + b * ldx, ldx, e - b, wide_.data() + b, logit_.data() + b, zpre ? zpre + b * ldz : nullptr, ldz);
+  });
+}
+
+void CpuModel::predict_rows(const DataSource& ds, const std::vector<int64_t>& rows, int64_t batch, float* pred, bool fast) {
   const int64_t n = (int64_t)rows.size();
+  const bool bf = fast && use_bf16();
+  if (bf) prepare_bf16();
   for (int64_t b0 = 0; b0 < n; b0 += batch) {
     const int64_t B = std::min(batch, n - b0);
-    forward_rows(ds, rows.data() + b0, B, false);
+    if (bf) {
+      ensure(B);
+      gather_dense(ds, rows.data() + b0, B);
+      embed(ds, rows.data() + b0, B, false);
+      mlp_forward_bf16(B, 0, H0_.data(), in0_, nullptr);
+    } else {
+      forward_rows(ds, rows.data() + b0, B, false);
+    }
     for (int64_t r = 0; r < B; ++r) pred[b0 + r] = sigmoid(logit_[r]);
     if (cancel.load()) throw std::runtime_error("cancelled");
   }
@@ -366,7 +393,7 @@ void CpuModel::predict_rows(const DataSource& ds, const std::vector<int64_t>& ro
 void CpuModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
   std::vector<int64_t> rows(ds.rows);
   for (int64_t i = 0; i < ds.rows; ++i) rows[i] = i;
-  predict_rows(ds, rows, batch, pred);
+  predict_rows(ds, rows, batch, pred, true);
   for (int64_t i = 0; i < ds.rows && (label || weight || key); ++i) {
     int64_t local;
     const DataPart& p = ds.locate(i, local);
@@ -447,7 +474,7 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
     if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
     if (vds && !val_rows.empty()) {
       vpred.resize(val_rows.size());
-      predict_rows(*vds, val_rows, std::max<int64_t>(o.batch, 4096), vpred.data());
+      predict_rows(*vds, val_rows, std::max<int64_t>(o.batch, 4096), vpred.data(), false);
       std::vector<float> lab(val_rows.size()), w;
       bool hw = vds->has_weights();
       if (hw) w.resize(val_rows.size());
@@ -525,6 +552,8 @@ void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& gr
     wg[g].resize(cols.size() * h1);
     for (size_t c = 0; c < cols.size(); ++c) std::memcpy(&wg[g][c * h1], W0 + (int64_t)cols[c] * h1, sizeof(float) * h1);
   }
+  const bool bf = use_bf16();
+  if (bf) prepare_bf16();
   std::vector<float> dperm, dbase, wperm, wbase, preds;
   std::vector<int64_t> src(batch);
   for (int64_t c0 = 0; c0 < C; c0 += chunk) {
@@ -542,13 +571,17 @@ void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& gr
       ensure(B);
       gather_dense(ds, rows, B);
       embed(ds, rows, B, false);
-      if (L_ > 0) {  // first layer without ReLU: keep the pre-activation
-        Epilogue ep;
-        ep.bias = dense_.data() + b_off_[0];
-        sgemm(*pool_, B, h1, in0_, {H0_.data(), in0_, 1}, {W0, h1, 1}, zbase_.data(), h1, false, ep);
-        for (int64_t i = 0; i < B * h1; ++i) H_[0][i] = std::max(zbase_[i], 0.f);
+      if (bf) {  // logits, and the first layer's pre-activation, in the same pass as predict()
+        mlp_forward_bf16(B, 0, H0_.data(), in0_, zbase_.data());
+      } else {
+        if (L_ > 0) {  // first layer without ReLU: keep the pre-activation
+          Epilogue ep;
+          ep.bias = dense_.data() + b_off_[0];
+          sgemm(*pool_, B, h1, in0_, {H0_.data(), in0_, 1}, {W0, h1, 1}, zbase_.data(), h1, false, ep);
+          for (int64_t i = 0; i < B * h1; ++i) H_[0][i] = std::max(zbase_[i], 0.f);
+        }
+        mlp_forward(B, L_ > 0 ? 1 : 0);
       }
-      mlp_forward(B, L_ > 0 ? 1 : 0);
       if (c0 == 0)
         for (int64_t r = 0; r < B; ++r) {
           base_pred[b0 + r] = sigmoid(logit_[r]);
@@ -600,7 +633,10 @@ void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& gr
           Epilogue ep;
           ep.relu = true;
           sgemm(*pool_, B, h1, gw, {dperm.data(), gw, 1}, {wg[(c0 + c) / repeats].data(), h1, 1}, H_[0].data(), h1, true, ep);
-          mlp_forward(B, 1);
+          if (bf)
+            mlp_forward_bf16(B, 1, H_[0].data(), h1, nullptr);
+          else
+            mlp_forward(B, 1);
         } else {
           std::memcpy(H0_.data(), H0_base.data(), sizeof(float) * B * in0_);
           std::vector<int> cols;
@@ -624,7 +660,7 @@ void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& gr
     }
   }
   if (C == 0) {
-    predict_rows(ds, all, batch, base_pred.data());
+    predict_rows(ds, all, batch, base_pred.data(), true);
     for (int64_t i = 0; i < n; ++i) {
       int64_t local;
       const DataPart& p = ds.locate(i, local);

@@ -12,6 +12,7 @@
 #include "../common/huge_alloc.h"
 #include "../common/thread_pool.h"
 #include "kernels.h"
+#include "mlp_bf16.h"
 
 namespace abacus {
 
@@ -87,6 +88,8 @@ class CpuModel {
   std::vector<uint8_t> frozen;
   std::atomic<bool> cancel{false};
   ThreadPool& pool() { return *pool_; }
+  // "bf16" when predict / evaluate / ablate run the AVX512-BF16 forward, else "fp32"
+  const char* eval_precision() const { return use_bf16() ? "bf16" : "fp32"; }
 
   TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                     const std::function<void(const Progress&)>& progress);
@@ -108,7 +111,12 @@ class CpuModel {
   void backward(int64_t B, bool need_emb);
   void forward_rows(const DataSource& ds, const int64_t* rows, int64_t B, bool keep_bags);
   void train_step(const DataSource& ds, const int64_t* rows, int64_t B, double* loss);
-  void predict_rows(const DataSource& ds, const std::vector<int64_t>& rows, int64_t batch, float* pred);
+  // fast: predict / evaluate / ablate may use the bf16 eval forward; validation inside train() is FP32
+  void predict_rows(const DataSource& ds, const std::vector<int64_t>& rows, int64_t batch, float* pred, bool fast);
+  bool use_bf16() const { return L_ > 0 && bf16_eval_enabled(); }
+  void prepare_bf16();
+  // logit_[0, B) from X (B rows, stride ldx, in_dim_[l0] columns) through layers l0.. in bf16
+  void mlp_forward_bf16(int64_t B, int l0, const float* X, int64_t ldx, float* zpre);
   const float* layer_in(int l) const { return l == 0 ? H0_.data() : H_[l - 1].data(); }
 
   ModelConfig cfg_;
@@ -129,6 +137,7 @@ class CpuModel {
   std::vector<std::vector<float>> H_;
   std::vector<BagRef> bags_;
   SparseBackwardScratch scratch_;
+  Bf16Mlp bf16_;
 };
 
 }  // namespace abacus
