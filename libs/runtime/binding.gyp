@@ -15,7 +15,7 @@
       "sources": ["native/cpu/mlp_bf16.cc"],
       "cflags!": ["-fno-exceptions", "-O2", "-O3"],
       "cflags_cc!": ["-fno-exceptions", "-std=gnu++17", "-std=c++17"],
-      "cflags_cc": ["<@(abacus_cflags)", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512bf16", "-fPIC"]
+      "cflags_cc": ["<@(abacus_cflags)", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512bf16", "-mamx-tile", "-mamx-bf16", "-fPIC"]
     },
     {
       "target_name": "abacus_runtime",

@@ -231,6 +231,7 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     o.Set("frozen", fr);
     o.Set("isa", gemm_isa());
     o.Set("evalPrecision", model->eval_precision());
+    o.Set("evalKernel", model->eval_kernel_name());
     o.Set("threads", model->pool().size());
     return o;
   }
@@ -595,7 +596,10 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   o.Set("avx512f", (bool)__builtin_cpu_supports("avx512f"));
   o.Set("gemm", gemm_isa());
   o.Set("avx512bf16", bf16_cpu_supported());
+  o.Set("amxBf16", amx_cpu_supported());
+  o.Set("vendorAmd", (bool)__builtin_cpu_is("amd"));
   o.Set("evalPrecision", bf16_eval_enabled() ? "bf16" : "fp32");
+  o.Set("evalKernel", eval_precision_name());
   o.Set("hardwareThreads", (double)std::thread::hardware_concurrency());
   return o;
 }

@@ -114,6 +114,7 @@ export interface NativeModelState {
   isa?: string;
   /** 'bf16' when predict / evaluate / ablate use the AVX512-BF16 forward (cpu backend) */
   evalPrecision?: 'bf16' | 'fp32';
+  evalKernel?: 'bf16-amx' | 'bf16' | 'fp32';
   threads?: number;
 }
 
@@ -142,7 +143,7 @@ export interface NativeAddon {
   openShard(path: string, verify: boolean): Promise<NativeShardHandle>;
   writeShard(path: string, rows: number, json: string, sections: { kind: number; index: number; data: Float32Array | Int32Array }[]): Promise<void>;
   /** avx512bf16 / evalPrecision: whether predict / evaluate / ablate run the bf16 forward (env ABACUS_CPU_EVAL_PRECISION=fp32 opts out) */
-  cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number; avx512bf16?: boolean; evalPrecision?: 'bf16' | 'fp32' };
+  cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number; avx512bf16?: boolean; amxBf16?: boolean; vendorAmd?: boolean; evalPrecision?: 'bf16' | 'fp32'; evalKernel?: 'bf16-amx' | 'bf16' | 'fp32' };
   backend: 'cpu';
 }
 

@@ -74,6 +74,62 @@ inline void tile(const uint16_t* A, int kp, const uint16_t* W, const float* bias
   }
 }
 
+// AMX: a 32 x 32 block over the full K (kp multiple of 32) in four 16 x 16 FP32 tiles, then the
+// same epilogue as tile(). Tiles 0-3: C, 4-5: A (16 rows x 32 k), 6-7: B (16 k-pairs x 16 columns).
+struct alignas(64) TileCfg {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+void amx_config() {
+  TileCfg c;
+  std::memset(&c, 0, sizeof(c));
+  c.palette = 1;
+  for (int t = 0; t < 8; ++t) { c.colsb[t] = 64; c.rows[t] = 16; }
+  _tile_loadconfig(&c);
+}
+inline void amx_block(const uint16_t* A, int kp, const uint16_t* W, const float* bias, uint16_t* out16, float* out32,
+                      int64_t ldo, float* zpre, int64_t ldz, int zrows, int zcols) {
+  alignas(64) float c[32 * 32];
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const int64_t sa = (int64_t)kp * 2;
+  for (int k = 0; k < kp; k += 32) {
+    _tile_loadd(4, A + k, sa);
+    _tile_loadd(5, A + 16 * kp + k, sa);
+    _tile_loadd(6, W + (k / 2) * 64, 128);
+    _tile_loadd(7, W + (k / 2) * 64 + 32, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, 128);
+  _tile_stored(1, c + 16, 128);
+  _tile_stored(2, c + 16 * 32, 128);
+  _tile_stored(3, c + 16 * 32 + 16, 128);
+  const __m512 bb0 = _mm512_loadu_ps(bias), bb1 = _mm512_loadu_ps(bias + 16), zero = _mm512_setzero_ps();
+  for (int i = 0; i < 32; ++i) {
+    __m512 x0 = _mm512_add_ps(_mm512_load_ps(c + i * 32), bb0), x1 = _mm512_add_ps(_mm512_load_ps(c + i * 32 + 16), bb1);
+    if (zpre && i < zrows) {
+      float* z = zpre + i * ldz;
+      const int c0 = std::min(16, zcols), c1 = std::max(0, std::min(16, zcols - 16));
+      _mm512_mask_storeu_ps(z, (__mmask16)((1u << c0) - 1), x0);
+      if (c1) _mm512_mask_storeu_ps(z + 16, (__mmask16)((1u << c1) - 1), x1);
+    }
+    x0 = _mm512_max_ps(x0, zero);
+    x1 = _mm512_max_ps(x1, zero);
+    if (out16) {
+      _mm512_storeu_si512(out16 + i * ldo, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
+    } else {
+      _mm512_storeu_ps(out32 + i * ldo, x0);
+      _mm512_storeu_ps(out32 + i * ldo + 16, x1);
+    }
+  }
+}
+
 struct Scratch {
   std::vector<uint16_t> a, b;
   std::vector<float> h;
@@ -81,15 +137,17 @@ struct Scratch {
 
 }  // namespace
 
-void bf16_mlp_rows(const Bf16Mlp& m, int l0, const float* X, int64_t ldx, int64_t n, const float* wide, float* logit,
+void bf16_mlp_rows(const Bf16Mlp& m, bool amx, int l0, const float* X, int64_t ldx, int64_t n, const float* wide, float* logit,
                    float* zpre, int64_t ldz) {
   static thread_local Scratch s;
   const int L = (int)m.layers.size();
   int maxw = 0;
   for (const auto& ly : m.layers) maxw = std::max({maxw, ly.kp, ly.np});
   const int npl = m.layers[L - 1].np;
-  if (s.a.size() < (size_t)MB * maxw) { s.a.assign((size_t)MB * maxw, 0); s.b.assign((size_t)MB * maxw, 0); }
-  if (s.h.size() < (size_t)MB * npl) s.h.assign((size_t)MB * npl, 0.f);
+  if (amx) amx_config();
+  const int mb = amx ? 64 : MB, mr = amx ? 32 : MR;
+  if (s.a.size() < (size_t)64 * maxw) { s.a.assign((size_t)64 * maxw, 0); s.b.assign((size_t)64 * maxw, 0); }
+  if (s.h.size() < (size_t)64 * npl) s.h.assign((size_t)64 * npl, 0.f);
   const int in_real = l0 == 0 ? m.layers[0].in : m.layers[l0 - 1].out;
   if (l0 == L) {  // only the output layer: the same FP32 dot as after the last hidden layer
     for (int64_t r = 0; r < n; ++r) {
@@ -101,10 +159,11 @@ void bf16_mlp_rows(const Bf16Mlp& m, int l0, const float* X, int64_t ldx, int64_
       }
       logit[r] = _mm512_reduce_add_ps(acc) + m.b_out + (wide ? wide[r] : 0.f);
     }
+    if (amx) _tile_release();
     return;
   }
-  for (int64_t r0 = 0; r0 < n; r0 += MB) {
-    const int rows = (int)std::min<int64_t>(MB, n - r0), rpad = (rows + MR - 1) / MR * MR;
+  for (int64_t r0 = 0; r0 < n; r0 += mb) {
+    const int rows = (int)std::min<int64_t>(mb, n - r0), rpad = (rows + mr - 1) / mr * mr;
     uint16_t* cur = s.a.data();
     uint16_t* nxt = s.b.data();
     to_bf16(X + r0 * ldx, ldx, rows, rpad, in_real, m.layers[l0].kp, cur);
@@ -115,8 +174,8 @@ void bf16_mlp_rows(const Bf16Mlp& m, int l0, const float* X, int64_t ldx, int64_
       float* z = (zpre && l == 0) ? zpre + r0 * ldz : nullptr;
       for (int q = 0; q < ly.np / 32; ++q) {
         const uint16_t* W = ly.w.data() + q * panel;
-        for (int t = 0; t < rpad; t += MR)
-          tile(cur + (int64_t)t * ly.kp, ly.kp, W, ly.bias.data() + q * 32, last ? nullptr : nxt + (int64_t)t * ly.np + q * 32,
+        for (int t = 0; t < rpad; t += mr)
+          (amx ? amx_block : tile)(cur + (int64_t)t * ly.kp, ly.kp, W, ly.bias.data() + q * 32, last ? nullptr : nxt + (int64_t)t * ly.np + q * 32,
                last ? s.h.data() + (int64_t)t * npl + q * 32 : nullptr, last ? npl : ly.np, z ? z + t * ldz + q * 32 : nullptr,
                ldz, rows - t, ly.out - q * 32);
       }
@@ -129,6 +188,7 @@ void bf16_mlp_rows(const Bf16Mlp& m, int l0, const float* X, int64_t ldx, int64_
       logit[r0 + r] = _mm512_reduce_add_ps(acc) + m.b_out + (wide ? wide[r0 + r] : 0.f);
     }
   }
+  if (amx) _tile_release();
 }
 
 }  // namespace abacus

@@ -1,4 +1,8 @@
 // Portable parts of the bf16 eval forward: run-time dispatch and weight packing (no AVX-512 here).
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -16,13 +20,40 @@ bool bf16_cpu_supported() {
   return v;
 }
 
-bool bf16_eval_enabled() {
-  if (!bf16_cpu_supported()) return false;
-  const char* p = std::getenv("ABACUS_CPU_EVAL_PRECISION");
-  if (p && std::strcmp(p, "fp32") == 0) return false;
+bool amx_cpu_supported() {
+  static const bool v = [] {
+    if (!bf16_cpu_supported()) return false;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!((d >> 22) & 1) || !((d >> 24) & 1)) return false;  // AMX-BF16, AMX-TILE
+    // Linux: ask for the tile data state once per process (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  }();
+  return v;
+}
+
+int eval_kernel() {
+  if (!bf16_cpu_supported()) return 0;
   const char* off = std::getenv("ABACUS_NO_AVX512");
-  if (off && off[0] == '1') return false;
-  return true;
+  if (off && off[0] == '1') return 0;
+  const char* p = std::getenv("ABACUS_CPU_EVAL_PRECISION");
+  if (p && std::strcmp(p, "fp32") == 0) return 0;
+  if (p && std::strcmp(p, "avx512bf16") == 0) return 1;
+  if (amx_cpu_supported()) return 2;
+  // vdpbf16ps doubles the FMA rate on AMD Zen 4/5; on Intel cores without AMX it is no faster than
+  // FP32 FMA (measured: Xeon eval 181k/191k bf16 vs 269k FP32 samples/s), so FP32 stays there.
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd") ? 1 : 0;
+}
+
+bool bf16_eval_enabled() { return eval_kernel() != 0; }
+
+const char* eval_precision_name() {
+  switch (eval_kernel()) {
+    case 2: return "bf16-amx";
+    case 1: return "bf16";
+    default: return "fp32";
+  }
 }
 
 namespace {
@@ -57,7 +88,7 @@ bool bf16_pack(Bf16Mlp& m, const std::vector<const float*>& W, const std::vector
     Bf16Layer& ly = m.layers[l];
     ly.in = in[l];
     ly.out = out[l];
-    ly.kp = l == 0 ? (in[0] + 1) / 2 * 2 : m.layers[l - 1].np;
+    ly.kp = l == 0 ? (in[0] + 31) / 32 * 32 : m.layers[l - 1].np;  // AMX tiles take 32 k at a time
     ly.np = (out[l] + 31) / 32 * 32;
     const int pairs = ly.kp / 2;
     ly.w.assign((size_t)ly.np * ly.kp, 0);

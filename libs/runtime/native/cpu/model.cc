@@ -360,6 +360,7 @@ void CpuModel::prepare_bf16() {
     b.push_back(dense_.data() + b_off_[l]);
   }
   bf16_pack(bf16_, W, b, in_dim_, out_dim_, dense_.data() + w_off_[L_], dense_[b_off_[L_]]);
+  amx_ = eval_kernel() == 2;
 }
 
 void CpuModel::mlp_forward_bf16(int64_t B, int l0, const float* X, int64_t ldx, float* zpre) {
@@ -367,7 +368,7 @@ void CpuModel::mlp_forward_bf16(int64_t B, int l0, const float* X, int64_t ldx, 
   pool_->run([&](int t) {
     int64_t b, e;
     ThreadPool::range(B, t, pool_->size(), b, e, 12);
-    if (e > b) bf16_mlp_rows(bf16_, l0, X + b * ldx, ldx, e - b, wide_.data() + b, logit_.data() + b, zpre ? zpre + b * ldz : nullptr, ldz);
+    if (e > b) bf16_mlp_rows(bf16_, amx_, l0, X + b * ldx, ldx, e - b, wide_.data() + b, logit_.data() + b, zpre ? zpre + b * ldz : nullptr, ldz);
   });
 }
 

@@ -90,6 +90,7 @@ class CpuModel {
   ThreadPool& pool() { return *pool_; }
   // "bf16" when predict / evaluate / ablate run the AVX512-BF16 forward, else "fp32"
   const char* eval_precision() const { return use_bf16() ? "bf16" : "fp32"; }
+  const char* eval_kernel_name() const { return L_ > 0 ? eval_precision_name() : "fp32"; }
 
   TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                     const std::function<void(const Progress&)>& progress);
@@ -138,6 +139,7 @@ class CpuModel {
   std::vector<BagRef> bags_;
   SparseBackwardScratch scratch_;
   Bf16Mlp bf16_;
+  bool amx_ = false;
 };
 
 }  // namespace abacus

@@ -17,6 +17,8 @@ export async function runCudaParity(log: (s: string) => void = () => {}): Promis
   const out: ParityCase[] = [];
   // parity is checked in FP32 (the CUDA backend's default GEMMs are TF32)
   process.env.ABACUS_CUDA_MATH ??= 'fp32';
+  // and the cpu side's eval forward in FP32 (it is bf16 where the CPU has AVX512-BF16)
+  process.env.ABACUS_CPU_EVAL_PRECISION ??= 'fp32';
   const specs: { name: string; spec: ModelSpecInput; padding: number }[] = [
     {
       name: 'sum pooling, sparse Adam, 26 slots',
