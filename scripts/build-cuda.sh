@@ -32,7 +32,7 @@ cflags="-O3 -mavx2 -mfma -msse4.2 -std=c++17 -pthread -fno-math-errno -fPIC -fex
 (
   flock 9
   pids=()
-  for f in common/crc32c.cc common/shard.cc cpu/gemm.cc cpu/gemm_avx2.cc cpu/embedding_bag.cc cpu/optimizers.cc cpu/metrics.cc cpu/model.cc; do
+  for f in common/crc32c.cc common/shard.cc cpu/gemm.cc cpu/gemm_avx2.cc cpu/embedding_bag.cc cpu/optimizers.cc cpu/metrics.cc cpu/mlp_bf16_pack.cc cpu/model.cc; do
     o="$obj/$(echo "$f" | tr / _).o"
     if [ ! -f "$o" ] || [ "$rt/native/$f" -nt "$o" ] || [ -n "$(find "$rt/native/cpu" "$rt/native/common" -name '*.h' -newer "$o" 2>/dev/null)" ]; then
       g++ $cflags -c "$rt/native/$f" -o "$o" & pids+=($!)
@@ -40,6 +40,13 @@ cflags="-O3 -mavx2 -mfma -msse4.2 -std=c++17 -pthread -fno-math-errno -fPIC -fex
   done
   o="$obj/cpu_gemm_avx512.cc.o"
   if [ ! -f "$o" ] || [ "$rt/native/cpu/gemm_avx512.cc" -nt "$o" ]; then g++ $cflags -mavx512f -c "$rt/native/cpu/gemm_avx512.cc" -o "$o" & pids+=($!); fi
+  # the CPU model's bf16 eval forward (the host mirror links it; the GPU path never calls it)
+  if [ -f "$rt/native/cpu/mlp_bf16.cc" ]; then
+    o="$obj/cpu_mlp_bf16.cc.o"
+    if [ ! -f "$o" ] || [ "$rt/native/cpu/mlp_bf16.cc" -nt "$o" ] || [ -n "$(find "$rt/native/cpu" -name '*.h' -newer "$o" 2>/dev/null)" ]; then
+      g++ $cflags -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -c "$rt/native/cpu/mlp_bf16.cc" -o "$o" & pids+=($!)
+    fi
+  fi
   g++ $cflags $defs -I"$node_inc" -I"$napi_inc" -I"$cuda_home/include" -c "$rt/native/cuda/addon_cuda.cc" -o "$obj/addon_cuda.o" & pids+=($!)
   "$nvcc" -std=c++17 -O3 -arch="$arch" -Xcompiler -fPIC,-fexceptions,-pthread -diag-suppress 20012,186,177,550 \
     -c "$rt/native/cuda/cuda_model.cu" -o "$obj/cuda_model.o" & pids+=($!)

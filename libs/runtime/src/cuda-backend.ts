@@ -2,6 +2,7 @@ import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle, type Nati
 import { nativeConfig } from './cpu-backend';
 import type { RuntimeData } from './dataset.types';
 import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
+import type { NativeData, NativePredictResult } from './binding';
 import type { ModelSpec } from './model-spec.schema';
 import { toNativeData } from './native-data.mapper';
 
@@ -14,6 +15,8 @@ import { toNativeData } from './native-data.mapper';
 export class CudaBackend implements ModelBackend {
   readonly kind = 'cuda' as const;
   private readonly native: NativeModelHandle;
+  /** the CUDA addon's lean predict (no per-call offsets scan or staging vectors); absent in older builds */
+  private readonly predictLean?: (m: NativeModelHandle, d: NativeData, batch: number) => Promise<NativePredictResult>;
 
   constructor(
     private readonly spec: ModelSpec,
@@ -26,6 +29,8 @@ export class CudaBackend implements ModelBackend {
     if (device >= n) throw new Error(`CUDA device ${device} requested but ${n} visible`);
     addon.setDevice(device);
     this.native = new addon.NativeModel(nativeConfig(spec, threads));
+    const lean = (addon as { predictLean?: CudaBackend['predictLean'] }).predictLean;
+    if (typeof lean === 'function') this.predictLean = lean;
   }
 
   tensors() {
@@ -44,7 +49,8 @@ export class CudaBackend implements ModelBackend {
     return this.native.train(toNativeData(this.spec, data), val ? toNativeData(this.spec, val) : undefined, o, onProgress);
   }
   predict(data: RuntimeData, batchSize: number, keyName?: string) {
-    return this.native.predict(toNativeData(this.spec, data, keyName), batchSize);
+    const d = toNativeData(this.spec, data, keyName);
+    return this.predictLean ? this.predictLean(this.native, d, batchSize) : this.native.predict(d, batchSize);
   }
   ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
     return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize });

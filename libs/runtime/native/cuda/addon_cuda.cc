@@ -4,6 +4,9 @@
 // cudaInfo(). Only libs/runtime/src/binding.ts loads it.
 #include <napi.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "cuda_model.h"
 
 #undef NODE_API_MODULE
@@ -13,6 +16,73 @@
 #undef CpuModel
 
 namespace {
+
+// The lean predict of the CUDA addon (exports.predictLean, used by cuda-backend.ts; ABACUS_CUDA_PREDICT=legacy
+// keeps the shared addon.cc path). Per call it does no offsets scan (checked once when the data is
+// made resident on the GPU), no std::vector staging: predictions are copied from a pinned buffer
+// straight into the Float32Array allocated on the JS thread before the work is queued; labels,
+// weights and keys are copied once from the input arrays when the result is built.
+class CudaPredictWorker : public ModelWorker {
+ public:
+  CudaPredictWorker(Napi::Env env, NativeModel* m, Napi::Object self, Napi::Object data) : ModelWorker(env, m, self, data) {
+    Napi::Float32Array a = Napi::Float32Array::New(env, (size_t)ds.rows);
+    out = a.Data();
+    pred_ref = Napi::Persistent(a);
+  }
+  int64_t batch = 8192;
+  float* out = nullptr;
+  Napi::Reference<Napi::Float32Array> pred_ref;
+  void Execute() override {
+    try {
+      nm->model->predict_lean(ds, batch, out);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    nm->busy.store(false);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("predictions", pred_ref.Value());
+    const size_t n = (size_t)ds.rows;
+    Napi::Float32Array lab = Napi::Float32Array::New(env, n);
+    Napi::Float32Array wt = ds.has_weights() ? Napi::Float32Array::New(env, n) : Napi::Float32Array();
+    Napi::Int32Array key = ds.has_key() ? Napi::Int32Array::New(env, n) : Napi::Int32Array();
+    int64_t g = 0;
+    for (auto& p : ds.parts) {
+      std::memcpy(lab.Data() + g, p.labels, p.rows * 4);
+      if (ds.has_weights()) {
+        if (p.weights) std::memcpy(wt.Data() + g, p.weights, p.rows * 4);
+        else std::fill(wt.Data() + g, wt.Data() + g + p.rows, 1.f);
+      }
+      if (ds.has_key() && p.key) std::memcpy(key.Data() + g, p.key, p.rows * 4);
+      g += p.rows;
+    }
+    o.Set("labels", lab);
+    if (ds.has_weights()) o.Set("weights", wt);
+    if (ds.has_key()) o.Set("key", key);
+    deferred.Resolve(o);
+  }
+};
+
+// predictLean(model, data, batch): used by cuda-backend.ts (a prototype method defined by
+// DefineClass is read-only, so the lean path is a function of the addon, not an override)
+Napi::Value PredictLean(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  NativeModel* nm = NativeModel::Unwrap(info[0].As<Napi::Object>());
+  nm->check_idle(env);
+  const char* leg = std::getenv("ABACUS_CUDA_PREDICT");
+  if (leg && std::string(leg) == "legacy") {  // the shared addon.cc worker, for comparisons
+    auto* w = new PredictWorker(env, nm, info[0].As<Napi::Object>(), info[1].As<Napi::Object>());
+    if (info.Length() > 2 && info[2].IsNumber()) w->batch = std::max<int64_t>(1, info[2].As<Napi::Number>().Int64Value());
+    w->begin();
+    return w->deferred.Promise();
+  }
+  auto* w = new CudaPredictWorker(env, nm, info[0].As<Napi::Object>(), info[1].As<Napi::Object>());
+  if (info.Length() > 2 && info[2].IsNumber()) w->batch = std::max<int64_t>(1, info[2].As<Napi::Number>().Int64Value());
+  w->begin();
+  return w->deferred.Promise();
+}
 
 Napi::Value DeviceCount(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), abacus::cuda_device_count()); }
 
@@ -35,6 +105,7 @@ Napi::Value CudaInfo(const Napi::CallbackInfo& info) {
 Napi::Object InitCuda(Napi::Env env, Napi::Object exports) {
   Init(env, exports);
   exports.Set("backend", "cuda");
+  exports.Set("predictLean", Napi::Function::New(env, PredictLean, "predictLean"));
   exports.Set("deviceCount", Napi::Function::New(env, DeviceCount));
   exports.Set("setDevice", Napi::Function::New(env, SetDevice));
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));

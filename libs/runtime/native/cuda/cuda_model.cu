@@ -21,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "../common/rng.h"
 #include "cublaslt_dl.h"
@@ -181,6 +182,39 @@ struct CudaImpl {
   struct Graph { int64_t B; const void* data; const int64_t* order; bool trainable; cudaGraphExec_t exec; };
   std::vector<Graph> graphs;
   std::map<std::string, GemmPlan> plans;
+  // ABACUS_CUDA_PROFILE=1: phase times of predict / ablate on stderr (synchronises between phases)
+  bool prof = false;
+  // normalisation / frozen flags last uploaded: the small uploads happen only when they change
+  std::vector<float> up_mean, up_std;
+  std::vector<uint8_t> up_frozen;
+  bool small_valid = false;
+  // pinned staging of predictions copied back
+  float* pin = nullptr;
+  int64_t pin_cap = 0;
+  // grow-only scratch kept across calls (ablation, segmented metrics): no cudaMalloc / cudaFree /
+  // cudaMallocHost per call
+  std::map<std::string, std::pair<void*, size_t>> scr;
+  void* scratch(const std::string& name, size_t bytes) {
+    auto& e = scr[name];
+    if (e.second < bytes || !e.first) {
+      if (e.first) { cudaStreamSynchronize(st); cudaFree(e.first); }
+      e.first = nullptr;
+      CK(cudaMalloc(&e.first, std::max<size_t>(bytes, 16)));
+      e.second = std::max<size_t>(bytes, 16);
+    }
+    return e.first;
+  }
+  std::vector<int32_t> hperm32;
+  std::string prof_detail;
+  float* pinned_floats(int64_t n) {
+    if (n > pin_cap) {
+      if (pin) { cudaStreamSynchronize(st); cudaFreeHost(pin); }
+      pin = nullptr;
+      CK(cudaMallocHost(&pin, std::max<int64_t>(n, 1) * 4));
+      pin_cap = n;
+    }
+    return pin;
+  }
 
   ~CudaImpl() {
     cudaSetDevice(dev);
@@ -200,6 +234,8 @@ struct CudaImpl {
       if (p) cudaFree(p);
     for (auto* p : H) cudaFree(p);
     for (auto* p : aux) cudaFree(p);
+    for (auto& kv : scr) if (kv.second.first) cudaFree(kv.second.first);
+    if (pin) cudaFreeHost(pin);
     if (lt) api->destroy(lt);
     if (st) cudaStreamDestroy(st);
   }
@@ -335,8 +371,8 @@ struct CudaImpl {
   int64_t ld_in(int l) const { return l == 0 ? ld0 : in_dim[l]; }
 
   // forward through the hidden layers from `from`; aux masks kept when training
-  void mlp_forward(int64_t B, int from, bool train) {
-    for (int l = from; l < L; ++l) {
+  void mlp_forward(int64_t B, int from, bool train, int to = -1) {
+    for (int l = from; l < (to < 0 ? L : to); ++l) {
       const float* W = dense + w_off[l];
       const float* bias = dense + b_off[l];
       bool done = false;
@@ -440,16 +476,54 @@ struct CudaImpl {
   void predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
                    float* wto, const std::atomic<bool>* cancel) {
     ensure(std::min(batch, std::max<int64_t>(n, 1)));
+    double pt = prof ? now_s() : 0;
+    auto pmark = [&](const char* ph) {
+      if (!prof) return;
+      cudaStreamSynchronize(st);
+      const double t = now_s();
+      char b[64];
+      snprintf(b, sizeof b, " %s=%.3f", ph, (t - pt) * 1e3);
+      prof_detail += b;
+      pt = t;
+    };
+    if (prof) { cudaStreamSynchronize(st); pt = now_s(); prof_detail.clear(); }
     for (int64_t b0 = 0; b0 < n; b0 += batch) {
       const int64_t B = std::min(batch, n - b0);
       if (wide) CK(cudaMemsetAsync(widev, 0, B * sizeof(float), st));
       gather(d, order, nullptr, b0, B, false);
-      mlp_forward(B, 0, false);
+      pmark("gather");
+      if (prof)
+        for (int l = 0; l < L; ++l) { mlp_forward(B, l, false, l + 1); pmark(l == 0 ? "layer0" : "layer1+"); }
+      else
+        mlp_forward(B, 0, false);
       k::head<<<blocks_for(B * 32), 256, 0, st>>>(layer_in(L), in_dim[L], (int)ld_in(L), dense + w_off[L],
                                                   dense + b_off[L], wide ? widev : nullptr, nullptr, lab, wt, B, false,
                                                   nullptr, nullptr, nullptr, nullptr, nullptr, pred, b0, labo, wto);
       if (cancel && cancel->load()) throw std::runtime_error("cancelled");
     }
+  }
+};
+
+// Phase timer (ABACUS_CUDA_PROFILE=1): synchronises the stream at each mark, one line on stderr.
+struct Prof {
+  CudaImpl& I;
+  const char* what;
+  double t0 = 0, tl = 0;
+  std::string line;
+  Prof(CudaImpl& i, const char* w) : I(i), what(w) {
+    if (I.prof) { cudaStreamSynchronize(I.st); t0 = tl = now_s(); }
+  }
+  void mark(const char* phase) {
+    if (!I.prof) return;
+    cudaStreamSynchronize(I.st);
+    const double t = now_s();
+    char b[128];
+    snprintf(b, sizeof b, " %s=%.3f", phase, (t - tl) * 1e3);
+    line += b;
+    tl = t;
+  }
+  ~Prof() {
+    if (I.prof) fprintf(stderr, "[abacus-cuda] %s ms:%s total=%.3f\n", what, line.c_str(), (now_s() - t0) * 1e3);
   }
 };
 
@@ -568,6 +642,56 @@ __global__ void seg_metrics_kernel(const float* __restrict__ key, const int32_t*
   const double n = (double)(e - b), neg = n - pos;
   out[sg] = {(pos > 0 && neg > 0) ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : nan(""), ll, ws, wp, wy};
 }
+// One block per segment (the thread-per-segment walk above took tens of ms for 78 x 65536 rows):
+// threads stride over the sorted run; an element's tie group bounds come from binary searches,
+// only where a neighbour has the same key. Sums in double, reduced in shared memory.
+constexpr int kSegThreads = 256;
+__global__ void __launch_bounds__(kSegThreads) seg_metrics_block(const float* __restrict__ key, const int32_t* __restrict__ idx,
+                                  const int64_t* __restrict__ beg, const int64_t* __restrict__ end,
+                                  const float* __restrict__ lab, const float* __restrict__ w, SegOut* out) {
+  const int sg = blockIdx.x;
+  const int64_t b = beg[sg], e = end[sg];
+  double rs = 0, pos = 0, ll = 0, ws = 0, wp = 0, wy = 0;
+  for (int64_t i = b + threadIdx.x; i < e; i += kSegThreads) {
+    const float kv = key[i];
+    const int32_t r = idx[i];
+    const float yf = lab[r];
+    const double yy = yf;
+    const double ww = w ? w[r] : 1.0;
+    double pp = kv;
+    pp = pp < 1e-7 ? 1e-7 : (pp > 1 - 1e-7 ? 1 - 1e-7 : pp);
+    ll += -ww * (yy * log(pp) + (1 - yy) * log(1 - pp));
+    ws += ww;
+    wp += ww * kv;
+    wy += ww * yy;
+    if (yf > 0.5f) {
+      int64_t lo = i, hi = i;
+      if ((i > b && key[i - 1] == kv) || (i + 1 < e && key[i + 1] == kv)) {
+        int64_t a = b, z = i;  // first index in [b, i] with key == kv
+        while (a < z) { const int64_t m = (a + z) / 2; if (key[m] < kv) a = m + 1; else z = m; }
+        lo = a;
+        a = i; z = e;  // first index in [i, e) with key > kv
+        while (a < z) { const int64_t m = (a + z) / 2; if (key[m] <= kv) a = m + 1; else z = m; }
+        hi = a - 1;
+      }
+      rs += 0.5 * (double)((lo - b) + (hi - b)) + 1.0;
+      pos += 1;
+    }
+  }
+  __shared__ double sh[6][kSegThreads];
+  const int t = threadIdx.x;
+  sh[0][t] = rs; sh[1][t] = pos; sh[2][t] = ll; sh[3][t] = ws; sh[4][t] = wp; sh[5][t] = wy;
+  __syncthreads();
+  for (int o = kSegThreads / 2; o > 0; o >>= 1) {
+    if (t < o)
+      for (int q = 0; q < 6; ++q) sh[q][t] += sh[q][t + o];
+    __syncthreads();
+  }
+  if (t == 0) {
+    const double n = (double)(e - b), P = sh[1][0], neg = n - P;
+    out[sg] = {(P > 0 && neg > 0) ? (sh[0][0] - P * (P + 1) / 2) / (P * neg) : nan(""), sh[2][0], sh[3][0], sh[4][0], sh[5][0]};
+  }
+}
 }  // namespace
 
 // metrics of C prediction vectors p[c * n ..+ n): whole (C results) and, when F > 0, per fold
@@ -584,14 +708,14 @@ static void seg_metrics(CudaImpl& I, const float* p, int64_t C, int64_t n, int F
         hb[C + c * F + f] = c * n + n * f / F;
         he[C + c * F + f] = c * n + n * (f + 1) / F;
       }
-  float* ko = dalloc<float>(total, false);
-  int32_t* vi = dalloc<int32_t>(total, false);
-  int32_t* vo = dalloc<int32_t>(total, false);
-  int64_t* db = dalloc<int64_t>(nseg, false);
-  int64_t* de = dalloc<int64_t>(nseg, false);
-  SegOut* so = dalloc<SegOut>(nseg, false);
+  float* ko = (float*)I.scratch("seg.ko", std::max<int64_t>(total, 1) * 4);
+  int32_t* vi = (int32_t*)I.scratch("seg.vi", std::max<int64_t>(total, 1) * 4);
+  int32_t* vo = (int32_t*)I.scratch("seg.vo", std::max<int64_t>(total, 1) * 4);
+  int64_t* db = (int64_t*)I.scratch("seg.db", (size_t)nseg * 8);
+  int64_t* de = (int64_t*)I.scratch("seg.de", (size_t)nseg * 8);
+  SegOut* so = (SegOut*)I.scratch("seg.so", (size_t)nseg * sizeof(SegOut));
   void* tmp = nullptr;
-  auto done = [&] { for (void* q : std::initializer_list<void*>{ko, vi, vo, db, de, so, tmp}) if (q) cudaFree(q); };
+  auto done = [&] {};
   try {
     CK(cudaMemcpyAsync(db, hb.data(), nseg * 8, cudaMemcpyHostToDevice, I.st));
     CK(cudaMemcpyAsync(de, he.data(), nseg * 8, cudaMemcpyHostToDevice, I.st));
@@ -603,10 +727,12 @@ static void seg_metrics(CudaImpl& I, const float* p, int64_t C, int64_t n, int F
       const int s0 = pass == 0 ? 0 : (int)C, ns = pass == 0 ? (int)C : (int)(C * F);
       size_t tb = 0;
       CK(cub::DeviceSegmentedSort::SortPairs(nullptr, tb, p, ko, vi, vo, total, ns, db + s0, de + s0, I.st));
-      if (tmp) cudaFree(tmp);
-      tmp = dalloc<uint8_t>(tb, false);
+      tmp = I.scratch("seg.tmp", tb);
       CK(cub::DeviceSegmentedSort::SortPairs(tmp, tb, p, ko, vi, vo, total, ns, db + s0, de + s0, I.st));
-      seg_metrics_kernel<<<(ns + 127) / 128, 128, 0, I.st>>>(ko, vo, db + s0, de + s0, ns, lab, w, so + s0);
+      if (std::getenv("ABACUS_CUDA_SEG_SERIAL"))
+        seg_metrics_kernel<<<(ns + 127) / 128, 128, 0, I.st>>>(ko, vo, db + s0, de + s0, ns, lab, w, so + s0);
+      else
+        seg_metrics_block<<<ns, kSegThreads, 0, I.st>>>(ko, vo, db + s0, de + s0, lab, w, so + s0);
     }
     std::vector<SegOut> h(nseg);
     CK(cudaMemcpyAsync(h.data(), so, nseg * sizeof(SegOut), cudaMemcpyDeviceToHost, I.st));
@@ -683,6 +809,8 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   I.ws = dalloc<uint8_t>(I.ws_bytes, false);
   const char* m = std::getenv("ABACUS_CUDA_MATH");
   I.tf32 = !(m && std::string(m) == "fp32");  // TF32 GEMMs by default (AUC unchanged on ctr26)
+  const char* pe = std::getenv("ABACUS_CUDA_PROFILE");
+  I.prof = pe && std::string(pe) == "1";
   const char* ne = std::getenv("ABACUS_CUDA_NO_EPILOGUE");
   I.use_epi = !(ne && std::string(ne) == "1");
   I.N = cfg.num_numeric;
@@ -745,6 +873,8 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
 
 CudaModel::~CudaModel() = default;
 
+const char* CudaModel::eval_precision() const { return impl_->tf32 ? "tf32" : "fp32"; }
+
 void CudaModel::to_host_state() {
   host_->step = step;
   host_->normalized = normalized;
@@ -796,13 +926,24 @@ static void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen)
     put(find(O, "sparse.adam.v.wide"), I.wspv);
     I.upload_needed = false;
   }
-  // normalisation and frozen flags are small: always
+  // normalisation and frozen flags are small: compared with what was last uploaded (a few dozen
+  // bytes on the host), uploaded only when they changed
   auto& P = h.params();
   if (I.N) {
-    CK(cudaMemcpy(I.nmean, find(P, "normalization.mean")->data, I.N * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(I.nstd, find(P, "normalization.std")->data, I.N * 4, cudaMemcpyHostToDevice));
+    const float* m = find(P, "normalization.mean")->data;
+    const float* sd = find(P, "normalization.std")->data;
+    if (!I.small_valid || std::memcmp(I.up_mean.data(), m, I.N * 4) != 0 || std::memcmp(I.up_std.data(), sd, I.N * 4) != 0) {
+      I.up_mean.assign(m, m + I.N);
+      I.up_std.assign(sd, sd + I.N);
+      CK(cudaMemcpyAsync(I.nmean, I.up_mean.data(), I.N * 4, cudaMemcpyHostToDevice, I.st));
+      CK(cudaMemcpyAsync(I.nstd, I.up_std.data(), I.N * 4, cudaMemcpyHostToDevice, I.st));
+    }
   }
-  if (I.S) CK(cudaMemcpy(I.dfrozen, frozen.data(), I.S, cudaMemcpyHostToDevice));
+  if (I.S && (!I.small_valid || I.up_frozen != frozen)) {
+    I.up_frozen = frozen;
+    CK(cudaMemcpyAsync(I.dfrozen, I.up_frozen.data(), I.S, cudaMemcpyHostToDevice, I.st));
+  }
+  I.small_valid = true;
 }
 
 std::vector<Tensor>& CudaModel::params() {
@@ -889,6 +1030,8 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
       const int32_t* o = p.offs[s];
       const int32_t* id = p.ids[s];
       for (int64_t r = 0; r < p.rows; ++r, ++g) {
+        // the lean predict path skips the addon's per-call offsets scan: checked here, once
+        if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(r));
         offs[(size_t)s * (n + 1) + g] = pos;
         max_bag = std::max(max_bag, o[r + 1] - o[r]);
         for (int32_t q = o[r]; q < o[r + 1]; ++q) ids[pos++] = id[q];
@@ -1190,11 +1333,44 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   return res;
 }
 
+void CudaModel::predict_lean(const DataSource& ds, int64_t batch, float* pred) {
+  CudaImpl& I = *impl_;
+  CK(cudaSetDevice(I.dev));
+  Prof P(I, "predict(lean)");
+  upload(I, *host_, frozen);
+  P.mark("upload");
+  const DevDataset& d = resident(I, ds);
+  P.mark("resident");
+  const int64_t n = ds.rows;
+  if (n > I.pred_cap) {
+    if (I.pred_buf) cudaFree(I.pred_buf);
+    I.pred_cap = n;
+    I.pred_buf = dalloc<float>(n, false);
+  }
+  float* pin = I.pinned_floats(n);
+  try {
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
+    P.mark("gpu");
+    if (I.prof) P.line += " [" + I.prof_detail + " ]";
+    CK(cudaMemcpyAsync(pin, I.pred_buf, n * 4, cudaMemcpyDeviceToHost, I.st));
+    CK(cudaStreamSynchronize(I.st));
+    P.mark("d2h");
+    std::memcpy(pred, pin, n * 4);
+    P.mark("host_copy");
+  } catch (...) {
+    cudaStreamSynchronize(I.st);
+    throw;
+  }
+}
+
 void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
+  Prof P(I, "predict(legacy)");
   upload(I, *host_, frozen);
+  P.mark("upload");
   const DevDataset& d = resident(I, ds);
+  P.mark("resident");
   const int64_t n = ds.rows;
   if (n > I.pred_cap) {
     if (I.pred_buf) cudaFree(I.pred_buf);
@@ -1204,6 +1380,7 @@ void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float*
   float* dp = I.pred_buf;
   try {
     I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel);
+    P.mark("gpu");
     CK(cudaMemcpyAsync(pred, dp, n * 4, cudaMemcpyDeviceToHost, I.st));
     // labels / weights / keys straight from the host parts while the GPU works (no per-row locate)
     int64_t g = 0;
@@ -1220,6 +1397,7 @@ void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float*
       g += p.rows;
     }
     CK(cudaStreamSynchronize(I.st));
+    P.mark("d2h+host_copies");
   } catch (...) {
     cudaStreamSynchronize(I.st);
     throw;
@@ -1250,64 +1428,88 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
   I.ensure(std::min(batch, std::max<int64_t>(n, 1)));
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(C, (int64_t(1) << 26) / std::max<int64_t>(n, 1)));
   out.assign(C, Metrics{});
-  // per group: first-layer weight rows of its inputs, its numeric columns and slots
-  std::vector<float*> wg(G);
-  std::vector<int*> gnum(G), gslot(G);
+  Prof P(I, "ablate");
+  // per group: first-layer weight columns of its inputs (W0 is h1 x in0, column-major: input c's
+  // weights are h1 contiguous floats), its numeric columns and slots. A group whose inputs are
+  // contiguous columns (one slot, one numeric) points into the weights; others are packed with
+  // device-to-device copies. Group index lists: one upload. No per-group cudaMalloc.
+  std::vector<const float*> wg(G);
   std::vector<int> gwidth(G);
-  std::vector<float> W0((size_t)I.in0 * h1);
-  CK(cudaMemcpy(W0.data(), I.dense + I.w_off[0], W0.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<int64_t> wpack_off(G, -1);
+  std::vector<int> idx_host;
+  std::vector<int64_t> gnum_off(G), gslot_off(G);
+  int64_t wpack_total = 0;
+  std::vector<std::vector<int>> gcols(G);
   for (int g = 0; g < G; ++g) {
-    std::vector<int> cols;
+    auto& cols = gcols[g];
     for (int j : groups[g].numeric) cols.push_back(j);
     for (int s : groups[g].slots)
       for (int d = 0; d < D; ++d) cols.push_back(N + s * D + d);
-    std::vector<float> w(cols.size() * h1);
-    for (size_t c = 0; c < cols.size(); ++c) std::memcpy(&w[c * h1], &W0[(size_t)cols[c] * h1], 4 * h1);
     gwidth[g] = (int)cols.size();
-    wg[g] = dalloc<float>(std::max<size_t>(w.size(), 1), false);
-    if (!w.empty()) CK(cudaMemcpy(wg[g], w.data(), w.size() * 4, cudaMemcpyHostToDevice));
-    gnum[g] = dalloc<int>(std::max<size_t>(groups[g].numeric.size(), 1), false);
-    gslot[g] = dalloc<int>(std::max<size_t>(groups[g].slots.size(), 1), false);
-    if (!groups[g].numeric.empty()) CK(cudaMemcpy(gnum[g], groups[g].numeric.data(), groups[g].numeric.size() * 4, cudaMemcpyHostToDevice));
-    if (!groups[g].slots.empty()) CK(cudaMemcpy(gslot[g], groups[g].slots.data(), groups[g].slots.size() * 4, cudaMemcpyHostToDevice));
+    bool contiguous = true;
+    for (size_t c = 1; c < cols.size(); ++c) contiguous &= cols[c] == cols[c - 1] + 1;
+    if (!contiguous) { wpack_off[g] = wpack_total; wpack_total += (int64_t)cols.size() * h1; }
+    gnum_off[g] = (int64_t)idx_host.size();
+    idx_host.insert(idx_host.end(), groups[g].numeric.begin(), groups[g].numeric.end());
+    gslot_off[g] = (int64_t)idx_host.size();
+    idx_host.insert(idx_host.end(), groups[g].slots.begin(), groups[g].slots.end());
+  }
+  float* wpack = (float*)I.scratch("abl.wpack", std::max<int64_t>(wpack_total, 1) * 4);
+  int* gidx = (int*)I.scratch("abl.gidx", std::max<size_t>(idx_host.size(), 1) * 4);
+  if (!idx_host.empty()) CK(cudaMemcpyAsync(gidx, idx_host.data(), idx_host.size() * 4, cudaMemcpyHostToDevice, I.st));
+  const float* W0d = I.dense + I.w_off[0];
+  for (int g = 0; g < G; ++g) {
+    if (gcols[g].empty()) { wg[g] = W0d; continue; }
+    if (wpack_off[g] < 0) { wg[g] = W0d + (int64_t)gcols[g][0] * h1; continue; }
+    float* dst = wpack + wpack_off[g];
+    for (size_t c = 0; c < gcols[g].size(); ++c)
+      CK(cudaMemcpyAsync(dst + c * h1, W0d + (int64_t)gcols[g][c] * h1, 4 * h1, cudaMemcpyDeviceToDevice, I.st));
+    wg[g] = dst;
   }
   int maxgw = 1;
   for (int g = 0; g < G; ++g) maxgw = std::max(maxgw, gwidth[g]);
   const int64_t Bc = std::min(batch, std::max<int64_t>(n, 1));
-  float* delta = dalloc<float>(Bc * maxgw, false);
-  float* zcur = dalloc<float>(Bc * h1, false);
-  float* base_pred = dalloc<float>(n, false);
-  float* labd = dalloc<float>(n, false);
-  float* wtd = dalloc<float>(n, false);
-  float* preds = dalloc<float>(chunk * n, false);
-  int64_t* perms = dalloc<int64_t>(chunk * n, false);
-  int64_t* hperm = nullptr;
-  CK(cudaMallocHost(&hperm, chunk * n * 8));
+  float* delta = (float*)I.scratch("abl.delta", Bc * maxgw * 4);
+  float* base_pred = (float*)I.scratch("abl.base_pred", std::max<int64_t>(n, 1) * 4);
+  float* labd = (float*)I.scratch("abl.lab", std::max<int64_t>(n, 1) * 4);
+  float* wtd = (float*)I.scratch("abl.wt", std::max<int64_t>(n, 1) * 4);
+  float* preds = (float*)I.scratch("abl.preds", std::max<int64_t>(chunk * n, 1) * 4);
+  // permutations as int32 (rows < 2^31 here), staged in a pageable host vector kept across calls
+  // (a first-call cudaMallocHost of the pinned buffer cost ~10 ms, more than the copy it speeds up)
+  if (n >= (int64_t(1) << 31)) throw std::runtime_error("ablate: more than 2^31 rows");
+  int32_t* perms = (int32_t*)I.scratch("abl.perms", std::max<int64_t>(chunk * n, 1) * 4);
+  if ((int64_t)I.hperm32.size() < chunk * n) I.hperm32.resize(chunk * n);
+  int32_t* hperm = I.hperm32.data();
   const k::Layout Lo = I.layout();
   const float* wn = I.wide ? I.dense + I.wide_num_off : nullptr;
-  auto cleanup = [&] {
-    cudaStreamSynchronize(I.st);
-    for (int g = 0; g < G; ++g) { cudaFree(wg[g]); cudaFree(gnum[g]); cudaFree(gslot[g]); }
-    for (void* p : std::initializer_list<void*>{delta, zcur, base_pred, labd, wtd, preds, perms}) cudaFree(p);
-    cudaFreeHost(hperm);
+  P.mark("setup");
+  auto cleanup = [&] { cudaStreamSynchronize(I.st); };
+  // permutations: the same seeded Fisher-Yates as the CPU backend (identical results), generated
+  // on all host cores (not only the model's thread count) while the GPU computes the base pass
+  const int hw_threads = (int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()));
+  auto gen_perms = [&](int64_t c0, int64_t cn) {
+    std::vector<std::thread> ths;
+    const int nt = (int)std::min<int64_t>(hw_threads, cn);
+    for (int t = 0; t < nt; ++t)
+      ths.emplace_back([&, t] {
+        std::vector<int64_t> p;
+        for (int64_t c = t; c < cn; c += nt) {
+          const int g = (int)((c0 + c) / repeats), r = (int)((c0 + c) % repeats);
+          seeded_permutation(p, n, mix_seed(seed, 101 + g, r));
+          int32_t* dst = hperm + c * n;
+          for (int64_t i = 0; i < n; ++i) dst[i] = (int32_t)p[i];
+        }
+      });
+    for (auto& th : ths) th.join();
   };
   try {
     for (int64_t c0 = 0; c0 < std::max<int64_t>(C, 1); c0 += chunk) {
       const int64_t cn = std::min<int64_t>(chunk, C - c0);
-      CK(cudaStreamSynchronize(I.st));
+      CK(cudaStreamSynchronize(I.st));  // hperm may still be read by the previous chunk's copy
       if (cn > 0) {
-        I.host_stale = I.host_stale;  // no parameter change
-        host_->pool().run([&](int t) {
-          int64_t b, e;
-          ThreadPool::range(cn, t, host_->pool().size(), b, e);
-          std::vector<int64_t> p;
-          for (int64_t c = b; c < e; ++c) {
-            const int g = (int)((c0 + c) / repeats), r = (int)((c0 + c) % repeats);
-            seeded_permutation(p, n, mix_seed(seed, 101 + g, r));
-            std::memcpy(hperm + c * n, p.data(), n * 8);
-          }
-        });
-        CK(cudaMemcpyAsync(perms, hperm, cn * n * 8, cudaMemcpyHostToDevice, I.st));
+        gen_perms(c0, cn);
+        P.mark("perms_host");
+        CK(cudaMemcpyAsync(perms, hperm, cn * n * 4, cudaMemcpyHostToDevice, I.st));
       }
       for (int64_t b0 = 0; b0 < n; b0 += batch) {
         if (cancel.load()) throw std::runtime_error("cancelled");
@@ -1331,8 +1533,8 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
           if (I.wide) CK(cudaMemsetAsync(I.dwide, 0, B * 4, I.st));
           if (gw > 0) {
             k::ablation_delta<<<blocks_for(B * gw), 256, 0, I.st>>>(
-                dd.d, Lo, perms + c * n, b0, B, I.nmean, I.nstd, I.table, I.wtab, wn, I.H0, gnum[g],
-                (int)groups[g].numeric.size(), gslot[g], (int)groups[g].slots.size(), delta, I.dwide);
+                dd.d, Lo, perms + c * n, b0, B, I.nmean, I.nstd, I.table, I.wtab, wn, I.H0, gidx + gnum_off[g],
+                (int)groups[g].numeric.size(), gidx + gslot_off[g], (int)groups[g].slots.size(), delta, I.dwide);
             // first layer is linear: swap in the group's contribution on top of the shared part
             I.gemm_must(lt::OP_N, lt::OP_N, h1, B, gw, wg[g], h1, delta, gw, 1.f, I.zbase, h1, I.H[0], h1, lt::EPI_RELU);
           } else {
@@ -1346,6 +1548,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
                                                         preds + c * n, b0, nullptr, nullptr);
         }
       }
+      P.mark("configs_gpu");
       if (c0 == 0) {
         std::vector<Metrics> bw;
         seg_metrics(I, base_pred, 1, n, F, labd, hw ? wtd : nullptr, bw, base_folds);
@@ -1356,6 +1559,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
         seg_metrics(I, preds, cn, n, F, labd, hw ? wtd : nullptr, ow, out_folds);
         for (int64_t c = 0; c < cn; ++c) out[c0 + c] = ow[c];
       }
+      P.mark("metrics");
       if (C == 0) break;
     }
     CK(cudaStreamSynchronize(I.st));

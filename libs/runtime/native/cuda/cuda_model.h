@@ -37,10 +37,15 @@ class CudaModel {
   std::vector<uint8_t> frozen;
   std::atomic<bool> cancel{false};
   ThreadPool& pool() { return host_->pool(); }
+  // getState().evalPrecision: the GEMM math of predict / evaluate / ablate ("tf32" or "fp32")
+  const char* eval_precision() const;
 
   TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                     const std::function<void(const Progress&)>& progress);
   void predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key);
+  // predictions only, into `pred` (the CUDA addon's lean predict path): offsets are validated when
+  // the data is first made resident, not on every call; the copy back goes through a pinned buffer
+  void predict_lean(const DataSource& ds, int64_t batch, float* pred);
   void ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
               Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds = nullptr,
               std::vector<Metrics>* out_folds = nullptr, int folds = 10);

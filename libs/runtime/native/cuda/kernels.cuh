@@ -408,7 +408,7 @@ __global__ void relu_copy(const float* z, float* h, int64_t n) {
 
 // Ablation: the change of a group's inputs when its rows are taken from perm[b0 + r]:
 // delta[r, k] (k over the group's numeric columns, then slot x dim), and the wide change.
-__global__ void ablation_delta(DevData d, Layout L, const int64_t* perm, int64_t b0, int64_t B, const float* mean,
+__global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t b0, int64_t B, const float* mean,
                                const float* stdv, const float* table, const float* wtab, const float* wnum,
                                const float* H0, const int* gnum, int nnum, const int* gslot, int nslot, float* delta,
                                float* dwide) {
