@@ -23,6 +23,12 @@ export const configSchema = z.object({
   /** sample sets, feature tables, built samples and checkpoints live under this directory */
   ABACUS_DATA_DIR: z.string().min(1).default('.data'),
   ABACUS_RUNTIME_BACKEND: z.enum(['auto', 'cpu', 'cuda', 'tfjs']).default('auto'),
+  /**
+   * CPU forward of predict / evaluate / ablate: unset = bf16 (FP32 sums) where the CPU has AMX-BF16,
+   * or AVX512-BF16 on AMD, FP32 elsewhere; 'fp32' forces FP32. Read by the native addon itself;
+   * listed here so a bad value stops start-up. Training always runs in FP32.
+   */
+  ABACUS_CPU_EVAL_PRECISION: z.enum(['fp32', 'avx512bf16']).optional(),
   /** native threads per trial; 0 = all cores */
   ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
   ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
