@@ -16,7 +16,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'libs/runtime/src/bench/**'],
+    files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'libs/runtime/src/bench/**', 'libs/runtime/bench/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
