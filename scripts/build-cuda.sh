@@ -44,7 +44,7 @@ cflags="-O3 -mavx2 -mfma -msse4.2 -std=c++17 -pthread -fno-math-errno -fPIC -fex
   if [ -f "$rt/native/cpu/mlp_bf16.cc" ]; then
     o="$obj/cpu_mlp_bf16.cc.o"
     if [ ! -f "$o" ] || [ "$rt/native/cpu/mlp_bf16.cc" -nt "$o" ] || [ -n "$(find "$rt/native/cpu" -name '*.h' -newer "$o" 2>/dev/null)" ]; then
-      g++ $cflags -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -c "$rt/native/cpu/mlp_bf16.cc" -o "$o" & pids+=($!)
+      g++ $cflags -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mamx-tile -mamx-bf16 -c "$rt/native/cpu/mlp_bf16.cc" -o "$o" & pids+=($!)
     fi
   fi
   g++ $cflags $defs -I"$node_inc" -I"$napi_inc" -I"$cuda_home/include" -c "$rt/native/cuda/addon_cuda.cc" -o "$obj/addon_cuda.o" & pids+=($!)

@@ -1,6 +1,6 @@
 import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle, type NativeModelState, type NativeProgress, type NativeTrainOptions } from './binding';
 import { nativeConfig } from './cpu-backend';
-import type { RuntimeData } from './dataset.types';
+import { isShardDataset, type ColumnarDataset, type RuntimeData } from './dataset.types';
 import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
 import type { NativeData, NativePredictResult } from './binding';
 import type { ModelSpec } from './model-spec.schema';
@@ -16,7 +16,7 @@ export class CudaBackend implements ModelBackend {
   readonly kind = 'cuda' as const;
   private readonly native: NativeModelHandle;
   /** the CUDA addon's lean predict (no per-call offsets scan or staging vectors); absent in older builds */
-  private readonly predictLean?: (m: NativeModelHandle, d: NativeData, batch: number) => Promise<NativePredictResult>;
+  private readonly predictLean?: (m: NativeModelHandle, d: NativeData, batch: number, predsOnly?: boolean) => Promise<NativePredictResult>;
 
   constructor(
     private readonly spec: ModelSpec,
@@ -50,7 +50,9 @@ export class CudaBackend implements ModelBackend {
   }
   predict(data: RuntimeData, batchSize: number, keyName?: string) {
     const d = toNativeData(this.spec, data, keyName);
-    return this.predictLean ? this.predictLean(this.native, d, batchSize) : this.native.predict(d, batchSize);
+    if (!this.predictLean) return this.native.predict(d, batchSize);
+    if (isShardDataset(data)) return this.predictLean(this.native, d, batchSize);
+    return this.predictLean(this.native, d, batchSize, true).then((r) => (r.labels ? r : lazyInputs(r.predictions, data, keyName)));
   }
   ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
     return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize });
@@ -61,4 +63,18 @@ export class CudaBackend implements ModelBackend {
   cancel() {
     this.native.cancel();
   }
+}
+
+/**
+ * In-memory data: labels / weights / key are the caller's own columns, so the addon returns the
+ * predictions alone and these are copied only when read (predict() never reads them).
+ */
+function lazyInputs(predictions: Float32Array, data: ColumnarDataset, keyName?: string): NativePredictResult {
+  let labels: Float32Array | undefined, weights: Float32Array | undefined, key: Int32Array | undefined;
+  const r = { predictions } as NativePredictResult;
+  Object.defineProperty(r, 'labels', { enumerable: true, get: () => (labels ??= data.labels.slice()) });
+  if (data.weights) Object.defineProperty(r, 'weights', { enumerable: true, get: () => (weights ??= data.weights!.slice()) });
+  const k = keyName !== undefined ? data.keys?.[keyName] : undefined;
+  if (k) Object.defineProperty(r, 'key', { enumerable: true, get: () => (key ??= k.slice()) });
+  return r;
 }

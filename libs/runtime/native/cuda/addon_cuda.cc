@@ -30,6 +30,7 @@ class CudaPredictWorker : public ModelWorker {
     pred_ref = Napi::Persistent(a);
   }
   int64_t batch = 8192;
+  bool preds_only = false;  // 4th argument true: predictions alone (the caller has the labels)
   float* out = nullptr;
   Napi::Reference<Napi::Float32Array> pred_ref;
   void Execute() override {
@@ -44,6 +45,10 @@ class CudaPredictWorker : public ModelWorker {
     nm->busy.store(false);
     Napi::Object o = Napi::Object::New(env);
     o.Set("predictions", pred_ref.Value());
+    if (preds_only) {
+      deferred.Resolve(o);
+      return;
+    }
     const size_t n = (size_t)ds.rows;
     Napi::Float32Array lab = Napi::Float32Array::New(env, n);
     Napi::Float32Array wt = ds.has_weights() ? Napi::Float32Array::New(env, n) : Napi::Float32Array();
@@ -80,6 +85,7 @@ Napi::Value PredictLean(const Napi::CallbackInfo& info) {
   }
   auto* w = new CudaPredictWorker(env, nm, info[0].As<Napi::Object>(), info[1].As<Napi::Object>());
   if (info.Length() > 2 && info[2].IsNumber()) w->batch = std::max<int64_t>(1, info[2].As<Napi::Number>().Int64Value());
+  if (info.Length() > 3 && info[3].IsBoolean()) w->preds_only = info[3].As<Napi::Boolean>().Value();
   w->begin();
   return w->deferred.Promise();
 }

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -133,6 +135,10 @@ struct CudaImpl {
   void* ws = nullptr;
   size_t ws_bytes = 32u << 20;
   bool tf32 = false, use_epi = true;
+  bool eval_ctx = false;  // inside predict / ablate (autotune only there: training keeps the heuristic's choice)
+  // ABACUS_CUDA_AUTOTUNE=1: time up to 8 cuBLASLt candidates for large eval products (off by default:
+  // on an H200 it did not speed up layer 0 and the eval bench was slower with it, 49.6 M vs 57.3 M/s)
+  bool autotune = false;
   // config
   int N = 0, S = 0, D = 0, L = 0, in0 = 0, ld0 = 0;
   std::vector<int> in_dim, out_dim;
@@ -204,7 +210,8 @@ struct CudaImpl {
     }
     return e.first;
   }
-  std::vector<int32_t> hperm32;
+  std::unique_ptr<int32_t[]> hperm32;  // not zero-filled: first touched by the threads that write it
+  int64_t hperm_cap = 0;
   std::string prof_detail;
   float* pinned_floats(int64_t n) {
     if (n > pin_cap) {
@@ -240,6 +247,12 @@ struct CudaImpl {
     if (st) cudaStreamDestroy(st);
   }
 
+  struct EvalCtx {
+    bool& f;
+    bool prev;
+    explicit EvalCtx(bool& x) : f(x), prev(x) { f = true; }
+    ~EvalCtx() { f = prev; }
+  };
   k::Layout layout() const { return {N, S, D, ld0, mean, wide, base}; }
 
   // rows per forward pass of predict / ablate: at least ABACUS_CUDA_EVAL_BATCH (default 65536),
@@ -306,12 +319,42 @@ struct CudaImpl {
       lt::MatmulPreference pref;
       api->prefCreate(&pref);
       api->prefSet(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
-      lt::HeuristicResult res[1];
+      lt::HeuristicResult res[8];
       int got = 0;
-      lt::Status s = api->heuristic(lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, res, &got);
+      // autotune (opt-in, ABACUS_CUDA_AUTOTUNE=1): for large products with beta = 0 (re-running
+      // them is idempotent) outside graph capture, time up to 8 heuristic candidates once on the
+      // real operands and keep the fastest; otherwise the heuristic's first choice
+      cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+      cudaStreamIsCapturing(st, &cap);
+      const bool tune = autotune && eval_ctx && beta == 0.f && cap == cudaStreamCaptureStatusNone && (double)m * n * kk >= 1e9;
+      lt::Status s = api->heuristic(lt, p.desc, p.a, p.b, p.c, p.c, pref, tune ? 8 : 1, res, &got);
       api->prefDestroy(pref);
       p.ok = s == 0 && got > 0;
       if (p.ok) p.algo = res[0].algo;
+      if (p.ok && tune && got > 1) {
+        if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+        if (auxp) api->descSet(p.desc, lt::DESC_EPILOGUE_AUX_POINTER, &auxp, sizeof auxp);
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        const float alpha = 1.f;
+        float best = 1e30f;
+        for (int i = 0; i < got; ++i) {
+          if (api->matmul(lt, p.desc, &alpha, A, p.a, B, p.b, &beta, Dp, p.c, Dp, p.c, &res[i].algo, ws, ws_bytes, st) != 0)
+            continue;
+          cudaEventRecord(e0, st);
+          bool okr = true;
+          for (int r = 0; r < 3 && okr; ++r)
+            okr = api->matmul(lt, p.desc, &alpha, A, p.a, B, p.b, &beta, Dp, p.c, Dp, p.c, &res[i].algo, ws, ws_bytes, st) == 0;
+          cudaEventRecord(e1, st);
+          cudaEventSynchronize(e1);
+          float ms = 0.f;
+          if (okr && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) { best = ms; p.algo = res[i].algo; }
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        cudaGetLastError();
+      }
       it = plans.emplace(key, p).first;
     }
     GemmPlan& p = it->second;
@@ -476,6 +519,7 @@ struct CudaImpl {
   void predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
                    float* wto, const std::atomic<bool>* cancel) {
     ensure(std::min(batch, std::max<int64_t>(n, 1)));
+    EvalCtx ectx(eval_ctx);
     double pt = prof ? now_s() : 0;
     auto pmark = [&](const char* ph) {
       if (!prof) return;
@@ -809,6 +853,7 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   I.ws = dalloc<uint8_t>(I.ws_bytes, false);
   const char* m = std::getenv("ABACUS_CUDA_MATH");
   I.tf32 = !(m && std::string(m) == "fp32");  // TF32 GEMMs by default (AUC unchanged on ctr26)
+  if (const char* at = std::getenv("ABACUS_CUDA_AUTOTUNE")) I.autotune = std::string(at) == "1";
   const char* pe = std::getenv("ABACUS_CUDA_PROFILE");
   I.prof = pe && std::string(pe) == "1";
   const char* ne = std::getenv("ABACUS_CUDA_NO_EPILOGUE");
@@ -1429,6 +1474,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(C, (int64_t(1) << 26) / std::max<int64_t>(n, 1)));
   out.assign(C, Metrics{});
   Prof P(I, "ablate");
+  CudaImpl::EvalCtx ectx(I.eval_ctx);
   // per group: first-layer weight columns of its inputs (W0 is h1 x in0, column-major: input c's
   // weights are h1 contiguous floats), its numeric columns and slots. A group whose inputs are
   // contiguous columns (one slot, one numeric) points into the weights; others are packed with
@@ -1478,8 +1524,11 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
   // (a first-call cudaMallocHost of the pinned buffer cost ~10 ms, more than the copy it speeds up)
   if (n >= (int64_t(1) << 31)) throw std::runtime_error("ablate: more than 2^31 rows");
   int32_t* perms = (int32_t*)I.scratch("abl.perms", std::max<int64_t>(chunk * n, 1) * 4);
-  if ((int64_t)I.hperm32.size() < chunk * n) I.hperm32.resize(chunk * n);
-  int32_t* hperm = I.hperm32.data();
+  if (I.hperm_cap < chunk * n) {
+    I.hperm32.reset(new int32_t[chunk * n]);
+    I.hperm_cap = chunk * n;
+  }
+  int32_t* hperm = I.hperm32.get();
   const k::Layout Lo = I.layout();
   const float* wn = I.wide ? I.dense + I.wide_num_off : nullptr;
   P.mark("setup");
@@ -1506,11 +1555,30 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
     for (int64_t c0 = 0; c0 < std::max<int64_t>(C, 1); c0 += chunk) {
       const int64_t cn = std::min<int64_t>(chunk, C - c0);
       CK(cudaStreamSynchronize(I.st));  // hperm may still be read by the previous chunk's copy
-      if (cn > 0) {
-        gen_perms(c0, cn);
+      // host permutations on their own thread while the GPU runs this chunk's shared first layer
+      // and the base pass; joined (and copied up) before the first configuration needs them
+      std::thread pth;
+      std::exception_ptr perr;
+      struct Joiner {
+        std::thread& t;
+        ~Joiner() { if (t.joinable()) t.join(); }
+      } joiner{pth};
+      if (cn > 0) pth = std::thread([&] {
+        try {
+          gen_perms(c0, cn);
+        } catch (...) {
+          perr = std::current_exception();
+        }
+      });
+      bool perms_up = cn == 0;
+      auto perms_ready = [&] {
+        if (perms_up) return;
+        pth.join();
+        perms_up = true;
+        if (perr) std::rethrow_exception(perr);
         P.mark("perms_host");
         CK(cudaMemcpyAsync(perms, hperm, cn * n * 4, cudaMemcpyHostToDevice, I.st));
-      }
+      };
       for (int64_t b0 = 0; b0 < n; b0 += batch) {
         if (cancel.load()) throw std::runtime_error("cancelled");
         const int64_t B = std::min(batch, n - b0);
@@ -1527,6 +1595,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
                                                         I.wide ? I.widev : nullptr, nullptr, I.lab, I.wt, B, false, nullptr,
                                                         nullptr, nullptr, nullptr, nullptr, base_pred, b0, labd, wtd);
         }
+        perms_ready();
         for (int64_t c = 0; c < cn; ++c) {
           const int g = (int)((c0 + c) / repeats);
           const int gw = gwidth[g];
@@ -1548,6 +1617,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
                                                         preds + c * n, b0, nullptr, nullptr);
         }
       }
+      perms_ready();
       P.mark("configs_gpu");
       if (c0 == 0) {
         std::vector<Metrics> bw;

@@ -39,6 +39,8 @@ class CudaModel {
   ThreadPool& pool() { return host_->pool(); }
   // getState().evalPrecision: the GEMM math of predict / evaluate / ablate ("tf32" or "fp32")
   const char* eval_precision() const;
+  // getState().evalKernel: the same as eval_precision() on the GPU (no separate kernel choice)
+  const char* eval_kernel_name() const { return eval_precision(); }
 
   TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                     const std::function<void(const Progress&)>& progress);
