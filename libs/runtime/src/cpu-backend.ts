@@ -1,4 +1,12 @@
-import { loadNativeAddon, type NativeModelConfig, type NativeModelHandle, type NativeModelState, type NativeProgress, type NativeTrainOptions } from './binding';
+import {
+  loadNativeAddon,
+  type NativeModelConfig,
+  type NativeModelHandle,
+  type NativeModelState,
+  type NativePredictResult,
+  type NativeProgress,
+  type NativeTrainOptions,
+} from './binding';
 import type { RuntimeData } from './dataset.types';
 import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
 import type { ModelSpec } from './model-spec.schema';
@@ -21,15 +29,14 @@ export function nativeConfig(spec: ModelSpec, threads: number): NativeModelConfi
   };
 }
 
-/** The native multi-threaded C++ backend; all long work runs as N-API async work. */
-export class CpuBackend implements ModelBackend {
-  readonly kind = 'cpu' as const;
-  private readonly native: NativeModelHandle;
+/** A backend whose model lives in a native addon: each method maps the data once and hands it over. */
+export abstract class NativeBackend implements ModelBackend {
+  abstract readonly kind: 'cpu' | 'cuda';
 
-  constructor(private readonly spec: ModelSpec, threads: number) {
-    const addon = loadNativeAddon();
-    this.native = new addon.NativeModel(nativeConfig(spec, threads));
-  }
+  protected constructor(
+    protected readonly spec: ModelSpec,
+    protected readonly native: NativeModelHandle,
+  ) {}
 
   tensors() {
     return this.native.tensors();
@@ -46,7 +53,7 @@ export class CpuBackend implements ModelBackend {
   train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void) {
     return this.native.train(toNativeData(this.spec, data), val ? toNativeData(this.spec, val) : undefined, o, onProgress);
   }
-  predict(data: RuntimeData, batchSize: number, keyName?: string) {
+  predict(data: RuntimeData, batchSize: number, keyName?: string): Promise<NativePredictResult> {
     return this.native.predict(toNativeData(this.spec, data, keyName), batchSize);
   }
   ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
@@ -57,5 +64,14 @@ export class CpuBackend implements ModelBackend {
   }
   cancel() {
     this.native.cancel();
+  }
+}
+
+/** The native multi-threaded C++ backend; all long work runs as N-API async work. */
+export class CpuBackend extends NativeBackend {
+  readonly kind = 'cpu' as const;
+
+  constructor(spec: ModelSpec, threads: number) {
+    super(spec, new (loadNativeAddon().NativeModel)(nativeConfig(spec, threads)));
   }
 }

@@ -1,7 +1,6 @@
-import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle, type NativeModelState, type NativeProgress, type NativeTrainOptions } from './binding';
-import { nativeConfig } from './cpu-backend';
+import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle } from './binding';
+import { NativeBackend, nativeConfig } from './cpu-backend';
 import { isShardDataset, type ColumnarDataset, type RuntimeData } from './dataset.types';
-import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
 import type { NativeData, NativePredictResult } from './binding';
 import type { ModelSpec } from './model-spec.schema';
 import { toNativeData } from './native-data.mapper';
@@ -12,56 +11,35 @@ import { toNativeData } from './native-data.mapper';
  * step replayed as a CUDA graph. Same N-API surface as the CPU addon; `tensors()` views are a host
  * mirror refreshed on demand (and re-uploaded before the next GPU operation).
  */
-export class CudaBackend implements ModelBackend {
+export class CudaBackend extends NativeBackend {
   readonly kind = 'cuda' as const;
-  private readonly native: NativeModelHandle;
   /** the CUDA addon's lean predict (no per-call offsets scan or staging vectors); absent in older builds */
   private readonly predictLean?: (m: NativeModelHandle, d: NativeData, batch: number, predsOnly?: boolean) => Promise<NativePredictResult>;
 
   constructor(
-    private readonly spec: ModelSpec,
+    spec: ModelSpec,
     threads: number,
     readonly device = 0,
   ) {
+    super(spec, CudaBackend.open(spec, threads, device));
+    const lean = (loadCudaAddon() as { predictLean?: CudaBackend['predictLean'] } | null)?.predictLean;
+    if (typeof lean === 'function') this.predictLean = lean;
+  }
+
+  private static open(spec: ModelSpec, threads: number, device: number): NativeModelHandle {
     const addon = loadCudaAddon();
     if (!addon) throw new Error(cudaUnavailableReason());
     const n = addon.deviceCount();
     if (device >= n) throw new Error(`CUDA device ${device} requested but ${n} visible`);
     addon.setDevice(device);
-    this.native = new addon.NativeModel(nativeConfig(spec, threads));
-    const lean = (addon as { predictLean?: CudaBackend['predictLean'] }).predictLean;
-    if (typeof lean === 'function') this.predictLean = lean;
+    return new addon.NativeModel(nativeConfig(spec, threads));
   }
 
-  tensors() {
-    return this.native.tensors();
-  }
-  optimizerTensors() {
-    return this.native.optimizerTensors();
-  }
-  getState() {
-    return this.native.getState();
-  }
-  setState(s: Partial<NativeModelState>) {
-    this.native.setState(s);
-  }
-  train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void) {
-    return this.native.train(toNativeData(this.spec, data), val ? toNativeData(this.spec, val) : undefined, o, onProgress);
-  }
-  predict(data: RuntimeData, batchSize: number, keyName?: string) {
+  override predict(data: RuntimeData, batchSize: number, keyName?: string) {
     const d = toNativeData(this.spec, data, keyName);
     if (!this.predictLean) return this.native.predict(d, batchSize);
     if (isShardDataset(data)) return this.predictLean(this.native, d, batchSize);
     return this.predictLean(this.native, d, batchSize, true).then((r) => (r.labels ? r : lazyInputs(r.predictions, data, keyName)));
-  }
-  ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
-    return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize });
-  }
-  gradients(data: RuntimeData) {
-    return this.native.gradients(toNativeData(this.spec, data));
-  }
-  cancel() {
-    this.native.cancel();
   }
 }
 
