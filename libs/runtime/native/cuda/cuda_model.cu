@@ -1,5 +1,6 @@
 // CudaModel: train / predict / ablate on the GPU (see cuda_model.h and README "CUDA backend").
 #include "cuda_model.h"
+#include "../common/train_split.h"
 
 #include <dlfcn.h>
 #include <cub/device/device_radix_sort.cuh>
@@ -1150,25 +1151,7 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   CK(cudaSetDevice(I.dev));
   TrainResult res;
   std::vector<int64_t> train_rows, val_rows;
-  const DataSource* vds = val;
-  if (val) {
-    train_rows.resize(tr.rows);
-    for (int64_t i = 0; i < tr.rows; ++i) train_rows[i] = i;
-    val_rows.resize(val->rows);
-    for (int64_t i = 0; i < val->rows; ++i) val_rows[i] = i;
-  } else if (o.val_fraction > 0) {
-    std::vector<int64_t> p;
-    seeded_permutation(p, tr.rows, mix_seed(o.seed, 7));
-    int64_t nv = (int64_t)std::llround(tr.rows * o.val_fraction);
-    val_rows.assign(p.begin(), p.begin() + nv);
-    train_rows.assign(p.begin() + nv, p.end());
-    std::sort(val_rows.begin(), val_rows.end());
-    std::sort(train_rows.begin(), train_rows.end());
-    vds = &tr;
-  } else {
-    train_rows.resize(tr.rows);
-    for (int64_t i = 0; i < tr.rows; ++i) train_rows[i] = i;
-  }
+  const DataSource* vds = split_train_val(tr, val, o.val_fraction, o.seed, train_rows, val_rows);
   res.train_rows = (int64_t)train_rows.size();
   res.val_rows = (int64_t)val_rows.size();
   if (train_rows.empty()) throw std::runtime_error("no training rows");
