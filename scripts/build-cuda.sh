@@ -48,6 +48,10 @@ cflags="-O3 -mavx2 -mfma -msse4.2 -std=c++17 -pthread -fno-math-errno -fPIC -fex
     fi
   fi
   g++ $cflags $defs -I"$node_inc" -I"$napi_inc" -I"$cuda_home/include" -c "$rt/native/cuda/addon_cuda.cc" -o "$obj/addon_cuda.o" & pids+=($!)
+  # CUPTI trace (bench: launch counts, per-kernel times); libcupti is dlopen-ed at run time
+  cupti_inc="$cuda_home/include"
+  [ -f "$cupti_inc/cupti_activity.h" ] || cupti_inc="$cuda_home/extras/CUPTI/include"
+  g++ $cflags -I"$cuda_home/include" -I"$cupti_inc" -c "$rt/native/cuda/cupti_trace.cc" -o "$obj/cupti_trace.o" & pids+=($!)
   "$nvcc" -std=c++17 -O3 -arch="$arch" -Xcompiler -fPIC,-fexceptions,-pthread -diag-suppress 20012,186,177,550 \
     -c "$rt/native/cuda/cuda_model.cu" -o "$obj/cuda_model.o" & pids+=($!)
   for p in "${pids[@]}"; do wait "$p"; done

@@ -191,6 +191,10 @@ export interface NativeCudaAddon extends Omit<NativeAddon, 'backend' | 'cpuInfo'
   /** device used by the next `new NativeModel(cfg)` */
   setDevice(d: number): void;
   cudaInfo(): { devices: number; names: string[]; status: string };
+  /** CUPTI trace from here: "" or the reason CUPTI is unavailable (absent in older builds) */
+  traceStart(): string;
+  /** launch counts and per-kernel times since traceStart, as JSON; times also per region */
+  traceStop(regions: number): string;
 }
 
 let cudaOverridePath: string | undefined;

@@ -17,6 +17,14 @@ const benchFlags = z.object({
   batches: z.coerce.number().int().min(5).max(10_000).default(40),
   evalRows: z.coerce.number().int().min(1).optional(),
   shuffle: z.boolean().default(false),
+  ablation: z.boolean().optional(),
+  trace: z.boolean().optional(),
+  data: z.string().min(1).optional(),
+  aucSeeds: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'comma-separated seeds, e.g. 0,1,2,3')
+    .transform((v) => v.split(',').map(Number))
+    .optional(),
   json: z.boolean().optional(),
 });
 
@@ -34,6 +42,10 @@ export const registerBench: RegisterCommand = (program) => {
     .option('--batches <n>', 'batches of synthetic data, 4/5 train', '40')
     .option('--eval-rows <n>', 'evaluate on the first n test rows only')
     .option('--shuffle', 'shuffle training batches (the PyTorch peer does not)')
+    .option('--ablation', 'also time shuffle ablation of 26 slots x 3 repeats against 78 evaluation passes')
+    .option('--trace', 'cuda: CUPTI trace of 10 training steps and one predict (launch counts, per-kernel times)')
+    .option('--data <dir>', "the PyTorch peer's own rows, written by libs/runtime/bench/peer_data.py")
+    .option('--auc-seeds <list>', "model seeds whose test AUC on the peer's schedule is also reported, e.g. 0,1,2,3")
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>) => {
       const flags = benchFlags.safeParse(raw);
@@ -42,9 +54,15 @@ export const registerBench: RegisterCommand = (program) => {
           `invalid bench options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
         );
       }
-      const f = flags.data;
+      const { data, aucSeeds, ...f } = flags.data;
       const res = await runRuntimeBench(
-        { ...f, command: `abacus ${process.argv.slice(2).join(' ')}`, ...(f.evalRows ? { evalRows: f.evalRows } : {}) },
+        {
+          ...f,
+          command: `abacus ${process.argv.slice(2).join(' ')}`,
+          ...(f.evalRows ? { evalRows: f.evalRows } : {}),
+          ...(data ? { dataDir: data } : {}),
+          ...(aucSeeds ? { aucSeeds } : {}),
+        },
         f.json ? () => {} : (s) => process.stderr.write(`${s}\n`),
       );
       process.stdout.write(f.json ? `${JSON.stringify(res)}\n` : `${JSON.stringify(res, null, 2)}\n`);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cuda_model.h"
+#include "cupti_trace.h"
 
 #undef NODE_API_MODULE
 #define NODE_API_MODULE(modname, regfunc)
@@ -108,6 +109,14 @@ Napi::Value CudaInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// traceStart(): CUPTI activity trace from here (returns "" or why CUPTI is unavailable);
+// traceStop(regions): the region's launch counts and per-kernel times as a JSON string.
+Napi::Value TraceStart(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), abacus::cupti_trace_start()); }
+Napi::Value TraceStop(const Napi::CallbackInfo& info) {
+  const int64_t regions = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int64Value() : 1;
+  return Napi::String::New(info.Env(), abacus::cupti_trace_stop(regions));
+}
+
 Napi::Object InitCuda(Napi::Env env, Napi::Object exports) {
   Init(env, exports);
   exports.Set("backend", "cuda");
@@ -115,6 +124,8 @@ Napi::Object InitCuda(Napi::Env env, Napi::Object exports) {
   exports.Set("deviceCount", Napi::Function::New(env, DeviceCount));
   exports.Set("setDevice", Napi::Function::New(env, SetDevice));
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));
+  exports.Set("traceStart", Napi::Function::New(env, TraceStart));
+  exports.Set("traceStop", Napi::Function::New(env, TraceStop));
   return exports;
 }
 

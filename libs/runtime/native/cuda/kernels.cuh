@@ -70,19 +70,35 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
     for (int v = 0; v < VEC; ++v) acc[v] = 0.f;
     float wacc = 0.f;
     int cnt = 0;
-    for (int64_t p = beg; p < end; ++p) {
-      const int32_t id = d.ids[p];
-      if (id < 0) continue;
-      ++cnt;
-      const float* rowp = table + (rb + id) * L.D + c * VEC;
-      if (VEC == 4) {
-        const float4 x = *reinterpret_cast<const float4*>(rowp);
-        acc[0] += x.x; acc[1] += x.y; acc[2] += x.z; acc[3] += x.w;
-      } else {
+    if constexpr (VEC == 4) {
+      // ids of up to 4 positions first, then their rows: 4 independent 16-byte loads in flight
+      // per thread instead of one dependent id->row chain per position (same summation order)
+      for (int64_t p = beg; p < end; p += 4) {
+        int32_t idv[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) idv[k] = p + k < end ? __ldg(d.ids + p + k) : -1;
+        float4 x[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (idv[k] >= 0) x[k] = __ldg(reinterpret_cast<const float4*>(table + (rb + idv[k]) * L.D + c * 4));
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+          if (idv[k] >= 0) {
+            ++cnt;
+            acc[0] += x[k].x; acc[1] += x[k].y; acc[2] += x[k].z; acc[3] += x[k].w;
+            if (L.wide && c == 0) wacc += wtab[rb + idv[k]];
+          }
+      }
+    } else {
+      for (int64_t p = beg; p < end; ++p) {
+        const int32_t id = d.ids[p];
+        if (id < 0) continue;
+        ++cnt;
+        const float* rowp = table + (rb + id) * L.D + c * VEC;
 #pragma unroll
         for (int v = 0; v < VEC; ++v) acc[v] += rowp[v];
+        if (L.wide && c == 0) wacc += wtab[rb + id];
       }
-      if (L.wide && c == 0) wacc += wtab[rb + id];
     }
     const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
     float* out = H0 + r * L.ld0 + L.N + s * L.D + c * VEC;

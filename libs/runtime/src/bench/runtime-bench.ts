@@ -3,6 +3,8 @@ import os from 'node:os';
 import { loadCudaAddon, loadNativeAddon } from '../binding';
 import { RuntimeModel } from '../runtime-model';
 import { ctr26Spec } from './ctr26';
+import type { ColumnarDataset } from '../dataset.types';
+import { readPeerData, type PeerDataMeta } from './peer-data';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
 
 export interface RuntimeBenchOptions {
@@ -25,13 +27,33 @@ export interface RuntimeBenchOptions {
   command: string;
   /** also time shuffle ablation of all 26 slots x 3 repeats against 78 evaluation passes */
   ablation?: boolean;
+  /** the PyTorch peer's own data set, written by libs/runtime/bench/peer_data.py (default: our generator) */
+  dataDir?: string;
+  /** cuda: CUPTI trace of 10 training steps and of one predict (launch counts, per-kernel times) */
+  trace?: boolean;
+  /** model seeds whose test AUC on the peer's schedule is also reported (mean and each) */
+  aucSeeds?: number[];
 }
+
+/** Multiply-adds x 2 of the MLP per sample (13 + 26 x 16 = 429 inputs, 512, 256, 1). */
+const MLP_FLOPS_PER_SAMPLE = 2 * (429 * 512 + 512 * 256 + 256);
 
 /** Trains and evaluates ctr26 on synthetic data; returns the figures as one JSON-able object. */
 export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' }, log: (s: string) => void = () => {}): Promise<Record<string, unknown>> {
   const t0 = performance.now();
-  const { dataset } = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: o.dataSeed ?? 0 });
-  const cut = Math.floor((o.batches * 4) / 5) * o.batch;
+  let dataset: ColumnarDataset;
+  let cut = Math.floor((o.batches * 4) / 5) * o.batch;
+  let peer: PeerDataMeta | undefined;
+  if (o.dataDir) {
+    const r = readPeerData(o.dataDir);
+    if (r.meta.batch !== o.batch || r.meta.vocab !== o.vocab)
+      throw new Error(`--data ${o.dataDir} was written for batch ${r.meta.batch}, vocab ${r.meta.vocab}; the bench runs batch ${o.batch}, vocab ${o.vocab}`);
+    dataset = r.dataset;
+    peer = r.meta;
+    cut = r.meta.train_rows;
+  } else {
+    dataset = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: o.dataSeed ?? 0 }).dataset;
+  }
   const train = sliceDataset(dataset, 0, cut);
   let test = sliceDataset(dataset, cut, dataset.rows);
   if (o.evalRows && o.evalRows < test.rows) test = sliceDataset(test, 0, o.evalRows);
@@ -49,11 +71,48 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
   const evalSps = (evalReps * test.rows) / ((performance.now() - te) / 1000);
   const ev = await model.evaluate(test, { batchSize: o.batch });
   log(`eval: ${Math.round(evalSps)} samples/s, test AUC ${ev.auc.toFixed(4)}`);
-  // AUC on the PyTorch peer's schedule (EPOCHS=2 over the same 4/5 train split), fresh model
-  const fresh = RuntimeModel.create({ ...ctr26Spec(o.vocab), seed: o.seed ?? 0 }, { backend: o.backend, threads: o.threads });
-  await fresh.train(train, { epochs: 2, batchSize: o.batch, shuffle: o.shuffle });
-  const ev2 = await fresh.evaluate(test, { batchSize: o.batch });
-  log(`test AUC after 2 epochs (the peer's schedule): ${ev2.auc.toFixed(4)}`);
+  // AUC on the PyTorch peer's schedule, fresh model: 3 warm-up steps on the first batches, 2 epochs
+  // over the same 4/5 train split in order, and on cuda the one step the peer's profiler runs
+  const peerScheduleAuc = async (seed: number) => {
+    const fresh = RuntimeModel.create({ ...ctr26Spec(o.vocab), seed }, { backend: o.backend, threads: o.threads });
+    await fresh.train(train, { epochs: 1, batchSize: o.batch, maxSteps: 3, shuffle: o.shuffle });
+    await fresh.train(train, { epochs: 2, batchSize: o.batch, shuffle: o.shuffle });
+    if (fresh.backend === 'cuda') await fresh.train(train, { epochs: 1, batchSize: o.batch, maxSteps: 1, shuffle: o.shuffle });
+    return (await fresh.evaluate(test, { batchSize: o.batch })).auc;
+  };
+  const auc2 = await peerScheduleAuc(o.seed ?? 0);
+  log(`test AUC on the peer's schedule (3 warm-up steps + 2 epochs${model.backend === 'cuda' ? ' + 1' : ''}): ${auc2.toFixed(4)}`);
+  let seedsAuc: { seeds: number[]; auc: number[]; mean: number } | undefined;
+  if (o.aucSeeds?.length) {
+    const auc: number[] = [];
+    for (const sd of o.aucSeeds) auc.push(Number((await peerScheduleAuc(sd)).toFixed(5)));
+    seedsAuc = { seeds: o.aucSeeds, auc, mean: Number((auc.reduce((a, b) => a + b, 0) / auc.length).toFixed(5)) };
+    log(`test AUC over model seeds ${o.aucSeeds.join(',')}: ${auc.join(' ')} (mean ${seedsAuc.mean})`);
+  }
+  let trace: Record<string, unknown> | undefined;
+  const addon = model.backend === 'cuda' ? loadCudaAddon() : null;
+  if (o.trace && addon) {
+    // the regions run even when CUPTI is unavailable (under ncu the profiler holds CUPTI)
+    const steps = Math.min(10, Math.floor(train.rows / o.batch));
+    const why = addon.traceStart();
+    await model.train(train, { epochs: 1, batchSize: o.batch, maxSteps: steps, shuffle: o.shuffle });
+    const tTrain = JSON.parse(addon.traceStop(steps)) as Record<string, unknown>;
+    addon.traceStart();
+    await model.predict(test, { batchSize: o.batch });
+    const tEval = JSON.parse(addon.traceStop(1)) as Record<string, unknown>;
+    if (why) {
+      trace = { error: why };
+      log(`CUPTI trace unavailable: ${why}`);
+    } else {
+      trace = { train_steps: tTrain, predict: { rows: test.rows, ...tEval } };
+      log(`CUPTI, ${steps} training steps: ${String(tTrain.graph_launch_calls)} graph launches, ${String(tTrain.kernel_launch_calls)} kernel launches, ${String(tTrain.kernels_executed)} kernels executed`);
+      for (const k of (tTrain.kernels as { name: string; count: number; ns_per_region: number }[]).slice(0, 30))
+        log(`  train ${(k.ns_per_region / 1000).toFixed(1).padStart(8)} us/step  x${k.count / steps}  ${k.name}`);
+      log(`CUPTI, one predict of ${test.rows} rows: ${String(tEval.kernel_launch_calls)} kernel launches, ${String(tEval.kernels_executed)} kernels, span ${(Number(tEval.span_ns) / 1e3).toFixed(1)} us`);
+      for (const k of (tEval.kernels as { name: string; count: number; ns_per_region: number }[]).slice(0, 20))
+        log(`  eval ${(k.ns_per_region / 1000).toFixed(1).padStart(8)} us  x${k.count}  ${k.name}`);
+    }
+  }
   let ablation: Record<string, unknown> | undefined;
   if (o.ablation) {
     const groups = Array.from({ length: 26 }, (_, s) => [`slot${s}`]);
@@ -89,8 +148,14 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     eval_rows: test.rows,
     train_samples_per_s: Math.round(tr.samplesPerSecond),
     eval_samples_per_s: Math.round(evalSps),
-    test_auc: Number(ev2.auc.toFixed(4)),
+    test_auc: Number(auc2.toFixed(4)),
     test_auc_epochs: 2,
+    test_auc_schedule: `the peer's: 3 warm-up steps + 2 epochs${model.backend === 'cuda' ? ' + its 1 profiled step' : ''}, fresh model`,
+    ...(seedsAuc ? { test_auc_seeds: seedsAuc } : {}),
+    data: peer ? { source: 'the peer\'s own rows (peer_data.py)', ...peer } : { source: 'makeSyntheticCtr', seed: o.dataSeed ?? 0 },
+    mlp_flops: { per_eval_sample: MLP_FLOPS_PER_SAMPLE, per_train_sample: 3 * MLP_FLOPS_PER_SAMPLE },
+    achieved_mlp_tflops: { train: Number(((3 * MLP_FLOPS_PER_SAMPLE * tr.samplesPerSecond) / 1e12).toFixed(2)), eval: Number(((MLP_FLOPS_PER_SAMPLE * evalSps) / 1e12).toFixed(2)) },
+    ...(trace ? { cupti: trace } : {}),
     test_auc_after_timed_run: Number(ev.auc.toFixed(4)),
     final_train_loss: Number(tr.finalLoss.toFixed(4)),
     ...(ablation ? { ablation } : {}),
