@@ -1,6 +1,7 @@
 // CudaModel: train / predict / ablate on the GPU (see cuda_model.h and README "CUDA backend").
 #include "cuda_model.h"
 #include "../common/train_split.h"
+#include "../common/thread_pool.h"
 
 #include <dlfcn.h>
 #include <cub/device/device_radix_sort.cuh>
@@ -142,6 +143,12 @@ struct CudaImpl {
   bool autotune = false;
   // config
   int N = 0, S = 0, D = 0, L = 0, in0 = 0, ld0 = 0;
+  // First layer's GEMM depth: in0 rounded up to ld0 (429 -> 432 for ctr26) so cuBLASLt can use its
+  // 16-byte-aligned TF32 kernels (measured on an H200: 65536 x 429 x 512 0.354 ms, x 432 0.174 ms).
+  // On the device W0 has k0 columns, the extra ones zero (H0's padding columns are zero, so their
+  // gradients are zero and Adam keeps them zero); the host mirror keeps in0: see dense_copy().
+  int k0 = 0;
+  int64_t pad0 = 0;  // extra device floats of W0: (k0 - in0) * out_dim[0]
   std::vector<int> in_dim, out_dim;
   std::vector<int64_t> w_off, b_off;
   int64_t wide_num_off = 0, nd = 0, rows = 0;
@@ -175,6 +182,53 @@ struct CudaImpl {
   bool upload_needed = true, host_stale = false;
   // resident datasets (small cache) and the training order
   std::vector<std::unique_ptr<DevDataset>> cache;
+  // Streamed training (data not resident): each batch packed on the host into one pinned buffer
+  // (numeric, labels, weights, offsets, ids), one host->device copy on the copy stream `cs`,
+  // two stages so batch k+1 is packed and copied while the GPU runs step k.
+  struct Stage {
+    uint8_t* pin = nullptr;
+    uint8_t* dev = nullptr;
+    size_t cap = 0;
+    cudaEvent_t copied = nullptr, consumed = nullptr;
+  };
+  Stage stage[2];
+  size_t stage_layout_key = 0;  // graphs captured on the stages assume one layout
+  cudaStream_t cs = nullptr;
+  std::unique_ptr<ThreadPool> pack_pool;
+  struct StageLayout { size_t num = 0, lab = 0, wt = 0, offs = 0, ids = 0, cap = 0; };
+  StageLayout stage_layout(int64_t Bc, int mb, bool hw) const {
+    StageLayout L;
+    size_t o = 0;
+    auto al = [&](size_t bytes) { const size_t r = o; o = (o + bytes + 255) & ~size_t(255); return r; };
+    L.num = al((size_t)Bc * N * 4);
+    L.lab = al((size_t)Bc * 4);
+    L.wt = al(hw ? (size_t)Bc * 4 : 0);
+    L.offs = al((size_t)S * (Bc + 1) * 8);
+    L.ids = al((size_t)Bc * S * std::max(mb, 1) * 4);
+    L.cap = o;
+    return L;
+  }
+  void ensure_stages(size_t bytes) {
+    if (!cs) CK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+    for (auto& g : stage) {
+      if (!g.copied) {
+        CK(cudaEventCreateWithFlags(&g.copied, cudaEventDisableTiming));
+        CK(cudaEventCreateWithFlags(&g.consumed, cudaEventDisableTiming));
+      }
+      if (g.cap >= bytes) continue;
+      CK(cudaStreamSynchronize(st));
+      CK(cudaStreamSynchronize(cs));
+      for (auto& gr : graphs) cudaGraphExecDestroy(gr.exec);  // graphs read the old stage buffers
+      graphs.clear();
+      if (g.pin) cudaFreeHost(g.pin);
+      if (g.dev) cudaFree(g.dev);
+      g.pin = nullptr;
+      g.dev = nullptr;
+      CK(cudaMallocHost(&g.pin, bytes));
+      g.dev = dalloc<uint8_t>(bytes, false);
+      g.cap = bytes;
+    }
+  }
   int64_t* d_order = nullptr;
   int64_t order_cap = 0;
   // sort-based sparse backward: (row, position) pairs of one batch, CUB temp storage
@@ -234,6 +288,13 @@ struct CudaImpl {
       if (kv.second.c) api->layoutDestroy(kv.second.c);
     }
     cache.clear();
+    for (auto& g : stage) {
+      if (g.pin) cudaFreeHost(g.pin);
+      if (g.dev) cudaFree(g.dev);
+      if (g.copied) cudaEventDestroy(g.copied);
+      if (g.consumed) cudaEventDestroy(g.consumed);
+    }
+    if (cs) cudaStreamDestroy(cs);
     // device memory is released with the context's allocations below
     for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
                                                  flag, touched, counter, base, dfrozen, d_step, d_cursor, d_b0, d_stepidx,
@@ -413,6 +474,7 @@ struct CudaImpl {
 
   const float* layer_in(int l) const { return l == 0 ? H0 : H[l - 1]; }
   int64_t ld_in(int l) const { return l == 0 ? ld0 : in_dim[l]; }
+  int64_t kdim(int l) const { return l == 0 ? k0 : in_dim[l]; }
 
   // forward through the hidden layers from `from`; aux masks kept when training
   void mlp_forward(int64_t B, int from, bool train, int to = -1) {
@@ -421,10 +483,10 @@ struct CudaImpl {
       const float* bias = dense + b_off[l];
       bool done = false;
       if (train && use_epi)
-        done = gemm(lt::OP_N, lt::OP_N, out_dim[l], B, in_dim[l], W, out_dim[l], layer_in(l), ld_in(l), 0.f, nullptr,
+        done = gemm(lt::OP_N, lt::OP_N, out_dim[l], B, kdim(l), W, out_dim[l], layer_in(l), ld_in(l), 0.f, nullptr,
                     out_dim[l], H[l], out_dim[l], lt::EPI_RELU_AUX_BIAS, bias, aux[l], aux_ld[l]);
       if (!done)
-        gemm_must(lt::OP_N, lt::OP_N, out_dim[l], B, in_dim[l], W, out_dim[l], layer_in(l), ld_in(l), 0.f, nullptr,
+        gemm_must(lt::OP_N, lt::OP_N, out_dim[l], B, kdim(l), W, out_dim[l], layer_in(l), ld_in(l), 0.f, nullptr,
                   out_dim[l], H[l], out_dim[l], lt::EPI_RELU_BIAS, bias);
     }
   }
@@ -445,7 +507,9 @@ struct CudaImpl {
   }
 
   // one training step on rows order[*d_b0 ..+B) (all launches on st; capturable)
-  void enqueue_step(const k::DevData& d, const int64_t* order, int64_t B, bool trainable) {
+  void enqueue_step(const k::DevData& d, const int64_t* order, int64_t B, bool trainable, bool reset_cursor = false) {
+    // streamed batches start at row 0 of their stage: the cursor is reset inside the graph
+    if (reset_cursor) CK(cudaMemsetAsync(d_cursor, 0, sizeof(int64_t), st));
     k::step_begin<<<blocks_for(B), 256, 0, st>>>(B, d_cursor, d_b0, d_step, d_stepidx, d_wsum, counter,
                                                  wide ? widev : nullptr);
     gather(d, order, d_b0, 0, B, true);
@@ -467,7 +531,7 @@ struct CudaImpl {
     for (int l = L - 1; l >= 0; --l) {
       const int ni = in_dim[l], no = out_dim[l];
       // dW_l = H_{l-1}^T dZ_l  (col-major: dW (no x ni) = dZ (no x B) * H^T)
-      gemm_must(lt::OP_N, lt::OP_T, no, ni, B, dz, no, layer_in(l), ld_in(l), 0.f, nullptr, no, gd + w_off[l], no,
+      gemm_must(lt::OP_N, lt::OP_T, no, kdim(l), B, dz, no, layer_in(l), ld_in(l), 0.f, nullptr, no, gd + w_off[l], no,
                 lt::EPI_DEFAULT);
       const float* W = dense + w_off[l];
       if (l > 0) {
@@ -865,6 +929,7 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   I.L = (int)cfg.hidden.size();
   I.in0 = I.N + I.S * I.D;
   I.ld0 = (int)round_up(I.in0, 4);
+  I.k0 = I.L > 0 ? I.ld0 : I.in0;
   I.wide = cfg.wide;
   I.mean = cfg.mean;
   I.adam = cfg.sparse.kind == 1;
@@ -878,13 +943,14 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
     I.in_dim.push_back(l == 0 ? I.in0 : cfg.hidden[l - 1]);
     I.out_dim.push_back(l < I.L ? cfg.hidden[l] : 1);
     I.w_off.push_back(off);
-    off += (int64_t)I.in_dim[l] * I.out_dim[l];
+    off += (int64_t)I.kdim(l) * I.out_dim[l];
     I.b_off.push_back(off);
     off += I.out_dim[l];
   }
   I.wide_num_off = off;
   if (cfg.wide) off += I.N;
   I.nd = off;
+  I.pad0 = (int64_t)(I.k0 - I.in0) * I.out_dim[0];
   const int64_t R = I.rows, D = I.D;
   I.table = dalloc<float>(R * D, false);
   I.spm = dalloc<float>(R * D, false);
@@ -899,9 +965,9 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   const char* spe = std::getenv("ABACUS_CUDA_SPARSE");
   I.sparse_atomic = spe && std::string(spe) == "atomic";
   I.counter = dalloc<int>(1);
-  I.dense = dalloc<float>(I.nd, false);
-  I.dm = dalloc<float>(I.nd, false);
-  I.dv = dalloc<float>(I.nd, false);
+  I.dense = dalloc<float>(I.nd);
+  I.dm = dalloc<float>(I.nd);
+  I.dv = dalloc<float>(I.nd);
   I.dg = dalloc<float>(I.nd);
   I.nmean = dalloc<float>(std::max(1, I.N), false);
   I.nstd = dalloc<float>(std::max(1, I.N), false);
@@ -933,6 +999,20 @@ void CudaModel::from_host_state() {
 
 // device -> host mirror when the device is newer; views handed to JS may be written: re-upload
 // before the next GPU operation
+// The dense block (weights, Adam m / v) between the host layout (W0 with in0 columns) and the
+// device layout (W0 with k0 columns, the extra ones zero): W0, then everything after it shifted.
+static void dense_copy(CudaImpl& I, float* dev, float* host, int64_t host_size, bool to_dev) {
+  const int64_t w0 = (int64_t)I.in0 * I.out_dim[0];
+  if (host_size != I.nd - I.pad0) throw std::runtime_error("dense block size differs between host and device");
+  const auto kind = to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  auto cp = [&](int64_t host_off, int64_t dev_off, int64_t n) {
+    if (n > 0) CK(to_dev ? cudaMemcpy(dev + dev_off, host + host_off, n * 4, kind) : cudaMemcpy(host + host_off, dev + dev_off, n * 4, kind));
+  };
+  cp(0, 0, w0);
+  cp(w0, w0 + I.pad0, host_size - w0);
+  if (to_dev && I.pad0) CK(cudaMemset(dev + w0, 0, I.pad0 * 4));
+}
+
 static void download(CudaImpl& I, CpuModel& h) {
   if (!I.host_stale) return;
   CK(cudaSetDevice(I.dev));
@@ -944,9 +1024,9 @@ static void download(CudaImpl& I, CpuModel& h) {
   };
   get(find(P, "embedding.table"), I.table);
   get(find(P, "wide.table"), I.wtab);
-  if (const Tensor* w0 = find(P, "mlp.0.weight")) CK(cudaMemcpy(w0->data, I.dense, I.nd * 4, cudaMemcpyDeviceToHost));
-  get(find(O, "dense.adam.m"), I.dm);
-  get(find(O, "dense.adam.v"), I.dv);
+  if (const Tensor* w0 = find(P, "mlp.0.weight")) dense_copy(I, I.dense, w0->data, I.nd - I.pad0, false);
+  if (const Tensor* t = find(O, "dense.adam.m")) dense_copy(I, I.dm, t->data, t->size, false);
+  if (const Tensor* t = find(O, "dense.adam.v")) dense_copy(I, I.dv, t->data, t->size, false);
   get(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
   get(find(O, "sparse.adam.v.embedding"), I.spv);
   get(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
@@ -963,9 +1043,9 @@ static void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen)
     };
     put(find(P, "embedding.table"), I.table);
     put(find(P, "wide.table"), I.wtab);
-    if (const Tensor* w0 = find(P, "mlp.0.weight")) CK(cudaMemcpy(I.dense, w0->data, I.nd * 4, cudaMemcpyHostToDevice));
-    put(find(O, "dense.adam.m"), I.dm);
-    put(find(O, "dense.adam.v"), I.dv);
+    if (const Tensor* w0 = find(P, "mlp.0.weight")) dense_copy(I, I.dense, w0->data, I.nd - I.pad0, true);
+    if (const Tensor* t = find(O, "dense.adam.m")) dense_copy(I, I.dm, t->data, t->size, true);
+    if (const Tensor* t = find(O, "dense.adam.v")) dense_copy(I, I.dv, t->data, t->size, true);
     put(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
     put(find(O, "sparse.adam.v.embedding"), I.spv);
     put(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
@@ -1127,6 +1207,138 @@ static const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   return *I.cache.back();
 }
 
+// ---- streamed training (data not resident on the GPU) ----
+// ABACUS_CUDA_STREAM=1 streams always, =0 never; otherwise when the resident copy of the training
+// data would take more than half of the free device memory.
+static bool stream_training(const CudaImpl& I, const DataSource& ds) {
+  const char* e = std::getenv("ABACUS_CUDA_STREAM");
+  if (e && std::string(e) == "1") return true;
+  if (e && std::string(e) == "0") return false;
+  int64_t nnz = 0;
+  for (auto& p : ds.parts)
+    for (int s = 0; s < I.S; ++s) nnz += p.offs[s][p.rows] - p.offs[s][0];
+  const double bytes = (double)ds.rows * (I.N + 2) * 4 + (double)I.S * (ds.rows + 1) * 8 + (double)nnz * 4;
+  size_t fr = 0, tot = 0;
+  if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) return false;
+  return bytes > 0.5 * (double)fr;
+}
+
+static int max_bag_of(const DataSource& ds, int S) {
+  int mb = 0;
+  for (auto& p : ds.parts)
+    for (int s = 0; s < S; ++s)
+      for (int64_t r = 0; r < p.rows; ++r) mb = std::max(mb, p.offs[s][r + 1] - p.offs[s][r]);
+  return mb;
+}
+
+// Packs rows[0..B) (global rows of ds) into one pinned stage laid out by L; returns the bytes to
+// copy (everything up to the last id). Slots are split across the pack threads, then rows.
+static size_t pack_batch(CudaImpl& I, const DataSource& ds, const int64_t* rows, int64_t B,
+                         const CudaImpl::StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
+  const int S = I.S, N = I.N;
+  const bool hw = ds.has_weights();
+  float* num = reinterpret_cast<float*>(pin + L.num);
+  float* lab = reinterpret_cast<float*>(pin + L.lab);
+  float* wt = hw ? reinterpret_cast<float*>(pin + L.wt) : nullptr;
+  int64_t* offs = reinterpret_cast<int64_t*>(pin + L.offs);
+  int32_t* ids = reinterpret_cast<int32_t*>(pin + L.ids);
+  ThreadPool& tp = *I.pack_pool;
+  const int T = tp.size();
+  base.assign(S + 1, 0);
+  tp.run([&](int t) {
+    int64_t sb, se;
+    ThreadPool::range(S, t, T, sb, se);
+    for (int64_t s = sb; s < se; ++s) {
+      int64_t c = 0;
+      for (int64_t r = 0; r < B; ++r) {
+        int64_t lr;
+        const DataPart& p = ds.locate(rows[r], lr);
+        c += p.offs[s][lr + 1] - p.offs[s][lr];
+      }
+      base[s + 1] = c;
+    }
+  });
+  for (int s = 0; s < S; ++s) base[s + 1] += base[s];
+  tp.run([&](int t) {
+    int64_t sb, se;
+    ThreadPool::range(S, t, T, sb, se);
+    for (int64_t s = sb; s < se; ++s) {
+      int64_t pos = base[s];
+      int64_t* o = offs + s * (B + 1);
+      for (int64_t r = 0; r < B; ++r) {
+        int64_t lr;
+        const DataPart& p = ds.locate(rows[r], lr);
+        o[r] = pos;
+        const int32_t* id = p.ids[s];
+        for (int32_t q = p.offs[s][lr]; q < p.offs[s][lr + 1]; ++q) ids[pos++] = id[q];
+      }
+      o[B] = pos;
+    }
+    int64_t rb, re;
+    ThreadPool::range(B, t, T, rb, re);
+    for (int64_t r = rb; r < re; ++r) {
+      int64_t lr;
+      const DataPart& p = ds.locate(rows[r], lr);
+      for (int j = 0; j < N; ++j) num[r * N + j] = p.numeric[lr * p.num_stride + ds.num_map[j]];
+      lab[r] = p.labels[lr];
+      if (hw) wt[r] = p.weights[lr];
+    }
+  });
+  return L.ids + (size_t)base[S] * 4;
+}
+
+// Host copy of some rows of ds (the validation rows of a streamed training set), made resident on
+// its own: the training data itself stays on the host.
+struct OwnedRows {
+  std::vector<float> num, lab, wt;
+  std::vector<std::vector<int32_t>> offs, ids;
+  DataSource ds;
+};
+static std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S) {
+  auto o = std::make_unique<OwnedRows>();
+  const int64_t n = (int64_t)rows.size();
+  const bool hw = src.has_weights();
+  o->num.resize(std::max<int64_t>(1, n * N));
+  o->lab.resize(std::max<int64_t>(1, n));
+  if (hw) o->wt.resize(std::max<int64_t>(1, n));
+  o->offs.assign(S, std::vector<int32_t>(n + 1, 0));
+  o->ids.assign(S, {});
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t lr;
+    const DataPart& p = src.locate(rows[r], lr);
+    for (int j = 0; j < N; ++j) o->num[r * N + j] = p.numeric[lr * p.num_stride + src.num_map[j]];
+    o->lab[r] = p.labels[lr];
+    if (hw) o->wt[r] = p.weights[lr];
+    for (int s = 0; s < S; ++s) {
+      for (int32_t q = p.offs[s][lr]; q < p.offs[s][lr + 1]; ++q) o->ids[s].push_back(p.ids[s][q]);
+      o->offs[s][r + 1] = (int32_t)o->ids[s].size();
+    }
+  }
+  DataPart part;
+  part.rows = n;
+  part.numeric = o->num.data();
+  part.num_stride = N;
+  part.labels = o->lab.data();
+  part.weights = hw ? o->wt.data() : nullptr;
+  for (int s = 0; s < S; ++s) {
+    if (o->ids[s].empty()) o->ids[s].push_back(0);
+    part.offs.push_back(o->offs[s].data());
+    part.ids.push_back(o->ids[s].data());
+  }
+  o->ds.parts.push_back(part);
+  for (int j = 0; j < N; ++j) o->ds.num_map.push_back(j);
+  o->ds.finish();
+  return o;
+}
+
+// Forgets the resident copy of a dataset whose host arrays are about to be freed.
+static void drop_resident(CudaImpl& I, const DataSource& ds) {
+  const DevDataset& d = resident(I, ds);
+  cudaStreamSynchronize(I.st);
+  for (auto it = I.cache.begin(); it != I.cache.end(); ++it)
+    if (it->get() == &d) { I.cache.erase(it); break; }
+}
+
 static void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {
   for (size_t s = 0; s < vocab.size(); ++s)
     for (auto& p : ds.parts) {
@@ -1157,18 +1369,51 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   if (train_rows.empty()) throw std::runtime_error("no training rows");
   if (!normalized) fit_normalization(tr, train_rows);
   upload(I, *host_, frozen);
-  const DevDataset& dtr = resident(I, tr);
-  const DevDataset* dval = vds ? &resident(I, *vds) : nullptr;
-  if (vds == &tr) dval = &dtr;
-  // cache may have evicted dtr when adding dval: re-resolve
-  const DevDataset& dtr2 = resident(I, tr);
-  const k::DevData dd = dtr2.d;
+  const bool streaming = stream_training(I, tr);
+  std::unique_ptr<OwnedRows> val_owned;
+  const DevDataset* dval = nullptr;
+  k::DevData dd;
+  int mb = 0;
+  if (!streaming) {
+    const DevDataset& dtr = resident(I, tr);
+    dval = vds ? &resident(I, *vds) : nullptr;
+    if (vds == &tr) dval = &dtr;
+    // cache may have evicted dtr when adding dval: re-resolve
+    dd = resident(I, tr).d;
+    mb = dd.max_bag;
+  } else {
+    check_vocab(tr, I.vocab);
+    mb = max_bag_of(tr, I.S);
+    if (vds == &tr) {
+      val_owned = copy_rows(tr, val_rows, I.N, I.S);
+      dval = &resident(I, val_owned->ds);
+    } else if (vds) {
+      dval = &resident(I, *vds);
+    }
+    if (!I.pack_pool) I.pack_pool.reset(new ThreadPool((int)std::max<unsigned>(1, std::min<unsigned>(8, std::thread::hardware_concurrency()))));
+    if (std::getenv("ABACUS_CUDA_VERBOSE"))
+      fprintf(stderr, "[abacus-cuda] training streamed from the host: %lld rows, batches packed into pinned stages (2), one copy each\n", (long long)tr.rows);
+  }
   const int64_t n = (int64_t)train_rows.size();
   const int64_t steps_per_epoch = (n + o.batch - 1) / o.batch;
   int64_t total = steps_per_epoch * o.epochs;
   if (o.max_steps >= 0) total = std::min(total, o.max_steps);
   I.ensure(std::min<int64_t>(o.batch, n));
-  I.prepare_sparse(std::min<int64_t>(o.batch, n), dd.max_bag);
+  I.prepare_sparse(std::min<int64_t>(o.batch, n), mb);
+  CudaImpl::StageLayout SL;
+  if (streaming) {
+    SL = I.stage_layout(std::min<int64_t>(o.batch, n), mb, tr.has_weights());
+    I.ensure_stages(SL.cap);
+    const size_t key = std::hash<std::string>()(std::to_string(SL.num) + "/" + std::to_string(SL.lab) + "/" + std::to_string(SL.wt) + "/" +
+                                                std::to_string(SL.offs) + "/" + std::to_string(SL.ids) + "/" + std::to_string(mb));
+    if (key != I.stage_layout_key) {
+      CK(cudaStreamSynchronize(I.st));
+      for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
+      I.graphs.clear();
+      I.stage_layout_key = key;
+    }
+  }
+  std::vector<int64_t> pack_base;
   if (total > I.losses_cap) {
     CK(cudaStreamSynchronize(I.st));
     for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
@@ -1205,17 +1450,17 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
     losses_read = upto;
   };
   const bool use_graph = !(std::getenv("ABACUS_CUDA_NO_GRAPH") && std::string(std::getenv("ABACUS_CUDA_NO_GRAPH")) == "1");
-  auto run_step = [&](int64_t B) {
-    if (!use_graph) { I.enqueue_step(dd, I.d_order, B, trainable); return; }
+  auto run_step = [&](int64_t B, const k::DevData& dd, const int64_t* order, bool reset_cursor) {
+    if (!use_graph) { I.enqueue_step(dd, order, B, trainable, reset_cursor); return; }
     for (auto& g : I.graphs)
-      if (g.B == B && g.data == dd.ids && g.order == I.d_order && g.trainable == trainable) {
+      if (g.B == B && g.data == dd.ids && g.order == order && g.trainable == trainable) {
         CK(cudaGraphLaunch(g.exec, I.st));
         return;
       }
     cudaGraph_t graph;
     CK(cudaStreamBeginCapture(I.st, cudaStreamCaptureModeThreadLocal));
     try {
-      I.enqueue_step(dd, I.d_order, B, trainable);
+      I.enqueue_step(dd, order, B, trainable, reset_cursor);
     } catch (...) {
       cudaStreamEndCapture(I.st, &graph);
       throw;
@@ -1237,7 +1482,7 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
     cudaGraphExec_t exec;
     CK(cudaGraphInstantiate(&exec, graph, 0));
     cudaGraphDestroy(graph);
-    I.graphs.push_back({B, dd.ids, I.d_order, trainable, exec});
+    I.graphs.push_back({B, dd.ids, order, trainable, exec});
     CK(cudaGraphLaunch(exec, I.st));
   };
   std::vector<float> best_snapshot_dummy;
@@ -1255,7 +1500,13 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
     vlab = dalloc<float>(nv, false);
     vwt = dalloc<float>(nv, false);
     vorder = dalloc<int64_t>(nv, false);
-    CK(cudaMemcpy(vorder, val_rows.data(), nv * 8, cudaMemcpyHostToDevice));
+    if (val_owned) {  // the validation rows were copied out: rows 0..nv-1 of their own dataset
+      std::vector<int64_t> iota(nv);
+      for (int64_t i = 0; i < nv; ++i) iota[i] = i;
+      CK(cudaMemcpy(vorder, iota.data(), nv * 8, cudaMemcpyHostToDevice));
+    } else {
+      CK(cudaMemcpy(vorder, val_rows.data(), nv * 8, cudaMemcpyHostToDevice));
+    }
   }
   const double t0 = now_s();
   double window_loss = 0;
@@ -1272,15 +1523,49 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
       } else {
         for (int64_t i = 0; i < n; ++i) pinned_order[i] = train_rows[i];
       }
-      CK(cudaMemcpyAsync(I.d_order, pinned_order, n * 8, cudaMemcpyHostToDevice, I.st));
-      const int64_t zero64 = 0;
-      CK(cudaMemcpyAsync(I.d_cursor, &zero64, 8, cudaMemcpyHostToDevice, I.st));
+      if (!streaming) {
+        CK(cudaMemcpyAsync(I.d_order, pinned_order, n * 8, cudaMemcpyHostToDevice, I.st));
+        const int64_t zero64 = 0;
+        CK(cudaMemcpyAsync(I.d_cursor, &zero64, 8, cudaMemcpyHostToDevice, I.st));
+      }
+      // streamed: batch b0 packed into stage `slot` and copied on the copy stream; the step waits
+      // for that copy only, and the next batch is packed and copied while the step runs
+      auto stage_data = [&](int slot, int64_t B) {
+        const auto& g = I.stage[slot];
+        k::DevData d;
+        d.n = B;
+        d.num = reinterpret_cast<const float*>(g.dev + SL.num);
+        d.lab = reinterpret_cast<const float*>(g.dev + SL.lab);
+        d.wt = tr.has_weights() ? reinterpret_cast<const float*>(g.dev + SL.wt) : nullptr;
+        d.offs = reinterpret_cast<const int64_t*>(g.dev + SL.offs);
+        d.ids = reinterpret_cast<const int32_t*>(g.dev + SL.ids);
+        d.max_bag = mb;
+        return d;
+      };
+      auto prep = [&](int64_t b0, int slot) {
+        auto& g = I.stage[slot];
+        CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
+        const size_t bytes = pack_batch(I, tr, pinned_order + b0, std::min(o.batch, n - b0), SL, g.pin, pack_base);
+        CK(cudaStreamWaitEvent(I.cs, g.consumed, 0));  // the step that read its device buffer is done
+        CK(cudaMemcpyAsync(g.dev, g.pin, bytes, cudaMemcpyHostToDevice, I.cs));
+        CK(cudaEventRecord(g.copied, I.cs));
+      };
+      int slot = 0;
+      if (streaming) prep(0, 0);
       const int64_t first_step = res.steps;
       int64_t epoch_steps = 0;
       for (int64_t b0 = 0; b0 < n && res.steps < total; b0 += o.batch) {
         if (cancel.load()) { res.cancelled = true; break; }
         const int64_t B = std::min(o.batch, n - b0);
-        run_step(B);
+        if (streaming) {
+          CK(cudaStreamWaitEvent(I.st, I.stage[slot].copied, 0));
+          run_step(B, stage_data(slot, B), nullptr, true);
+          CK(cudaEventRecord(I.stage[slot].consumed, I.st));
+          if (b0 + o.batch < n && res.steps + 1 < total) prep(b0 + o.batch, slot ^ 1);
+          slot ^= 1;
+        } else {
+          run_step(B, dd, I.d_order, false);
+        }
         res.steps++;
         res.samples += B;
         epoch_steps++;
@@ -1340,11 +1625,15 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
     cudaStreamSynchronize(I.st);
     cudaFreeHost(pinned_order);
     delete ms;
+    if (I.cs) cudaStreamSynchronize(I.cs);
+    cudaStreamSynchronize(I.st);
     for (void* p : std::initializer_list<void*>{vpred, vlab, vwt, vorder, snap_table, snap_dense, snap_wide}) if (p) cudaFree(p);
+    if (val_owned) drop_resident(I, val_owned->ds);
     step = step0 + res.steps;
     I.host_stale = true;
     throw;
   }
+  if (I.cs) CK(cudaStreamSynchronize(I.cs));
   res.seconds = now_s() - t0;
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
@@ -1354,6 +1643,7 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   }
   cudaFreeHost(pinned_order);
   delete ms;
+  if (val_owned) drop_resident(I, val_owned->ds);
   for (void* p : std::initializer_list<void*>{vpred, vlab, vwt, vorder, snap_table, snap_dense, snap_wide}) if (p) cudaFree(p);
   step = step0 + res.steps;
   I.host_stale = true;
@@ -1568,7 +1858,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
         if (I.wide) CK(cudaMemsetAsync(I.widev, 0, B * 4, I.st));
         I.gather(dd.d, nullptr, nullptr, b0, B, false);
         // shared first-layer pre-activation (no ReLU), then the base prediction
-        I.gemm_must(lt::OP_N, lt::OP_N, h1, B, I.in0, I.dense + I.w_off[0], h1, I.H0, I.ld0, 0.f, nullptr, h1, I.zbase,
+        I.gemm_must(lt::OP_N, lt::OP_N, h1, B, I.k0, I.dense + I.w_off[0], h1, I.H0, I.ld0, 0.f, nullptr, h1, I.zbase,
                     h1, lt::EPI_BIAS, I.dense + I.b_off[0]);
         if (c0 == 0) {
           k::relu_copy<<<blocks_for(B * h1), 256, 0, I.st>>>(I.zbase, I.H[0], B * h1);

@@ -79,7 +79,30 @@ export async function runCudaParity(log: (s: string) => void = () => {}): Promis
     let maxAbs2 = 0;
     for (let i = 0; i < pc2.length; i++) maxAbs2 = Math.max(maxAbs2, Math.abs(pc2[i]! - pg2[i]!));
     out.push({ name: `${c.name}: predictions with the same weights`, ok: maxAbs2 < 1e-4, detail: { maxAbsDiff: maxAbs2 } });
-    for (const o of out.slice(-5)) log(`${o.ok ? 'PASS' : 'FAIL'} ${o.name} ${JSON.stringify(o.detail)}`);
+    // streamed training (batches packed into pinned stages, one copy each, double-buffered) must
+    // give the resident path's results: same rows per step, same kernels
+    const streamed = RuntimeModel.create(spec, { backend: 'cuda' });
+    const resident = RuntimeModel.create(spec, { backend: 'cuda' });
+    const sl: Record<string, number[]> = { streamed: [], resident: [] };
+    const sres: Record<string, { auc: number; loss: number; bestEpoch: number }> = {};
+    for (const [k, m] of [['streamed', streamed], ['resident', resident]] as const) {
+      process.env.ABACUS_CUDA_STREAM = k === 'streamed' ? '1' : '0';
+      try {
+        await m.train(train, { epochs: 1, batchSize: 300, maxSteps: 100, shuffle: true, seed: 1, progressEvery: 1 }, { onProgress: (p) => sl[k]!.push(p.loss) });
+        const tr = await m.train(train, { epochs: 3, batchSize: 1000, shuffle: true, seed: 2, validationFraction: 0.1, earlyStopping: { patience: 1 } });
+        sres[k] = { auc: (await m.evaluate(test, { batchSize: 4096 })).auc, loss: tr.finalLoss, bestEpoch: tr.bestEpoch ?? -1 };
+      } finally {
+        delete process.env.ABACUS_CUDA_STREAM;
+      }
+    }
+    let maxRelS = 0;
+    for (let i = 0; i < 100; i++) maxRelS = Math.max(maxRelS, Math.abs(sl.streamed![i]! - sl.resident![i]!) / Math.max(1e-12, Math.abs(sl.resident![i]!)));
+    out.push({
+      name: `${c.name}: streamed training (ABACUS_CUDA_STREAM=1) equals resident`,
+      ok: sl.streamed!.length >= 100 && maxRelS <= 1e-6 && Math.abs(sres.streamed!.auc - sres.resident!.auc) <= 1e-6,
+      detail: { maxRelLossDiff: maxRelS, ...sres },
+    });
+    for (const o of out.slice(-6)) log(`${o.ok ? 'PASS' : 'FAIL'} ${o.name} ${JSON.stringify(o.detail)}`);
   }
   return out;
 }
