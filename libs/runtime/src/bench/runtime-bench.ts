@@ -65,7 +65,8 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
   log(`train: ${tr.steps} steps, ${Math.round(tr.samplesPerSecond)} samples/s, loss ${tr.finalLoss.toFixed(4)}`);
   // warm-up (cuda: also makes the test set resident on the GPU, as the training set is)
   await model.predict(model.backend === 'cuda' ? test : sliceDataset(test, 0, Math.min(test.rows, o.batch)), { batchSize: o.batch });
-  const evalReps = model.backend === 'cuda' ? 5 : 1;
+  // cuda: 30 timed calls (one call is ~1 ms; a handful is dominated by the first calls' jitter)
+  const evalReps = model.backend === 'cuda' ? 30 : 1;
   const evalCallMs: number[] = [];
   const te = performance.now();
   for (let i = 0; i < evalReps; i++) {
@@ -123,9 +124,21 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
   let ablation: Record<string, unknown> | undefined;
   if (o.ablation) {
     const groups = Array.from({ length: 26 }, (_, s) => [`slot${s}`]);
+    // warm both sides alike: one untimed ablation (first-call buffer allocations), as the eval
+    // passes below follow the warm-up predicts above
+    await model.ablate(test, { groups, repeats: 3, seed: 2, batchSize: o.batch });
     const ta = performance.now();
     const ab = await model.ablate(test, { groups, repeats: 3, seed: 1, batchSize: o.batch });
     const ablSec = (performance.now() - ta) / 1000;
+    // traced separately (CUPTI costs time): where an ablation's time goes
+    if (o.trace && addon && !addon.traceStart()) {
+      await model.ablate(test, { groups, repeats: 3, seed: 3, batchSize: o.batch });
+      const tAbl = JSON.parse(addon.traceStop(1)) as Record<string, unknown>;
+      if (trace) trace.ablate = tAbl;
+      log(`CUPTI, one ablation (78 configurations): ${String(tAbl.kernels_executed)} kernels, kernel time ${(Number(tAbl.kernel_time_ns) / 1e6).toFixed(2)} ms, span ${(Number(tAbl.span_ns) / 1e6).toFixed(2)} ms, memcpy ${String(tAbl.memcpys)} (${(Number(tAbl.memcpy_bytes) / 1e6).toFixed(1)} MB)`);
+      for (const k of (tAbl.kernels as { name: string; count: number; ns_per_region: number }[]).slice(0, 12))
+        log(`  ablate ${(k.ns_per_region / 1e6).toFixed(2).padStart(7)} ms  x${k.count}  ${k.name}`);
+    }
     const tp = performance.now();
     for (let i = 0; i < 78; i++) await model.predict(test, { batchSize: o.batch });
     const passSec = (performance.now() - tp) / 1000;
