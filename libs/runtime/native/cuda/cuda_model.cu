@@ -1393,7 +1393,7 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
     } else if (vds) {
       dval = &resident(I, *vds);
     }
-    if (!I.pack_pool) I.pack_pool.reset(new ThreadPool((int)std::max<unsigned>(1, std::min<unsigned>(8, std::thread::hardware_concurrency()))));
+    if (!I.pack_pool) I.pack_pool.reset(new ThreadPool((int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()))));
     if (std::getenv("ABACUS_CUDA_VERBOSE"))
       fprintf(stderr, "[abacus-cuda] training streamed from the host: %lld rows, batches packed into pinned stages (2), one copy each\n", (long long)tr.rows);
   }
@@ -1417,6 +1417,8 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
     }
   }
   std::vector<int64_t> pack_base;
+  double pack_s = 0, pack_wait_s = 0;
+  int64_t pack_n = 0;
   if (total > I.losses_cap) {
     CK(cudaStreamSynchronize(I.st));
     for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
@@ -1547,8 +1549,13 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
       };
       auto prep = [&](int64_t b0, int slot) {
         auto& g = I.stage[slot];
+        const double tw = now_s();
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
+        const double tp = now_s();
         const size_t bytes = pack_batch(I, tr, pinned_order + b0, std::min(o.batch, n - b0), SL, g.pin, pack_base);
+        pack_wait_s += tp - tw;
+        pack_s += now_s() - tp;
+        pack_n++;
         CK(cudaStreamWaitEvent(I.cs, g.consumed, 0));  // the step that read its device buffer is done
         CK(cudaMemcpyAsync(g.dev, g.pin, bytes, cudaMemcpyHostToDevice, I.cs));
         CK(cudaEventRecord(g.copied, I.cs));
@@ -1638,6 +1645,9 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   }
   if (I.cs) CK(cudaStreamSynchronize(I.cs));
   res.seconds = now_s() - t0;
+  if (streaming && pack_n && std::getenv("ABACUS_CUDA_VERBOSE"))
+    fprintf(stderr, "[abacus-cuda] streamed: %lld batches, host packing %.3f ms each (%d threads), waiting for a stage %.3f ms each, %.3f ms per step in all\n",
+            (long long)pack_n, pack_s / pack_n * 1e3, I.pack_pool->size(), pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
     CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));

@@ -80,7 +80,7 @@ struct TraceState {
   int64_t api_kernel_launches = 0, api_graph_launches = 0, api_memcpy = 0, api_sync = 0, api_other = 0;
   int64_t kernels = 0, memcpys = 0, memsets = 0;
   uint64_t first_start = UINT64_MAX, last_end = 0, kernel_ns = 0;
-  uint64_t memcpy_bytes = 0;
+  uint64_t memcpy_bytes = 0, memcpy_ns = 0;
   std::map<std::string, KernelAgg> by_name;
   std::map<std::string, int64_t> api_names;
 };
@@ -147,6 +147,7 @@ void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t v
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
         g.memcpys++;
         g.memcpy_bytes += m->bytes;
+        g.memcpy_ns += m->end - m->start;
         g.first_start = std::min<uint64_t>(g.first_start, m->start);
         g.last_end = std::max<uint64_t>(g.last_end, m->end);
         break;
@@ -201,7 +202,7 @@ std::string cupti_trace_start() {
   g.api_kernel_launches = g.api_graph_launches = g.api_memcpy = g.api_sync = g.api_other = 0;
   g.kernels = g.memcpys = g.memsets = 0;
   g.first_start = UINT64_MAX;
-  g.last_end = g.kernel_ns = g.memcpy_bytes = 0;
+  g.last_end = g.kernel_ns = g.memcpy_bytes = g.memcpy_ns = 0;
   g.by_name.clear();
   g.api_names.clear();
   for (auto k : kKinds)
@@ -227,10 +228,10 @@ std::string cupti_trace_stop(int64_t regions) {
   snprintf(buf, sizeof buf,
            "\"regions\":%lld,\"kernel_launch_calls\":%lld,\"graph_launch_calls\":%lld,\"memcpy_memset_calls\":%lld,"
            "\"sync_calls\":%lld,\"other_api_calls\":%lld,\"kernels_executed\":%lld,\"memcpys\":%lld,\"memsets\":%lld,"
-           "\"memcpy_bytes\":%llu,\"kernel_time_ns\":%llu,\"span_ns\":%llu,",
+           "\"memcpy_bytes\":%llu,\"memcpy_ns\":%llu,\"kernel_time_ns\":%llu,\"span_ns\":%llu,",
            (long long)regions, (long long)g.api_kernel_launches, (long long)g.api_graph_launches, (long long)g.api_memcpy,
            (long long)g.api_sync, (long long)g.api_other, (long long)g.kernels, (long long)g.memcpys, (long long)g.memsets,
-           (unsigned long long)g.memcpy_bytes, (unsigned long long)g.kernel_ns,
+           (unsigned long long)g.memcpy_bytes, (unsigned long long)g.memcpy_ns, (unsigned long long)g.kernel_ns,
            (unsigned long long)(g.last_end > g.first_start && g.first_start != UINT64_MAX ? g.last_end - g.first_start : 0));
   o += buf;
   o += "\"kernels\":[";
