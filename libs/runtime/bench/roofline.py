@@ -57,7 +57,7 @@ out = {
     'measured_ceilings': {'copy_gbps': ceil['copy_gbps'], 'tf32_tflops': ceil['tf32_gemm_8192_tflops'], 'fp32_tflops': ceil['fp32_gemm_8192_tflops']},
     'fraction_of_bandwidth': round(step_bytes / step_s / bw, 3),
     'fraction_of_tf32': round(flops_step / step_s / tf32, 3),
-    'fraction_of_fp32': round(flops_step / step_s / (ceil['fp32_gemm_8192_tflops'] * 1e12), 3),
+    'math': bench.get('gpu', {}).get('math', 'tf32'),
     'kernels_per_step_ncu': len(steps[0]) if steps else 0,
 }
 per = []
