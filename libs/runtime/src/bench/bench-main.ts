@@ -7,6 +7,7 @@ import path from 'node:path';
 
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
+import { runMultiGpu } from './multi-gpu';
 import { runRuntimeBench } from './runtime-bench';
 
 async function main() {
@@ -21,6 +22,14 @@ async function main() {
     const r = await runCudaParity((s) => console.error(s));
     console.log(JSON.stringify({ parity: r }));
     if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
+  if (args.includes('--multi-gpu')) {
+    const r = await runMultiGpu(
+      { batch: Number(get('batch', '8192')), steps: Number(get('steps', '300')), vocab: Number(get('vocab', '100000')), batches: Number(get('batches', '40')), command: `node run-bench.js ${args.join(' ')}` },
+      (s) => console.error(s),
+    );
+    console.log(JSON.stringify(r));
     return;
   }
   const res = await runRuntimeBench(
