@@ -1827,7 +1827,10 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
   auto cleanup = [&] { cudaStreamSynchronize(I.st); };
   // permutations: the same seeded Fisher-Yates as the CPU backend (identical results), generated
   // on all host cores (not only the model's thread count) while the GPU computes the base pass
-  const int hw_threads = (int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()));
+  // at most 8 threads and 4 cores left free: the thread queueing the GPU work must not be crowded
+  // out (the GPU needs ~0.25 ms per configuration, a thread makes a 65,536-row permutation in ~0.4 ms)
+  const unsigned hc = std::max(1u, std::thread::hardware_concurrency());
+  const int hw_threads = (int)std::max<unsigned>(1, std::min<unsigned>(8, hc > 4 ? hc - 4 : 1));
   // configuration c of the chunk is ready once ready[c] is set: the GPU loop copies it up and
   // queues its passes while the threads still generate the later ones
   std::unique_ptr<std::atomic<int>[]> ready(new std::atomic<int>[std::max<int64_t>(chunk, 1)]);
