@@ -112,9 +112,9 @@ export interface NativeModelState {
   normalized: boolean;
   frozen: boolean[];
   isa?: string;
-  /** 'bf16' when predict / evaluate / ablate use the AVX512-BF16 forward (cpu backend) */
-  evalPrecision?: 'bf16' | 'fp32';
-  evalKernel?: 'bf16-amx' | 'bf16' | 'fp32';
+  /** 'bf16' when predict / evaluate / ablate use a BF16 forward (cpu: AVX512-BF16 / AMX; cuda: BF16 hidden-layer inputs), 'tf32' on cuda with ABACUS_CUDA_EVAL_PRECISION=tf32 */
+  evalPrecision?: 'bf16' | 'tf32' | 'fp32';
+  evalKernel?: 'bf16-amx' | 'bf16' | 'tf32' | 'fp32';
   threads?: number;
 }
 

@@ -87,6 +87,11 @@ export class RuntimeModel {
   get step(): number {
     return this.impl.getState().step;
   }
+  /** Precision of the evaluation forward (predict / evaluate / ablate): 'bf16', 'tf32' or 'fp32'. */
+  get evalPrecision(): string {
+    return this.impl.getState().evalPrecision ?? 'fp32';
+  }
+
   /** Copies every parameter (and the normalization) of another model with the same spec. */
   copyWeightsFrom(other: RuntimeModel): void {
     const src = new Map(other.tensors().map((t) => [t.name, t]));

@@ -24,11 +24,11 @@ struct HeuristicResult {
 };
 
 enum : int { COMPUTE_32F = 68, COMPUTE_32F_FAST_TF32 = 77 };
-enum : int { R_32F = 0 };  // cudaDataType
+enum : int { R_32F = 0, R_16BF = 14 };  // cudaDataType
 enum : int { OP_N = 0, OP_T = 1 };
 enum : int {
   DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7, DESC_BIAS_POINTER = 8,
-  DESC_EPILOGUE_AUX_POINTER = 11, DESC_EPILOGUE_AUX_LD = 12
+  DESC_EPILOGUE_AUX_POINTER = 11, DESC_EPILOGUE_AUX_LD = 12, DESC_BIAS_DATA_TYPE = 26
 };
 enum : int {
   EPI_DEFAULT = 1, EPI_RELU = 2, EPI_BIAS = 4, EPI_RELU_BIAS = 6, EPI_RELU_AUX_BIAS = 134,

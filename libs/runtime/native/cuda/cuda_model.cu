@@ -137,6 +137,12 @@ struct CudaImpl {
   void* ws = nullptr;
   size_t ws_bytes = 32u << 20;
   bool tf32 = false, use_epi = true;
+  // BF16 evaluation forward (predict, validation, ablation): hidden layers take BF16 inputs and
+  // weights with FP32 accumulation, the last hidden layer's output and everything after it FP32.
+  // On with TF32 math and at least 2 hidden layers; ABACUS_CUDA_EVAL_PRECISION=tf32 turns it off.
+  bool bf16eval = false;
+  __nv_bfloat16* H0b = nullptr;
+  std::vector<__nv_bfloat16*> Hb, Wb;
   bool eval_ctx = false;  // inside predict / ablate (autotune only there: training keeps the heuristic's choice)
   // ABACUS_CUDA_AUTOTUNE=1: time up to 8 cuBLASLt candidates for large eval products (off by default:
   // on an H200 it did not speed up layer 0 and the eval bench was slower with it, 49.6 M vs 57.3 M/s)
@@ -177,6 +183,12 @@ struct CudaImpl {
   float *bagscale = nullptr, *demb = nullptr, *dZa = nullptr, *dZb = nullptr, *zbase = nullptr, *dwide = nullptr;
   std::vector<float*> H;
   std::vector<uint8_t*> aux;
+  void free_bf16_acts() {
+    if (H0b) cudaFree(H0b);
+    H0b = nullptr;
+    for (auto* p : Hb) if (p) cudaFree(p);
+    Hb.clear();
+  }
   std::vector<int64_t> aux_ld;
   // state of the host mirror
   bool upload_needed = true, host_stale = false;
@@ -306,6 +318,8 @@ struct CudaImpl {
     for (auto* p : H) cudaFree(p);
     for (auto* p : aux) cudaFree(p);
     if (hperm32) cudaFreeHost(hperm32);
+    free_bf16_acts();
+    for (auto* p : Wb) if (p) cudaFree(p);
     for (auto& kv : scr) if (kv.second.first) cudaFree(kv.second.first);
     if (pin) cudaFreeHost(pin);
     if (lt) api->destroy(lt);
@@ -441,6 +455,71 @@ struct CudaImpl {
                                std::to_string(kk) + " product (epilogue " + std::to_string(epi) + ")");
   }
 
+  // D (m x n, ldd; FP32 or BF16) = A (m x kk, BF16) * B (kk x n, BF16) with FP32 accumulation and an
+  // FP32 bias epilogue; column-major, no transposes (the evaluation forward only)
+  void gemm_bf16(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,
+                 int64_t ldb, void* Dp, int64_t ldd, bool d_bf16, int epi, const float* bias) {
+    char key[256];
+    snprintf(key, sizeof key, "bf16 %ld %ld %ld %ld %ld %ld %d %d %d%d%d%d", (long)m, (long)n, (long)kk, (long)lda,
+             (long)ldb, (long)ldd, (int)d_bf16, epi, (int)((uintptr_t)A % 16), (int)((uintptr_t)Bm % 16),
+             (int)((uintptr_t)Dp % 16), (int)((uintptr_t)bias % 16));
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      GemmPlan p;
+      const int opn = lt::OP_N, f32 = lt::R_32F, td = d_bf16 ? lt::R_16BF : lt::R_32F;
+      api->descCreate(&p.desc, lt::COMPUTE_32F, lt::R_32F);
+      api->descSet(p.desc, lt::DESC_TRANSA, &opn, sizeof opn);
+      api->descSet(p.desc, lt::DESC_TRANSB, &opn, sizeof opn);
+      api->descSet(p.desc, lt::DESC_EPILOGUE, &epi, sizeof epi);
+      if (bias) {
+        api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+        api->descSet(p.desc, lt::DESC_BIAS_DATA_TYPE, &f32, sizeof f32);
+      }
+      api->layoutCreate(&p.a, lt::R_16BF, m, kk, lda);
+      api->layoutCreate(&p.b, lt::R_16BF, kk, n, ldb);
+      api->layoutCreate(&p.c, td, m, n, ldd);
+      lt::MatmulPreference pref;
+      api->prefCreate(&pref);
+      api->prefSet(pref, lt::PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+      lt::HeuristicResult res[1];
+      int got = 0;
+      lt::Status s = api->heuristic(lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, res, &got);
+      api->prefDestroy(pref);
+      p.ok = s == 0 && got > 0;
+      if (p.ok) p.algo = res[0].algo;
+      it = plans.emplace(key, p).first;
+    }
+    GemmPlan& p = it->second;
+    if (!p.ok)
+      throw std::runtime_error("cuBLASLt found no BF16 algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                               std::to_string(kk) + " product (set ABACUS_CUDA_EVAL_PRECISION=tf32)");
+    if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
+    const float alpha = 1.f, beta = 0.f;
+    lt::Status s = api->matmul(lt, p.desc, &alpha, A, p.a, Bm, p.b, &beta, Dp, p.c, Dp, p.c, &p.algo, ws, ws_bytes, st);
+    if (s != 0) throw std::runtime_error("cublasLtMatmul (BF16) failed with status " + std::to_string(s));
+  }
+  // BF16 copies of the hidden layers' weights (refreshed before each evaluation: a few hundred
+  // thousand values)
+  void refresh_wb() {
+    if (Wb.empty()) {
+      Wb.assign(L, nullptr);
+      for (int l = 0; l < L; ++l) CK(cudaMalloc(&Wb[l], (size_t)out_dim[l] * kdim(l) * sizeof(__nv_bfloat16)));
+    }
+    for (int l = 0; l < L; ++l) {
+      const int64_t cnt = (int64_t)out_dim[l] * kdim(l);
+      k::to_bf16<<<blocks_for(std::min<int64_t>(cnt, 1 << 20)), 256, 0, st>>>(dense + w_off[l], Wb[l], cnt, false);
+    }
+  }
+  // hidden layers from `from` with BF16 inputs (H0b / Hb) and weights; the last one writes FP32 H[L-1]
+  void mlp_forward_bf16(int64_t B, int from, int to = -1) {
+    for (int l = from; l < (to < 0 ? L : to); ++l) {
+      const __nv_bfloat16* in = l == 0 ? H0b : Hb[l - 1];
+      const bool last = l == L - 1;
+      gemm_bf16(out_dim[l], B, kdim(l), Wb[l], out_dim[l], in, ld_in(l), last ? (void*)H[l] : (void*)Hb[l], out_dim[l],
+                !last, lt::EPI_RELU_BIAS, dense + b_off[l]);
+    }
+  }
+
   void ensure(int64_t B) {
     if (B <= cap) return;
     cudaStreamSynchronize(st);
@@ -465,6 +544,12 @@ struct CudaImpl {
     dZa = dalloc<float>(B * maxw);
     dZb = dalloc<float>(B * maxw);
     zbase = dalloc<float>(B * (L > 0 ? out_dim[0] : 1));
+    free_bf16_acts();
+    if (bf16eval) {
+      H0b = dalloc<__nv_bfloat16>(B * ld0);
+      Hb.assign(std::max(0, L - 1), nullptr);
+      for (int l = 0; l + 1 < L; ++l) Hb[l] = dalloc<__nv_bfloat16>(B * out_dim[l]);
+    }
     H.assign(L, nullptr);
     aux.assign(L, nullptr);
     aux_ld.assign(L, 0);
@@ -494,19 +579,23 @@ struct CudaImpl {
     }
   }
 
-  void gather(const k::DevData& d, const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t B, bool keep_scale) {
+  // outs: 1 = FP32 H0, 2 = BF16 H0b, 3 = both
+  void gather(const k::DevData& d, const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t B, bool keep_scale,
+              int outs = 1) {
+    float* h0 = (outs & 1) ? H0 : nullptr;
+    __nv_bfloat16* h0b = (outs & 2) ? H0b : nullptr;
     const k::Layout Lo = layout();
     const bool v4 = D % 4 == 0;
     const int64_t tpb = v4 ? D / 4 : D;
     const int64_t threads = B * S * tpb + B;
     const float* wn = wide ? dense + wide_num_off : nullptr;
     if (v4)
-      k::gather_embed<4><<<blocks_for(threads), 256, 0, st>>>(d, Lo, order, b0p, b0h, B, nmean, nstd, table, wtab, wn, H0,
-                                                             keep_scale ? bagscale : nullptr, widev, lab, wt, d_wsum);
+      k::gather_embed<4><<<blocks_for(threads), 256, 0, st>>>(d, Lo, order, b0p, b0h, B, nmean, nstd, table, wtab, wn, h0,
+                                                             keep_scale ? bagscale : nullptr, widev, lab, wt, d_wsum, h0b);
     else
       k::gather_embed<1><<<blocks_for(B * S * D + B), 256, 0, st>>>(d, Lo, order, b0p, b0h, B, nmean, nstd, table, wtab,
-                                                                   wn, H0, keep_scale ? bagscale : nullptr, widev, lab,
-                                                                   wt, d_wsum);
+                                                                   wn, h0, keep_scale ? bagscale : nullptr, widev, lab,
+                                                                   wt, d_wsum, h0b);
   }
 
   // one training step on rows order[*d_b0 ..+B) (all launches on st; capturable)
@@ -599,13 +688,20 @@ struct CudaImpl {
       pt = t;
     };
     if (prof) { cudaStreamSynchronize(st); pt = now_s(); prof_detail.clear(); }
+    if (bf16eval) refresh_wb();
     for (int64_t b0 = 0; b0 < n; b0 += batch) {
       const int64_t B = std::min(batch, n - b0);
       if (wide) CK(cudaMemsetAsync(widev, 0, B * sizeof(float), st));
-      gather(d, order, nullptr, b0, B, false);
+      gather(d, order, nullptr, b0, B, false, bf16eval ? 2 : 1);
       pmark("gather");
       if (prof)
-        for (int l = 0; l < L; ++l) { mlp_forward(B, l, false, l + 1); pmark(l == 0 ? "layer0" : "layer1+"); }
+        for (int l = 0; l < L; ++l) {
+          if (bf16eval) mlp_forward_bf16(B, l, l + 1);
+          else mlp_forward(B, l, false, l + 1);
+          pmark(l == 0 ? "layer0" : "layer1+");
+        }
+      else if (bf16eval)
+        mlp_forward_bf16(B, 0);
       else
         mlp_forward(B, 0, false);
       k::head<<<blocks_for(B * 32), 256, 0, st>>>(layer_in(L), in_dim[L], (int)ld_in(L), dense + w_off[L],
@@ -921,6 +1017,8 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   I.ws = dalloc<uint8_t>(I.ws_bytes, false);
   const char* m = std::getenv("ABACUS_CUDA_MATH");
   I.tf32 = !(m && std::string(m) == "fp32");  // TF32 GEMMs by default (AUC unchanged on ctr26)
+  const char* ep = std::getenv("ABACUS_CUDA_EVAL_PRECISION");
+  I.bf16eval = I.tf32 && cfg.hidden.size() >= 2 && !(ep && std::string(ep) == "tf32");
   if (const char* at = std::getenv("ABACUS_CUDA_AUTOTUNE")) I.autotune = std::string(at) == "1";
   const char* pe = std::getenv("ABACUS_CUDA_PROFILE");
   I.prof = pe && std::string(pe) == "1";
@@ -988,7 +1086,7 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
 
 CudaModel::~CudaModel() = default;
 
-const char* CudaModel::eval_precision() const { return impl_->tf32 ? "tf32" : "fp32"; }
+const char* CudaModel::eval_precision() const { return impl_->bf16eval ? "bf16" : impl_->tf32 ? "tf32" : "fp32"; }
 
 void CudaModel::to_host_state() {
   host_->step = step;
@@ -1760,6 +1858,8 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
   const int h1 = I.out_dim[0];
   const bool hw = ds.has_weights();
   I.ensure(std::min(batch, std::max<int64_t>(n, 1)));
+  const bool bf = I.bf16eval;  // the same BF16 forward as predict (L >= 2 here)
+  if (bf) I.refresh_wb();
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(C, (int64_t(1) << 26) / std::max<int64_t>(n, 1)));
   out.assign(C, Metrics{});
   Prof P(I, "ablate");
@@ -1879,13 +1979,22 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
         if (cancel.load()) throw std::runtime_error("cancelled");
         const int64_t B = std::min(batch, n - b0);
         if (I.wide) CK(cudaMemsetAsync(I.widev, 0, B * 4, I.st));
-        I.gather(dd.d, nullptr, nullptr, b0, B, false);
+        // FP32 inputs for the deltas; with the BF16 forward also BF16 inputs for the first layer
+        I.gather(dd.d, nullptr, nullptr, b0, B, false, bf ? 3 : 1);
         // shared first-layer pre-activation (no ReLU), then the base prediction
-        I.gemm_must(lt::OP_N, lt::OP_N, h1, B, I.k0, I.dense + I.w_off[0], h1, I.H0, I.ld0, 0.f, nullptr, h1, I.zbase,
-                    h1, lt::EPI_BIAS, I.dense + I.b_off[0]);
+        if (bf)
+          I.gemm_bf16(h1, B, I.k0, I.Wb[0], h1, I.H0b, I.ld0, I.zbase, h1, false, lt::EPI_BIAS, I.dense + I.b_off[0]);
+        else
+          I.gemm_must(lt::OP_N, lt::OP_N, h1, B, I.k0, I.dense + I.w_off[0], h1, I.H0, I.ld0, 0.f, nullptr, h1, I.zbase,
+                      h1, lt::EPI_BIAS, I.dense + I.b_off[0]);
         if (c0 == 0) {
-          k::relu_copy<<<blocks_for(B * h1), 256, 0, I.st>>>(I.zbase, I.H[0], B * h1);
-          I.mlp_forward(B, 1, false);
+          if (bf) {
+            k::to_bf16<<<blocks_for(std::min<int64_t>(B * h1, 1 << 20)), 256, 0, I.st>>>(I.zbase, I.Hb[0], B * h1, true);
+            I.mlp_forward_bf16(B, 1);
+          } else {
+            k::relu_copy<<<blocks_for(B * h1), 256, 0, I.st>>>(I.zbase, I.H[0], B * h1);
+            I.mlp_forward(B, 1, false);
+          }
           k::head<<<blocks_for(B * 32), 256, 0, I.st>>>(I.layer_in(I.L), I.in_dim[I.L], (int)I.ld_in(I.L),
                                                         I.dense + I.w_off[I.L], I.dense + I.b_off[I.L],
                                                         I.wide ? I.widev : nullptr, nullptr, I.lab, I.wt, B, false, nullptr,
@@ -1904,11 +2013,21 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
                 dd.d, Lo, perms + c * n, b0, B, I.nmean, I.nstd, I.table, I.wtab, wn, I.H0, gidx + gnum_off[g],
                 (int)groups[g].numeric.size(), gidx + gslot_off[g], (int)groups[g].slots.size(), delta, I.dwide);
             // first layer is linear: swap in the group's contribution on top of the shared part
-            I.gemm_must(lt::OP_N, lt::OP_N, h1, B, gw, wg[g], h1, delta, gw, 1.f, I.zbase, h1, I.H[0], h1, lt::EPI_RELU);
+            const size_t smem = ((size_t)h1 * gw + (size_t)k::kAblRows * gw) * sizeof(float);
+            if (bf && smem <= 48 * 1024) {
+              k::ablation_update_bf16<<<(int)((B + k::kAblRows - 1) / k::kAblRows), 256, smem, I.st>>>(I.zbase, wg[g], delta, B,
+                                                                                                     h1, gw, I.Hb[0]);
+            } else {
+              I.gemm_must(lt::OP_N, lt::OP_N, h1, B, gw, wg[g], h1, delta, gw, 1.f, I.zbase, h1, I.H[0], h1, lt::EPI_RELU);
+              if (bf) k::to_bf16<<<blocks_for(std::min<int64_t>(B * h1, 1 << 20)), 256, 0, I.st>>>(I.H[0], I.Hb[0], B * h1, false);
+            }
+          } else if (bf) {
+            k::to_bf16<<<blocks_for(std::min<int64_t>(B * h1, 1 << 20)), 256, 0, I.st>>>(I.zbase, I.Hb[0], B * h1, true);
           } else {
             k::relu_copy<<<blocks_for(B * h1), 256, 0, I.st>>>(I.zbase, I.H[0], B * h1);
           }
-          I.mlp_forward(B, 1, false);
+          if (bf) I.mlp_forward_bf16(B, 1);
+          else I.mlp_forward(B, 1, false);
           k::head<<<blocks_for(B * 32), 256, 0, I.st>>>(I.layer_in(I.L), I.in_dim[I.L], (int)I.ld_in(I.L),
                                                         I.dense + I.w_off[I.L], I.dense + I.b_off[I.L],
                                                         I.wide ? I.widev : nullptr, I.wide ? I.dwide : nullptr, I.lab,

@@ -2,6 +2,7 @@
 // loads when the embedding width is a multiple of 4. Contracts mirror cpu/kernels.h.
 #pragma once
 #include <cstdint>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 namespace abacus {
@@ -52,7 +53,8 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
                              const float* __restrict__ mean, const float* __restrict__ stdv,
                              const float* __restrict__ table, const float* __restrict__ wtab,
                              const float* __restrict__ wnum, float* __restrict__ H0, float* __restrict__ bagscale,
-                             float* __restrict__ wide, float* __restrict__ lab, float* __restrict__ wt, double* wsum) {
+                             float* __restrict__ wide, float* __restrict__ lab, float* __restrict__ wt, double* wsum,
+                             __nv_bfloat16* __restrict__ H0b = nullptr) {
   const int TPB = L.D / VEC;
   const int64_t nbag = B * L.S;
   int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -101,9 +103,15 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
       }
     }
     const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
-    float* out = H0 + r * L.ld0 + L.N + s * L.D + c * VEC;
+    const int64_t o0 = r * L.ld0 + L.N + s * L.D + c * VEC;
+    if (H0) {
 #pragma unroll
-    for (int v = 0; v < VEC; ++v) out[v] = acc[v] * sc;
+      for (int v = 0; v < VEC; ++v) H0[o0 + v] = acc[v] * sc;
+    }
+    if (H0b) {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) H0b[o0 + v] = __float2bfloat16(acc[v] * sc);
+    }
     if (c == 0) {
       if (bagscale) bagscale[bag] = sc;
       if (L.wide) atomicAdd(&wide[r], wacc * sc);
@@ -115,14 +123,19 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
   const int64_t r = t;
   const int64_t src = row_of(order, b0p, b0h, r);
   float w = 0.f;
-  float* h = H0 + r * L.ld0;
+  float* h = H0 ? H0 + r * L.ld0 : nullptr;
+  __nv_bfloat16* hb = H0b ? H0b + r * L.ld0 : nullptr;
   for (int j = 0; j < L.N; ++j) {
     const float v = d.num[src * L.N + j];
     const float x = isfinite(v) ? (v - mean[j]) * (1.f / stdv[j]) : 0.f;
-    h[j] = x;
+    if (h) h[j] = x;
+    if (hb) hb[j] = __float2bfloat16(x);
     if (L.wide) w += wnum[j] * x;
   }
-  for (int j = L.N + L.S * L.D; j < L.ld0; ++j) h[j] = 0.f;
+  for (int j = L.N + L.S * L.D; j < L.ld0; ++j) {
+    if (h) h[j] = 0.f;
+    if (hb) hb[j] = __float2bfloat16(0.f);
+  }
   if (L.wide) atomicAdd(&wide[r], w);
   lab[r] = d.lab[src];
   const float ww = d.wt ? d.wt[src] : 1.f;
@@ -424,6 +437,41 @@ __global__ void relu_copy(const float* z, float* h, int64_t n) {
 
 // Ablation: the change of a group's inputs when its rows are taken from perm[b0 + r]:
 // delta[r, k] (k over the group's numeric columns, then slot x dim), and the wide change.
+// FP32 -> BF16 (weights of the BF16 evaluation forward, a ReLU'd first layer)
+__global__ void to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__ y, int64_t n, bool relu) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const float v = x[i];
+    y[i] = __float2bfloat16(relu ? fmaxf(v, 0.f) : v);
+  }
+}
+
+// Ablation, one configuration: H1b[r, j] = bf16(relu(zbase[r, j] + sum_k Wg[k, j] * delta[r, k])) for
+// h1 outputs and a group of gw inputs (Wg column-major h1 x gw, delta [B x gw]). One pass over zbase
+// and H1 (memory-bound); the group's weights and a tile of deltas in shared memory.
+constexpr int kAblRows = 64;
+__global__ void ablation_update_bf16(const float* __restrict__ zbase, const float* __restrict__ Wg,
+                                     const float* __restrict__ delta, int64_t B, int h1, int gw,
+                                     __nv_bfloat16* __restrict__ H1b) {
+  extern __shared__ float sm[];
+  float* Ws = sm;                       // h1 * gw
+  float* Ds = sm + (int64_t)h1 * gw;    // kAblRows * gw
+  for (int i = threadIdx.x; i < h1 * gw; i += blockDim.x) Ws[i] = Wg[i];
+  const int64_t r0 = (int64_t)blockIdx.x * kAblRows;
+  const int rows = (int)(B - r0 < kAblRows ? B - r0 : kAblRows);
+  for (int i = threadIdx.x; i < rows * gw; i += blockDim.x) Ds[i] = delta[r0 * gw + i];
+  __syncthreads();
+  for (int rr = 0; rr < rows; ++rr) {
+    const float* z = zbase + (r0 + rr) * h1;
+    __nv_bfloat16* o = H1b + (r0 + rr) * h1;
+    const float* dr = Ds + rr * gw;
+    for (int j = threadIdx.x; j < h1; j += blockDim.x) {
+      float a = z[j];
+      for (int k = 0; k < gw; ++k) a = fmaf(Ws[k * h1 + j], dr[k], a);
+      o[j] = __float2bfloat16(fmaxf(a, 0.f));
+    }
+  }
+}
+
 __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t b0, int64_t B, const float* mean,
                                const float* stdv, const float* table, const float* wtab, const float* wnum,
                                const float* H0, const int* gnum, int nnum, const int* gslot, int nslot, float* delta,

@@ -162,7 +162,26 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     log(`ablation 26 slots x 3: ${ablSec.toFixed(3)} s vs 78 eval passes ${passSec.toFixed(3)} s (ratio of the medians of 3 runs ${(ablSec / passSec).toFixed(3)}; runs ${ablRuns.map((a, i) => (a / passRuns[i]!).toFixed(3)).join(' ')})`);
   }
   let gpu: Record<string, unknown> | undefined;
-  if (model.backend === 'cuda') gpu = { ...loadCudaAddon()?.cudaInfo(), math: process.env.ABACUS_CUDA_MATH ?? 'tf32' };
+  if (model.backend === 'cuda') gpu = { ...loadCudaAddon()?.cudaInfo(), math: process.env.ABACUS_CUDA_MATH ?? 'tf32', eval_precision: model.evalPrecision };
+  // a reduced-precision evaluation forward counts only with the test AUC within 0.002 of FP32:
+  // the same weights evaluated in FP32
+  let evalCheck: Record<string, unknown> | undefined;
+  if (model.backend === 'cuda' && model.evalPrecision !== 'fp32') {
+    const prev = process.env.ABACUS_CUDA_MATH;
+    process.env.ABACUS_CUDA_MATH = 'fp32';
+    let exact: RuntimeModel;
+    try {
+      exact = RuntimeModel.create({ ...ctr26Spec(o.vocab), seed: o.seed ?? 0 }, { backend: 'cuda' });
+    } finally {
+      if (prev === undefined) delete process.env.ABACUS_CUDA_MATH;
+      else process.env.ABACUS_CUDA_MATH = prev;
+    }
+    exact.copyWeightsFrom(model);
+    const a = (await model.evaluate(test, { batchSize: o.batch })).auc;
+    const b = (await exact.evaluate(test, { batchSize: o.batch })).auc;
+    evalCheck = { eval_precision: model.evalPrecision, test_auc: Number(a.toFixed(6)), test_auc_fp32: Number(b.toFixed(6)), diff: Number((a - b).toExponential(3)) };
+    log(`eval precision ${model.evalPrecision}: test AUC ${a.toFixed(6)} vs FP32 ${b.toFixed(6)} on the same weights`);
+  }
   let cpu: Record<string, unknown> = {};
   try {
     cpu = loadNativeAddon().cpuInfo();
@@ -195,6 +214,7 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     mlp_flops: { per_eval_sample: MLP_FLOPS_PER_SAMPLE, per_train_sample: 3 * MLP_FLOPS_PER_SAMPLE },
     achieved_mlp_tflops: { train: Number(((3 * MLP_FLOPS_PER_SAMPLE * tr.samplesPerSecond) / 1e12).toFixed(2)), eval: Number(((MLP_FLOPS_PER_SAMPLE * evalSps) / 1e12).toFixed(2)) },
     ...(trace ? { cupti: trace } : {}),
+    ...(evalCheck ? { eval_precision_check: evalCheck } : {}),
     test_auc_after_timed_run: Number(ev.auc.toFixed(4)),
     final_train_loss: Number(tr.finalLoss.toFixed(4)),
     ...(ablation ? { ablation } : {}),
