@@ -142,7 +142,7 @@ struct CudaImpl {
   // On with TF32 math and at least 2 hidden layers; ABACUS_CUDA_EVAL_PRECISION=tf32 turns it off.
   bool bf16eval = false;
   __nv_bfloat16* H0b = nullptr;
-  std::vector<__nv_bfloat16*> Hb, Wb;
+  std::vector<__nv_bfloat16*> Hb, Wb, Bb;  // activations, weights, biases (BF16 output layers)
   bool eval_ctx = false;  // inside predict / ablate (autotune only there: training keeps the heuristic's choice)
   // ABACUS_CUDA_AUTOTUNE=1: time up to 8 cuBLASLt candidates for large eval products (off by default:
   // on an H200 it did not speed up layer 0 and the eval bench was slower with it, 49.6 M vs 57.3 M/s)
@@ -320,6 +320,7 @@ struct CudaImpl {
     if (hperm32) cudaFreeHost(hperm32);
     free_bf16_acts();
     for (auto* p : Wb) if (p) cudaFree(p);
+    for (auto* p : Bb) if (p) cudaFree(p);
     for (auto& kv : scr) if (kv.second.first) cudaFree(kv.second.first);
     if (pin) cudaFreeHost(pin);
     if (lt) api->destroy(lt);
@@ -457,8 +458,10 @@ struct CudaImpl {
 
   // D (m x n, ldd; FP32 or BF16) = A (m x kk, BF16) * B (kk x n, BF16) with FP32 accumulation and an
   // FP32 bias epilogue; column-major, no transposes (the evaluation forward only)
-  void gemm_bf16(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,
-                 int64_t ldb, void* Dp, int64_t ldd, bool d_bf16, int epi, const float* bias) {
+  // (the bias has D's type: FP32 for FP32 output, BF16 for BF16 output); false if cuBLASLt has no
+  // algorithm for the combination
+  bool gemm_bf16(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,
+                 int64_t ldb, void* Dp, int64_t ldd, bool d_bf16, int epi, const void* bias, bool run = true) {
     char key[256];
     snprintf(key, sizeof key, "bf16 %ld %ld %ld %ld %ld %ld %d %d %d%d%d%d", (long)m, (long)n, (long)kk, (long)lda,
              (long)ldb, (long)ldd, (int)d_bf16, epi, (int)((uintptr_t)A % 16), (int)((uintptr_t)Bm % 16),
@@ -466,15 +469,12 @@ struct CudaImpl {
     auto it = plans.find(key);
     if (it == plans.end()) {
       GemmPlan p;
-      const int opn = lt::OP_N, f32 = lt::R_32F, td = d_bf16 ? lt::R_16BF : lt::R_32F;
+      const int opn = lt::OP_N, td = d_bf16 ? lt::R_16BF : lt::R_32F;
       api->descCreate(&p.desc, lt::COMPUTE_32F, lt::R_32F);
       api->descSet(p.desc, lt::DESC_TRANSA, &opn, sizeof opn);
       api->descSet(p.desc, lt::DESC_TRANSB, &opn, sizeof opn);
       api->descSet(p.desc, lt::DESC_EPILOGUE, &epi, sizeof epi);
-      if (bias) {
-        api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
-        api->descSet(p.desc, lt::DESC_BIAS_DATA_TYPE, &f32, sizeof f32);
-      }
+      if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
       api->layoutCreate(&p.a, lt::R_16BF, m, kk, lda);
       api->layoutCreate(&p.b, lt::R_16BF, kk, n, ldb);
       api->layoutCreate(&p.c, td, m, n, ldd);
@@ -490,24 +490,49 @@ struct CudaImpl {
       it = plans.emplace(key, p).first;
     }
     GemmPlan& p = it->second;
-    if (!p.ok)
-      throw std::runtime_error("cuBLASLt found no BF16 algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                               std::to_string(kk) + " product (set ABACUS_CUDA_EVAL_PRECISION=tf32)");
+    if (!p.ok || !run) return p.ok;
     if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
     const float alpha = 1.f, beta = 0.f;
     lt::Status s = api->matmul(lt, p.desc, &alpha, A, p.a, Bm, p.b, &beta, Dp, p.c, Dp, p.c, &p.algo, ws, ws_bytes, st);
     if (s != 0) throw std::runtime_error("cublasLtMatmul (BF16) failed with status " + std::to_string(s));
+    return true;
+  }
+  void gemm_bf16_f32_must(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,
+                          int64_t ldb, float* Dp, int64_t ldd, int epi, const float* bias) {
+    if (!gemm_bf16(m, n, kk, A, lda, Bm, ldb, Dp, ldd, false, epi, bias))
+      throw std::runtime_error("cuBLASLt found no BF16-input algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                               std::to_string(kk) + " product (ABACUS_CUDA_EVAL_PRECISION=tf32 avoids it)");
   }
   // BF16 copies of the hidden layers' weights (refreshed before each evaluation: a few hundred
   // thousand values)
+  // whether cuBLASLt has BF16-input algorithms (FP32 output) for every hidden layer at B rows; if
+  // not, the evaluation forward falls back to TF32 for good, saying why once
+  bool bf16_ready(int64_t B) {
+    if (!bf16eval) return false;
+    for (int l = 0; l < L; ++l)
+      if (!gemm_bf16(out_dim[l], B, kdim(l), nullptr, out_dim[l], nullptr, ld_in(l), nullptr, out_dim[l], false,
+                     lt::EPI_RELU_BIAS, nullptr, false) ||
+          (l == 0 && !gemm_bf16(out_dim[0], B, kdim(0), nullptr, out_dim[0], nullptr, ld_in(0), nullptr, out_dim[0], false,
+                                lt::EPI_BIAS, nullptr, false))) {
+        bf16eval = false;
+        fprintf(stderr, "[abacus-cuda] BF16 evaluation forward unavailable (cuBLASLt has no BF16-input algorithm for layer %d at %ld rows): using TF32\n", l, (long)B);
+        return false;
+      }
+    return true;
+  }
   void refresh_wb() {
     if (Wb.empty()) {
       Wb.assign(L, nullptr);
-      for (int l = 0; l < L; ++l) CK(cudaMalloc(&Wb[l], (size_t)out_dim[l] * kdim(l) * sizeof(__nv_bfloat16)));
+      Bb.assign(L, nullptr);
+      for (int l = 0; l < L; ++l) {
+        CK(cudaMalloc(&Wb[l], (size_t)out_dim[l] * kdim(l) * sizeof(__nv_bfloat16)));
+        CK(cudaMalloc(&Bb[l], (size_t)out_dim[l] * sizeof(__nv_bfloat16)));
+      }
     }
     for (int l = 0; l < L; ++l) {
       const int64_t cnt = (int64_t)out_dim[l] * kdim(l);
       k::to_bf16<<<blocks_for(std::min<int64_t>(cnt, 1 << 20)), 256, 0, st>>>(dense + w_off[l], Wb[l], cnt, false);
+      k::to_bf16<<<blocks_for(out_dim[l]), 256, 0, st>>>(dense + b_off[l], Bb[l], out_dim[l], false);
     }
   }
   // hidden layers from `from` with BF16 inputs (H0b / Hb) and weights; the last one writes FP32 H[L-1]
@@ -515,8 +540,14 @@ struct CudaImpl {
     for (int l = from; l < (to < 0 ? L : to); ++l) {
       const __nv_bfloat16* in = l == 0 ? H0b : Hb[l - 1];
       const bool last = l == L - 1;
-      gemm_bf16(out_dim[l], B, kdim(l), Wb[l], out_dim[l], in, ld_in(l), last ? (void*)H[l] : (void*)Hb[l], out_dim[l],
-                !last, lt::EPI_RELU_BIAS, dense + b_off[l]);
+      // hidden outputs in BF16 straight from the epilogue; if cuBLASLt has no such algorithm, FP32
+      // output and a conversion
+      if (!last && gemm_bf16(out_dim[l], B, kdim(l), Wb[l], out_dim[l], in, ld_in(l), Hb[l], out_dim[l], true,
+                             lt::EPI_RELU_BIAS, Bb[l]))
+        continue;
+      gemm_bf16_f32_must(out_dim[l], B, kdim(l), Wb[l], out_dim[l], in, ld_in(l), H[l], out_dim[l], lt::EPI_RELU_BIAS,
+                         dense + b_off[l]);
+      if (!last) k::to_bf16<<<blocks_for(std::min<int64_t>(B * out_dim[l], 1 << 20)), 256, 0, st>>>(H[l], Hb[l], B * out_dim[l], false);
     }
   }
 
@@ -688,19 +719,20 @@ struct CudaImpl {
       pt = t;
     };
     if (prof) { cudaStreamSynchronize(st); pt = now_s(); prof_detail.clear(); }
-    if (bf16eval) refresh_wb();
+    const bool bfe = bf16_ready(std::min(batch, std::max<int64_t>(n, 1)));
+    if (bfe) refresh_wb();
     for (int64_t b0 = 0; b0 < n; b0 += batch) {
       const int64_t B = std::min(batch, n - b0);
       if (wide) CK(cudaMemsetAsync(widev, 0, B * sizeof(float), st));
-      gather(d, order, nullptr, b0, B, false, bf16eval ? 2 : 1);
+      gather(d, order, nullptr, b0, B, false, bfe ? 2 : 1);
       pmark("gather");
       if (prof)
         for (int l = 0; l < L; ++l) {
-          if (bf16eval) mlp_forward_bf16(B, l, l + 1);
+          if (bfe) mlp_forward_bf16(B, l, l + 1);
           else mlp_forward(B, l, false, l + 1);
           pmark(l == 0 ? "layer0" : "layer1+");
         }
-      else if (bf16eval)
+      else if (bfe)
         mlp_forward_bf16(B, 0);
       else
         mlp_forward(B, 0, false);
@@ -1858,7 +1890,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
   const int h1 = I.out_dim[0];
   const bool hw = ds.has_weights();
   I.ensure(std::min(batch, std::max<int64_t>(n, 1)));
-  const bool bf = I.bf16eval;  // the same BF16 forward as predict (L >= 2 here)
+  const bool bf = I.bf16_ready(std::min(batch, std::max<int64_t>(n, 1)));  // the same BF16 forward as predict
   if (bf) I.refresh_wb();
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(C, (int64_t(1) << 26) / std::max<int64_t>(n, 1)));
   out.assign(C, Metrics{});
@@ -1983,7 +2015,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
         I.gather(dd.d, nullptr, nullptr, b0, B, false, bf ? 3 : 1);
         // shared first-layer pre-activation (no ReLU), then the base prediction
         if (bf)
-          I.gemm_bf16(h1, B, I.k0, I.Wb[0], h1, I.H0b, I.ld0, I.zbase, h1, false, lt::EPI_BIAS, I.dense + I.b_off[0]);
+          I.gemm_bf16_f32_must(h1, B, I.k0, I.Wb[0], h1, I.H0b, I.ld0, I.zbase, h1, lt::EPI_BIAS, I.dense + I.b_off[0]);
         else
           I.gemm_must(lt::OP_N, lt::OP_N, h1, B, I.k0, I.dense + I.w_off[0], h1, I.H0, I.ld0, 0.f, nullptr, h1, I.zbase,
                       h1, lt::EPI_BIAS, I.dense + I.b_off[0]);
