@@ -2046,9 +2046,11 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
                 (int)groups[g].numeric.size(), gidx + gslot_off[g], (int)groups[g].slots.size(), delta, I.dwide);
             // first layer is linear: swap in the group's contribution on top of the shared part
             const size_t smem = ((size_t)h1 * gw + (size_t)k::kAblRows * gw) * sizeof(float);
-            if (bf && smem <= 48 * 1024) {
-              k::ablation_update_bf16<<<(int)((B + k::kAblRows - 1) / k::kAblRows), 256, smem, I.st>>>(I.zbase, wg[g], delta, B,
-                                                                                                     h1, gw, I.Hb[0]);
+            const int ablocks = (int)((B + k::kAblRows - 1) / k::kAblRows);
+            if (bf && smem <= 48 * 1024 && h1 % 4 == 0 && h1 / 4 <= 256) {
+              k::ablation_update_bf16_v4<<<ablocks, 256, smem, I.st>>>(I.zbase, wg[g], delta, B, h1, gw, I.Hb[0]);
+            } else if (bf && smem <= 48 * 1024) {
+              k::ablation_update_bf16<<<ablocks, 256, smem, I.st>>>(I.zbase, wg[g], delta, B, h1, gw, I.Hb[0]);
             } else {
               I.gemm_must(lt::OP_N, lt::OP_N, h1, B, gw, wg[g], h1, delta, gw, 1.f, I.zbase, h1, I.H[0], h1, lt::EPI_RELU);
               if (bf) k::to_bf16<<<blocks_for(std::min<int64_t>(B * h1, 1 << 20)), 256, 0, I.st>>>(I.H[0], I.Hb[0], B * h1, false);
