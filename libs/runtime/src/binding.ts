@@ -93,6 +93,28 @@ export interface NativeMetrics {
 }
 
 /** permuted: one per (group, repeat), group-major; *Folds: F contiguous evaluation folds each */
+/** The addon's ablation result: counts [1, permuted, baseFolds, permutedFolds], then 5 values per metric set. */
+export interface NativePackedAblation {
+  packed: Float64Array;
+}
+
+/** Unpacks the addon's ablation result into metric objects. */
+export function unpackAblation(p: NativePackedAblation): NativeAblation {
+  const d = p.packed;
+  let q = 4;
+  const next = (): NativeMetrics => {
+    const m = { auc: d[q]!, logloss: d[q + 1]!, calibration: d[q + 2]!, meanPrediction: d[q + 3]!, meanLabel: d[q + 4]! };
+    q += 5;
+    return m;
+  };
+  const take = (n: number) => Array.from({ length: n }, next);
+  const base = next();
+  const permuted = take(d[1]!);
+  const baseFolds = take(d[2]!);
+  const permutedFolds = take(d[3]!);
+  return { base, permuted, baseFolds, permutedFolds };
+}
+
 export interface NativeAblation {
   base: NativeMetrics;
   permuted: NativeMetrics[];
@@ -128,7 +150,7 @@ export interface NativeModelHandle {
   ablate(
     data: NativeData,
     opts: { groups: { numeric: number[]; slots: number[] }[]; repeats: number; seed: number; batchSize: number },
-  ): Promise<NativeAblation>;
+  ): Promise<NativePackedAblation>;
   gradients(data: NativeData): { loss: number; logits: Float32Array; grads: Record<string, Float32Array> };
   cancel(): void;
 }

@@ -6,6 +6,7 @@ import {
   type NativePredictResult,
   type NativeProgress,
   type NativeTrainOptions,
+  unpackAblation,
 } from './binding';
 import type { RuntimeData } from './dataset.types';
 import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
@@ -57,7 +58,7 @@ export abstract class NativeBackend implements ModelBackend {
     return this.native.predict(toNativeData(this.spec, data, keyName), batchSize);
   }
   ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
-    return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize });
+    return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize }).then(unpackAblation);
   }
   gradients(data: RuntimeData) {
     return this.native.gradients(toNativeData(this.spec, data));

@@ -2047,7 +2047,10 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
             // first layer is linear: swap in the group's contribution on top of the shared part
             const size_t smem = ((size_t)h1 * gw + (size_t)k::kAblRows * gw) * sizeof(float);
             const int ablocks = (int)((B + k::kAblRows - 1) / k::kAblRows);
-            if (bf && smem <= 48 * 1024 && h1 % 4 == 0 && h1 / 4 <= 256) {
+            if (bf && gw == 16 && h1 % 4 == 0 && h1 / 4 <= 256 && (uintptr_t)wg[g] % 16 == 0) {
+              k::ablation_update_bf16_reg<16><<<(int)((B + k::kAblRowsReg - 1) / k::kAblRowsReg), 256, 0, I.st>>>(
+                  I.zbase, wg[g], delta, B, h1, I.Hb[0]);
+            } else if (bf && smem <= 48 * 1024 && h1 % 4 == 0 && h1 / 4 <= 256) {
               k::ablation_update_bf16_v4<<<ablocks, 256, smem, I.st>>>(I.zbase, wg[g], delta, B, h1, gw, I.Hb[0]);
             } else if (bf && smem <= 48 * 1024) {
               k::ablation_update_bf16<<<ablocks, 256, smem, I.st>>>(I.zbase, wg[g], delta, B, h1, gw, I.Hb[0]);

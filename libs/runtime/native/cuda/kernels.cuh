@@ -509,6 +509,45 @@ __global__ void ablation_update_bf16_v4(const float* __restrict__ zbase, const f
   }
 }
 
+// Same with the group's weights in registers (GW inputs known at compile time, e.g. one slot of
+// dimension 16): shared memory then holds only the block's deltas, so it is not re-read per row.
+constexpr int kAblRowsReg = 128;
+template <int GW>
+__global__ void __launch_bounds__(256) ablation_update_bf16_reg(const float* __restrict__ zbase, const float* __restrict__ Wg,
+                                                                const float* __restrict__ delta, int64_t B, int h1,
+                                                                __nv_bfloat16* __restrict__ H1b) {
+  __shared__ float Ds[kAblRowsReg * GW];
+  const int64_t r0 = (int64_t)blockIdx.x * kAblRowsReg;
+  const int rows = (int)(B - r0 < kAblRowsReg ? B - r0 : kAblRowsReg);
+  for (int i = threadIdx.x; i < rows * GW; i += blockDim.x) Ds[i] = delta[r0 * GW + i];
+  const int q = h1 / 4;
+  const int lanes = blockDim.x / q;
+  const int tj = threadIdx.x % q, tr = threadIdx.x / q;
+  float4 w[GW];
+  if (tr < lanes) {
+#pragma unroll
+    for (int k = 0; k < GW; ++k) w[k] = __ldg(reinterpret_cast<const float4*>(Wg + (int64_t)k * h1) + tj);
+  }
+  __syncthreads();
+  if (tr >= lanes) return;
+#pragma unroll 4
+  for (int rr = tr; rr < rows; rr += lanes) {
+    float4 a = __ldg(reinterpret_cast<const float4*>(zbase + (r0 + rr) * h1) + tj);
+    const float* dr = Ds + rr * GW;
+#pragma unroll
+    for (int k = 0; k < GW; ++k) {
+      const float dk = dr[k];
+      a.x = fmaf(w[k].x, dk, a.x); a.y = fmaf(w[k].y, dk, a.y); a.z = fmaf(w[k].z, dk, a.z); a.w = fmaf(w[k].w, dk, a.w);
+    }
+    __nv_bfloat162 lo = __floats2bfloat162_rn(fmaxf(a.x, 0.f), fmaxf(a.y, 0.f));
+    __nv_bfloat162 hi = __floats2bfloat162_rn(fmaxf(a.z, 0.f), fmaxf(a.w, 0.f));
+    uint2 pk;
+    pk.x = *reinterpret_cast<uint32_t*>(&lo);
+    pk.y = *reinterpret_cast<uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(H1b + (r0 + rr) * h1 + 4 * tj) = pk;
+  }
+}
+
 __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t b0, int64_t B, const float* mean,
                                const float* stdv, const float* table, const float* wtab, const float* wnum,
                                const float* H0, const int* gnum, int nnum, const int* gslot, int nslot, float* delta,
