@@ -29,6 +29,12 @@ export const configSchema = z.object({
    * listed here so a bad value stops start-up. Training always runs in FP32.
    */
   ABACUS_CPU_EVAL_PRECISION: z.enum(['fp32', 'avx512bf16']).optional(),
+  /** CUDA GEMMs: 'tf32' (default) or 'fp32'. Read by the CUDA addon; listed so a bad value stops start-up. */
+  ABACUS_CUDA_MATH: z.enum(['tf32', 'fp32']).optional(),
+  /** CUDA evaluation forward with TF32 math: BF16 inputs (default) or 'tf32'. Read by the CUDA addon. */
+  ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
+  /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
+  ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
   /** native threads per trial; 0 = all cores */
   ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
   ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
