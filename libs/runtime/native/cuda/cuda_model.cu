@@ -1794,20 +1794,28 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
   return res;
 }
 
+// Shared by both predicts: parameters up to date, data resident, a prediction buffer of n rows.
+template <class Prof>
+static const DevDataset& predict_prologue(CudaImpl& I, CpuModel& host, const std::vector<uint8_t>& frozen,
+                                          const DataSource& ds, Prof& P) {
+  upload(I, host, frozen);
+  P.mark("upload");
+  const DevDataset& d = resident(I, ds);
+  P.mark("resident");
+  if (ds.rows > I.pred_cap) {
+    if (I.pred_buf) cudaFree(I.pred_buf);
+    I.pred_cap = ds.rows;
+    I.pred_buf = dalloc<float>(ds.rows, false);
+  }
+  return d;
+}
+
 void CudaModel::predict_lean(const DataSource& ds, int64_t batch, float* pred) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   Prof P(I, "predict(lean)");
-  upload(I, *host_, frozen);
-  P.mark("upload");
-  const DevDataset& d = resident(I, ds);
-  P.mark("resident");
+  const DevDataset& d = predict_prologue(I, *host_, frozen, ds, P);
   const int64_t n = ds.rows;
-  if (n > I.pred_cap) {
-    if (I.pred_buf) cudaFree(I.pred_buf);
-    I.pred_cap = n;
-    I.pred_buf = dalloc<float>(n, false);
-  }
   float* pin = I.pinned_floats(n);
   try {
     I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
@@ -1831,16 +1839,8 @@ void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float*
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   Prof P(I, "predict(legacy)");
-  upload(I, *host_, frozen);
-  P.mark("upload");
-  const DevDataset& d = resident(I, ds);
-  P.mark("resident");
+  const DevDataset& d = predict_prologue(I, *host_, frozen, ds, P);
   const int64_t n = ds.rows;
-  if (n > I.pred_cap) {
-    if (I.pred_buf) cudaFree(I.pred_buf);
-    I.pred_cap = n;
-    I.pred_buf = dalloc<float>(n, false);
-  }
   float* dp = I.pred_buf;
   try {
     I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel);
@@ -2052,9 +2052,7 @@ void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& g
                   I.zbase, wg[g], delta, B, h1, I.Hb[0]);
             } else if (bf && smem <= 48 * 1024 && h1 % 4 == 0 && h1 / 4 <= 256) {
               k::ablation_update_bf16_v4<<<ablocks, 256, smem, I.st>>>(I.zbase, wg[g], delta, B, h1, gw, I.Hb[0]);
-            } else if (bf && smem <= 48 * 1024) {
-              k::ablation_update_bf16<<<ablocks, 256, smem, I.st>>>(I.zbase, wg[g], delta, B, h1, gw, I.Hb[0]);
-            } else {
+            } else {  // any other shape: the FP32 product, converted to BF16 when the forward is BF16
               I.gemm_must(lt::OP_N, lt::OP_N, h1, B, gw, wg[g], h1, delta, gw, 1.f, I.zbase, h1, I.H[0], h1, lt::EPI_RELU);
               if (bf) k::to_bf16<<<blocks_for(std::min<int64_t>(B * h1, 1 << 20)), 256, 0, I.st>>>(I.H[0], I.Hb[0], B * h1, false);
             }

@@ -446,35 +446,11 @@ __global__ void to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__
 }
 
 // Ablation, one configuration: H1b[r, j] = bf16(relu(zbase[r, j] + sum_k Wg[k, j] * delta[r, k])) for
-// h1 outputs and a group of gw inputs (Wg column-major h1 x gw, delta [B x gw]). One pass over zbase
-// and H1 (memory-bound); the group's weights and a tile of deltas in shared memory.
+// h1 outputs (h1 % 4 == 0) and a group of gw inputs (Wg column-major h1 x gw, delta [B x gw]). One pass
+// over zbase and H1 (memory-bound); the group's weights and a tile of deltas in shared memory. Each
+// thread owns 4 consecutive outputs of a row (one 16-byte zbase load, one 8-byte BF16 store),
+// blockDim / (h1 / 4) rows at a time, 4 row steps unrolled so several loads are in flight per thread.
 constexpr int kAblRows = 64;
-__global__ void ablation_update_bf16(const float* __restrict__ zbase, const float* __restrict__ Wg,
-                                     const float* __restrict__ delta, int64_t B, int h1, int gw,
-                                     __nv_bfloat16* __restrict__ H1b) {
-  extern __shared__ float sm[];
-  float* Ws = sm;                       // h1 * gw
-  float* Ds = sm + (int64_t)h1 * gw;    // kAblRows * gw
-  for (int i = threadIdx.x; i < h1 * gw; i += blockDim.x) Ws[i] = Wg[i];
-  const int64_t r0 = (int64_t)blockIdx.x * kAblRows;
-  const int rows = (int)(B - r0 < kAblRows ? B - r0 : kAblRows);
-  for (int i = threadIdx.x; i < rows * gw; i += blockDim.x) Ds[i] = delta[r0 * gw + i];
-  __syncthreads();
-  for (int rr = 0; rr < rows; ++rr) {
-    const float* z = zbase + (r0 + rr) * h1;
-    __nv_bfloat16* o = H1b + (r0 + rr) * h1;
-    const float* dr = Ds + rr * gw;
-    for (int j = threadIdx.x; j < h1; j += blockDim.x) {
-      float a = z[j];
-      for (int k = 0; k < gw; ++k) a = fmaf(Ws[k * h1 + j], dr[k], a);
-      o[j] = __float2bfloat16(fmaxf(a, 0.f));
-    }
-  }
-}
-
-// Same, vectorised for h1 % 4 == 0: each thread owns 4 consecutive outputs of a row (one 16-byte
-// zbase load, one 8-byte BF16 store), blockDim / (h1 / 4) rows at a time, 4 row steps unrolled so
-// several loads are in flight per thread.
 __global__ void ablation_update_bf16_v4(const float* __restrict__ zbase, const float* __restrict__ Wg,
                                         const float* __restrict__ delta, int64_t B, int h1, int gw,
                                         __nv_bfloat16* __restrict__ H1b) {

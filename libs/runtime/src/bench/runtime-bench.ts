@@ -75,8 +75,10 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     evalCallMs.push(Number((performance.now() - tc).toFixed(3)));
   }
   const evalSps = (evalReps * test.rows) / ((performance.now() - te) / 1000);
+  // the same calls' median (a few slow calls move the mean; the median is the usual summary)
+  const evalSpsMedian = test.rows / ([...evalCallMs].sort((a, b) => a - b)[evalCallMs.length >> 1]! / 1000);
   const ev = await model.evaluate(test, { batchSize: o.batch });
-  log(`eval: ${Math.round(evalSps)} samples/s (mean of ${evalReps} calls; median call ${Math.round(test.rows / ([...evalCallMs].sort((a, b) => a - b)[evalCallMs.length >> 1]! / 1000))}), test AUC after the timed run ${ev.auc.toFixed(4)}`);
+  log(`eval: ${Math.round(evalSps)} samples/s (mean of ${evalReps} calls; median call ${Math.round(evalSpsMedian)}), test AUC after the timed run ${ev.auc.toFixed(4)}`);
   // AUC on the PyTorch peer's schedule, fresh model: 3 warm-up steps on the first batches, 2 epochs
   // over the same 4/5 train split in order, and on cuda the one step the peer's profiler runs
   const peerScheduleAuc = async (seed: number) => {
@@ -203,8 +205,7 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     eval_rows: test.rows,
     train_samples_per_s: Math.round(tr.samplesPerSecond),
     eval_samples_per_s: Math.round(evalSps),
-    // the same calls' median (a few slow calls move the mean; the median is the usual summary)
-    eval_samples_per_s_median_call: Math.round(test.rows / ([...evalCallMs].sort((a, b) => a - b)[evalCallMs.length >> 1]! / 1000)),
+    eval_samples_per_s_median_call: Math.round(evalSpsMedian),
     eval_call_ms: evalCallMs,
     test_auc: Number(auc2.toFixed(4)),
     test_auc_epochs: 2,
