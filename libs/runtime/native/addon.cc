@@ -204,10 +204,17 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     Napi::Array arr = Napi::Array::New(env, ts.size());
     for (size_t i = 0; i < ts.size(); ++i) {
       const Tensor& t = ts[i];
-      // Each view holds a reference to this model so the memory outlives every view.
-      auto* keep = new Napi::ObjectReference(Napi::Persistent(Value()));
-      Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, t.data, t.size * sizeof(float),
-                                                    [](Napi::Env, void*, Napi::ObjectReference* r) { delete r; }, keep);
+      Napi::ArrayBuffer ab;
+      if (t.size == 0 || t.data == nullptr) {
+        // An external buffer over no memory (an empty vector's data() is null) comes back detached:
+        // every later view of it throws "Cannot perform Construct on a detached ArrayBuffer".
+        ab = Napi::ArrayBuffer::New(env, 0);
+      } else {
+        // Each view holds a reference to this model so the memory outlives every view.
+        auto* keep = new Napi::ObjectReference(Napi::Persistent(Value()));
+        ab = Napi::ArrayBuffer::New(env, t.data, t.size * sizeof(float),
+                                    [](Napi::Env, void*, Napi::ObjectReference* r) { delete r; }, keep);
+      }
       Napi::Object o = Napi::Object::New(env);
       o.Set("name", t.name);
       Napi::Array shape = Napi::Array::New(env, t.shape.size());
