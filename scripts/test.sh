@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/services.sh
 
 ensure_node
+node scripts/lib/complete-lockfile.mjs --check || die "run: node scripts/lib/complete-lockfile.mjs"
 install_deps
 ensure_postgres
 ensure_redis

@@ -92,8 +92,7 @@ install_deps() {
   if [ -f node_modules/.package-lock.json ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
     say "dependencies: up to date"
   else
-    say "installing npm dependencies"
-    # npm install, not npm ci: the lock file records only this platform's optional binaries, which npm ci rejects
-    npm install --no-audit --no-fund --loglevel=error
+    say "installing npm dependencies (npm ci, from package-lock.json)"
+    npm ci --no-audit --no-fund --loglevel=error
   fi
 }
