@@ -11,8 +11,25 @@ const file = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 const lock = JSON.parse(fs.readFileSync(file, 'utf8'));
 const check = process.argv.includes('--check');
 
-const OS = { darwin: 'darwin', linux: 'linux', win32: 'win32', android: 'android', freebsd: 'freebsd', openbsd: 'openbsd', openharmony: 'openharmony' };
-const CPU = { arm64: 'arm64', x64: 'x64', ia32: 'ia32', arm: 'arm', ppc64: 'ppc64', s390x: 's390x', riscv64: 'riscv64', loong64: 'loong64' };
+const OS = {
+  darwin: 'darwin',
+  linux: 'linux',
+  win32: 'win32',
+  android: 'android',
+  freebsd: 'freebsd',
+  openbsd: 'openbsd',
+  openharmony: 'openharmony',
+};
+const CPU = {
+  arm64: 'arm64',
+  x64: 'x64',
+  ia32: 'ia32',
+  arm: 'arm',
+  ppc64: 'ppc64',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+  loong64: 'loong64',
+};
 
 /** os / cpu / libc from a platform package's name, e.g. rollup-linux-arm64-musl. */
 function platformOf(name) {
@@ -34,7 +51,8 @@ for (const [key, entry] of Object.entries(lock.packages)) {
     const nested = key ? `${key}/node_modules/${dep}` : `node_modules/${dep}`;
     if (lock.packages[nested] || lock.packages[`node_modules/${dep}`]) continue;
     const platform = platformOf(dep);
-    if (!platform) throw new Error(`${dep} (optional dependency of ${key}) is missing from the lock and is not a platform binary`);
+    if (!platform)
+      throw new Error(`${dep} (optional dependency of ${key}) is missing from the lock and is not a platform binary`);
     if (!/^\d+\.\d+\.\d+(-[\w.]+)?$/.test(spec)) throw new Error(`${dep}: ${key} asks for "${spec}", not an exact version`);
     added.push(`${dep}@${spec}`);
     if (!check) lock.packages[`node_modules/${dep}`] = { version: spec, ...platform, optional: true };
@@ -47,7 +65,9 @@ if (check) {
   }
 } else {
   // npm keeps packages sorted by path
-  lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))));
+  lock.packages = Object.fromEntries(
+    Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
+  );
   fs.writeFileSync(file, JSON.stringify(lock, null, 2) + '\n');
   console.log(added.length ? `package-lock.json: added ${added.length} platform binaries` : 'package-lock.json: complete');
 }
