@@ -8,6 +8,7 @@ import { registerSim } from './sim.command';
 import { registerIv } from './iv.command';
 import { registerBench } from './bench.command';
 import { registerBenchExperiment } from './bench-experiment.command';
+import { registerBenchLoad } from './bench-load.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -20,4 +21,5 @@ export const COMMANDS: RegisterCommand[] = [
   registerIv,
   registerBench,
   registerBenchExperiment,
+  registerBenchLoad,
 ];
