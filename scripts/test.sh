@@ -36,6 +36,27 @@ fi
 run_project integration "integration tests (real Postgres + Redis)" --no-file-parallelism
 run_project e2e "end-to-end tests (api + worker + CLI)" --no-file-parallelism
 
+# the Docker images, where an engine runs: build, start on spare ports, wait for health, tear down
+if docker_works; then
+  say "docker compose: building and starting postgres, redis, migrate, api, worker (project abacus-ci)"
+  export ABACUS_COMPOSE_PG_PORT=55432 ABACUS_COMPOSE_REDIS_PORT=56379 ABACUS_COMPOSE_API_PORT=53000
+  compose() { docker compose -p abacus-ci "$@"; }
+  if compose up -d --build --quiet-pull >/dev/null; then
+    ok=0
+    for _ in $(seq 1 90); do
+      if node -e 'fetch("http://127.0.0.1:53000/api/v1/health").then(r=>r.json()).then(h=>process.exit(h.status==="ok"?0:1),()=>process.exit(1))'; then ok=1; break; fi
+      sleep 2
+    done
+    if [ $ok = 1 ] && compose logs worker | grep -q 'listening on queues'; then say "docker compose: api healthy, worker listening"
+    else compose logs --tail 50 || true; say "docker compose: FAILED (api not healthy or worker not listening)"; rc=1; fi
+  else
+    say "docker compose: FAILED to build or start"; rc=1
+  fi
+  compose down -v >/dev/null 2>&1 || true
+else
+  say "docker compose: not exercised (no Docker engine on this machine)"
+fi
+
 node -e '
   const fs = require("fs");
   let passed = 0, failed = 0, skipped = 0;
