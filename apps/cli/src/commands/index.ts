@@ -8,6 +8,9 @@ import { registerSim } from './sim.command';
 import { registerIv } from './iv.command';
 import { registerBench } from './bench.command';
 import { registerBenchExperiment } from './bench-experiment.command';
+import { registerKeys } from './keys.command';
+import { registerLogin } from './login.command';
+import { registerAudit } from './audit.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -15,6 +18,9 @@ export const COMMANDS: RegisterCommand[] = [
   registerSamples,
   registerFeatures,
   registerLines,
+  registerLogin,
+  registerKeys,
+  registerAudit,
   registerDemo,
   registerSim,
   registerIv,
