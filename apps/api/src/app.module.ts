@@ -45,7 +45,7 @@ export class AppModule implements NestModule {
       imports: [
         MulterModule.register({ dest: dataDir.tmpDir(), limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024 } }),
         ThrottlerModule.forRoot({
-          throttlers: [{ name: 'per-key', ttl: 60_000, limit: config.ABACUS_RATE_LIMIT_PER_MIN }],
+          throttlers: [{ name: 'default', ttl: 60_000, limit: config.ABACUS_RATE_LIMIT_PER_MIN }],
           errorMessage: `rate limit exceeded: at most ${config.ABACUS_RATE_LIMIT_PER_MIN} requests per minute per API key (ABACUS_RATE_LIMIT_PER_MIN)`,
         }),
       ],
