@@ -350,6 +350,19 @@ describe('access control: what the answers say', () => {
     expect(model.body.message).toMatch(/model "base" \(v1\) belongs to business line "search"/);
   });
 
+  it('an admin scoped to some lines creates keys for those lines only', async () => {
+    const scoped = await ok(admin.call('POST', '/keys', { name: 'feed-admin', role: 'admin', lines: ['feed'] }));
+    const feedAdmin = apiClient(
+      () => api.url,
+      () => scoped.secret as string,
+    );
+    const wide = await feedAdmin.call('POST', '/keys', { name: 'x', role: 'admin', lines: ['*'] });
+    expect(wide.status).toBe(403);
+    expect(wide.body.message).toMatch(/scoped to business lines feed and may not create keys for "\*"/);
+    expect((await feedAdmin.call('POST', '/keys', { name: 'x', role: 'viewer', lines: ['feed', 'search'] })).status).toBe(403);
+    expect((await feedAdmin.call('POST', '/keys', { name: 'x', role: 'viewer', lines: ['feed'] })).status).toBe(201);
+  });
+
   it('lists only what the key may see: its lines, plus sample sets shared with them', async () => {
     const lines = (await as('viewer').call('GET', '/business-lines')).body as unknown as { name: string }[];
     expect(lines.map((l) => l.name)).toEqual(['feed']);

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import {
   ConflictError,
+  ForbiddenError,
   InvalidInputError,
   NotFoundError,
   UnauthenticatedError,
@@ -29,6 +30,15 @@ export class ApiKeyService {
   /** Admin only; the key row and its audit entry are written in one transaction. */
   async create(input: CreateKey, scope: RequestScope): Promise<CreatedApiKey> {
     requireRole(scope, 'admin', 'create API keys');
+    // an admin scoped to some lines hands out keys for those lines only, never wider ones
+    if (scope.lines) {
+      const outside = input.lines.filter((l) => l === '*' || !scope.lines!.includes(l));
+      if (outside.length) {
+        throw new ForbiddenError(
+          `this key is scoped to business lines ${scope.lines.join(', ')} and may not create keys for ${outside.map((l) => `"${l}"`).join(', ')}`,
+        );
+      }
+    }
     if (!input.lines.includes('*')) {
       const known = await this.ds
         .getRepository(BusinessLineEntity)
