@@ -27,7 +27,7 @@ start();
 `;
 
 const PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Abacus</title>
+<html lang="en"><head><meta charset="utf-8"><title>Abacus</title><link rel="icon" href="data:,">
 <style>${STYLE}</style></head>
 <body><h1>Abacus</h1>
 <p>Feature-value experiments. REST API under <a href="/api/v1/health">/api/v1</a>, OpenAPI docs at <a href="/api/docs">/api/docs</a>.</p>
