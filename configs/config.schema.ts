@@ -51,6 +51,30 @@ export const configSchema = z.object({
   /** HMAC-SHA256 key for the x-abacus-signature header */
   ABACUS_NOTIFY_WEBHOOK_SECRET: z.string().min(16, 'at least 16 characters').optional(),
   ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),
+  /** the CLI's API key (wins over the one `abacus login` stored); the shape of libs/access's keys */
+  ABACUS_API_KEY: z
+    .string()
+    .regex(/^abk_[A-Za-z0-9_-]{43}$/, 'an Abacus API key: "abk_" followed by 43 base64url characters')
+    .optional(),
+  /** where `abacus login` stores keys (per API URL); default $XDG_CONFIG_HOME/abacus/credentials.json */
+  ABACUS_CREDENTIALS_FILE: z.string().min(1).optional(),
+  /** the XDG base directory for user configuration (default ~/.config); read here so nothing else reads the environment */
+  XDG_CONFIG_HOME: z.string().min(1).optional(),
+  /** requests per minute per API key (per client IP without a valid key); beyond it the API answers 429 */
+  ABACUS_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  /** comma-separated origins allowed to call the API from a browser; empty = no CORS headers at all */
+  ABACUS_CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'origins like https://abacus.example.com (scheme and host, no path)')),
+    ),
 });
 
 export type AppConfig = z.output<typeof configSchema>;

@@ -29,4 +29,21 @@ describe('loadConfig', () => {
     fs.writeFileSync(file, JSON.stringify({ ABACUS_API_PROT: 1 }));
     expect(() => loadConfig({ ABACUS_CONFIG_FILE: file }, { fresh: true })).toThrow(/ABACUS_API_PROT/);
   });
+
+  it('parses the access-control keys: CORS origins as a list, a rate limit, an API key of the right shape', () => {
+    const c = loadConfig({}, { fresh: true });
+    expect(c.ABACUS_CORS_ORIGINS).toEqual([]);
+    expect(c.ABACUS_RATE_LIMIT_PER_MIN).toBe(600);
+    const d = loadConfig(
+      { ABACUS_CORS_ORIGINS: 'https://a.example.com, http://localhost:5173', ABACUS_RATE_LIMIT_PER_MIN: '5' },
+      { fresh: true },
+    );
+    expect(d.ABACUS_CORS_ORIGINS).toEqual(['https://a.example.com', 'http://localhost:5173']);
+    expect(d.ABACUS_RATE_LIMIT_PER_MIN).toBe(5);
+    expect(() => loadConfig({ ABACUS_CORS_ORIGINS: 'https://a.example.com/path' }, { fresh: true })).toThrow(
+      /ABACUS_CORS_ORIGINS\.0/,
+    );
+    expect(() => loadConfig({ ABACUS_API_KEY: 'secret' }, { fresh: true })).toThrow(/ABACUS_API_KEY: an Abacus API key/);
+    expect(loadConfig({ ABACUS_API_KEY: `abk_${'a'.repeat(43)}` }, { fresh: true }).ABACUS_API_KEY).toMatch(/^abk_/);
+  });
 });

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Command 1 of the quick start: install, make sure Postgres and Redis run, migrate, build, generate and
-# register the demo world, start api + worker. Safe to run again (it restarts api and worker).
+# register the demo world, start api + worker; the first run also creates a local admin key for the CLI.
+# Safe to run again (it restarts api and worker).
 # `bash scripts/quickstart.sh stop` stops api and worker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,11 @@ npm run --silent build
 say "migrating the database"
 npm run --silent migrate
 
+API_URL="${ABACUS_API_URL:-http://localhost:${ABACUS_API_PORT:-3000}}"
+# a local admin key, straight into the database (no api needed); skipped when a working one is stored
+say "local admin key"
+npx --no-install abacus --api "$API_URL" keys bootstrap
+
 stop_proc api
 stop_proc worker
 say "starting api and worker (logs in $LOG_DIR/)"
@@ -44,7 +50,6 @@ echo $! >"$RUN_DIR/api.pid"
 nohup node dist/apps/worker/src/main.js >>"$LOG_DIR/worker.log" 2>&1 &
 echo $! >"$RUN_DIR/worker.pid"
 
-API_URL="${ABACUS_API_URL:-http://localhost:${ABACUS_API_PORT:-3000}}"
 for i in $(seq 1 60); do
   if node -e 'fetch(process.argv[1]+"/api/v1/health").then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$API_URL"; then break; fi
   kill -0 "$(cat "$RUN_DIR/api.pid")" 2>/dev/null || { tail -n 30 "$LOG_DIR/api.log"; die "the api exited"; }
@@ -59,7 +64,7 @@ if [ ! -f "$DEMO/ground_truth.json" ]; then
   npx --no-install abacus sim --seed 7 --rows 400000 --out "$DEMO"
 fi
 say "registering the demo world"
-npx --no-install abacus demo --dir "$DEMO"
+npx --no-install abacus --api "$API_URL" demo --dir "$DEMO"
 
 cat <<MSG
 
@@ -69,6 +74,8 @@ cat <<MSG
     Web page       $API_URL/
     Logs           $LOG_DIR/api.log, $LOG_DIR/worker.log
     Demo world     $DEMO/ (ground truth: $DEMO/ground_truth.json)
+    API key        stored for $API_URL by \`abacus keys bootstrap\` (\`npx abacus keys whoami\`);
+                   paste it into the web page's sign-in box; \`npx abacus keys create\` makes keys for others
 
   Try next:
     npx abacus experiment submit configs/examples/score.json --wait      # WOE/IV + PSI of every feature

@@ -21,7 +21,8 @@ const count = async (table: string) => Number((await ds.query(`SELECT count(*)::
 beforeAll(async () => {
   const port = await freePort();
   env = await createTestEnv({ ABACUS_API_PORT: String(port), ABACUS_API_URL: `http://127.0.0.1:${port}` });
-  cliEnv = env.env;
+  // as in the quick start: the CLI's key comes from `abacus keys bootstrap`, not from the environment
+  cliEnv = { ...env.env, ABACUS_API_KEY: '' };
   ds = createDataSource(env.config);
   await ds.initialize();
   api = startProcess('dist/apps/api/src/main.js', env.env);
@@ -37,6 +38,9 @@ beforeAll(async () => {
     60_000,
     'api health',
   );
+  const boot = await cli(['keys', 'bootstrap'], cliEnv);
+  expect(boot.code, boot.stderr).toBe(0);
+  expect(boot.stdout).toMatch(/created admin key/);
   world = path.join(env.dataDir, 'world');
   const sim = await cli(['sim', '--seed', '11', '--rows', '60000', '--out', world], cliEnv);
   expect(sim.code, sim.stderr).toBe(0);

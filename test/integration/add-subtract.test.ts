@@ -18,7 +18,10 @@ let ds: DataSource;
 let truth: GroundTruth;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
-const http = apiClient(() => api.url);
+const http = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
 const call = http.call;
 async function upload(route: string, file: string, fields: Record<string, string>) {
   const r = await http.upload(route, file, fields);

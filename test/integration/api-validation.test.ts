@@ -11,7 +11,10 @@ let env: TestEnv;
 let api: ApiHandle;
 let ds: DataSource;
 
-const { call, upload } = apiClient(() => api.url);
+const { call, upload } = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
 
 const count = async (table: string) => Number((await ds.query(`SELECT count(*)::int AS n FROM ${table}`))[0].n);
 
@@ -43,6 +46,7 @@ describe('API input validation (real Postgres + Redis)', () => {
     expect(r.status).toBe(400);
     expect(r.body.issues?.map((i) => i.path)).toEqual(['name']);
     expect(await count('business_lines')).toBe(1);
+    expect(await count('audit_log')).toBe(2); // the test's admin key and business line feed
   });
 
   it('rejects an invalid experiment spec listing every issue path, writing nothing and enqueuing nothing', async () => {
@@ -122,8 +126,16 @@ describe('API input validation (real Postgres + Redis)', () => {
   it("validates list queries and filters by the caller's business lines", async () => {
     expect((await call('GET', '/experiments?pageSize=0')).status).toBe(400);
     expect((await call('GET', '/experiments?status=done')).body.issues?.[0].path).toBe('status');
-    const res = await fetch(`${api.url}/api/v1/sample-sets`, { headers: { 'x-abacus-lines': 'search' } });
+    const created = await call('POST', '/keys', { name: 'search-viewer', role: 'viewer', lines: ['search'] });
+    expect(created.status, JSON.stringify(created.body)).toBe(400); // search is not a business line yet
+    expect(created.body.issues?.[0].path).toBe('lines.0');
+    expect((await call('POST', '/business-lines', { name: 'search' })).status).toBe(201);
+    const key = await call('POST', '/keys', { name: 'search-viewer', role: 'viewer', lines: ['search'] });
+    expect(key.status).toBe(201);
+    const res = await fetch(`${api.url}/api/v1/sample-sets`, { headers: { authorization: `Bearer ${key.body.secret}` } });
+    expect(res.status).toBe(200);
     expect(((await res.json()) as { total: number }).total).toBe(0);
+    expect((await call('GET', '/sample-sets')).body.total).toBe(1);
   });
 
   it('serves the OpenAPI document', async () => {

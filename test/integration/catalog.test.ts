@@ -12,7 +12,10 @@ let env: TestEnv;
 let api: ApiHandle;
 let ds: DataSource;
 
-const { call, upload } = apiClient(() => api.url);
+const { call, upload } = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
 
 beforeAll(async () => {
   env = await createTestEnv();
@@ -61,7 +64,7 @@ describe('feature registry, feature tables and models (real Postgres)', () => {
       costs: { storageBytesPerEntity: 4, fetchBytesPerRequest: 4, computeCost: 1 },
     });
     expect(ok.status).toBe(201);
-    expect(ok.body).toMatchObject({ owner: 'anonymous', costs: { storageBytesPerEntity: 4, source: 'declared' } });
+    expect(ok.body).toMatchObject({ owner: 'test-admin', costs: { storageBytesPerEntity: 4, source: 'declared' } });
     const bad = await call('POST', '/features', { name: 'x', businessLine: 'feed', kind: 'vector', transform: { type: 'hash' } });
     expect(bad.status).toBe(400);
     expect(bad.body.issues?.map((i) => i.path).sort()).toEqual(['kind', 'transform.hashBuckets']);
@@ -101,6 +104,8 @@ describe('migrations', () => {
       ).map((r: { tablename: string }) => r.tablename);
     const before = await tables();
     expect(before).toEqual([
+      'api_keys',
+      'audit_log',
       'business_lines',
       'experiments',
       'feature_results',
@@ -110,12 +115,16 @@ describe('migrations', () => {
       'sample_sets',
       'trials',
     ]);
-    await ds.undoLastMigration({ transaction: 'each' });
     await api.close();
+    await ds.undoLastMigration({ transaction: 'each' });
+    expect(await tables()).not.toContain('api_keys');
+    await ds.undoLastMigration({ transaction: 'each' });
     await ds.undoLastMigration({ transaction: 'each' });
     expect(await tables()).toEqual([]);
     await ds.runMigrations({ transaction: 'each' });
     expect(await tables()).toEqual(before);
     api = await startApi(env.config, { logger: false });
+    // the keys went with their table: the old admin key is unknown now
+    expect((await call('GET', '/business-lines')).status).toBe(401);
   });
 });

@@ -18,14 +18,14 @@ let sampleSetId: string;
 async function post(route: string, body: unknown) {
   const res = await fetch(`${api.url}/api/v1${route}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${env.adminKey}` },
     body: JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
 async function experiment(id: string) {
-  const res = await fetch(`${api.url}/api/v1/experiments/${id}`);
+  const res = await fetch(`${api.url}/api/v1/experiments/${id}`, { headers: { authorization: `Bearer ${env.adminKey}` } });
   return (await res.json()) as ExperimentEntity & { trials: TrialEntity[] };
 }
 
@@ -45,7 +45,11 @@ beforeAll(async () => {
   const form = new FormData();
   for (const [k, v] of Object.entries({ name: 'small', businessLine: 'feed', label: 'click', time: 'ts' })) form.append(k, v);
   form.append('file', await fs.openAsBlob(csv), 'small.csv');
-  const res = await fetch(`${api.url}/api/v1/sample-sets`, { method: 'POST', body: form });
+  const res = await fetch(`${api.url}/api/v1/sample-sets`, {
+    method: 'POST',
+    body: form,
+    headers: { authorization: `Bearer ${env.adminKey}` },
+  });
   expect(res.status).toBe(201);
   sampleSetId = ((await res.json()) as { id: string }).id;
 });

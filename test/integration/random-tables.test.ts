@@ -16,7 +16,10 @@ const SEED0 = 1000;
 let env: TestEnv;
 let api: ApiHandle;
 let worker: WorkerHandle;
-const http = apiClient(() => api.url);
+const http = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
 
 beforeAll(async () => {
   env = await createTestEnv({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_RUNTIME_THREADS: '1' });

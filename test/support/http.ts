@@ -4,17 +4,32 @@ import path from 'node:path';
 export interface HttpResult {
   status: number;
   body: Record<string, any> & { issues?: { path: string; message: string }[] };
+  headers: Headers;
 }
 
-/** A small client for the API under test: JSON bodies, multipart uploads, parsed JSON replies. */
-export function apiClient(baseUrl: () => string) {
+/**
+ * A small client for the API under test: JSON bodies, multipart uploads, parsed JSON replies, sent
+ * with `Authorization: Bearer <key>` (key() may return undefined to send none).
+ */
+export function apiClient(baseUrl: () => string, key: () => string | undefined) {
   const call = async (method: string, route: string, body?: unknown): Promise<HttpResult> => {
+    const k = key();
     const res = await fetch(`${baseUrl()}/api/v1${route}`, {
       method,
-      headers: body instanceof FormData || body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: {
+        ...(k ? { authorization: `Bearer ${k}` } : {}),
+        ...(body instanceof FormData || body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body instanceof FormData ? body : body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: res.status, body: (await res.json()) as HttpResult['body'] };
+    const text = await res.text();
+    let parsed: HttpResult['body'];
+    try {
+      parsed = text ? (JSON.parse(text) as HttpResult['body']) : {};
+    } catch {
+      parsed = { text };
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
   };
   const upload = async (route: string, file: string, fields: Record<string, string>): Promise<HttpResult> => {
     const form = new FormData();

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import { loadConfig, type AppConfig } from '@abacus/configs';
+import { ApiKeyService } from '@abacus/access';
+import { SYSTEM_SCOPE } from '@abacus/core';
 import { createDataSource, dropDatabase, ensureDatabase } from '@abacus/data';
 
 export interface TestEnv {
@@ -11,6 +13,8 @@ export interface TestEnv {
   /** env vars for child processes (api, worker, CLI) that point at this run's database and prefix */
   env: Record<string, string>;
   dataDir: string;
+  /** secret of an admin key for all lines, created directly in the database (also ABACUS_API_KEY in env) */
+  adminKey: string;
   teardown(): Promise<void>;
 }
 
@@ -33,6 +37,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     ABACUS_JOB_LOCK_MS: '5000',
     ABACUS_SHUTDOWN_GRACE_MS: '2000',
     ABACUS_RUNTIME_THREADS: '2',
+    // never the developer's own stored keys
+    ABACUS_CREDENTIALS_FILE: path.join(dataDir, 'credentials.json'),
     ...overrides,
   };
   const config = loadConfig(env, { fresh: true });
@@ -40,11 +46,17 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
   const ds = createDataSource(config);
   await ds.initialize();
   await ds.runMigrations({ transaction: 'each' });
+  const { secret: adminKey } = await new ApiKeyService(ds).create(
+    { name: 'test-admin', role: 'admin', lines: ['*'] },
+    SYSTEM_SCOPE,
+  );
   await ds.destroy();
+  env.ABACUS_API_KEY = adminKey;
   return {
     config,
     env,
     dataDir,
+    adminKey,
     teardown: async () => {
       await dropDatabase(config.ABACUS_DATABASE_URL);
       await deleteQueueKeys(config);

@@ -1,49 +1,75 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Module, type DynamicModule, type MiddlewareConsumer, type NestModule, type Type } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
 import { MulterModule } from '@nestjs/platform-express';
+import { ThrottlerModule } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
+import { ApiKeyService, AuditService } from '@abacus/access';
 import { BusinessLineService, DataDir, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ExperimentService, PLANNERS } from '@abacus/workflows';
+import { AccessGuard } from './common/access.guard';
+import { AuthenticateMiddleware } from './common/authenticate.middleware';
+import { RateLimitGuard } from './common/rate-limit.guard';
 import { APP_CONFIG } from './common/tokens';
+import { AuditController } from './controllers/audit.controller';
 import { BusinessLinesController } from './controllers/business-lines.controller';
 import { ExperimentsController } from './controllers/experiments.controller';
 import { FeaturesController } from './controllers/features.controller';
 import { HealthController } from './controllers/health.controller';
+import { KeysController } from './controllers/keys.controller';
 import { ModelsController } from './controllers/models.controller';
 import { SampleSetsController } from './controllers/sample-sets.controller';
 import { UiController } from './controllers/ui.controller';
 
+/** Every controller of the API; the access tests enumerate their routes from this list. */
+export const CONTROLLERS: Type[] = [
+  HealthController,
+  BusinessLinesController,
+  FeaturesController,
+  SampleSetsController,
+  ModelsController,
+  ExperimentsController,
+  KeysController,
+  AuditController,
+  UiController,
+];
+
 /** The API: controllers here, domain services from libs/, wired with an initialised DataSource and queue. */
 @Module({})
-export class AppModule {
+export class AppModule implements NestModule {
   static forRoot(config: AppConfig, ds: DataSource, queue: QueueService): DynamicModule {
     const dataDir = new DataDir(config.ABACUS_DATA_DIR);
     return {
       module: AppModule,
       imports: [
         MulterModule.register({ dest: dataDir.tmpDir(), limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024 } }),
+        ThrottlerModule.forRoot({
+          throttlers: [{ name: 'default', ttl: 60_000, limit: config.ABACUS_RATE_LIMIT_PER_MIN }],
+          errorMessage: `rate limit exceeded: at most ${config.ABACUS_RATE_LIMIT_PER_MIN} requests per minute per API key (ABACUS_RATE_LIMIT_PER_MIN)`,
+        }),
       ],
-      controllers: [
-        HealthController,
-        BusinessLinesController,
-        FeaturesController,
-        SampleSetsController,
-        ModelsController,
-        ExperimentsController,
-        UiController,
-      ],
+      controllers: CONTROLLERS,
       providers: [
         { provide: APP_CONFIG, useValue: config },
         { provide: DataSource, useValue: ds },
         { provide: QueueService, useValue: queue },
         { provide: DataDir, useValue: dataDir },
+        { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds) },
+        { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
         { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir) },
         { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
+        // in this order: the rate limit counts refused requests too, then the key's role is checked
+        { provide: APP_GUARD, useClass: RateLimitGuard },
+        { provide: APP_GUARD, useClass: AccessGuard },
       ],
     };
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(AuthenticateMiddleware).forRoutes('*path');
   }
 }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import helmet from 'helmet';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
 import { QueueService } from '@abacus/queue';
@@ -27,6 +28,22 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
     logger: opts.logger === false ? false : ['error', 'warn', 'log'],
   });
   app.setGlobalPrefix('api/v1', { exclude: ['/'] });
+  app.use(
+    helmet({
+      // the API is often served over plain HTTP (localhost, a private network): upgrading would break the page
+      contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+    }),
+  );
+  // closed unless origins are configured: no CORS headers at all by default
+  if (config.ABACUS_CORS_ORIGINS.length) {
+    app.enableCors({
+      origin: config.ABACUS_CORS_ORIGINS,
+      methods: ['GET', 'POST', 'PATCH'],
+      allowedHeaders: ['authorization', 'content-type'],
+      exposedHeaders: ['x-request-id', 'retry-after'],
+      maxAge: 600,
+    });
+  }
   app.useGlobalFilters(new DomainExceptionFilter());
   app.enableShutdownHooks();
   const doc = SwaggerModule.createDocument(
@@ -35,6 +52,10 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
       .setTitle('Abacus')
       .setDescription('Feature-value experimentation for CTR and conversion models')
       .setVersion('1')
+      .addBearerAuth(
+        { type: 'http', scheme: 'bearer', bearerFormat: 'abk_…', description: 'an Abacus API key (abacus keys create)' },
+        'api-key',
+      )
       .build(),
   );
   SwaggerModule.setup('api/docs', app, doc, { jsonDocumentUrl: 'api/docs-json' });

@@ -68,5 +68,7 @@ function formatError(status: number, body: unknown): string {
   if (Array.isArray(b.issues) && b.issues.length) {
     return `HTTP ${status}: ${String(b.message ?? 'request rejected')}\n${b.issues.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`;
   }
-  return `HTTP ${status}: ${typeof b.message === 'string' ? b.message : JSON.stringify(body)}`;
+  const message = `HTTP ${status}: ${typeof b.message === 'string' ? b.message : JSON.stringify(body)}`;
+  // the API's 401 message already says how to get a key; a 429 deserves a hint at what to do
+  return status === 429 ? `${message}\n  wait a minute and try again` : message;
 }

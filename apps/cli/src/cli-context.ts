@@ -1,15 +1,26 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '@abacus/configs';
 import { ApiClient } from './api-client';
+import { CliError } from './commands/command.types';
+import { readStoredKey } from './credentials';
 
-/** The API client for a command, from --api / --user / --lines on the root program or the config. */
+/** What to do without a key, said wherever the CLI needs one. */
+export const HOW_TO_GET_A_KEY =
+  'run `abacus login --key <key>` with a key from an admin (`abacus keys create`), or set ABACUS_API_KEY; ' +
+  'on a fresh install `abacus keys bootstrap` creates the first admin key';
+
+/** The API URL of a command: --api on the root program, else ABACUS_API_URL. */
+export function apiUrlFrom(cmd: Command): string {
+  return cmd.optsWithGlobals<{ api?: string }>().api ?? loadConfig().ABACUS_API_URL;
+}
+
+/** The API client for a command: ABACUS_API_KEY wins, else the key `abacus login` stored for this API URL. */
 export function apiFrom(cmd: Command): ApiClient {
-  const root = cmd.optsWithGlobals<{ api?: string; user?: string; lines?: string }>();
-  const base = root.api ?? loadConfig().ABACUS_API_URL;
-  const headers: Record<string, string> = {};
-  if (root.user) headers['x-abacus-user'] = root.user;
-  if (root.lines) headers['x-abacus-lines'] = root.lines;
-  return new ApiClient(base, headers);
+  const config = loadConfig();
+  const base = apiUrlFrom(cmd);
+  const key = config.ABACUS_API_KEY ?? readStoredKey(config, base);
+  if (!key) throw new CliError(`no API key for ${base}: ${HOW_TO_GET_A_KEY}`);
+  return new ApiClient(base, { authorization: `Bearer ${key}` });
 }
 
 export function printJson(value: unknown): void {

@@ -7,8 +7,6 @@ export function buildProgram(): Command {
   const program = new Command('abacus')
     .description('Abacus: feature-value experiments for CTR and conversion models')
     .option('--api <url>', 'API base URL (default: ABACUS_API_URL or http://localhost:3000)')
-    .option('--user <name>', 'act as this user (x-abacus-user)')
-    .option('--lines <lines>', 'restrict to these comma-separated business lines (x-abacus-lines)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   for (const register of COMMANDS) register(program);

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { ConflictError, NotFoundError, type RequestScope } from '@abacus/core';
+import { ConflictError, NotFoundError, canSeeLine, requireRole, type RequestScope } from '@abacus/core';
+import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity } from '@abacus/data';
 import type { CreateBusinessLine } from './catalog.schemas';
 
@@ -10,20 +11,23 @@ export class BusinessLineService {
     return this.ds.getRepository(BusinessLineEntity);
   }
 
+  /** Admin only; the line and its audit entry are written together. */
   async create(input: CreateBusinessLine, scope: RequestScope): Promise<BusinessLineEntity> {
+    requireRole(scope, 'admin', 'create business lines');
     if (await this.repo.existsBy({ name: input.name })) throw new ConflictError(`business line ${input.name} already exists`);
-    return this.repo.save(this.repo.create({ ...input, owner: scope.user }));
-  }
-
-  /** Creates it if missing (the demo world's registration runs twice without failing). */
-  async ensure(input: CreateBusinessLine, scope: RequestScope): Promise<BusinessLineEntity> {
-    await this.repo
-      .createQueryBuilder()
-      .insert()
-      .values({ ...input, owner: scope.user })
-      .orIgnore()
-      .execute();
-    return this.get(input.name, scope);
+    return this.ds.transaction(async (m) => {
+      const line = await m
+        .getRepository(BusinessLineEntity)
+        .save(m.getRepository(BusinessLineEntity).create({ ...input, owner: scope.user }));
+      await writeAudit(m, scope, {
+        action: 'business_line.created',
+        businessLine: line.name,
+        targetType: 'business_line',
+        targetId: line.name,
+        details: { description: line.description },
+      });
+      return line;
+    });
   }
 
   async list(scope: RequestScope): Promise<BusinessLineEntity[]> {
@@ -34,7 +38,7 @@ export class BusinessLineService {
 
   async get(name: string, scope: RequestScope): Promise<BusinessLineEntity> {
     const line = await this.repo.findOneBy({ name });
-    if (!line || (scope.lines && !scope.lines.includes(name))) throw new NotFoundError('business line', name);
+    if (!line || !canSeeLine(scope, name)) throw new NotFoundError('business line', name);
     return line;
   }
 

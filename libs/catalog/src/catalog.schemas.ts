@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { lineName } from '@abacus/core';
 
-export const lineName = z
-  .string()
-  .regex(/^[a-z][a-z0-9_-]{0,62}$/, 'lower-case letters, digits, _ or -, starting with a letter (max 63)');
+export { lineName };
+
 export const objectName = z
   .string()
   .min(1)

@@ -2,7 +2,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { ConflictError, InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidInputError,
+  NotFoundError,
+  canSeeLine,
+  requireRole,
+  requireWrite,
+  type Page,
+  type RequestScope,
+} from '@abacus/core';
+import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity, FeatureEntity, FeatureTableEntity } from '@abacus/data';
 import type { CreateFeature, FeatureListQuery, ImportFeatureTable, UpdateFeature } from './catalog.schemas';
 import type { DataDir } from './data-dir';
@@ -18,22 +29,28 @@ export class FeatureService {
     private readonly dataDir: DataDir,
   ) {}
 
-  private async checkLine(line: string, scope: RequestScope): Promise<void> {
+  /** 403 unless the caller may write into the line, then 400 if the line does not exist. */
+  private async checkLine(line: string, scope: RequestScope, action: string): Promise<void> {
+    requireWrite(scope, line, action);
     if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: line }))) {
       throw new InvalidInputError('businessLine', `unknown business line "${line}"`);
-    }
-    if (scope.lines && !scope.lines.includes(line)) {
-      throw new InvalidInputError('businessLine', `not one of the caller's business lines`);
     }
   }
 
   async create(input: CreateFeature, scope: RequestScope): Promise<FeatureEntity> {
-    await this.checkLine(input.businessLine, scope);
+    await this.checkLine(input.businessLine, scope, 'register features');
     const repo = this.ds.getRepository(FeatureEntity);
     let table: FeatureTableEntity | null = null;
     if (input.featureTableId) {
       table = await this.ds.getRepository(FeatureTableEntity).findOneBy({ id: input.featureTableId });
-      if (!table) throw new InvalidInputError('featureTableId', `no feature table ${input.featureTableId}`);
+      if (!table || !canSeeLine(scope, table.businessLine)) {
+        throw new InvalidInputError('featureTableId', `no feature table ${input.featureTableId}`);
+      }
+      if (table.businessLine !== input.businessLine) {
+        throw new ForbiddenError(
+          `feature table "${table.name}" belongs to business line "${table.businessLine}": register its features in that line`,
+        );
+      }
       const col = input.sourceColumn ?? input.name;
       if (!table.schema.some((c) => c.name === col)) {
         throw new InvalidInputError('sourceColumn', `column "${col}" is not in feature table ${table.name}`);
@@ -42,17 +59,28 @@ export class FeatureService {
     if (await repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
       throw new ConflictError(`feature ${input.businessLine}/${input.name} already exists`);
     }
-    return repo.save(
-      repo.create({
-        ...input,
-        owner: scope.user,
-        featureTableId: table?.id ?? null,
-        sourceTable: table?.name ?? null,
-        sourceColumn: table ? (input.sourceColumn ?? input.name) : (input.sourceColumn ?? null),
-        entityKey: table?.entityKey ?? null,
-        provenance: [],
-      }),
-    );
+    return this.ds.transaction(async (m) => {
+      const repo = m.getRepository(FeatureEntity);
+      const f = await repo.save(
+        repo.create({
+          ...input,
+          owner: scope.user,
+          featureTableId: table?.id ?? null,
+          sourceTable: table?.name ?? null,
+          sourceColumn: table ? (input.sourceColumn ?? input.name) : (input.sourceColumn ?? null),
+          entityKey: table?.entityKey ?? null,
+          provenance: [],
+        }),
+      );
+      await writeAudit(m, scope, {
+        action: 'feature.registered',
+        businessLine: f.businessLine,
+        targetType: 'feature',
+        targetId: f.id,
+        details: { name: f.name, kind: f.kind, featureTableId: f.featureTableId },
+      });
+      return f;
+    });
   }
 
   /** Stores the table and registers one feature per column (all but the key and time) in one transaction. */
@@ -61,8 +89,8 @@ export class FeatureService {
     input: ImportFeatureTable,
     scope: RequestScope,
   ): Promise<{ table: FeatureTableEntity; features: FeatureEntity[] }> {
+    await this.checkLine(input.businessLine, scope, 'import feature tables');
     const format = TableInspector.formatOf(upload.originalName);
-    await this.checkLine(input.businessLine, scope);
     const inspected = await this.inspector.inspect(upload.path);
     const names = inspected.columns.map((c) => c.name);
     if (!names.includes(input.entityKey)) {
@@ -125,6 +153,13 @@ export class FeatureService {
             }),
           ),
         );
+        await writeAudit(m, scope, {
+          action: 'feature_table.imported',
+          businessLine: table.businessLine,
+          targetType: 'feature_table',
+          targetId: table.id,
+          details: { name: table.name, rows: table.rowCount, features: features.map((f) => f.name) },
+        });
         return { table, features };
       });
     } catch (err) {
@@ -135,10 +170,23 @@ export class FeatureService {
     }
   }
 
+  /** Engineer or above; a feature outside the key's lines is 404, as for reads. */
   async update(id: string, input: UpdateFeature, scope: RequestScope): Promise<FeatureEntity> {
+    requireRole(scope, 'engineer', 'update features');
     const f = await this.get(id, scope);
+    requireWrite(scope, f.businessLine, 'update features');
     Object.assign(f, input);
-    return this.ds.getRepository(FeatureEntity).save(f);
+    return this.ds.transaction(async (m) => {
+      const saved = await m.getRepository(FeatureEntity).save(f);
+      await writeAudit(m, scope, {
+        action: 'feature.updated',
+        businessLine: saved.businessLine,
+        targetType: 'feature',
+        targetId: saved.id,
+        details: { name: saved.name, changed: input },
+      });
+      return saved;
+    });
   }
 
   async list(scope: RequestScope, q: FeatureListQuery): Promise<Page<FeatureEntity>> {
@@ -156,7 +204,7 @@ export class FeatureService {
 
   async get(id: string, scope: RequestScope): Promise<FeatureEntity> {
     const f = await this.ds.getRepository(FeatureEntity).findOneBy({ id });
-    if (!f || (scope.lines && !scope.lines.includes(f.businessLine))) throw new NotFoundError('feature', id);
+    if (!f || !canSeeLine(scope, f.businessLine)) throw new NotFoundError('feature', id);
     return f;
   }
 

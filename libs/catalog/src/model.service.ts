@@ -1,16 +1,34 @@
 import type { DataSource } from 'typeorm';
-import { InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
-import { ModelEntity, SampleSetEntity } from '@abacus/data';
+import {
+  ForbiddenError,
+  InvalidInputError,
+  NotFoundError,
+  canSeeLine,
+  requireWrite,
+  type Page,
+  type RequestScope,
+} from '@abacus/core';
+import { writeAudit } from '@abacus/access';
+import { BusinessLineEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import type { CreateModel } from './catalog.schemas';
+import { sharedWith } from './sample-set.service';
 
 /** Model definitions; registering a name again creates its next version. */
 export class ModelService {
   constructor(private readonly ds: DataSource) {}
 
   async create(input: CreateModel, scope: RequestScope): Promise<ModelEntity> {
+    requireWrite(scope, input.businessLine, 'create models');
+    if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: input.businessLine }))) {
+      throw new InvalidInputError('businessLine', `unknown business line "${input.businessLine}"`);
+    }
     const sampleSet = await this.ds.getRepository(SampleSetEntity).findOneBy({ id: input.sampleSetId });
-    if (!sampleSet || (scope.lines && !scope.lines.includes(sampleSet.businessLine))) {
-      throw new InvalidInputError('sampleSetId', `no sample set ${input.sampleSetId}`);
+    if (!sampleSet) throw new InvalidInputError('sampleSetId', `no sample set ${input.sampleSetId}`);
+    // the same rule as experiment specs: another line's samples only where its sharing policy allows
+    if (!sharedWith(sampleSet, input.businessLine)) {
+      throw new ForbiddenError(
+        `sample set "${sampleSet.name}" belongs to business line "${sampleSet.businessLine}" and is not shared with "${input.businessLine}"`,
+      );
     }
     const skip = new Set([sampleSet.labelColumn, sampleSet.timeColumn, ...sampleSet.keyColumns]);
     const columns = sampleSet.schema.map((c) => c.name);
@@ -29,7 +47,7 @@ export class ModelService {
         .where('m.business_line = :bl AND m.name = :n', { bl: input.businessLine, n: input.name })
         .orderBy('m.version', 'DESC')
         .getOne();
-      return repo.save(
+      const model = await repo.save(
         repo.create({
           name: input.name,
           version: (latest?.version ?? 0) + 1,
@@ -41,6 +59,14 @@ export class ModelService {
           trainingParams: input.trainingParams,
         }),
       );
+      await writeAudit(m, scope, {
+        action: 'model.created',
+        businessLine: model.businessLine,
+        targetType: 'model',
+        targetId: model.id,
+        details: { name: model.name, version: model.version, sampleSetId: sampleSet.id, features: features.length },
+      });
+      return model;
     });
   }
 
@@ -57,7 +83,7 @@ export class ModelService {
 
   async get(id: string, scope: RequestScope): Promise<ModelEntity> {
     const m = await this.ds.getRepository(ModelEntity).findOneBy({ id });
-    if (!m || (scope.lines && !scope.lines.includes(m.businessLine))) throw new NotFoundError('model', id);
+    if (!m || !canSeeLine(scope, m.businessLine)) throw new NotFoundError('model', id);
     return m;
   }
 }

@@ -1,8 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
-import { ConflictError, InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import {
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  canSeeLine,
+  requireWrite,
+  type Page,
+  type RequestScope,
+} from '@abacus/core';
+import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity, SampleSetEntity } from '@abacus/data';
 import type { ImportSampleSet } from './catalog.schemas';
 import type { DataDir } from './data-dir';
@@ -31,12 +40,10 @@ export class SampleSetService {
    * as Parquet under the data directory and writes the row. Any failure leaves neither row nor file.
    */
   async import(upload: UploadedFile, input: ImportSampleSet, scope: RequestScope): Promise<SampleSetEntity> {
+    requireWrite(scope, input.businessLine, 'import sample sets');
     const format = TableInspector.formatOf(upload.originalName);
     if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: input.businessLine }))) {
       throw new InvalidInputError('businessLine', `unknown business line "${input.businessLine}"`);
-    }
-    if (scope.lines && !scope.lines.includes(input.businessLine)) {
-      throw new InvalidInputError('businessLine', `not one of the caller's business lines`);
     }
     if (await this.repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
       throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
@@ -73,24 +80,35 @@ export class SampleSetService {
       this.dataDir.ensure(dir);
       if (format === 'parquet') fs.copyFileSync(upload.path, this.dataDir.abs(rel));
       else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel));
-      return await this.repo.save(
-        this.repo.create({
-          id,
-          name: input.name,
-          businessLine: input.businessLine,
-          owner: scope.user,
-          files: [rel],
-          format,
-          schema: table.columns,
-          rowCount: table.rowCount,
-          labelColumn: input.label,
-          timeColumn: input.time ?? null,
-          timeMin: range?.min ?? null,
-          timeMax: range?.max ?? null,
-          keyColumns: input.keys,
-          sharingPolicy: { shareWith: input.shareWith },
-        }),
-      );
+      return await this.ds.transaction(async (m) => {
+        const repo = m.getRepository(SampleSetEntity);
+        const saved = await repo.save(
+          repo.create({
+            id,
+            name: input.name,
+            businessLine: input.businessLine,
+            owner: scope.user,
+            files: [rel],
+            format,
+            schema: table.columns,
+            rowCount: table.rowCount,
+            labelColumn: input.label,
+            timeColumn: input.time ?? null,
+            timeMin: range?.min ?? null,
+            timeMax: range?.max ?? null,
+            keyColumns: input.keys,
+            sharingPolicy: { shareWith: input.shareWith },
+          }),
+        );
+        await writeAudit(m, scope, {
+          action: 'sample_set.imported',
+          businessLine: saved.businessLine,
+          targetType: 'sample_set',
+          targetId: saved.id,
+          details: { name: saved.name, rows: saved.rowCount, shareWith: input.shareWith },
+        });
+        return saved;
+      });
     } catch (err) {
       this.dataDir.remove(dir);
       if ((err as { code?: string }).code === '23505') {
@@ -101,8 +119,7 @@ export class SampleSetService {
   }
 
   async list(scope: RequestScope, q: { businessLine?: string; page: number; pageSize: number }): Promise<Page<SampleSetEntity>> {
-    const qb = this.repo.createQueryBuilder('s').orderBy('s.created_at', 'DESC');
-    if (scope.lines) qb.andWhere('s.business_line = ANY(:lines)', { lines: scope.lines });
+    const qb = visibleSampleSets(this.repo.createQueryBuilder('s'), scope).orderBy('s.created_at', 'DESC');
     if (q.businessLine) qb.andWhere('s.business_line = :bl', { bl: q.businessLine });
     const [items, total] = await qb
       .skip((q.page - 1) * q.pageSize)
@@ -113,7 +130,7 @@ export class SampleSetService {
 
   async get(id: string, scope: RequestScope): Promise<SampleSetEntity> {
     const s = await this.repo.findOneBy({ id });
-    if (!s || (scope.lines && !scope.lines.includes(s.businessLine))) throw new NotFoundError('sample set', id);
+    if (!s || !canReadSampleSet(scope, s)) throw new NotFoundError('sample set', id);
     return s;
   }
 
@@ -124,4 +141,22 @@ export class SampleSetService {
   filePath(s: SampleSetEntity): string {
     return this.dataDir.abs(s.files[0]);
   }
+}
+
+/** Whether a sample set's sharing policy lets experiments of `line` borrow it. */
+export function sharedWith(s: SampleSetEntity, line: string): boolean {
+  return s.businessLine === line || s.sharingPolicy.shareWith.some((l) => l === '*' || l === line);
+}
+
+/** A key reads the sample sets of its lines and those shared with one of its lines (DataBank). */
+export function canReadSampleSet(scope: RequestScope, s: SampleSetEntity): boolean {
+  return !scope.lines || canSeeLine(scope, s.businessLine) || scope.lines.some((l) => sharedWith(s, l));
+}
+
+function visibleSampleSets(qb: SelectQueryBuilder<SampleSetEntity>, scope: RequestScope): SelectQueryBuilder<SampleSetEntity> {
+  if (!scope.lines) return qb;
+  return qb.andWhere(`(s.business_line = ANY(:lines) OR (s.sharing_policy -> 'shareWith') ?| CAST(:shareKeys AS text[]))`, {
+    lines: scope.lines,
+    shareKeys: [...scope.lines, '*'],
+  });
 }

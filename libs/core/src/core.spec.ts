@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BadRequestException } from '@nestjs/common';
 import { ZodValidationPipe } from './zod-validation.pipe';
-import { scopeFromHeaders, canSeeLine } from './request-scope';
+import { canSeeLine, hasRole, requireRole, requireWrite, type RequestScope } from './request-scope';
+import { ForbiddenError } from './domain-errors';
 import { describeZodError } from './zod-issues';
 
 describe('ZodValidationPipe', () => {
@@ -31,11 +32,31 @@ describe('ZodValidationPipe', () => {
 });
 
 describe('request scope', () => {
-  it('reads the caller and their business lines from headers', () => {
-    const s = scopeFromHeaders({ 'x-abacus-user': 'ana', 'x-abacus-lines': 'feed, mall,' });
-    expect(s).toEqual({ user: 'ana', lines: ['feed', 'mall'] });
-    expect(canSeeLine(s, 'feed')).toBe(true);
-    expect(canSeeLine(s, 'search')).toBe(false);
-    expect(scopeFromHeaders({})).toEqual({ user: 'anonymous', lines: undefined });
+  const viewer: RequestScope = { user: 'ana', role: 'viewer', lines: ['feed', 'mall'], keyId: 'k1' };
+  const engineer: RequestScope = { ...viewer, role: 'engineer' };
+
+  it('sees only its lines; undefined lines = all', () => {
+    expect(canSeeLine(viewer, 'feed')).toBe(true);
+    expect(canSeeLine(viewer, 'search')).toBe(false);
+    expect(canSeeLine({ ...viewer, lines: undefined }, 'search')).toBe(true);
+  });
+
+  it('orders roles viewer < engineer < admin', () => {
+    expect(hasRole(viewer, 'engineer')).toBe(false);
+    expect(hasRole(engineer, 'engineer')).toBe(true);
+    expect(hasRole(engineer, 'admin')).toBe(false);
+    expect(hasRole({ ...viewer, role: 'admin' }, 'viewer')).toBe(true);
+  });
+
+  it('refuses writes naming the role or the line', () => {
+    expect(() => requireWrite(viewer, 'feed', 'import sample sets')).toThrow(ForbiddenError);
+    expect(() => requireWrite(viewer, 'feed', 'import sample sets')).toThrow(
+      /role viewer may not import sample sets \(needs engineer/,
+    );
+    expect(() => requireWrite(engineer, 'search', 'create models')).toThrow(
+      /not scoped to business line "search" \(its lines: feed, mall\)/,
+    );
+    expect(() => requireWrite(engineer, 'feed', 'create models')).not.toThrow();
+    expect(() => requireRole(engineer, 'admin', 'create business lines')).toThrow(/needs admin/);
   });
 });

@@ -19,3 +19,9 @@ export class InvalidInputError extends Error {
     super(`${path}: ${message}`);
   }
 }
+
+/** The caller is known but its role or business lines do not allow the action (HTTP 403). */
+export class ForbiddenError extends Error {}
+
+/** No valid credentials: missing, malformed, unknown, revoked or expired API key (HTTP 401). */
+export class UnauthenticatedError extends Error {}

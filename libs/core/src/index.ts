@@ -1,5 +1,16 @@
 export { ZodValidationPipe } from './zod-validation.pipe';
 export { formatZodIssues, describeZodError, type ValidationIssue } from './zod-issues';
-export { type RequestScope, ANONYMOUS_SCOPE, scopeFromHeaders, canSeeLine } from './request-scope';
+export {
+  type RequestScope,
+  type Role,
+  ROLES,
+  SYSTEM_SCOPE,
+  canSeeLine,
+  hasRole,
+  requireRole,
+  requireLine,
+  requireWrite,
+} from './request-scope';
+export { lineName } from './line-name';
 export { paginationSchema, type Pagination, type Page } from './pagination.schema';
-export { NotFoundError, ConflictError, InvalidInputError } from './domain-errors';
+export { NotFoundError, ConflictError, InvalidInputError, ForbiddenError, UnauthenticatedError } from './domain-errors';

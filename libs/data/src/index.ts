@@ -15,3 +15,5 @@ export { ExperimentEntity, type ExperimentStatus, TERMINAL_STATUSES } from './en
 export { TrialEntity } from './entities/trial.entity';
 export { FeatureResultEntity } from './entities/feature-result.entity';
 export { type ColumnSchema } from './entities/column-schema';
+export { ApiKeyEntity } from './entities/api-key.entity';
+export { AuditLogEntity } from './entities/audit-log.entity';

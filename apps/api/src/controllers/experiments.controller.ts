@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
 import {
@@ -9,15 +9,19 @@ import {
   type CreateExperiment,
   type ExperimentListQuery,
 } from '@abacus/workflows';
+import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
 
 @ApiTags('experiments')
+@ApiBearerAuth('api-key')
 @Controller('experiments')
+@Access('viewer')
 export class ExperimentsController {
   constructor(@Inject(ExperimentService) private readonly experiments: ExperimentService) {}
 
   @Post()
+  @Access('engineer')
   @ApiOperation({ summary: 'Validate a spec, write the experiment and its trials, enqueue its flow' })
   @ApiBody({ schema: openApiSchema(createExperimentSchema) })
   create(@Body(new ZodValidationPipe(createExperimentSchema)) body: CreateExperiment, @Scope() scope: RequestScope) {
@@ -46,6 +50,7 @@ export class ExperimentsController {
   }
 
   @Post(':id/cancel')
+  @Access('engineer')
   @HttpCode(200)
   cancel(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
     return this.experiments.cancel(id, scope);

@@ -12,7 +12,7 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
-import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
 import {
   FeatureService,
@@ -27,16 +27,20 @@ import {
   type ImportFeatureTable,
 } from '@abacus/catalog';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
 import { requireUpload } from './upload';
 
 @ApiTags('features')
+@ApiBearerAuth('api-key')
 @Controller()
+@Access('viewer')
 export class FeaturesController {
   constructor(@Inject(FeatureService) private readonly features: FeatureService) {}
 
   @Post('features')
+  @Access('engineer')
   @ApiBody({ schema: openApiSchema(createFeatureSchema) })
   create(@Body(new ZodValidationPipe(createFeatureSchema)) body: CreateFeature, @Scope() scope: RequestScope) {
     return this.features.create(body, scope);
@@ -53,6 +57,7 @@ export class FeaturesController {
   }
 
   @Patch('features/:id')
+  @Access('engineer')
   @ApiBody({ schema: openApiSchema(updateFeatureSchema) })
   update(
     @Param('id', ParseUUIDPipe) id: string,
@@ -63,6 +68,7 @@ export class FeaturesController {
   }
 
   @Post('feature-tables')
+  @Access('engineer')
   @ApiConsumes('multipart/form-data')
   @ApiBody({
     schema: {

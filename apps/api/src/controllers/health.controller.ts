@@ -3,10 +3,15 @@ import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { DataSource } from 'typeorm';
 import { QueueService } from '@abacus/queue';
+import { SkipThrottle } from '@nestjs/throttler';
+import { Access } from '../common/access.decorator';
 import { describeBackends } from '../common/runtime-info';
 
 @ApiTags('health')
 @Controller('health')
+@Access('public')
+// probes (load balancers, the quick start) poll it; it reads no data worth limiting
+@SkipThrottle()
 export class HealthController {
   constructor(
     private readonly ds: DataSource,

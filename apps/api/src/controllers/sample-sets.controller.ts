@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
-import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import {
   SampleSetService,
   importSampleSetSchema,
@@ -9,16 +9,20 @@ import {
   type ImportSampleSet,
 } from '@abacus/catalog';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
 import { requireUpload } from './upload';
 
 @ApiTags('sample sets')
+@ApiBearerAuth('api-key')
 @Controller('sample-sets')
+@Access('viewer')
 export class SampleSetsController {
   constructor(@Inject(SampleSetService) private readonly sampleSets: SampleSetService) {}
 
   @Post()
+  @Access('engineer')
   @ApiConsumes('multipart/form-data')
   @ApiBody({
     schema: {

@@ -4,7 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import IORedis from 'ioredis';
+import { ApiKeyService } from '@abacus/access';
 import { loadConfig } from '@abacus/configs';
+import { SYSTEM_SCOPE } from '@abacus/core';
 import { createDataSource, dropDatabase, ensureDatabase } from '@abacus/data';
 import { ApiClient } from '../api-client';
 import { CliError } from '../commands/command.types';
@@ -82,6 +84,8 @@ async function startPlatform(o: LoadBenchOptions, log: (s: string) => void): Pro
     ABACUS_API_PORT: String(port),
     ABACUS_WORKER_CONCURRENCY: '1',
     ABACUS_RUNTIME_THREADS: '1',
+    // the bench measures the API, not the per-key limiter
+    ABACUS_RATE_LIMIT_PER_MIN: '1000000',
   };
   const config = loadConfig(env, { fresh: true });
   log(`database ${db.pathname.slice(1)}, queue prefix ${env.ABACUS_QUEUE_PREFIX}`);
@@ -89,10 +93,11 @@ async function startPlatform(o: LoadBenchOptions, log: (s: string) => void): Pro
   const ds = createDataSource(config);
   await ds.initialize();
   await ds.runMigrations({ transaction: 'each' });
+  const { secret } = await new ApiKeyService(ds).create({ name: 'load-bench', role: 'admin', lines: ['*'] }, SYSTEM_SCOPE);
   await ds.destroy();
   const apiProc = start('dist/apps/api/src/main.js', env);
   const workers = Array.from({ length: o.workers }, () => start('dist/apps/worker/src/main.js', env));
-  const api = new ApiClient(`http://127.0.0.1:${port}`);
+  const api = new ApiClient(`http://127.0.0.1:${port}`, { authorization: `Bearer ${secret}` });
   await until(() => api.get<{ status: string }>('/health').then((h) => h.status === 'ok'), 60_000, 'the api');
   await until(async () => workers.every((w) => w.out().includes('listening on queues')), 60_000, 'the workers');
   return {

@@ -9,6 +9,9 @@ import { registerIv } from './iv.command';
 import { registerBench } from './bench.command';
 import { registerBenchExperiment } from './bench-experiment.command';
 import { registerBenchLoad } from './bench-load.command';
+import { registerKeys } from './keys.command';
+import { registerLogin } from './login.command';
+import { registerAudit } from './audit.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -16,6 +19,9 @@ export const COMMANDS: RegisterCommand[] = [
   registerSamples,
   registerFeatures,
   registerLines,
+  registerLogin,
+  registerKeys,
+  registerAudit,
   registerDemo,
   registerSim,
   registerIv,

@@ -1,3 +1,5 @@
+import { ApiKeyEntity } from './api-key.entity';
+import { AuditLogEntity } from './audit-log.entity';
 import { BusinessLineEntity } from './business-line.entity';
 import { ExperimentEntity } from './experiment.entity';
 import { FeatureResultEntity } from './feature-result.entity';
@@ -16,4 +18,6 @@ export const ENTITIES = [
   ExperimentEntity,
   TrialEntity,
   FeatureResultEntity,
+  ApiKeyEntity,
+  AuditLogEntity,
 ];

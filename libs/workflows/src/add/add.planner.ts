@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { InvalidInputError, type RequestScope } from '@abacus/core';
+import { InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
 import { FeatureEntity, type ExperimentEntity, type TrialEntity } from '@abacus/data';
 import { JobName } from '@abacus/queue';
 import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experiments/experiment-planner';
@@ -143,7 +143,7 @@ async function autoCandidates(
   const rows = await ds.getRepository(FeatureEntity).find({ order: { name: 'ASC' } });
   const out: { feature: string; from: string; gain: number }[] = [];
   for (const f of rows) {
-    if (exclude.has(f.name) || (scope.lines && !scope.lines.includes(f.businessLine))) continue;
+    if (exclude.has(f.name) || !canSeeLine(scope, f.businessLine)) continue;
     const positive = f.provenance
       .filter((p) => p.businessLine !== line)
       .sort((a, b) => b.measuredAt.localeCompare(a.measuredAt))

@@ -1,8 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { ConflictError, InvalidInputError, NotFoundError, type Page, type RequestScope } from '@abacus/core';
-import { BusinessLineEntity, ExperimentEntity, FeatureResultEntity, TERMINAL_STATUSES, TrialEntity } from '@abacus/data';
+import {
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  canSeeLine,
+  requireRole,
+  requireWrite,
+  type Page,
+  type RequestScope,
+} from '@abacus/core';
+import { writeAudit } from '@abacus/access';
+import {
+  AuditLogEntity,
+  BusinessLineEntity,
+  ExperimentEntity,
+  FeatureResultEntity,
+  TERMINAL_STATUSES,
+  TrialEntity,
+} from '@abacus/data';
 import type { QueueService } from '@abacus/queue';
 import type { ExperimentPlanner } from './experiment-planner';
 import type { CreateExperiment, ExperimentListQuery } from './experiment.schemas';
@@ -33,16 +50,14 @@ export class ExperimentService {
   }
 
   async create(input: CreateExperiment, scope: RequestScope): Promise<ExperimentDetail> {
+    requireWrite(scope, input.businessLine, 'submit experiments');
     if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: input.businessLine }))) {
       throw new InvalidInputError('businessLine', `unknown business line "${input.businessLine}"`);
-    }
-    if (scope.lines && !scope.lines.includes(input.businessLine)) {
-      throw new InvalidInputError('businessLine', `not one of the caller's business lines`);
     }
     const plan = await this.planner(input.kind).plan(input as never, this.ds, scope);
     const id = randomUUID();
     const trials = plan.trials.map((t, seq) => ({ ...t, id: randomUUID(), seq }));
-    await this.ds.transaction(async (m) => {
+    const auditId = await this.ds.transaction(async (m) => {
       await m.getRepository(ExperimentEntity).insert({
         id,
         kind: input.kind,
@@ -65,6 +80,13 @@ export class ExperimentService {
           status: 'queued' as const,
         })),
       );
+      return writeAudit(m, scope, {
+        action: 'experiment.submitted',
+        businessLine: input.businessLine,
+        targetType: 'experiment',
+        targetId: id,
+        details: { kind: input.kind, name: input.name, trials: trials.length },
+      });
     });
     try {
       await this.queue.enqueueExperiment(
@@ -73,7 +95,10 @@ export class ExperimentService {
       );
     } catch (err) {
       // nothing half-written: without its jobs the experiment would never run
-      await this.ds.getRepository(ExperimentEntity).delete({ id });
+      await this.ds.transaction(async (m) => {
+        await m.getRepository(ExperimentEntity).delete({ id });
+        await m.getRepository(AuditLogEntity).delete({ id: auditId });
+      });
       this.logger.error(`experiment ${id}: enqueue failed: ${(err as Error).message}`);
       throw new QueueUnavailableError(`the queue is unavailable: ${(err as Error).message}`);
     }
@@ -97,7 +122,7 @@ export class ExperimentService {
 
   async get(id: string, scope: RequestScope): Promise<ExperimentDetail> {
     const e = await this.ds.getRepository(ExperimentEntity).findOneBy({ id });
-    if (!e || (scope.lines && !scope.lines.includes(e.businessLine))) throw new NotFoundError('experiment', id);
+    if (!e || !canSeeLine(scope, e.businessLine)) throw new NotFoundError('experiment', id);
     const trials = await this.ds.getRepository(TrialEntity).find({ where: { experimentId: id }, order: { seq: 'ASC' } });
     return Object.assign(e, { trials });
   }
@@ -117,22 +142,35 @@ export class ExperimentService {
 
   /** Marks it cancelled, removes trials not yet started; running trials notice within a second and stop. */
   async cancel(id: string, scope: RequestScope): Promise<ExperimentDetail> {
+    requireRole(scope, 'engineer', 'cancel experiments');
     const e = await this.get(id, scope);
-    const updated = await this.ds
-      .createQueryBuilder()
-      .update(ExperimentEntity)
-      .set({ status: 'cancelled', finishedAt: () => 'now()', progressMessage: `cancelled by ${scope.user}` })
-      .where('id = :id AND status NOT IN (:...terminal)', { id, terminal: TERMINAL_STATUSES })
-      .execute();
-    if (!updated.affected) throw new ConflictError(`experiment ${id} is already ${e.status}`);
-    const pending = await this.ds
-      .getRepository(TrialEntity)
-      .createQueryBuilder()
-      .update()
-      .set({ status: 'cancelled', finishedAt: () => 'now()' })
-      .where('experiment_id = :id AND status = :queued', { id, queued: 'queued' })
-      .returning('id')
-      .execute();
+    requireWrite(scope, e.businessLine, 'cancel experiments');
+    // the status change, the trials' and the audit entry together: a cancel is recorded exactly when it happened
+    const pending = await this.ds.transaction(async (m) => {
+      const updated = await m
+        .createQueryBuilder()
+        .update(ExperimentEntity)
+        .set({ status: 'cancelled', finishedAt: () => 'now()', progressMessage: `cancelled by ${scope.user}` })
+        .where('id = :id AND status NOT IN (:...terminal)', { id, terminal: TERMINAL_STATUSES })
+        .execute();
+      if (!updated.affected) throw new ConflictError(`experiment ${id} is already ${e.status}`);
+      const res = await m
+        .getRepository(TrialEntity)
+        .createQueryBuilder()
+        .update()
+        .set({ status: 'cancelled', finishedAt: () => 'now()' })
+        .where('experiment_id = :id AND status = :queued', { id, queued: 'queued' })
+        .returning('id')
+        .execute();
+      await writeAudit(m, scope, {
+        action: 'experiment.cancelled',
+        businessLine: e.businessLine,
+        targetType: 'experiment',
+        targetId: id,
+        details: { kind: e.kind, name: e.name, previousStatus: e.status },
+      });
+      return res;
+    });
     const ids = (pending.raw as { id: string }[]).map((r) => r.id);
     const removed = await this.queue.removePendingTrials(ids).catch((err: Error) => {
       this.logger.warn(`experiment ${id}: could not remove queued jobs: ${err.message}`);

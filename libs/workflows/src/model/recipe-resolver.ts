@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { InvalidInputError, type RequestScope } from '@abacus/core';
+import { ForbiddenError, InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
+import { sharedWith } from '@abacus/catalog';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ModelRef, type ResolvedFeature } from './model-recipe.schema';
 
@@ -18,11 +19,12 @@ export class RecipeResolver {
     const ss = UUID.test(ref)
       ? await repo.findOneBy({ id: ref })
       : await repo.findOneBy({ businessLine: this.businessLine, name: ref });
-    if (!ss || (this.scope.lines && !this.scope.lines.includes(ss.businessLine))) {
-      throw new InvalidInputError(path, `no sample set "${ref}" in ${this.businessLine}`);
-    }
-    if (ss.businessLine !== this.businessLine && !ss.sharingPolicy.shareWith.some((l) => l === '*' || l === this.businessLine)) {
-      throw new InvalidInputError(path, `sample set belongs to ${ss.businessLine} and is not shared with ${this.businessLine}`);
+    if (!ss) throw new InvalidInputError(path, `no sample set "${ref}" in ${this.businessLine}`);
+    // the experiment's line is one the key may write to; another line's samples need that line's consent
+    if (!sharedWith(ss, this.businessLine)) {
+      throw new ForbiddenError(
+        `${path}: sample set "${ss.name}" belongs to business line "${ss.businessLine}" and is not shared with "${this.businessLine}"`,
+      );
     }
     return ss;
   }
@@ -32,8 +34,15 @@ export class RecipeResolver {
     const m = UUID.test(ref)
       ? await repo.findOneBy({ id: ref })
       : await repo.findOne({ where: { businessLine: this.businessLine, name: ref }, order: { version: 'DESC' } });
-    if (!m || (this.scope.lines && !this.scope.lines.includes(m.businessLine))) {
-      throw new InvalidInputError(path, `no model "${ref}" in ${this.businessLine}`);
+    if (!m) throw new InvalidInputError(path, `no model "${ref}" in ${this.businessLine}`);
+    if (m.businessLine !== this.businessLine) {
+      // another line's model trains on that line's samples: allowed only where they are shared with this line
+      const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: m.sampleSetId });
+      if (!sharedWith(ss, this.businessLine)) {
+        throw new ForbiddenError(
+          `${path}: model "${m.name}" (v${m.version}) belongs to business line "${m.businessLine}" and its sample set "${ss.name}" is not shared with "${this.businessLine}"`,
+        );
+      }
     }
     return m;
   }
@@ -93,7 +102,7 @@ export class RecipeResolver {
     const own = await repo.findOneBy({ businessLine: this.businessLine, name });
     if (own) return own;
     const others = await repo.find({ where: { name }, order: { createdAt: 'ASC' } });
-    return others.find((f) => !this.scope.lines || this.scope.lines.includes(f.businessLine)) ?? null;
+    return others.find((f) => canSeeLine(this.scope, f.businessLine)) ?? null;
   }
 
   async base(ref: ModelRef, path: string): Promise<{ recipe: ModelRecipe; sampleSet: SampleSetEntity }> {

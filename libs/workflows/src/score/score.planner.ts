@@ -1,12 +1,11 @@
 import type { DataSource } from 'typeorm';
 import { InvalidInputError, type RequestScope } from '@abacus/core';
-import { SampleSetEntity, type ExperimentEntity, type FeatureResultEntity, type TrialEntity } from '@abacus/data';
+import { type ExperimentEntity, type FeatureResultEntity, type TrialEntity } from '@abacus/data';
 import { JobName } from '@abacus/queue';
 import type { ExperimentPlan, ExperimentPlanner } from '../experiments/experiment-planner';
 import type { CreateExperiment } from '../experiments/experiment.schemas';
+import { RecipeResolver } from '../model/recipe-resolver';
 import type { ScoreTrialParams } from './score-experiment.schema';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type ScoreInput = Extract<CreateExperiment, { kind: 'score' }>;
 
@@ -16,22 +15,7 @@ export class ScorePlanner implements ExperimentPlanner<'score'> {
 
   async plan(input: ScoreInput, ds: DataSource, scope: RequestScope): Promise<ExperimentPlan> {
     const spec = input.spec;
-    const repo = ds.getRepository(SampleSetEntity);
-    const ss = UUID.test(spec.sampleSet)
-      ? await repo.findOneBy({ id: spec.sampleSet })
-      : await repo.findOneBy({ businessLine: input.businessLine, name: spec.sampleSet });
-    if (!ss || (scope.lines && !scope.lines.includes(ss.businessLine))) {
-      throw new InvalidInputError('spec.sampleSet', `no sample set "${spec.sampleSet}" in ${input.businessLine}`);
-    }
-    if (
-      ss.businessLine !== input.businessLine &&
-      !ss.sharingPolicy.shareWith.some((l) => l === '*' || l === input.businessLine)
-    ) {
-      throw new InvalidInputError(
-        'spec.sampleSet',
-        `sample set belongs to ${ss.businessLine} and is not shared with ${input.businessLine}`,
-      );
-    }
+    const ss = await new RecipeResolver(ds, scope, input.businessLine).sampleSet(spec.sampleSet, 'spec.sampleSet');
     const skip = new Set([ss.labelColumn, ss.timeColumn, ...ss.keyColumns].filter((c): c is string => !!c));
     const columns = ss.schema.map((c) => c.name);
     const features = spec.features ?? ss.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);

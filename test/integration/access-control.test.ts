@@ -1,0 +1,397 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '@abacus/data';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { CONTROLLERS } from '../../apps/api/src/app.module';
+import { describeRoutes } from '../../apps/api/src/common/routes';
+import { createTestEnv, type TestEnv } from '../support/test-env';
+import { writeSmallCsv } from '../support/fixtures';
+import { apiClient, type HttpResult } from '../support/http';
+
+/**
+ * Every endpoint × credential × business line, by direct API calls. The keys scoped to a line
+ * (viewer, engineer, and the revoked and expired ones) are scoped to `feed`; the admin key to all
+ * lines. Lines: `feed` (own), `search` (another line, shares nothing), `mall` (another line whose
+ * sample set is shared with feed).
+ */
+
+type Cred = 'none' | 'revoked' | 'expired' | 'viewer' | 'engineer' | 'admin';
+const CREDS: Cred[] = ['none', 'revoked', 'expired', 'viewer', 'engineer', 'admin'];
+type Line = 'feed' | 'search' | 'mall';
+const LINES: Line[] = ['feed', 'search', 'mall'];
+
+let env: TestEnv;
+let api: ApiHandle;
+let ds: DataSource;
+const secrets = {} as Record<Exclude<Cred, 'none'>, string>;
+const ids = {} as Record<Line, { sampleSet: string; feature: string; model: string; experiment: string }>;
+let n = 0;
+const unique = (p: string) => `${p}${++n}`;
+
+const admin = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
+const as = (cred: Cred) =>
+  apiClient(
+    () => api.url,
+    () => (cred === 'none' ? undefined : secrets[cred]),
+  );
+
+async function ok(r: Promise<HttpResult>, status = 201): Promise<Record<string, any>> {
+  const res = await r;
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  return res.body;
+}
+
+function csv(name: string): string {
+  const file = path.join(env.dataDir, 'in', `${name}.csv`);
+  writeSmallCsv(file, 200);
+  return file;
+}
+
+function featureTableCsv(column: string): string {
+  const file = path.join(env.dataDir, 'in', `${column}.csv`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `user_id,${column}\n1,3\n2,5\n3,8\n`);
+  return file;
+}
+
+const scoreOn = (businessLine: string, sampleSet: string) => ({
+  kind: 'score',
+  businessLine,
+  name: unique('e'),
+  spec: { sampleSet },
+});
+const freshExperiment = async (line: Line) =>
+  (await ok(admin.call('POST', '/experiments', scoreOn(line, ids[line].sampleSet)))).id as string;
+
+/**
+ * What a credential gets: the public routes answer everyone; without a valid key 401; below the
+ * route's role 403; else `allowed` — or `outOfScope` for the feed-scoped keys when the line is not theirs.
+ */
+function expected(min: 'public' | 'viewer' | 'engineer' | 'admin', allowed: number, outOfScope?: number) {
+  const rank = { viewer: 0, engineer: 1, admin: 2 } as const;
+  return (c: Cred): number => {
+    if (min === 'public') return allowed;
+    if (c === 'none' || c === 'revoked' || c === 'expired') return 401;
+    if (rank[c] < rank[min]) return 403;
+    return outOfScope !== undefined && c !== 'admin' ? outOfScope : allowed;
+  };
+}
+
+interface Case {
+  variant: string;
+  send: (cred: Cred) => Promise<HttpResult>;
+  expect: (c: Cred) => number;
+}
+
+/** Per line: own line as it is, another line outside the scoped keys' lines, and the sharing line. */
+const perLine = (make: (line: Line) => (cred: Cred) => Promise<HttpResult>, exp: Record<Line, (c: Cred) => number>): Case[] =>
+  LINES.map((line) => ({ variant: line, send: make(line), expect: exp[line] }));
+
+const TABLE: Record<string, Case[]> = {
+  'GET /api/v1/health': [{ variant: '-', send: (c) => as(c).call('GET', '/health'), expect: expected('public', 200) }],
+  'GET /': [
+    {
+      variant: '-',
+      send: async (c) => {
+        const res = await fetch(`${api.url}/`, { headers: c === 'none' ? {} : { authorization: `Bearer ${secrets[c]}` } });
+        return { status: res.status, body: { text: await res.text() }, headers: res.headers };
+      },
+      expect: expected('public', 200),
+    },
+  ],
+  'POST /api/v1/business-lines': [
+    {
+      variant: '-',
+      send: (c) => as(c).call('POST', '/business-lines', { name: unique('line') }),
+      expect: expected('admin', 201),
+    },
+  ],
+  'GET /api/v1/business-lines': [
+    { variant: '-', send: (c) => as(c).call('GET', '/business-lines'), expect: expected('viewer', 200) },
+  ],
+  'GET /api/v1/business-lines/:name': perLine((l) => (c) => as(c).call('GET', `/business-lines/${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
+  'POST /api/v1/sample-sets': perLine(
+    (l) => (c) => as(c).upload('/sample-sets', csv(unique('s')), { name: unique('set'), businessLine: l, label: 'click' }),
+    { feed: expected('engineer', 201), search: expected('engineer', 201, 403), mall: expected('engineer', 201, 403) },
+  ),
+  'GET /api/v1/sample-sets': perLine((l) => (c) => as(c).call('GET', `/sample-sets?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/sample-sets/:id': perLine((l) => (c) => as(c).call('GET', `/sample-sets/${ids[l].sampleSet}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    // shared with feed: feed's keys may see what they may borrow
+    mall: expected('viewer', 200),
+  }),
+  'POST /api/v1/features': perLine(
+    (l) => (c) => as(c).call('POST', '/features', { name: unique('f'), businessLine: l, kind: 'numeric' }),
+    { feed: expected('engineer', 201), search: expected('engineer', 201, 403), mall: expected('engineer', 201, 403) },
+  ),
+  'GET /api/v1/features': perLine((l) => (c) => as(c).call('GET', `/features?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/features/:id': perLine((l) => (c) => as(c).call('GET', `/features/${ids[l].feature}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
+  'PATCH /api/v1/features/:id': perLine(
+    (l) => (c) => as(c).call('PATCH', `/features/${ids[l].feature}`, { description: unique('d') }),
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },
+  ),
+  'POST /api/v1/feature-tables': perLine(
+    (l) => (c) =>
+      as(c).upload('/feature-tables', featureTableCsv(unique('col')), {
+        name: unique('table'),
+        businessLine: l,
+        entityKey: 'user_id',
+      }),
+    { feed: expected('engineer', 201), search: expected('engineer', 201, 403), mall: expected('engineer', 201, 403) },
+  ),
+  'GET /api/v1/feature-tables': perLine((l) => (c) => as(c).call('GET', `/feature-tables?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'POST /api/v1/models': [
+    // a model in feed on the sample set of each line: search's is not shared with feed (403 for everyone)
+    ...perLine(
+      (l) => (c) => as(c).call('POST', '/models', { name: unique('m'), businessLine: 'feed', sampleSetId: ids[l].sampleSet }),
+      { feed: expected('engineer', 201), search: expected('engineer', 403), mall: expected('engineer', 201) },
+    ),
+    {
+      variant: 'in search',
+      send: (c) =>
+        as(c).call('POST', '/models', { name: unique('m'), businessLine: 'search', sampleSetId: ids.search.sampleSet }),
+      expect: expected('engineer', 201, 403),
+    },
+  ],
+  'GET /api/v1/models': perLine((l) => (c) => as(c).call('GET', `/models?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/models/:id': perLine((l) => (c) => as(c).call('GET', `/models/${ids[l].model}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
+  'POST /api/v1/experiments': [
+    // an experiment in feed on each line's sample set
+    ...perLine((l) => (c) => as(c).call('POST', '/experiments', scoreOn('feed', ids[l].sampleSet)), {
+      feed: expected('engineer', 201),
+      search: expected('engineer', 403),
+      mall: expected('engineer', 201),
+    }),
+    {
+      variant: 'in search',
+      send: (c) => as(c).call('POST', '/experiments', scoreOn('search', ids.search.sampleSet)),
+      expect: expected('engineer', 201, 403),
+    },
+    {
+      variant: "in feed on search's model",
+      send: (c) =>
+        as(c).call('POST', '/experiments', {
+          kind: 'subtract',
+          businessLine: 'feed',
+          name: unique('e'),
+          spec: { model: { model: ids.search.model } },
+        }),
+      expect: expected('engineer', 403),
+    },
+  ],
+  'GET /api/v1/experiments': perLine((l) => (c) => as(c).call('GET', `/experiments?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/experiments/:id': perLine((l) => (c) => as(c).call('GET', `/experiments/${ids[l].experiment}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
+  'GET /api/v1/experiments/:id/results': perLine((l) => (c) => as(c).call('GET', `/experiments/${ids[l].experiment}/results`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
+  'POST /api/v1/experiments/:id/cancel': perLine(
+    (l) => async (c) => as(c).call('POST', `/experiments/${await freshExperiment(l)}/cancel`),
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },
+  ),
+  'POST /api/v1/keys': [
+    {
+      variant: '-',
+      send: (c) => as(c).call('POST', '/keys', { name: unique('k'), role: 'viewer', lines: ['feed'] }),
+      expect: expected('admin', 201),
+    },
+  ],
+  'GET /api/v1/keys': [{ variant: '-', send: (c) => as(c).call('GET', '/keys'), expect: expected('admin', 200) }],
+  'GET /api/v1/keys/me': [{ variant: '-', send: (c) => as(c).call('GET', '/keys/me'), expect: expected('viewer', 200) }],
+  'POST /api/v1/keys/:id/revoke': [
+    {
+      variant: '-',
+      send: async (c) => {
+        const k = await ok(admin.call('POST', '/keys', { name: unique('k'), role: 'viewer', lines: ['feed'] }));
+        return as(c).call('POST', `/keys/${k.id}/revoke`);
+      },
+      expect: expected('admin', 200),
+    },
+  ],
+  'GET /api/v1/audit': [{ variant: '-', send: (c) => as(c).call('GET', '/audit'), expect: expected('admin', 200) }],
+};
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  api = await startApi(env.config, { logger: false });
+  ds = createDataSource(env.config);
+  await ds.initialize();
+  for (const line of LINES) await ok(admin.call('POST', '/business-lines', { name: line }));
+  for (const line of LINES) {
+    const ss = await ok(
+      admin.upload('/sample-sets', csv(`${line}-base`), {
+        name: `${line}-base`,
+        businessLine: line,
+        label: 'click',
+        time: 'ts',
+        ...(line === 'mall' ? { shareWith: 'feed' } : {}),
+      }),
+    );
+    const feature = await ok(admin.call('POST', '/features', { name: `${line}_ctr`, businessLine: line, kind: 'numeric' }));
+    const model = await ok(admin.call('POST', '/models', { name: 'base', businessLine: line, sampleSetId: ss.id }));
+    const experiment = await ok(admin.call('POST', '/experiments', scoreOn(line, ss.id)));
+    ids[line] = { sampleSet: ss.id, feature: feature.id, model: model.id, experiment: experiment.id };
+  }
+  const key = async (name: string, role: string) =>
+    ok(admin.call('POST', '/keys', { name, role, lines: ['feed'] })) as Promise<{ id: string; secret: string }>;
+  secrets.admin = env.adminKey;
+  secrets.viewer = (await key('feed-viewer', 'viewer')).secret;
+  secrets.engineer = (await key('feed-engineer', 'engineer')).secret;
+  const revoked = await key('feed-revoked', 'engineer');
+  await ok(admin.call('POST', `/keys/${revoked.id}/revoke`), 200);
+  secrets.revoked = revoked.secret;
+  const expiring = await ok(
+    admin.call('POST', '/keys', { name: 'feed-expired', role: 'engineer', lines: ['feed'], expiresInDays: 1 }),
+  );
+  await ds.query(`UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1`, [expiring.id]);
+  secrets.expired = expiring.secret;
+});
+
+afterAll(async () => {
+  await ds?.destroy();
+  await api?.close();
+  await env?.teardown();
+});
+
+describe('access control: every endpoint × credential × business line', () => {
+  it('has a row for every route the API serves, and every route declares its access level', () => {
+    const routes = describeRoutes(CONTROLLERS, 'api/v1');
+    expect(routes.filter((r) => !r.access).map((r) => `${r.method} ${r.path}`)).toEqual([]);
+    expect(routes.map((r) => `${r.method} ${r.path}`).sort()).toEqual(Object.keys(TABLE).sort());
+  });
+
+  for (const [endpoint, cases] of Object.entries(TABLE)) {
+    it(endpoint, async () => {
+      const got: string[] = [];
+      const want: string[] = [];
+      for (const c of cases) {
+        for (const cred of CREDS) {
+          const res = await c.send(cred);
+          got.push(`${c.variant} ${cred}: ${res.status}`);
+          want.push(`${c.variant} ${cred}: ${c.expect(cred)}`);
+        }
+      }
+      expect(got).toEqual(want);
+    });
+  }
+});
+
+describe('access control: what the answers say', () => {
+  it('401 says why: missing, malformed, unknown, revoked, expired', async () => {
+    const none = await as('none').call('GET', '/sample-sets');
+    expect(none.body.message).toMatch(/missing API key.*abacus login --key/);
+    const malformed = await fetch(`${api.url}/api/v1/sample-sets`, { headers: { authorization: 'Bearer nope' } });
+    expect(((await malformed.json()) as { message: string }).message).toMatch(/malformed API key/);
+    const unknown = await fetch(`${api.url}/api/v1/sample-sets`, { headers: { authorization: `Bearer abk_${'A'.repeat(43)}` } });
+    expect(unknown.status).toBe(401);
+    expect(((await unknown.json()) as { message: string }).message).toMatch(/unknown API key abk_AAAAAAAA/);
+    expect((await as('revoked').call('GET', '/sample-sets')).body.message).toMatch(/\(feed-revoked\) was revoked at/);
+    expect((await as('expired').call('GET', '/sample-sets')).body.message).toMatch(/\(feed-expired\) expired at/);
+  });
+
+  it('403 names the role or the line; cross-line specs name the sample set or model and the lines', async () => {
+    const viewer = await as('viewer').call('POST', '/features', { name: 'x', businessLine: 'feed', kind: 'numeric' });
+    expect(viewer.body.message).toMatch(/role viewer may not POST \/api\/v1\/features \(needs engineer or above\)/);
+    const line = await as('engineer').call('POST', '/features', { name: 'x', businessLine: 'search', kind: 'numeric' });
+    expect(line.body.message).toMatch(/not scoped to business line "search" \(its lines: feed\)/);
+    const cross = await as('engineer').call('POST', '/experiments', scoreOn('feed', ids.search.sampleSet));
+    expect(cross.body.message).toMatch(
+      /sample set "search-base" belongs to business line "search" and is not shared with "feed"/,
+    );
+    const model = await as('admin').call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { model: ids.search.model } },
+    });
+    expect(model.status).toBe(403);
+    expect(model.body.message).toMatch(/model "base" \(v1\) belongs to business line "search"/);
+  });
+
+  it('an admin scoped to some lines creates keys for those lines only', async () => {
+    const scoped = await ok(admin.call('POST', '/keys', { name: 'feed-admin', role: 'admin', lines: ['feed'] }));
+    const feedAdmin = apiClient(
+      () => api.url,
+      () => scoped.secret as string,
+    );
+    const wide = await feedAdmin.call('POST', '/keys', { name: 'x', role: 'admin', lines: ['*'] });
+    expect(wide.status).toBe(403);
+    expect(wide.body.message).toMatch(/scoped to business lines feed and may not create keys for "\*"/);
+    expect((await feedAdmin.call('POST', '/keys', { name: 'x', role: 'viewer', lines: ['feed', 'search'] })).status).toBe(403);
+    expect((await feedAdmin.call('POST', '/keys', { name: 'x', role: 'viewer', lines: ['feed'] })).status).toBe(201);
+  });
+
+  it('lists only what the key may see: its lines, plus sample sets shared with them', async () => {
+    const lines = (await as('viewer').call('GET', '/business-lines')).body as unknown as { name: string }[];
+    expect(lines.map((l) => l.name)).toEqual(['feed']);
+    const sets = (await as('viewer').call('GET', '/sample-sets?pageSize=500')).body.items as { businessLine: string }[];
+    expect(new Set(sets.map((s) => s.businessLine))).toEqual(new Set(['feed', 'mall']));
+    const setsOfSearch = await as('viewer').call('GET', '/sample-sets?businessLine=search');
+    expect(setsOfSearch.body.total).toBe(0);
+    for (const route of ['/features?pageSize=500', '/models?pageSize=500', '/experiments?pageSize=500']) {
+      const items = (await as('viewer').call('GET', route)).body.items as { businessLine: string }[];
+      expect(items.length, route).toBeGreaterThan(0);
+      expect(new Set(items.map((i) => i.businessLine)), route).toEqual(new Set(['feed']));
+    }
+    const tables = (await as('viewer').call('GET', '/feature-tables')).body as unknown as { businessLine: string }[];
+    expect(tables.every((t) => t.businessLine === 'feed')).toBe(true);
+    const all = (await admin.call('GET', '/experiments?pageSize=500')).body.items as { businessLine: string }[];
+    expect(new Set(all.map((i) => i.businessLine))).toEqual(new Set(['feed', 'search', 'mall']));
+  });
+
+  it('key listings never carry secrets or hashes; whoami describes the calling key', async () => {
+    const list = await admin.call('GET', '/keys');
+    const text = JSON.stringify(list.body);
+    expect(text).not.toMatch(/"hash"|"secret"/);
+    for (const s of Object.values(secrets)) expect(text).not.toContain(s);
+    const me = await as('engineer').call('GET', '/keys/me');
+    expect(me.body).toMatchObject({ name: 'feed-engineer', role: 'engineer', lines: ['feed'] });
+    expect(JSON.stringify(me.body)).not.toMatch(/"hash"|"secret"/);
+    const stored = await ds.query(`SELECT hash, prefix FROM api_keys WHERE name = 'feed-engineer'`);
+    expect(stored[0].hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(secrets.engineer.startsWith(stored[0].prefix)).toBe(true);
+    expect(JSON.stringify(await ds.query('SELECT * FROM api_keys'))).not.toContain(secrets.engineer);
+  });
+});
