@@ -48,6 +48,7 @@ describe('classifyError', () => {
     ['out of memory', new RangeError('Array buffer allocation failed')],
     ['native out of memory', new Error('std::bad_alloc')],
     ['stalled', new Error('job stalled more than allowable limit')],
+    ['job lost from Redis', new Error('Missing key for job 80dbceed. updateProgress')],
     ['fetch to a refused peer', new TypeError('fetch failed', { cause: withCode('connect ECONNREFUSED', 'ECONNREFUSED') })],
   ])('%s is transient', (_what, err) => {
     expect(classifyError(err).kind).toBe('transient');

@@ -46,7 +46,8 @@ const TRANSIENT_MESSAGES: RegExp[] = [
   /std::bad_alloc/,
   /Array buffer allocation failed/i,
   /job stalled/i,
-  /missing lock for job/i,
+  // the job vanished from Redis under a running trial (restart without persistence): the reaper re-queues it
+  /missing (lock|key) for job/i,
 ];
 
 /** Error names that are transient whatever the message says (ioredis and BullMQ). */
