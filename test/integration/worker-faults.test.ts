@@ -54,7 +54,7 @@ function slowSubtract(seed: number): Record<string, unknown> {
     model: {
       sampleSet: 'samples',
       features: ['strong', 'weak', 'noise', 'color'],
-      training: { epochs: 12, batchSize: 16, validationFraction: 0, seed },
+      training: { epochs: 6, batchSize: 16, validationFraction: 0, seed },
     },
     seed,
   };
