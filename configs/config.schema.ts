@@ -44,6 +44,13 @@ export const configSchema = z.object({
   ABACUS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /** BullMQ lock duration; a worker that dies loses its job to another after about this long */
   ABACUS_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * how often a worker looks for experiments whose queue jobs were lost (Redis restarted without
+   * persistence, a job that failed while Postgres was down) and re-queues or fails them; 0 = never
+   */
+  ABACUS_REAPER_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+  /** the reaper leaves experiments younger than this alone (their flow may still be being enqueued) */
+  ABACUS_REAPER_MIN_AGE_MS: z.coerce.number().int().min(0).default(60_000),
   ABACUS_LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
   ABACUS_LOG_SQL: bool.default(false),
   /** where experiment verdicts are POSTed (signed JSON); unset = no notifications */

@@ -45,7 +45,7 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
     });
   }
   app.useGlobalFilters(new DomainExceptionFilter());
-  app.enableShutdownHooks();
+  // no enableShutdownHooks: main.ts owns SIGTERM, so close() can drain in-flight requests and exit 0
   const doc = SwaggerModule.createDocument(
     app,
     new DocumentBuilder()

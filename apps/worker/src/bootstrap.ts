@@ -3,8 +3,8 @@ import { Logger, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
-import { WorkerHost } from '@abacus/queue';
-import { selectBackend } from '@abacus/workflows';
+import { QueueService, WorkerHost } from '@abacus/queue';
+import { ExperimentReaper, selectBackend } from '@abacus/workflows';
 import { WorkerModule } from './worker.module';
 
 export interface WorkerHandle {
@@ -27,6 +27,8 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
   });
   const host = ctx.get(WorkerHost);
   host.start();
+  const reaper = ctx.get(ExperimentReaper);
+  reaper.start(config.ABACUS_REAPER_INTERVAL_MS);
   Logger.log(
     `worker up (trial concurrency ${Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices)}, backend ${backend.backend})`,
     'abacus-worker',
@@ -34,7 +36,9 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
   return {
     ctx,
     stop: async (graceMs?: number) => {
+      await reaper.stop();
       await host.stop(graceMs);
+      await ctx.get(QueueService).close();
       await ctx.close();
       await ds.destroy();
     },

@@ -2,12 +2,13 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { DataDir } from '@abacus/catalog';
-import { JobName, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import {
   AblateTrialHandler,
   BuiltSamplesCache,
   CompareTrialHandler,
   DevicePool,
+  ExperimentReaper,
   FinalizeExperimentHandler,
   ModelTrainer,
   PLANNERS,
@@ -32,6 +33,16 @@ export class WorkerModule {
         { provide: DataSource, useValue: ds },
         { provide: DataDir, useValue: new DataDir(config.ABACUS_DATA_DIR) },
         { provide: TrialLedger, useFactory: () => new TrialLedger(ds) },
+        { provide: QueueService, useFactory: () => new QueueService(config) },
+        {
+          provide: ExperimentReaper,
+          inject: [QueueService],
+          useFactory: (queue: QueueService) =>
+            new ExperimentReaper(ds, queue, {
+              minAgeMs: config.ABACUS_REAPER_MIN_AGE_MS,
+              maxAttempts: config.ABACUS_TRIAL_ATTEMPTS,
+            }),
+        },
         {
           provide: WORKFLOW_CONTEXT,
           inject: [TrialLedger, DataDir],

@@ -112,6 +112,20 @@ export class QueueService {
     return job ? job.getState() : null;
   }
 
+  /**
+   * Removes what is left of an experiment's flow (finalize with its children, and the named trial
+   * jobs), so the reaper can enqueue a fresh one. Throws if one of them is running (locked).
+   */
+  async removeExperimentJobs(experimentId: string, trialIds: string[]): Promise<void> {
+    const finalize = await Job.fromId(this.queue(QueueName.Experiments), experimentId);
+    if (finalize) await finalize.remove({ removeChildren: true });
+    const trials = this.queue(QueueName.Trials);
+    for (const id of trialIds) {
+      const job = await Job.fromId(trials, id);
+      if (job) await job.remove({ removeChildren: true });
+    }
+  }
+
   async ping(): Promise<string> {
     const client = (await this.queue(QueueName.Experiments).client) as unknown as { ping(): Promise<string> };
     return client.ping();

@@ -1,9 +1,10 @@
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '@abacus/configs';
 import { describeZodError } from '@abacus/core';
 import { JOB_PAYLOAD_SCHEMAS, JOB_QUEUE, JobName, QueueName, isJobName, type JobPayloads } from './queue-names';
 import { redisConnection } from './queue.service';
+import { toJobError } from './error-class';
 
 export interface JobContext {
   job: Job;
@@ -46,9 +47,12 @@ export class WorkerHost {
         maxStalledCount: 2,
         autorun: true,
       });
-      worker.on('failed', (job, err) =>
-        this.logger.warn(`job ${job?.name} ${job?.id} failed (attempt ${job?.attemptsMade}): ${err.message}`),
-      );
+      worker.on('failed', (job, err) => {
+        const final = !job || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
+        const what = `job ${job?.name} ${job?.id} (experiment ${(job?.data as { experimentId?: string })?.experimentId})`;
+        if (final) this.logger.error(`${what} failed for good after attempt ${job?.attemptsMade}: ${err.message}`, err.stack);
+        else this.logger.warn(`${what} failed attempt ${job?.attemptsMade}, will retry: ${err.message}`);
+      });
       worker.on('error', (err) => this.logger.error(`queue ${queueName}: ${err.message}`));
       this.workers.push(worker);
     }
@@ -57,11 +61,11 @@ export class WorkerHost {
 
   private async process(job: Job, token: string | undefined): Promise<unknown> {
     if (!isJobName(job.name) || JOB_QUEUE[job.name] !== job.queueName) {
-      throw new Error(`no handler for job "${job.name}" on queue ${job.queueName}`);
+      throw new UnrecoverableError(`no handler for job "${job.name}" on queue ${job.queueName}`);
     }
     const name: JobName = job.name;
     const parsed = JOB_PAYLOAD_SCHEMAS[name].safeParse(job.data);
-    if (!parsed.success) throw new Error(`invalid payload for ${name}: ${describeZodError(parsed.error)}`);
+    if (!parsed.success) throw new UnrecoverableError(`invalid payload for ${name}: ${describeZodError(parsed.error)}`);
     const controller = new AbortController();
     const key = `${job.queueName}:${job.id}`;
     this.active.set(key, controller);
@@ -74,7 +78,8 @@ export class WorkerHost {
         await job.moveToDelayed(Date.now() + 500, token);
         throw new DelayedError();
       }
-      throw err;
+      // deterministic failures are not retried (see error-class.ts)
+      throw toJobError(err);
     } finally {
       this.active.delete(key);
     }

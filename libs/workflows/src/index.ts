@@ -28,3 +28,4 @@ export { addSpecSchema } from './add/add-experiment.schema';
 export { subtractSpecSchema } from './subtract/subtract-experiment.schema';
 export { selectBackend, type BackendSelection } from './model/backend-selection';
 export { DevicePool } from './model/device-pool';
+export { ExperimentReaper, type ReaperOptions, type ReapReport } from './experiments/experiment-reaper';

@@ -7,6 +7,8 @@ import { SkipThrottle } from '@nestjs/throttler';
 import { Access } from '../common/access.decorator';
 import { describeBackends } from '../common/runtime-info';
 
+const CHECK_TIMEOUT_MS = 2000;
+
 @ApiTags('health')
 @Controller('health')
 @Access('public')
@@ -23,11 +25,18 @@ export class HealthController {
   async health(@Res() res: Response): Promise<void> {
     const check = async (fn: () => Promise<unknown>) => {
       const t0 = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      // while a server is down its client queues commands until it reconnects: answer degraded instead of hanging
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+      });
       try {
-        await fn();
+        await Promise.race([fn(), timeout]);
         return { ok: true, latencyMs: Date.now() - t0 };
       } catch (err) {
         return { ok: false, error: (err as Error).message };
+      } finally {
+        clearTimeout(timer);
       }
     };
     const [postgres, redis] = await Promise.all([check(() => this.ds.query('SELECT 1')), check(() => this.queue.ping())]);

@@ -53,6 +53,10 @@ export class TrialEntity {
   @Column({ type: 'text', nullable: true })
   error!: string | null;
 
+  /** the failure's stack, for operators; not selected by default so API responses never carry it */
+  @Column({ name: 'error_stack', type: 'text', nullable: true, select: false })
+  errorStack?: string | null;
+
   /** which runtime backend ran it (cpu / cuda / tfjs), or null for trials that need none */
   @Column({ type: 'text', nullable: true })
   backend!: string | null;

@@ -5,6 +5,7 @@ import type { DataDir } from '@abacus/catalog';
 import { RuntimeModel, resolveBackend, type BackendChoice, type EvaluationResult, type ModelSpecInput } from '@abacus/runtime';
 import type { BuiltSet } from './built-samples.cache';
 import type { Architecture, Training } from './model-recipe.schema';
+import { TrainingDivergedError } from './training-diverged.error';
 
 export interface TrainedModel {
   key: string;
@@ -128,6 +129,7 @@ export class ModelTrainer {
       },
     );
     if (ctx.signal?.aborted) throw new Error('training aborted');
+    if (!trained.cancelled && !Number.isFinite(trained.finalLoss)) throw new TrainingDivergedError(trained.finalLoss);
     const trainMs = Date.now() - t0;
     const evaluation = await model.evaluate(built.test);
     const predictions = await model.predict(built.test);

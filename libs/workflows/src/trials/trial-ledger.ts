@@ -20,7 +20,14 @@ export class TrialLedger {
     const res = await this.ds
       .createQueryBuilder()
       .update(TrialEntity)
-      .set({ status: 'running', attempts: () => 'attempts + 1', startedAt: () => 'now()', error: null, progress: 0 })
+      .set({
+        status: 'running',
+        attempts: () => 'attempts + 1',
+        startedAt: () => 'now()',
+        error: null,
+        errorStack: null,
+        progress: 0,
+      })
       .where('id = :id AND status IN (:...s)', { id: trialId, s: ['queued', 'running'] })
       .execute();
     if (!res.affected) return null;
@@ -58,7 +65,7 @@ export class TrialLedger {
   async finish(
     trialId: string,
     status: 'succeeded' | 'failed' | 'cancelled' | 'queued',
-    fields: { metrics?: Record<string, unknown>; error?: string; backend?: string | null },
+    fields: { metrics?: Record<string, unknown>; error?: string; errorStack?: string | null; backend?: string | null },
   ): Promise<void> {
     await this.ds
       .createQueryBuilder()
@@ -68,10 +75,21 @@ export class TrialLedger {
         ...(fields.metrics ? { metrics: fields.metrics } : {}),
         ...(fields.backend !== undefined ? { backend: fields.backend } : {}),
         error: fields.error ?? null,
+        errorStack: fields.errorStack ?? null,
         progress: status === 'queued' ? 0 : 1,
         finishedAt: status === 'queued' ? null : () => 'now()',
       })
       .where('id = :id AND status NOT IN (:...t)', { id: trialId, t: TERMINAL_STATUSES })
+      .execute();
+  }
+
+  /** Back to the queue at worker shutdown: the attempt it had begun does not count. */
+  async release(trialId: string, reason: string): Promise<void> {
+    await this.ds
+      .createQueryBuilder()
+      .update(TrialEntity)
+      .set({ status: 'queued', attempts: () => 'GREATEST(attempts - 1, 0)', error: reason, errorStack: null, progress: 0 })
+      .where('id = :id AND status = :running', { id: trialId, running: 'running' })
       .execute();
   }
 }

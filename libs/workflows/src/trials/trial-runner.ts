@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { UnrecoverableError } from 'bullmq';
-import type { JobContext } from '@abacus/queue';
+import { classifyError, toJobError, type JobContext } from '@abacus/queue';
 import type { ExperimentEntity, TrialEntity } from '@abacus/data';
 import type { TrialLedger } from './trial-ledger';
 
@@ -38,7 +38,7 @@ export async function runTrial(
   ctx: JobContext,
   body: (scope: TrialScope) => Promise<TrialOutcome>,
 ): Promise<{ status: string }> {
-  const logger = new Logger(`trial ${payload.trialId.slice(0, 8)} / experiment ${payload.experimentId.slice(0, 8)}`);
+  const logger = new Logger(`trial ${payload.trialId} / experiment ${payload.experimentId}`);
   const claimed = await ledger.begin(payload.trialId);
   if (!claimed) {
     logger.log('skipped: cancelled or already finished');
@@ -95,14 +95,20 @@ export async function runTrial(
     const message = err instanceof Error ? err.message : String(err);
     if (ctx.signal.aborted) {
       // worker shutting down: the job goes back to the queue and this attempt does not count as a failure
-      await ledger.finish(payload.trialId, 'queued', { error: `released at shutdown: ${message}` });
+      await ledger.release(payload.trialId, `released at shutdown: ${message}`);
+      logger.log('released at shutdown');
       throw err;
     }
+    const stack = err instanceof Error ? (err.stack ?? message) : message;
+    const cls = classifyError(err);
     const attempts = ctx.job.opts.attempts ?? 1;
-    const final = ctx.job.attemptsMade + 1 >= attempts;
-    await ledger.finish(payload.trialId, final ? 'failed' : 'queued', { error: message });
-    logger.warn(`${final ? 'failed' : 'will retry'}: ${message}`);
-    throw err;
+    // a deterministic error would fail the same way again: it fails now, once
+    const final = cls.kind === 'deterministic' || ctx.job.attemptsMade + 1 >= attempts;
+    await ledger.finish(payload.trialId, final ? 'failed' : 'queued', { error: message, errorStack: stack });
+    const what = `${cls.kind} error (${cls.reason}), attempt ${ctx.job.attemptsMade + 1} of ${attempts}`;
+    if (final) logger.error(`failed: ${message} [${what}]`, stack);
+    else logger.warn(`will retry: ${message} [${what}]\n${stack}`);
+    throw toJobError(err);
   } finally {
     clearInterval(poll);
     ctx.signal.removeEventListener('abort', onShutdown);
