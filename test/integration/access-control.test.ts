@@ -361,6 +361,27 @@ describe('access control: what the answers say', () => {
     expect(wide.body.message).toMatch(/scoped to business lines feed and may not create keys for "\*"/);
     expect((await feedAdmin.call('POST', '/keys', { name: 'x', role: 'viewer', lines: ['feed', 'search'] })).status).toBe(403);
     expect((await feedAdmin.call('POST', '/keys', { name: 'x', role: 'viewer', lines: ['feed'] })).status).toBe(201);
+    // it sees and revokes keys within its lines only, and the audit entries of its lines and its own
+    const keys = (await ok(feedAdmin.call('GET', '/keys'), 200)) as unknown as { name: string; lines: string[] }[];
+    expect(keys.length).toBeGreaterThan(0);
+    for (const k of keys)
+      expect(
+        k.lines.every((l) => l === 'feed'),
+        k.name,
+      ).toBe(true);
+    const other = await ok(admin.call('POST', '/keys', { name: unique('search-k'), role: 'viewer', lines: ['search'] }));
+    expect((await feedAdmin.call('POST', `/keys/${other.id}/revoke`)).status).toBe(404);
+    const allKeys = (await ok(admin.call('GET', '/keys'), 200)) as unknown as { id: string }[];
+    expect(allKeys.map((k) => k.id)).toContain(other.id);
+    expect(keys.map((k) => k.name)).not.toContain(other.name);
+    const audit = (await ok(feedAdmin.call('GET', '/audit?pageSize=500'), 200)).items as {
+      businessLine: string | null;
+      actorKeyId: string;
+    }[];
+    expect(audit.length).toBeGreaterThan(0);
+    for (const a of audit) expect(a.businessLine === 'feed' || a.actorKeyId === scoped.id, JSON.stringify(a)).toBe(true);
+    const all = (await ok(admin.call('GET', '/audit?pageSize=500'), 200)).items as { businessLine: string | null }[];
+    expect(all.some((a) => a.businessLine === 'search')).toBe(true);
   });
 
   it('lists only what the key may see: its lines, plus sample sets shared with them', async () => {

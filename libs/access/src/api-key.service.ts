@@ -67,9 +67,16 @@ export class ApiKeyService {
     return { key: this.withoutHash(key), secret };
   }
 
+  /** An admin scoped to some lines sees only keys within those lines (never all-line keys). */
   async list(scope: RequestScope): Promise<ApiKeyEntity[]> {
     requireRole(scope, 'admin', 'list API keys');
-    return this.ds.getRepository(ApiKeyEntity).find({ order: { createdAt: 'DESC' } });
+    const qb = this.ds.getRepository(ApiKeyEntity).createQueryBuilder('k').orderBy('k.created_at', 'DESC');
+    if (scope.lines) qb.where('k.lines <@ CAST(:lines AS jsonb)', { lines: JSON.stringify(scope.lines) });
+    return qb.getMany();
+  }
+
+  private visible(k: ApiKeyEntity, scope: RequestScope): boolean {
+    return !scope.lines || k.lines.every((l) => scope.lines!.includes(l));
   }
 
   async get(id: string): Promise<ApiKeyEntity> {
@@ -84,7 +91,7 @@ export class ApiKeyService {
     await this.ds.transaction(async (m) => {
       const repo = m.getRepository(ApiKeyEntity);
       const k = await repo.createQueryBuilder('k').setLock('pessimistic_write').where('k.id = :id', { id }).getOne();
-      if (!k) throw new NotFoundError('API key', id);
+      if (!k || !this.visible(k, scope)) throw new NotFoundError('API key', id);
       if (k.revokedAt)
         throw new ConflictError(`API key ${k.prefix}… (${k.name}) was already revoked at ${k.revokedAt.toISOString()}`);
       await repo.update({ id }, { revokedAt: () => 'now()', revokedBy: scope.user } as never);

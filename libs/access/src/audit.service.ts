@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { Page } from '@abacus/core';
+import type { Page, RequestScope } from '@abacus/core';
 import { AuditLogEntity } from '@abacus/data';
 import type { AuditQuery } from './access.schemas';
 
@@ -9,8 +9,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class AuditService {
   constructor(private readonly ds: DataSource) {}
 
-  async list(q: AuditQuery): Promise<Page<AuditLogEntity>> {
+  /** An admin scoped to some lines sees the entries of those lines and their own. */
+  async list(q: AuditQuery, scope: RequestScope): Promise<Page<AuditLogEntity>> {
     const qb = this.ds.getRepository(AuditLogEntity).createQueryBuilder('a').orderBy('a.at', 'DESC').addOrderBy('a.id');
+    if (scope.lines) {
+      qb.andWhere('(a.business_line = ANY(:scopeLines) OR a.actor_key_id = :self)', {
+        scopeLines: scope.lines,
+        self: scope.keyId ?? null,
+      });
+    }
     if (q.action) qb.andWhere('a.action = :action', { action: q.action });
     if (q.businessLine) qb.andWhere('a.business_line = :bl', { bl: q.businessLine });
     if (q.actor) {

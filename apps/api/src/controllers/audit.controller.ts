@@ -1,7 +1,8 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuditService, auditQuerySchema, type AuditQuery } from '@abacus/access';
-import { ZodValidationPipe } from '@abacus/core';
+import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { Scope } from '../common/scope.decorator';
 import { Access } from '../common/access.decorator';
 
 @ApiTags('audit')
@@ -15,7 +16,7 @@ export class AuditController {
   @ApiOperation({
     summary: 'Who did what, newest first: ?action=&businessLine=&actor=(key name or id)&since=(ISO time)&page=&pageSize=',
   })
-  list(@Query(new ZodValidationPipe(auditQuerySchema)) q: AuditQuery) {
-    return this.audit.list(q);
+  list(@Query(new ZodValidationPipe(auditQuerySchema)) q: AuditQuery, @Scope() scope: RequestScope) {
+    return this.audit.list(q, scope);
   }
 }
