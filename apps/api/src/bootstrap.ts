@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
@@ -23,11 +24,16 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
     throw new Error('the database has pending migrations: run `npm run migrate` first');
   }
   const queue = new QueueService(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, ds, queue), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, ds, queue), {
     logger: opts.logger === false ? false : ['error', 'warn', 'log'],
+    // body parsers are added below with the configured limit (express's own default is 100 kB)
+    bodyParser: false,
   });
+  const limit = `${config.ABACUS_JSON_LIMIT_KB}kb`;
+  app.useBodyParser('json', { limit });
+  app.useBodyParser('urlencoded', { limit, extended: true });
   app.setGlobalPrefix('api/v1', { exclude: ['/'] });
-  app.useGlobalFilters(new DomainExceptionFilter());
+  app.useGlobalFilters(new DomainExceptionFilter({ jsonLimitKb: config.ABACUS_JSON_LIMIT_KB }));
   app.enableShutdownHooks();
   const doc = SwaggerModule.createDocument(
     app,

@@ -1,5 +1,5 @@
 export * from './catalog.schemas';
-export { DataDir } from './data-dir';
+export { DataDir, PathEscapeError } from './data-dir';
 export { TableInspector, columnKind, type InspectedTable } from './table-inspector';
 export { BusinessLineService } from './business-line.service';
 export { SampleSetService, type UploadedFile } from './sample-set.service';

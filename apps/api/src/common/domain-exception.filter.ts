@@ -3,13 +3,35 @@ import type { Response } from 'express';
 import { ConflictError, InvalidInputError, NotFoundError } from '@abacus/core';
 import { QueueUnavailableError } from '@abacus/workflows';
 
-/** Maps domain errors to HTTP: invalid input 400 (with the field path), missing 404, conflict 409, queue down 503. */
+/** What body-parser throws (http-errors): a `type` naming the failure and the status it suggests. */
+interface BodyParserError {
+  type: string;
+  status: number;
+  expose?: boolean;
+  limit?: number;
+}
+
+function isBodyParserError(err: unknown): err is BodyParserError {
+  const e = err as Partial<BodyParserError> | null;
+  return !!e && typeof e.type === 'string' && typeof e.status === 'number' && e.status >= 400 && e.status < 500;
+}
+
+/**
+ * Maps errors to HTTP: invalid input 400 (with the field path), missing 404, conflict 409, queue down 503;
+ * request bodies the parser refuses keep their 4xx (too large 413, malformed JSON 400), never 500.
+ */
 @Catch()
 export class DomainExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
+  constructor(private readonly limits: { jsonLimitKb?: number } = {}) {}
+
   catch(err: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
+    if (isBodyParserError(err)) {
+      this.bodyError(err, res);
+      return;
+    }
     if (err instanceof HttpException) {
       const body = err.getResponse();
       res.status(err.getStatus()).json(typeof body === 'string' ? { statusCode: err.getStatus(), message: body } : body);
@@ -38,5 +60,26 @@ export class DomainExceptionFilter implements ExceptionFilter {
     }
     this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     res.status(500).json({ statusCode: 500, error: 'Internal Server Error', message: 'internal error' });
+  }
+
+  private bodyError(err: BodyParserError, res: Response): void {
+    const limitKb = this.limits.jsonLimitKb ?? (err.limit ? Math.round(err.limit / 1024) : undefined);
+    const [status, message] =
+      err.type === 'entity.too.large'
+        ? [413, `request body is larger than the limit of ${limitKb} KB (ABACUS_JSON_LIMIT_KB)`]
+        : err.type === 'entity.parse.failed'
+          ? [400, 'request body is not valid JSON']
+          : err.type === 'parameters.too.many'
+            ? [413, 'request body has too many parameters']
+            : err.type === 'encoding.unsupported' || err.type === 'charset.unsupported'
+              ? [415, 'unsupported request body encoding or charset']
+              : [err.status, 'request body could not be read'];
+    const error = status === 413 ? 'Payload Too Large' : status === 415 ? 'Unsupported Media Type' : 'Bad Request';
+    res.status(status).json({
+      statusCode: status,
+      error,
+      message,
+      issues: [{ path: '(body)', message, code: err.type }],
+    });
   }
 }

@@ -1,16 +1,4 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Inject,
-  Param,
-  ParseUUIDPipe,
-  Patch,
-  Post,
-  Query,
-  UploadedFile,
-  UseInterceptors,
-} from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Patch, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
@@ -26,10 +14,10 @@ import {
   type FeatureListQuery,
   type ImportFeatureTable,
 } from '@abacus/catalog';
-import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
-import { requireUpload } from './upload';
+import { requireUpload, UploadCleanupInterceptor } from './upload';
 
 @ApiTags('features')
 @Controller()
@@ -48,14 +36,14 @@ export class FeaturesController {
   }
 
   @Get('features/:id')
-  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  get(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.features.get(id, scope);
   }
 
   @Patch('features/:id')
   @ApiBody({ schema: openApiSchema(updateFeatureSchema) })
   update(
-    @Param('id', ParseUUIDPipe) id: string,
+    @Param('id', uuidParam('id')) id: string,
     @Body(new ZodValidationPipe(updateFeatureSchema)) body: UpdateFeature,
     @Scope() scope: RequestScope,
   ) {
@@ -74,7 +62,7 @@ export class FeaturesController {
       },
     },
   })
-  @UseInterceptors(FileInterceptor('file'))
+  @UseInterceptors(FileInterceptor('file'), UploadCleanupInterceptor)
   async importTable(
     @UploadedFile() file: Express.Multer.File | undefined,
     @Body(new ZodValidationPipe(importFeatureTableSchema)) body: ImportFeatureTable,
@@ -90,7 +78,7 @@ export class FeaturesController {
 
   @Get('feature-tables')
   listTables(
-    @Query(new ZodValidationPipe(z.object({ businessLine: lineName.optional() }))) q: { businessLine?: string },
+    @Query(new ZodValidationPipe(z.object({ businessLine: lineName.optional() }).strict())) q: { businessLine?: string },
     @Scope() scope: RequestScope,
   ) {
     return this.features.listTables(scope, q.businessLine);
