@@ -19,6 +19,7 @@ import { UiController } from './controllers/ui.controller';
 export class AppModule {
   static forRoot(config: AppConfig, ds: DataSource, queue: QueueService): DynamicModule {
     const dataDir = new DataDir(config.ABACUS_DATA_DIR);
+    const limits = { maxColumns: config.ABACUS_MAX_COLUMNS, maxCategories: config.ABACUS_MAX_CATEGORIES };
     return {
       module: AppModule,
       imports: [
@@ -39,8 +40,8 @@ export class AppModule {
         { provide: QueueService, useValue: queue },
         { provide: DataDir, useValue: dataDir },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
-        { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir) },
-        { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir) },
+        { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },
+        { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
       ],

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { InvalidInputError, type RequestScope } from '@abacus/core';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
+import { explicitPositive, requireBinaryLabel } from './label-check';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ModelRef, type ResolvedFeature } from './model-recipe.schema';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -105,12 +106,14 @@ export class RecipeResolver {
     if (ref.model) {
       const m = await this.model(ref.model, `${path}.model`);
       ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: m.sampleSetId });
+      requireBinaryLabel(ss, `${path}.model`);
       names = m.features;
       modelId = m.id;
       architecture = architectureSchema.parse(m.architecture);
       training = trainingSchema.parse(m.trainingParams);
     } else {
       ss = await this.sampleSet(ref.sampleSet!, `${path}.sampleSet`);
+      requireBinaryLabel(ss, `${path}.sampleSet`);
       names = ref.features ?? RecipeResolver.defaultFeatures(ss);
     }
     if (new Set(names).size !== names.length) throw new InvalidInputError(`${path}.features`, 'duplicate feature names');
@@ -127,6 +130,7 @@ export class RecipeResolver {
         sampleSetId: ss.id,
         sampleFile: ss.files[0],
         label: ss.labelColumn,
+        positive: explicitPositive(ss) ?? null,
         time: ss.timeColumn,
         testFrom: ref.testFrom ?? null,
         filter: ref.filter ?? null,
