@@ -23,7 +23,12 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        MulterModule.register({ dest: dataDir.tmpDir(), limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024 } }),
+        // preservePath: the client's name arrives as sent, so a name with path parts is refused, not quietly cut
+        MulterModule.register({
+          dest: dataDir.tmpDir(),
+          preservePath: true,
+          limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024, files: 1, fields: 20, fieldSize: 64 * 1024 },
+        }),
       ],
       controllers: [
         HealthController,

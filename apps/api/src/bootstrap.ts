@@ -2,12 +2,13 @@ import 'reflect-metadata';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
 import { QueueService } from '@abacus/queue';
 import { AppModule } from './app.module';
-import { DomainExceptionFilter } from './common/domain-exception.filter';
+import { DomainExceptionFilter, isBodyParserError, sendBodyError } from './common/domain-exception.filter';
 
 export interface ApiHandle {
   app: INestApplication;
@@ -32,8 +33,15 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
   const limit = `${config.ABACUS_JSON_LIMIT_KB}kb`;
   app.useBodyParser('json', { limit });
   app.useBodyParser('urlencoded', { limit, extended: true });
+  // body-parser's errors answered here, before Nest turns a JSON SyntaxError into a bare 400 of the parser's words
+  app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (isBodyParserError(err)) sendBodyError(err, res, config.ABACUS_JSON_LIMIT_KB);
+    else next(err);
+  });
   app.setGlobalPrefix('api/v1', { exclude: ['/'] });
-  app.useGlobalFilters(new DomainExceptionFilter({ jsonLimitKb: config.ABACUS_JSON_LIMIT_KB }));
+  app.useGlobalFilters(
+    new DomainExceptionFilter({ jsonLimitKb: config.ABACUS_JSON_LIMIT_KB, uploadLimitMb: config.ABACUS_UPLOAD_LIMIT_MB }),
+  );
   app.enableShutdownHooks();
   const doc = SwaggerModule.createDocument(
     app,

@@ -11,7 +11,7 @@ interface BodyParserError {
   limit?: number;
 }
 
-function isBodyParserError(err: unknown): err is BodyParserError {
+export function isBodyParserError(err: unknown): err is BodyParserError {
   const e = err as Partial<BodyParserError> | null;
   return !!e && typeof e.type === 'string' && typeof e.status === 'number' && e.status >= 400 && e.status < 500;
 }
@@ -24,15 +24,23 @@ function isBodyParserError(err: unknown): err is BodyParserError {
 export class DomainExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
 
-  constructor(private readonly limits: { jsonLimitKb?: number } = {}) {}
+  constructor(private readonly limits: { jsonLimitKb?: number; uploadLimitMb?: number } = {}) {}
 
   catch(err: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
     if (isBodyParserError(err)) {
-      this.bodyError(err, res);
+      sendBodyError(err, res, this.limits.jsonLimitKb);
       return;
     }
     if (err instanceof HttpException) {
+      if (err.getStatus() === 413 && this.limits.uploadLimitMb) {
+        // multer's "File too large", with the limit and where it is set
+        const message = `uploaded file is larger than the limit of ${this.limits.uploadLimitMb} MB (ABACUS_UPLOAD_LIMIT_MB)`;
+        res
+          .status(413)
+          .json({ statusCode: 413, error: 'Payload Too Large', message, issues: [{ path: 'file', message, code: 'too_big' }] });
+        return;
+      }
       const body = err.getResponse();
       res.status(err.getStatus()).json(typeof body === 'string' ? { statusCode: err.getStatus(), message: body } : body);
       return;
@@ -61,25 +69,26 @@ export class DomainExceptionFilter implements ExceptionFilter {
     this.logger.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
     res.status(500).json({ statusCode: 500, error: 'Internal Server Error', message: 'internal error' });
   }
+}
 
-  private bodyError(err: BodyParserError, res: Response): void {
-    const limitKb = this.limits.jsonLimitKb ?? (err.limit ? Math.round(err.limit / 1024) : undefined);
-    const [status, message] =
-      err.type === 'entity.too.large'
-        ? [413, `request body is larger than the limit of ${limitKb} KB (ABACUS_JSON_LIMIT_KB)`]
-        : err.type === 'entity.parse.failed'
-          ? [400, 'request body is not valid JSON']
-          : err.type === 'parameters.too.many'
-            ? [413, 'request body has too many parameters']
-            : err.type === 'encoding.unsupported' || err.type === 'charset.unsupported'
-              ? [415, 'unsupported request body encoding or charset']
-              : [err.status, 'request body could not be read'];
-    const error = status === 413 ? 'Payload Too Large' : status === 415 ? 'Unsupported Media Type' : 'Bad Request';
-    res.status(status).json({
-      statusCode: status,
-      error,
-      message,
-      issues: [{ path: '(body)', message, code: err.type }],
-    });
-  }
+/** The answer to a body the parser refused: its 4xx with a message that names the limit or the problem. */
+export function sendBodyError(err: BodyParserError, res: Response, jsonLimitKb?: number): void {
+  const limitKb = jsonLimitKb ?? (err.limit ? Math.round(err.limit / 1024) : undefined);
+  const [status, message] =
+    err.type === 'entity.too.large'
+      ? [413, `request body is larger than the limit of ${limitKb} KB (ABACUS_JSON_LIMIT_KB)`]
+      : err.type === 'entity.parse.failed'
+        ? [400, 'request body is not valid JSON']
+        : err.type === 'parameters.too.many'
+          ? [413, 'request body has too many parameters']
+          : err.type === 'encoding.unsupported' || err.type === 'charset.unsupported'
+            ? [415, 'unsupported request body encoding or charset']
+            : [err.status, 'request body could not be read'];
+  const error = status === 413 ? 'Payload Too Large' : status === 415 ? 'Unsupported Media Type' : 'Bad Request';
+  res.status(status).json({
+    statusCode: status,
+    error,
+    message,
+    issues: [{ path: '(body)', message, code: err.type }],
+  });
 }

@@ -35,11 +35,31 @@ export function requireUpload(file: Express.Multer.File | undefined): UploadedFi
       issues: [{ path: 'file', message: 'a multipart file part named "file" is required', code: 'invalid_input' }],
     });
   }
+  const problem = fileNameProblem(file.originalname);
+  if (problem) {
+    throw new BadRequestException({
+      statusCode: 400,
+      error: 'Bad Request',
+      message: 'Validation failed',
+      issues: [{ path: 'file', message: problem, code: 'invalid_input' }],
+    });
+  }
   const originalName = displayName(file.originalname);
   // readers choose the format by extension; the spooled file has none
   const spooled = `${file.path}.${TableInspector.formatOf(originalName)}`;
   fs.renameSync(file.path, spooled);
   return { path: spooled, originalName, release: () => fs.rmSync(spooled, { force: true }) };
+}
+
+/** Why a client's file name is refused: path parts (`../`, `/`, `\\`), control characters, or none at all. */
+export function fileNameProblem(name: string): string | null {
+  if (!name) return 'the file part has no file name';
+  if (/[\\/]/.test(name) || name.split('.').every((p) => p === '')) {
+    return `file name "${displayName(name)}" must be a plain name without directories (no "/", "\\" or "..")`;
+  }
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'file name contains control characters';
+  if (name.length > 255) return 'file name is longer than 255 characters';
+  return null;
 }
 
 /** The client's file name as shown back in messages: its last path segment, printable, at most 200 characters. */
