@@ -25,7 +25,13 @@ export class WebhookNotifier {
   constructor(
     private readonly url: string | undefined,
     private readonly secret: string | undefined,
-    private readonly opts: { attempts?: number; timeoutMs?: number; allow?: HostAllowList } = {},
+    private readonly opts: {
+      attempts?: number;
+      timeoutMs?: number;
+      allow?: HostAllowList;
+      /** every address of a host name (default: the system resolver) */
+      resolve?: (hostname: string) => Promise<dns.LookupAddress[]>;
+    } = {},
   ) {}
 
   private get allow(): HostAllowList {
@@ -38,18 +44,22 @@ export class WebhookNotifier {
    * private one for the request).
    */
   private readonly checkedLookup: LookupFunction = (hostname, options, callback) => {
-    dns.lookup(hostname, { all: true, family: options.family, hints: options.hints }, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      const refused = addresses.find((a) => !addressAllowed(hostname, a.address, this.allow));
-      if (refused || !addresses.length) {
-        const reason = refused
-          ? `${hostname} resolves to ${refused.address}, which is not a public address or not in ABACUS_WEBHOOK_ALLOWED_HOSTS`
-          : `${hostname} has no address`;
-        return callback(Object.assign(new Error(`webhook target refused: ${reason}`), { code: 'EWEBHOOKTARGET' }), '', 0);
-      }
-      if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
-      callback(null, addresses[0].address, addresses[0].family);
-    });
+    const resolve =
+      this.opts.resolve ?? ((h: string) => dns.promises.lookup(h, { all: true, family: options.family, hints: options.hints }));
+    resolve(hostname).then(
+      (addresses) => {
+        const refused = addresses.find((a) => !addressAllowed(hostname, a.address, this.allow));
+        if (refused || !addresses.length) {
+          const reason = refused
+            ? `${hostname} resolves to ${refused.address}, which is not a public address or not in ABACUS_WEBHOOK_ALLOWED_HOSTS`
+            : `${hostname} has no address`;
+          return callback(Object.assign(new Error(`webhook target refused: ${reason}`), { code: 'EWEBHOOKTARGET' }), '', 0);
+        }
+        if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
+        callback(null, addresses[0].address, addresses[0].family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
   };
 
   /** One POST through node:http(s) with the checked lookup; resolves with the status code. */
@@ -116,7 +126,7 @@ export class WebhookNotifier {
       }
       if (a < attempts) await new Promise((r) => setTimeout(r, 250 * 2 ** a));
     }
-    this.logger.warn(`webhook ${event} ${deliveryId} failed after ${attempts} attempts: ${last.error}`);
+    this.logger.warn(`webhook ${event} ${deliveryId} failed after ${last.attempts} attempt(s): ${last.error}`);
     return last;
   }
 }
