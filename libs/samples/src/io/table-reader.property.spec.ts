@@ -58,7 +58,7 @@ const table = fc.integer({ min: 1, max: 40 }).chain((rows) =>
         fc.constant(rows),
         fc.tuple(
           ...specs.map(([name, kind]) => {
-            const value = kind === 'int' ? intValue : kind === 'float' ? floatValue : textValue;
+            const value: fc.Arbitrary<number | string> = kind === 'int' ? intValue : kind === 'float' ? floatValue : textValue;
             // the first row is never missing, so each column has a value to sniff its type from
             return fc
               .tuple(value, fc.array(fc.option(value, { freq: 4 }), { minLength: rows - 1, maxLength: rows - 1 }))
