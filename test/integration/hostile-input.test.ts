@@ -10,6 +10,7 @@ import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, queueKeys, type TestEnv } from '../support/test-env';
 import { listDir, writeMalformedCsv, writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
+import { cli } from '../support/processes';
 
 let env: TestEnv;
 let api: ApiHandle;
@@ -423,5 +424,69 @@ describe('request bodies and parameters', () => {
     expect(k.body.issues?.[0].path).toBe('kind');
     const f = await call('GET', '/features?featureTableId=zzz');
     expect(f.body.issues?.[0]).toMatchObject({ path: 'featureTableId', message: 'must be a UUID' });
+  });
+});
+
+describe('CLI flags: a bad value names the flag and exits non-zero', () => {
+  const cases: { args: string[]; message: RegExp }[] = [
+    {
+      args: ['samples', 'import', 'x.csv', '--name', 'bad name', '--domain', 'feed', '--label', 'click'],
+      message: /--name: letters, digits/,
+    },
+    {
+      args: ['samples', 'import', 'x.csv', '--name', 'ok', '--domain', 'Feed!', '--label', 'click'],
+      message: /--domain: lower-case letters/,
+    },
+    { args: ['features', 'import-table', 'x.csv', '--name', 'u', '--domain', 'feed', '--key', ''], message: /--key: / },
+    { args: ['experiment', 'show', 'not-a-uuid'], message: /<id>: must be a UUID/ },
+    { args: ['experiment', 'cancel', '12'], message: /<id>: must be a UUID/ },
+    { args: ['experiment', 'list', '--page-size', '0'], message: /--page-size: / },
+    { args: ['experiment', 'list', '--status', 'done'], message: /--status: / },
+    { args: ['experiment', 'submit', 'x.json', '--timeout', 'soon'], message: /--timeout: / },
+    { args: ['lines', 'create', 'Bad Line'], message: /<name>: lower-case letters/ },
+    { args: ['iv', 'x.csv', '--label', 'y', '--min-bin-share', '0.9'], message: /--min-bin-share: / },
+    { args: ['sim', '--seed', '-1', '--rows', '5000', '--out', 'x'], message: /--seed: / },
+  ];
+  for (const c of cases) {
+    it(`abacus ${c.args.join(' ')}`, async () => {
+      // no API behind this URL: a flag error must come before any request
+      const r = await cli(c.args, { ...env.env, ABACUS_API_URL: 'http://127.0.0.1:9' }, 60_000);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(c.message);
+      expect(r.stderr).not.toMatch(/cannot reach/);
+    });
+  }
+
+  it('imports through the CLI with --positive and reports the stored event value', async () => {
+    const f = write('cli37.csv', `x,click\n${Array.from({ length: 20 }, (_, i) => `${i},${i % 4 === 0 ? 7 : 3}`).join('\n')}\n`);
+    const r = await cli(
+      [
+        '--api',
+        api.url,
+        'samples',
+        'import',
+        f,
+        '--name',
+        'cli37',
+        '--domain',
+        'feed',
+        '--label',
+        'click',
+        '--positive',
+        '7',
+        '--json',
+      ],
+      env.env,
+      60_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).labelStats).toMatchObject({ positive: '7', explicitPositive: true, events: 5, nonEvents: 15 });
+    const bad = await cli(
+      ['--api', api.url, 'samples', 'import', f, '--name', 'cli37b', '--domain', 'feed', '--label', 'click'],
+      env.env,
+      60_000,
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/label: column "click" holds 3 and 7.*--positive 7/);
   });
 });
