@@ -54,8 +54,11 @@ export class TableInspector {
     return (await tableSource(file)).sql;
   }
 
-  async withConnection<T>(fn: (run: (q: string) => Promise<unknown[][]>) => Promise<T>): Promise<T> {
-    const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+  async withConnection<T>(
+    fn: (run: (q: string) => Promise<unknown[][]>) => Promise<T>,
+    opts: { singleThread?: boolean } = {},
+  ): Promise<T> {
+    const db = await DuckDBInstance.create(':memory:', opts.singleThread ? { threads: '1' } : {});
     const conn = await db.connect();
     try {
       return await fn(async (q) => (await conn.runAndReadAll(q)).getRows() as unknown[][]);
@@ -118,17 +121,20 @@ export class TableInspector {
     const floats = columns.filter((c) => FLOAT_TYPE.test(c.sourceType));
     if (!floats.length) return [];
     const src = await TableInspector.source(file);
-    return this.withConnection(async (run) => {
-      const aggs = floats.flatMap((c, i) => [
-        `count(*) FILTER (WHERE NOT isfinite(${ident(c.name)})) AS n${i}`,
-        `min(__row) FILTER (WHERE NOT isfinite(${ident(c.name)})) AS r${i}`,
-      ]);
-      // one thread: row_number() then follows the file's order
-      const [row] = await run(`SELECT ${aggs.join(', ')} FROM (SELECT row_number() OVER () AS __row, * FROM ${src})`);
-      return floats
-        .map((c, i) => ({ column: c.name, count: Number(row[2 * i]), firstRow: Number(row[2 * i + 1]) }))
-        .filter((x) => x.count > 0);
-    });
+    return this.withConnection(
+      async (run) => {
+        const aggs = floats.flatMap((c, i) => [
+          `count(*) FILTER (WHERE NOT isfinite(${ident(c.name)})) AS n${i}`,
+          `min(__row) FILTER (WHERE NOT isfinite(${ident(c.name)})) AS r${i}`,
+        ]);
+        // one thread: row_number() then follows the file's order
+        const [row] = await run(`SELECT ${aggs.join(', ')} FROM (SELECT row_number() OVER () AS __row, * FROM ${src})`);
+        return floats
+          .map((c, i) => ({ column: c.name, count: Number(row[2 * i]), firstRow: Number(row[2 * i + 1]) }))
+          .filter((x) => x.count > 0);
+      },
+      { singleThread: true },
+    );
   }
 
   /** Text columns (other than `exempt`) with more distinct values than `limit` (HyperLogLog estimate: one pass, bounded memory). */
@@ -263,7 +269,7 @@ export function scrub(reason: string, file: string, displayName: string): string
     .join(displayName)
     .split(path.dirname(file))
     .join('')
-    .replace(/(^|[\s'"(=])\/(?:[^\s'"/)]+\/)*[^\s'"/)]*/g, '$1<path>')
+    .replace(/(^|[\s'"(=])\/(?:[^\s'"/),:]+\/)*[^\s'"/),:]*/g, '$1<path>')
     .split('\n')
     .slice(0, 3)
     .join(' ')
