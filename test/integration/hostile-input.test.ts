@@ -401,6 +401,12 @@ describe('request bodies and parameters', () => {
     expect(((await res.json()) as { message: string }).message).toBe('request body is not valid JSON');
   });
 
+  it('names an unknown body field instead of dropping it', async () => {
+    const r = await call('POST', '/business-lines', { name: 'search', descripton: 'typo' });
+    expect(r.status).toBe(400);
+    expect(r.body.issues?.[0].message).toMatch(/descripton/);
+  });
+
   it('names a bad UUID path parameter', async () => {
     for (const route of ['/experiments/nope', '/experiments/nope/results', '/sample-sets/1', '/features/x', '/models/12345']) {
       const r = await call('GET', route);

@@ -11,10 +11,12 @@ export const objectName = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits, _ . : - (starting with a letter or digit)');
 export const columnName = z.string().min(1).max(200);
 
-export const createBusinessLineSchema = z.object({
-  name: lineName,
-  description: z.string().max(2000).default(''),
-});
+export const createBusinessLineSchema = z
+  .object({
+    name: lineName,
+    description: z.string().max(2000).default(''),
+  })
+  .strict();
 
 const costsSchema = z
   .object({
