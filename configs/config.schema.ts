@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseHostAllowList, webhookUrlProblem } from './webhook-target';
 
 const bool = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
@@ -8,81 +9,113 @@ const bool = z
  * Every setting of Abacus, keyed by its environment variable. An optional JSON file
  * (ABACUS_CONFIG_FILE) supplies the same keys; the environment wins over the file.
  */
-export const configSchema = z.object({
-  ABACUS_DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/abacus'),
-  ABACUS_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
-  /** BullMQ key prefix: separate deployments (and test runs) sharing one Redis use different prefixes */
-  ABACUS_QUEUE_PREFIX: z
-    .string()
-    .regex(/^[a-zA-Z0-9_:-]+$/, 'letters, digits, _ : - only')
-    .default('abacus'),
-  ABACUS_API_HOST: z.string().min(1).default('0.0.0.0'),
-  ABACUS_API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  /** where the CLI finds the API */
-  ABACUS_API_URL: z.string().url().default('http://localhost:3000'),
-  /** sample sets, feature tables, built samples and checkpoints live under this directory */
-  ABACUS_DATA_DIR: z.string().min(1).default('.data'),
-  ABACUS_RUNTIME_BACKEND: z.enum(['auto', 'cpu', 'cuda', 'tfjs']).default('auto'),
-  /**
-   * CPU forward of predict / evaluate / ablate: unset = bf16 (FP32 sums) where the CPU has AMX-BF16,
-   * or AVX512-BF16 on AMD, FP32 elsewhere; 'fp32' forces FP32. Read by the native addon itself;
-   * listed here so a bad value stops start-up. Training always runs in FP32.
-   */
-  ABACUS_CPU_EVAL_PRECISION: z.enum(['fp32', 'avx512bf16']).optional(),
-  /** CUDA GEMMs: 'tf32' (default) or 'fp32'. Read by the CUDA addon; listed so a bad value stops start-up. */
-  ABACUS_CUDA_MATH: z.enum(['tf32', 'fp32']).optional(),
-  /** CUDA evaluation forward with TF32 math: BF16 inputs (default) or 'tf32'. Read by the CUDA addon. */
-  ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
-  /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
-  ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
-  /** native threads per trial; 0 = all cores */
-  ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
-  ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
-  /** attempts per trial job before it is marked failed */
-  ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
-  /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */
-  ABACUS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
-  /** BullMQ lock duration; a worker that dies loses its job to another after about this long */
-  ABACUS_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
-  /**
-   * how often a worker looks for experiments whose queue jobs were lost (Redis restarted without
-   * persistence, a job that failed while Postgres was down) and re-queues or fails them; 0 = never
-   */
-  ABACUS_REAPER_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
-  /** the reaper leaves experiments younger than this alone (their flow may still be being enqueued) */
-  ABACUS_REAPER_MIN_AGE_MS: z.coerce.number().int().min(0).default(60_000),
-  ABACUS_LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
-  ABACUS_LOG_SQL: bool.default(false),
-  /** where experiment verdicts are POSTed (signed JSON); unset = no notifications */
-  ABACUS_NOTIFY_WEBHOOK_URL: z.string().url().optional(),
-  /** HMAC-SHA256 key for the x-abacus-signature header */
-  ABACUS_NOTIFY_WEBHOOK_SECRET: z.string().min(16, 'at least 16 characters').optional(),
-  ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),
-  /** the CLI's API key (wins over the one `abacus login` stored); the shape of libs/access's keys */
-  ABACUS_API_KEY: z
-    .string()
-    .regex(/^abk_[A-Za-z0-9_-]{43}$/, 'an Abacus API key: "abk_" followed by 43 base64url characters')
-    .optional(),
-  /** where `abacus login` stores keys (per API URL); default $XDG_CONFIG_HOME/abacus/credentials.json */
-  ABACUS_CREDENTIALS_FILE: z.string().min(1).optional(),
-  /** the XDG base directory for user configuration (default ~/.config); read here so nothing else reads the environment */
-  XDG_CONFIG_HOME: z.string().min(1).optional(),
-  /** requests per minute per API key (per client IP without a valid key); beyond it the API answers 429 */
-  ABACUS_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(600),
-  /** comma-separated origins allowed to call the API from a browser; empty = no CORS headers at all */
-  ABACUS_CORS_ORIGINS: z
-    .string()
-    .default('')
-    .transform((s) =>
-      s
-        .split(',')
-        .map((o) => o.trim())
-        .filter(Boolean),
-    )
-    .pipe(
-      z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'origins like https://abacus.example.com (scheme and host, no path)')),
-    ),
-});
+export const configSchema = z
+  .object({
+    ABACUS_DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/abacus'),
+    ABACUS_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+    /** BullMQ key prefix: separate deployments (and test runs) sharing one Redis use different prefixes */
+    ABACUS_QUEUE_PREFIX: z
+      .string()
+      .regex(/^[a-zA-Z0-9_:-]+$/, 'letters, digits, _ : - only')
+      .default('abacus'),
+    ABACUS_API_HOST: z.string().min(1).default('0.0.0.0'),
+    ABACUS_API_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    /** where the CLI finds the API */
+    ABACUS_API_URL: z.string().url().default('http://localhost:3000'),
+    /** sample sets, feature tables, built samples and checkpoints live under this directory */
+    ABACUS_DATA_DIR: z.string().min(1).default('.data'),
+    ABACUS_RUNTIME_BACKEND: z.enum(['auto', 'cpu', 'cuda', 'tfjs']).default('auto'),
+    /**
+     * CPU forward of predict / evaluate / ablate: unset = bf16 (FP32 sums) where the CPU has AMX-BF16,
+     * or AVX512-BF16 on AMD, FP32 elsewhere; 'fp32' forces FP32. Read by the native addon itself;
+     * listed here so a bad value stops start-up. Training always runs in FP32.
+     */
+    ABACUS_CPU_EVAL_PRECISION: z.enum(['fp32', 'avx512bf16']).optional(),
+    /** CUDA GEMMs: 'tf32' (default) or 'fp32'. Read by the CUDA addon; listed so a bad value stops start-up. */
+    ABACUS_CUDA_MATH: z.enum(['tf32', 'fp32']).optional(),
+    /** CUDA evaluation forward with TF32 math: BF16 inputs (default) or 'tf32'. Read by the CUDA addon. */
+    ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
+    /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
+    ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
+    /** native threads per trial; 0 = all cores */
+    ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
+    ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+    /** attempts per trial job before it is marked failed */
+    ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+    /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */
+    ABACUS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+    /** BullMQ lock duration; a worker that dies loses its job to another after about this long */
+    ABACUS_JOB_LOCK_MS: z.coerce.number().int().min(1000).default(30_000),
+    /**
+     * how often a worker looks for experiments whose queue jobs were lost (Redis restarted without
+     * persistence, a job that failed while Postgres was down) and re-queues or fails them; 0 = never
+     */
+    ABACUS_REAPER_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+    /** the reaper leaves experiments younger than this alone (their flow may still be being enqueued) */
+    ABACUS_REAPER_MIN_AGE_MS: z.coerce.number().int().min(0).default(60_000),
+    ABACUS_LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),
+    ABACUS_LOG_SQL: bool.default(false),
+    /** where experiment verdicts are POSTed (signed JSON); unset = no notifications */
+    ABACUS_NOTIFY_WEBHOOK_URL: z
+      .string()
+      .url()
+      .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http or https URL')
+      .optional(),
+    /**
+     * webhook targets allowed besides public addresses: comma-separated host names, IP addresses or CIDR
+     * ranges (e.g. `hooks.internal,10.0.0.0/8,127.0.0.1`). Empty = public addresses only (no loopback,
+     * private or link-local); non-empty = only targets matching an entry.
+     */
+    ABACUS_WEBHOOK_ALLOWED_HOSTS: z
+      .string()
+      .default('')
+      .transform((s, ctx) => {
+        try {
+          return parseHostAllowList(s);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+          return z.NEVER;
+        }
+      }),
+    /** HMAC-SHA256 key for the x-abacus-signature header */
+    ABACUS_NOTIFY_WEBHOOK_SECRET: z.string().min(16, 'at least 16 characters').optional(),
+    ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),
+    /** largest JSON or urlencoded request body; larger ones are answered 413 */
+    ABACUS_JSON_LIMIT_KB: z.coerce.number().int().min(1).max(1_048_576).default(1024),
+    /** most columns an imported CSV/Parquet file may have */
+    ABACUS_MAX_COLUMNS: z.coerce.number().int().min(2).max(100_000).default(2000),
+    /** most distinct values of one categorical (text) column of an import; key columns are exempt */
+    ABACUS_MAX_CATEGORIES: z.coerce.number().int().min(2).max(100_000_000).default(100_000),
+    /** the CLI's API key (wins over the one `abacus login` stored); the shape of libs/access's keys */
+    ABACUS_API_KEY: z
+      .string()
+      .regex(/^abk_[A-Za-z0-9_-]{43}$/, 'an Abacus API key: "abk_" followed by 43 base64url characters')
+      .optional(),
+    /** where `abacus login` stores keys (per API URL); default $XDG_CONFIG_HOME/abacus/credentials.json */
+    ABACUS_CREDENTIALS_FILE: z.string().min(1).optional(),
+    /** the XDG base directory for user configuration (default ~/.config); read here so nothing else reads the environment */
+    XDG_CONFIG_HOME: z.string().min(1).optional(),
+    /** requests per minute per API key (per client IP without a valid key); beyond it the API answers 429 */
+    ABACUS_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).max(1_000_000).default(600),
+    /** comma-separated origins allowed to call the API from a browser; empty = no CORS headers at all */
+    ABACUS_CORS_ORIGINS: z
+      .string()
+      .default('')
+      .transform((s) =>
+        s
+          .split(',')
+          .map((o) => o.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z.array(z.string().regex(/^https?:\/\/[^/\s]+$/, 'origins like https://abacus.example.com (scheme and host, no path)')),
+      ),
+  })
+  .superRefine((c, ctx) => {
+    if (!c.ABACUS_NOTIFY_WEBHOOK_URL) return;
+    const problem = webhookUrlProblem(c.ABACUS_NOTIFY_WEBHOOK_URL, c.ABACUS_WEBHOOK_ALLOWED_HOSTS);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['ABACUS_NOTIFY_WEBHOOK_URL'], message: problem });
+  });
 
 export type AppConfig = z.output<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;

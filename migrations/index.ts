@@ -2,6 +2,13 @@ import { Init1795300000000 } from './1795300000000-Init';
 import { TrialTree1795300100000 } from './1795300100000-TrialTree';
 import { AccessControl1795300200000 } from './1795300200000-AccessControl';
 import { TrialErrorStack1795300300000 } from './1795300300000-TrialErrorStack';
+import { LabelStats1795300400000 } from './1795300400000-LabelStats';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
-export const MIGRATIONS = [Init1795300000000, TrialTree1795300100000, AccessControl1795300200000, TrialErrorStack1795300300000];
+export const MIGRATIONS = [
+  Init1795300000000,
+  TrialTree1795300100000,
+  AccessControl1795300200000,
+  TrialErrorStack1795300300000,
+  LabelStats1795300400000,
+];

@@ -47,7 +47,12 @@ const configOf = (line: string) => truth.features.filter((f) => f.inConfigOf.inc
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  env = await createTestEnv({ ABACUS_NOTIFY_WEBHOOK_URL: receiver.url, ABACUS_NOTIFY_WEBHOOK_SECRET: SECRET });
+  // the receiver listens on loopback, which webhooks may only reach when allowed explicitly
+  env = await createTestEnv({
+    ABACUS_NOTIFY_WEBHOOK_URL: receiver.url,
+    ABACUS_NOTIFY_WEBHOOK_SECRET: SECRET,
+    ABACUS_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+  });
   api = await startApi(env.config, { logger: false });
   worker = await startWorker(env.config, { logger: false });
   ds = createDataSource(env.config);

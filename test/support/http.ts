@@ -31,10 +31,11 @@ export function apiClient(baseUrl: () => string, key: () => string | undefined) 
     }
     return { status: res.status, body: parsed, headers: res.headers };
   };
-  const upload = async (route: string, file: string, fields: Record<string, string>): Promise<HttpResult> => {
+  /** `fileName`: the name the client sends for the file (default: the file's own name) */
+  const upload = async (route: string, file: string, fields: Record<string, string>, fileName?: string): Promise<HttpResult> => {
     const form = new FormData();
     for (const [k, v] of Object.entries(fields)) form.append(k, v);
-    form.append('file', await fs.openAsBlob(file), path.basename(file));
+    form.append('file', await fs.openAsBlob(file), fileName ?? path.basename(file));
     return call('POST', route, form);
   };
   return { call, upload };

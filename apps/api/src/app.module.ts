@@ -40,10 +40,16 @@ export const CONTROLLERS: Type[] = [
 export class AppModule implements NestModule {
   static forRoot(config: AppConfig, ds: DataSource, queue: QueueService): DynamicModule {
     const dataDir = new DataDir(config.ABACUS_DATA_DIR);
+    const limits = { maxColumns: config.ABACUS_MAX_COLUMNS, maxCategories: config.ABACUS_MAX_CATEGORIES };
     return {
       module: AppModule,
       imports: [
-        MulterModule.register({ dest: dataDir.tmpDir(), limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024 } }),
+        // preservePath: the client's name arrives as sent, so a name with path parts is refused, not quietly cut
+        MulterModule.register({
+          dest: dataDir.tmpDir(),
+          preservePath: true,
+          limits: { fileSize: config.ABACUS_UPLOAD_LIMIT_MB * 1024 * 1024, files: 1, fields: 20, fieldSize: 64 * 1024 },
+        }),
         ThrottlerModule.forRoot({
           throttlers: [{ name: 'default', ttl: 60_000, limit: config.ABACUS_RATE_LIMIT_PER_MIN }],
           errorMessage: `rate limit exceeded: at most ${config.ABACUS_RATE_LIMIT_PER_MIN} requests per minute per API key (ABACUS_RATE_LIMIT_PER_MIN)`,
@@ -58,8 +64,8 @@ export class AppModule implements NestModule {
         { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds) },
         { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
-        { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir) },
-        { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir) },
+        { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },
+        { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
         // in this order: the rate limit counts refused requests too, then the key's role is checked

@@ -1,13 +1,15 @@
 import 'reflect-metadata';
 import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import helmet from 'helmet';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
 import { QueueService } from '@abacus/queue';
 import { AppModule } from './app.module';
-import { DomainExceptionFilter } from './common/domain-exception.filter';
+import { DomainExceptionFilter, isBodyParserError, sendBodyError } from './common/domain-exception.filter';
 
 export interface ApiHandle {
   app: INestApplication;
@@ -24,8 +26,18 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
     throw new Error('the database has pending migrations: run `npm run migrate` first');
   }
   const queue = new QueueService(config);
-  const app = await NestFactory.create(AppModule.forRoot(config, ds, queue), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, ds, queue), {
     logger: opts.logger === false ? false : ['error', 'warn', 'log'],
+    // body parsers are added below with the configured limit (express's own default is 100 kB)
+    bodyParser: false,
+  });
+  const limit = `${config.ABACUS_JSON_LIMIT_KB}kb`;
+  app.useBodyParser('json', { limit });
+  app.useBodyParser('urlencoded', { limit, extended: true });
+  // body-parser's errors answered here, before Nest turns a JSON SyntaxError into a bare 400 of the parser's words
+  app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (isBodyParserError(err)) sendBodyError(err, res, config.ABACUS_JSON_LIMIT_KB);
+    else next(err);
   });
   app.setGlobalPrefix('api/v1', { exclude: ['/'] });
   app.use(
@@ -44,7 +56,9 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
       maxAge: 600,
     });
   }
-  app.useGlobalFilters(new DomainExceptionFilter());
+  app.useGlobalFilters(
+    new DomainExceptionFilter({ jsonLimitKb: config.ABACUS_JSON_LIMIT_KB, uploadLimitMb: config.ABACUS_UPLOAD_LIMIT_MB }),
+  );
   // no enableShutdownHooks: main.ts owns SIGTERM, so close() can drain in-flight requests and exit 0
   const doc = SwaggerModule.createDocument(
     app,

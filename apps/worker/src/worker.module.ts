@@ -52,7 +52,9 @@ export class WorkerModule {
             dataDir,
             samples: new BuiltSamplesCache(dataDir),
             trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
-            notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET),
+            notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
+              allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
+            }),
             devices: new DevicePool(backend.devices),
           }),
         },

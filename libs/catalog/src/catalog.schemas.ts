@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { lineName } from '@abacus/core';
+import { lineName, uuidSchema } from '@abacus/core';
 
 export { lineName };
 
@@ -10,10 +10,12 @@ export const objectName = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits, _ . : - (starting with a letter or digit)');
 export const columnName = z.string().min(1).max(200);
 
-export const createBusinessLineSchema = z.object({
-  name: lineName,
-  description: z.string().max(2000).default(''),
-});
+export const createBusinessLineSchema = z
+  .object({
+    name: lineName,
+    description: z.string().max(2000).default(''),
+  })
+  .strict();
 
 const costsSchema = z
   .object({
@@ -45,7 +47,7 @@ export const createFeatureSchema = z
     businessLine: lineName,
     kind: z.enum(['numeric', 'categorical', 'multi_id']),
     description: z.string().max(2000).default(''),
-    featureTableId: z.string().uuid().optional(),
+    featureTableId: uuidSchema.optional(),
     sourceColumn: columnName.optional(),
     transform: transformSchema.default({ type: 'none' }),
     costs: costsSchema.default({ source: 'declared' }),
@@ -62,58 +64,76 @@ export const updateFeatureSchema = z
   .refine((u) => Object.keys(u).length > 0, { message: 'nothing to update' });
 
 /** Listing anything that belongs to a business line: optional line filter and pagination. */
-export const lineListQuerySchema = z.object({
-  businessLine: lineName.optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  pageSize: z.coerce.number().int().min(1).max(500).default(50),
-});
+export const lineListQuerySchema = z
+  .object({
+    businessLine: lineName.optional(),
+    page: z.coerce.number().int().min(1).default(1),
+    pageSize: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .strict();
 export type LineListQuery = z.output<typeof lineListQuerySchema>;
 
-export const featureListQuerySchema = z.object({
-  businessLine: lineName.optional(),
-  kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
-  featureTableId: z.string().uuid().optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  pageSize: z.coerce.number().int().min(1).max(500).default(100),
-});
+export const featureListQuerySchema = z
+  .object({
+    businessLine: lineName.optional(),
+    kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
+    featureTableId: uuidSchema.optional(),
+    page: z.coerce.number().int().min(1).default(1),
+    pageSize: z.coerce.number().int().min(1).max(500).default(100),
+  })
+  .strict();
+
+/** A comma-separated list of a multipart form field, each item checked by `item`. */
+const commaList = (item: z.ZodType<string, string>) =>
+  z
+    .string()
+    .max(20_000)
+    .optional()
+    .transform((s) =>
+      s
+        ? s
+            .split(',')
+            .map((k) => k.trim())
+            .filter(Boolean)
+        : [],
+    )
+    .pipe(z.array(item));
+
+/** A yes/no multipart form field (forms carry strings only). */
+const formFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
+  .optional()
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** Form fields of a sample-set upload (the file comes as multipart part `file`). */
-export const importSampleSetSchema = z.object({
-  name: objectName,
-  businessLine: lineName,
-  label: columnName,
-  time: columnName.optional(),
-  keys: z
-    .string()
-    .optional()
-    .transform((s) =>
-      s
-        ? s
-            .split(',')
-            .map((k) => k.trim())
-            .filter(Boolean)
-        : [],
-    ),
-  shareWith: z
-    .string()
-    .optional()
-    .transform((s) =>
-      s
-        ? s
-            .split(',')
-            .map((k) => k.trim())
-            .filter(Boolean)
-        : [],
-    ),
-});
+export const importSampleSetSchema = z
+  .object({
+    name: objectName,
+    businessLine: lineName,
+    label: columnName,
+    /**
+     * the label value that counts as the event: label = (value == positive). Needed unless the label
+     * holds 0/1 or true/false.
+     */
+    positive: z.string().min(1).max(200).optional(),
+    time: columnName.optional(),
+    keys: commaList(columnName),
+    shareWith: commaList(z.union([z.literal('*'), lineName])),
+    /** store NaN / ±Infinity in numeric columns as missing values (with a warning) instead of rejecting the file */
+    allowNonFinite: formFlag,
+  })
+  .strict();
 
 /** Form fields of a feature-table upload: every column but the key and time becomes a registered feature. */
-export const importFeatureTableSchema = z.object({
-  name: objectName,
-  businessLine: lineName,
-  entityKey: columnName,
-  time: columnName.optional(),
-});
+export const importFeatureTableSchema = z
+  .object({
+    name: objectName,
+    businessLine: lineName,
+    entityKey: columnName,
+    time: columnName.optional(),
+    allowNonFinite: formFlag,
+  })
+  .strict();
 
 /** Model architecture; mapped onto the runtime's model spec by the workflows. */
 export const architectureSchema = z
@@ -156,7 +176,7 @@ export const createModelSchema = z
   .object({
     name: objectName,
     businessLine: lineName,
-    sampleSetId: z.string().uuid(),
+    sampleSetId: uuidSchema,
     features: z.array(columnName).min(1).optional(),
     architecture: architectureSchema.default(architectureSchema.parse({})),
     trainingParams: trainingSchema.default(trainingSchema.parse({})),

@@ -17,8 +17,8 @@ import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity, FeatureEntity, FeatureTableEntity } from '@abacus/data';
 import type { CreateFeature, FeatureListQuery, ImportFeatureTable, UpdateFeature } from './catalog.schemas';
 import type { DataDir } from './data-dir';
-import type { UploadedFile } from './sample-set.service';
-import { TableInspector } from './table-inspector';
+import { checkFinite, listColumns, type ImportWarnings, type UploadedFile } from './sample-set.service';
+import { TableInspector, type ImportLimits } from './table-inspector';
 
 /** The feature registry and the entity-keyed feature tables that feed it. */
 export class FeatureService {
@@ -27,6 +27,7 @@ export class FeatureService {
   constructor(
     private readonly ds: DataSource,
     private readonly dataDir: DataDir,
+    private readonly limits: ImportLimits = { maxColumns: 2000, maxCategories: 100_000 },
   ) {}
 
   /** 403 unless the caller may write into the line, then 400 if the line does not exist. */
@@ -88,16 +89,38 @@ export class FeatureService {
     upload: UploadedFile,
     input: ImportFeatureTable,
     scope: RequestScope,
-  ): Promise<{ table: FeatureTableEntity; features: FeatureEntity[] }> {
+  ): Promise<{ table: FeatureTableEntity; features: FeatureEntity[] } & ImportWarnings> {
     await this.checkLine(input.businessLine, scope, 'import feature tables');
     const format = TableInspector.formatOf(upload.originalName);
-    const inspected = await this.inspector.inspect(upload.path);
+    const inspected = await this.inspector.inspect(upload.path, upload.originalName, this.limits);
     const names = inspected.columns.map((c) => c.name);
-    if (!names.includes(input.entityKey)) {
-      throw new InvalidInputError('entityKey', `column "${input.entityKey}" is not in the file (columns: ${names.join(', ')})`);
+    const key = inspected.columns.find((c) => c.name === input.entityKey);
+    if (!key) {
+      throw new InvalidInputError('entityKey', `column "${input.entityKey}" is not in the file (columns: ${listColumns(names)})`);
+    }
+    if (key.kind !== 'numeric' && key.kind !== 'categorical') {
+      throw new InvalidInputError(
+        'entityKey',
+        `column "${input.entityKey}" has type ${key.sourceType}; a key must be a number or text`,
+      );
     }
     if (input.time && !names.includes(input.time)) {
-      throw new InvalidInputError('time', `column "${input.time}" is not in the file (columns: ${names.join(', ')})`);
+      throw new InvalidInputError('time', `column "${input.time}" is not in the file (columns: ${listColumns(names)})`);
+    }
+    if (inspected.rowCount === 0) throw new InvalidInputError('file', `${upload.originalName} has a header but no rows`);
+    const { warnings, nullNonFinite } = await checkFinite(this.inspector, upload, inspected, input.allowNonFinite);
+    const reserved = new Set([input.entityKey, ...(input.time ? [input.time] : [])]);
+    const wide = await this.inspector.overCardinality(upload.path, inspected.columns, reserved, this.limits.maxCategories);
+    if (wide) {
+      throw new InvalidInputError(
+        'file',
+        `column "${wide.column}" has about ${wide.distinct} distinct values, more than the limit of ${this.limits.maxCategories} (ABACUS_MAX_CATEGORIES); hash or bucket it before import`,
+      );
+    }
+    if (input.time) {
+      await this.inspector.range(upload.path, input.time).catch(() => {
+        throw new InvalidInputError('time', `column "${input.time}" is neither numeric nor a timestamp`);
+      });
     }
     const featureCols = inspected.columns.filter(
       (c): c is typeof c & { kind: 'numeric' | 'categorical' | 'multi_id' } =>
@@ -119,9 +142,9 @@ export class FeatureService {
     const rel = path.join(dir, 'data.parquet');
     try {
       this.dataDir.ensure(dir);
-      if (format === 'parquet') fs.copyFileSync(upload.path, this.dataDir.abs(rel));
-      else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel));
-      return await this.ds.transaction(async (m) => {
+      if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
+      else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
+      const stored = await this.ds.transaction(async (m) => {
         const table = await m.getRepository(FeatureTableEntity).save(
           m.getRepository(FeatureTableEntity).create({
             id,
@@ -162,6 +185,7 @@ export class FeatureService {
         });
         return { table, features };
       });
+      return { ...stored, warnings };
     } catch (err) {
       this.dataDir.remove(dir);
       if ((err as { code?: string }).code === '23505')

@@ -1,7 +1,7 @@
 export * from './catalog.schemas';
-export { DataDir } from './data-dir';
-export { TableInspector, columnKind, type InspectedTable } from './table-inspector';
+export { DataDir, PathEscapeError } from './data-dir';
+export { TableInspector, columnKind, scrub, type InspectedTable, type ImportLimits } from './table-inspector';
 export { BusinessLineService } from './business-line.service';
-export { SampleSetService, sharedWith, canReadSampleSet, type UploadedFile } from './sample-set.service';
+export { SampleSetService, sharedWith, canReadSampleSet, type UploadedFile, type ImportWarnings } from './sample-set.service';
 export { FeatureService } from './feature.service';
 export { ModelService } from './model.service';

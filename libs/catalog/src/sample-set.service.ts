@@ -15,13 +15,17 @@ import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity, SampleSetEntity } from '@abacus/data';
 import type { ImportSampleSet } from './catalog.schemas';
 import type { DataDir } from './data-dir';
-import { TableInspector } from './table-inspector';
+import { TableInspector, type ImportLimits, type InspectedTable } from './table-inspector';
 
 export interface UploadedFile {
-  /** where the upload was spooled */
+  /** where the upload was spooled (a server-chosen name) */
   path: string;
+  /** the client's file name, for messages only: never part of a server path */
   originalName: string;
 }
+
+/** What an import saw but accepted (e.g. non-finite numbers stored as missing when allowed). */
+export type ImportWarnings = { warnings: string[] };
 
 export class SampleSetService {
   private readonly inspector = new TableInspector();
@@ -29,6 +33,7 @@ export class SampleSetService {
   constructor(
     private readonly ds: DataSource,
     private readonly dataDir: DataDir,
+    private readonly limits: ImportLimits = { maxColumns: 2000, maxCategories: 100_000 },
   ) {}
 
   private get repo() {
@@ -36,10 +41,11 @@ export class SampleSetService {
   }
 
   /**
-   * Validates the file against the form (label present and binary, time column usable), stores it
-   * as Parquet under the data directory and writes the row. Any failure leaves neither row nor file.
+   * Validates the file against the form (columns present and unique, label binary, numbers finite, time
+   * column usable, categorical cardinality within the limit), stores it as Parquet under the data
+   * directory and writes the row. Any failure leaves neither row nor file.
    */
-  async import(upload: UploadedFile, input: ImportSampleSet, scope: RequestScope): Promise<SampleSetEntity> {
+  async import(upload: UploadedFile, input: ImportSampleSet, scope: RequestScope): Promise<SampleSetEntity & ImportWarnings> {
     requireWrite(scope, input.businessLine, 'import sample sets');
     const format = TableInspector.formatOf(upload.originalName);
     if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: input.businessLine }))) {
@@ -48,22 +54,26 @@ export class SampleSetService {
     if (await this.repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
       throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
     }
-    const table = await this.inspector.inspect(upload.path);
+    const table = await this.inspector.inspect(upload.path, upload.originalName, this.limits);
     const names = table.columns.map((c) => c.name);
     const need = (field: string, col: string) => {
       if (!names.includes(col)) {
-        throw new InvalidInputError(field, `column "${col}" is not in the file (columns: ${names.join(', ')})`);
+        throw new InvalidInputError(field, `column "${col}" is not in the file (columns: ${listColumns(names)})`);
       }
     };
     need('label', input.label);
     if (input.time) need('time', input.time);
     input.keys.forEach((k, i) => need(`keys.${i}`, k));
-    if (table.rowCount === 0) throw new InvalidInputError('file', 'the file has no rows');
-    const classes = await this.inspector.labelClasses(upload.path, input.label);
-    if (classes.length !== 2) {
+    if (table.rowCount === 0) throw new InvalidInputError('file', `${upload.originalName} has a header but no rows`);
+    const { warnings, nullNonFinite } = await checkFinite(this.inspector, upload, table, input.allowNonFinite);
+    const labelColumn = table.columns.find((c) => c.name === input.label)!;
+    const labelStats = await this.inspector.labelStats(upload.path, labelColumn, input.positive);
+    const reserved = new Set([input.label, ...(input.time ? [input.time] : []), ...input.keys]);
+    const wide = await this.inspector.overCardinality(upload.path, table.columns, reserved, this.limits.maxCategories);
+    if (wide) {
       throw new InvalidInputError(
-        'label',
-        `column "${input.label}" must have exactly 2 classes, found ${classes.length > 2 ? 'more than 2' : classes.length}${classes.length ? ` (${classes.join(', ')})` : ''}`,
+        'file',
+        `column "${wide.column}" has about ${wide.distinct} distinct values, more than the limit of ${this.limits.maxCategories} (ABACUS_MAX_CATEGORIES); list it in keys if it is an id, or hash it before import`,
       );
     }
     let range: { min: number; max: number } | null = null;
@@ -78,11 +88,11 @@ export class SampleSetService {
     const rel = path.join(dir, 'data.parquet');
     try {
       this.dataDir.ensure(dir);
-      if (format === 'parquet') fs.copyFileSync(upload.path, this.dataDir.abs(rel));
-      else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel));
-      return await this.ds.transaction(async (m) => {
+      if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
+      else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
+      const saved = await this.ds.transaction(async (m) => {
         const repo = m.getRepository(SampleSetEntity);
-        const saved = await repo.save(
+        const row = await repo.save(
           repo.create({
             id,
             name: input.name,
@@ -93,6 +103,7 @@ export class SampleSetService {
             schema: table.columns,
             rowCount: table.rowCount,
             labelColumn: input.label,
+            labelStats,
             timeColumn: input.time ?? null,
             timeMin: range?.min ?? null,
             timeMax: range?.max ?? null,
@@ -102,13 +113,14 @@ export class SampleSetService {
         );
         await writeAudit(m, scope, {
           action: 'sample_set.imported',
-          businessLine: saved.businessLine,
+          businessLine: row.businessLine,
           targetType: 'sample_set',
-          targetId: saved.id,
-          details: { name: saved.name, rows: saved.rowCount, shareWith: input.shareWith },
+          targetId: row.id,
+          details: { name: row.name, rows: row.rowCount, shareWith: input.shareWith },
         });
-        return saved;
+        return row;
       });
+      return Object.assign(saved, { warnings });
     } catch (err) {
       this.dataDir.remove(dir);
       if ((err as { code?: string }).code === '23505') {
@@ -159,4 +171,44 @@ function visibleSampleSets(qb: SelectQueryBuilder<SampleSetEntity>, scope: Reque
     lines: scope.lines,
     shareKeys: [...scope.lines, '*'],
   });
+}
+
+/** Column names for a message: all of them up to 50, then a count. */
+export function listColumns(names: string[]): string {
+  return names.length <= 50 ? names.join(', ') : `${names.slice(0, 50).join(', ')}, ... (${names.length} in all)`;
+}
+
+/**
+ * NaN / ±Infinity in numeric columns: a 400 naming the column, the count and the first row, unless the
+ * form allows them (then they are stored as missing values and each column is named in a warning).
+ */
+export async function checkFinite(
+  inspector: TableInspector,
+  upload: UploadedFile,
+  table: InspectedTable,
+  allow: boolean,
+): Promise<{ warnings: string[]; nullNonFinite: string[] }> {
+  const bad = await inspector.nonFinite(upload.path, table.columns);
+  if (!bad.length) return { warnings: [], nullNonFinite: [] };
+  if (!allow) {
+    const b = bad[0];
+    const more =
+      bad.length > 1
+        ? ` (and ${bad.length - 1} more column(s): ${bad
+            .slice(1, 6)
+            .map((x) => x.column)
+            .join(', ')})`
+        : '';
+    throw new InvalidInputError(
+      'file',
+      `column "${b.column}" has ${b.count} non-finite value(s) (NaN or Infinity), the first in data row ${b.firstRow}${more}; fix the file or set allowNonFinite=true to store them as missing values`,
+    );
+  }
+  return {
+    warnings: bad.map(
+      (b) =>
+        `column "${b.column}": ${b.count} non-finite value(s) (NaN or Infinity) stored as missing, the first in data row ${b.firstRow}`,
+    ),
+    nullNonFinite: bad.map((b) => b.column),
+  };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BadRequestException } from '@nestjs/common';
-import { ZodValidationPipe } from './zod-validation.pipe';
+import { ZodValidationPipe, uuidParam } from './zod-validation.pipe';
 import { canSeeLine, hasRole, requireRole, requireWrite, type RequestScope } from './request-scope';
 import { ForbiddenError } from './domain-errors';
 import { describeZodError } from './zod-issues';
@@ -22,6 +22,18 @@ describe('ZodValidationPipe', () => {
       const body = (err as BadRequestException).getResponse() as { issues: { path: string }[] };
       expect(body.issues.map((i) => i.path)).toEqual(['name', 'spec.bins']);
     }
+  });
+
+  it('prefixes issue paths with the field of a single value, e.g. a path parameter', () => {
+    try {
+      uuidParam('id').transform('nope');
+      expect.unreachable();
+    } catch (err) {
+      expect((err as BadRequestException).getResponse()).toMatchObject({
+        issues: [{ path: 'id', message: 'must be a UUID' }],
+      });
+    }
+    expect(uuidParam('id').transform('0f8fad5b-d9cb-469f-a165-70867728950e')).toBe('0f8fad5b-d9cb-469f-a165-70867728950e');
   });
 
   it('describes errors in one line for the CLI and logs', () => {

@@ -1,4 +1,4 @@
-export { ZodValidationPipe } from './zod-validation.pipe';
+export { ZodValidationPipe, uuidParam, uuidSchema } from './zod-validation.pipe';
 export { formatZodIssues, describeZodError, type ValidationIssue } from './zod-issues';
 export {
   type RequestScope,

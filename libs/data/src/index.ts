@@ -9,7 +9,7 @@ export {
   type FeatureCostsRecord,
   type FeatureProvenance,
 } from './entities/feature.entity';
-export { SampleSetEntity, type SharingPolicy } from './entities/sample-set.entity';
+export { SampleSetEntity, type SharingPolicy, type LabelStats } from './entities/sample-set.entity';
 export { ModelEntity } from './entities/model.entity';
 export { ExperimentEntity, type ExperimentStatus, TERMINAL_STATUSES } from './entities/experiment.entity';
 export { TrialEntity } from './entities/trial.entity';

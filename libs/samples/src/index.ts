@@ -8,6 +8,7 @@ export { exactAuc } from './metrics/exact-auc';
 export { writeWorld, type WorldManifest, type ManifestFile } from './simulator/world-writer';
 export { readTable, describeTable, kindOfDuckdbType, tableSource, type TableSource } from './io/table-reader';
 export { TableReadError } from './io/table-read.error';
+export { readCsvHeader, readParquetColumnNames, topLevelNames, firstDuplicateName } from './io/raw-columns';
 export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-options.schema';
 export type * from './io/table.types';
 export { flatToTable } from './io/flat-to-table';

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, Inject, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
-import { BusinessLineService, createBusinessLineSchema, type CreateBusinessLine } from '@abacus/catalog';
+import { BusinessLineService, createBusinessLineSchema, lineName, type CreateBusinessLine } from '@abacus/catalog';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
 import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
@@ -26,7 +26,7 @@ export class BusinessLinesController {
   }
 
   @Get(':name')
-  get(@Param('name') name: string, @Scope() scope: RequestScope) {
+  get(@Param('name', new ZodValidationPipe(lineName, { field: 'name' })) name: string, @Scope() scope: RequestScope) {
     return this.lines.get(name, scope);
   }
 }

@@ -1,7 +1,7 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
-import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
 import {
   ExperimentService,
   createExperimentSchema,
@@ -35,15 +35,15 @@ export class ExperimentsController {
 
   @Get(':id')
   @ApiOperation({ summary: 'The experiment with its trials, progress and result' })
-  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  get(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.experiments.get(id, scope);
   }
 
   @Get(':id/results')
   @ApiOperation({ summary: 'Per-feature results (scorer: iv, psi, ...)' })
   results(
-    @Param('id', ParseUUIDPipe) id: string,
-    @Query(new ZodValidationPipe(z.object({ scorer: z.string().optional() }))) q: { scorer?: string },
+    @Param('id', uuidParam('id')) id: string,
+    @Query(new ZodValidationPipe(z.object({ scorer: z.string().min(1).max(100).optional() }).strict())) q: { scorer?: string },
     @Scope() scope: RequestScope,
   ) {
     return this.experiments.results(id, scope, q.scorer);
@@ -52,7 +52,7 @@ export class ExperimentsController {
   @Post(':id/cancel')
   @Access('engineer')
   @HttpCode(200)
-  cancel(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  cancel(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.experiments.cancel(id, scope);
   }
 }

@@ -1,16 +1,4 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Inject,
-  Param,
-  ParseUUIDPipe,
-  Patch,
-  Post,
-  Query,
-  UploadedFile,
-  UseInterceptors,
-} from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Patch, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
@@ -26,11 +14,11 @@ import {
   type FeatureListQuery,
   type ImportFeatureTable,
 } from '@abacus/catalog';
-import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
 import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
-import { requireUpload } from './upload';
+import { requireUpload, UploadCleanupInterceptor } from './upload';
 
 @ApiTags('features')
 @ApiBearerAuth('api-key')
@@ -52,7 +40,7 @@ export class FeaturesController {
   }
 
   @Get('features/:id')
-  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  get(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.features.get(id, scope);
   }
 
@@ -60,7 +48,7 @@ export class FeaturesController {
   @Access('engineer')
   @ApiBody({ schema: openApiSchema(updateFeatureSchema) })
   update(
-    @Param('id', ParseUUIDPipe) id: string,
+    @Param('id', uuidParam('id')) id: string,
     @Body(new ZodValidationPipe(updateFeatureSchema)) body: UpdateFeature,
     @Scope() scope: RequestScope,
   ) {
@@ -80,7 +68,7 @@ export class FeaturesController {
       },
     },
   })
-  @UseInterceptors(FileInterceptor('file'))
+  @UseInterceptors(FileInterceptor('file'), UploadCleanupInterceptor)
   async importTable(
     @UploadedFile() file: Express.Multer.File | undefined,
     @Body(new ZodValidationPipe(importFeatureTableSchema)) body: ImportFeatureTable,
@@ -96,7 +84,7 @@ export class FeaturesController {
 
   @Get('feature-tables')
   listTables(
-    @Query(new ZodValidationPipe(z.object({ businessLine: lineName.optional() }))) q: { businessLine?: string },
+    @Query(new ZodValidationPipe(z.object({ businessLine: lineName.optional() }).strict())) q: { businessLine?: string },
     @Scope() scope: RequestScope,
   ) {
     return this.features.listTables(scope, q.businessLine);

@@ -1,7 +1,7 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { ApiKeyService, createKeySchema, type CreateKey } from '@abacus/access';
-import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
 import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
@@ -37,7 +37,7 @@ export class KeysController {
   @Post(':id/revoke')
   @HttpCode(200)
   @ApiOperation({ summary: 'Revoke a key: it answers 401 from now on' })
-  revoke(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  revoke(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.keys.revoke(id, scope);
   }
 }

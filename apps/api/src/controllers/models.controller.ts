@@ -1,7 +1,7 @@
-import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiTags } from '@nestjs/swagger';
 import { ModelService, createModelSchema, lineListQuerySchema, type LineListQuery, type CreateModel } from '@abacus/catalog';
-import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
 import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
@@ -26,7 +26,7 @@ export class ModelsController {
   }
 
   @Get(':id')
-  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  get(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.models.get(id, scope);
   }
 }

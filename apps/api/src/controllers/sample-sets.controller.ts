@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Inject, Param, ParseUUIDPipe, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import {
@@ -8,11 +8,11 @@ import {
   type LineListQuery,
   type ImportSampleSet,
 } from '@abacus/catalog';
-import { ZodValidationPipe, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
 import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
-import { requireUpload } from './upload';
+import { requireUpload, UploadCleanupInterceptor } from './upload';
 
 @ApiTags('sample sets')
 @ApiBearerAuth('api-key')
@@ -31,7 +31,7 @@ export class SampleSetsController {
       properties: { file: { type: 'string', format: 'binary' }, ...(openApiSchema(importSampleSetSchema).properties as object) },
     },
   })
-  @UseInterceptors(FileInterceptor('file'))
+  @UseInterceptors(FileInterceptor('file'), UploadCleanupInterceptor)
   async import(
     @UploadedFile() file: Express.Multer.File | undefined,
     @Body(new ZodValidationPipe(importSampleSetSchema)) body: ImportSampleSet,
@@ -51,7 +51,7 @@ export class SampleSetsController {
   }
 
   @Get(':id')
-  get(@Param('id', ParseUUIDPipe) id: string, @Scope() scope: RequestScope) {
+  get(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.sampleSets.get(id, scope);
   }
 }

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { runSubtractBench } from '../bench/subtract-bench';
 import { apiFrom, printJson } from '../cli-context';
-import { CliError, type RegisterCommand } from './command.types';
+import { parseFlags } from '../flags';
+import type { RegisterCommand } from './command.types';
 
 const flags = z.object({
   rows: z.coerce.number().int().min(10_000).max(20_000_000).default(1_000_000),
@@ -28,11 +29,9 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .option('--seed <n>', 'world and experiment seed', '1')
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
-      const f = flags.safeParse(raw);
-      if (!f.success)
-        throw new CliError(`invalid options: ${f.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`);
-      const res = await runSubtractBench(apiFrom(cmd), { ...f.data, onStatus: (l) => process.stderr.write(`[bench] ${l}\n`) });
-      if (f.data.json) return printJson({ ...res, command: `abacus ${process.argv.slice(2).join(' ')}` });
+      const opts = parseFlags('bench experiment subtract', flags, raw);
+      const res = await runSubtractBench(apiFrom(cmd), { ...opts, onStatus: (l) => process.stderr.write(`[bench] ${l}\n`) });
+      if (opts.json) return printJson({ ...res, command: `abacus ${process.argv.slice(2).join(' ')}` });
       const s = res.stages as Record<string, number>;
       process.stdout.write(
         `subtract on ${res.rows} rows x ${res.features} features: ${res.experimentMs} ms in the platform (${res.clientWallMs} ms at the client)\n` +

@@ -1,6 +1,7 @@
 import { runRuntimeBench } from '@abacus/runtime';
 import { z } from 'zod';
-import { CliError, type RegisterCommand } from './command.types';
+import { parseFlags } from '../flags';
+import type { RegisterCommand } from './command.types';
 
 const benchFlags = z.object({
   backend: z.enum(['cpu', 'cuda', 'tfjs']).default('cpu'),
@@ -48,13 +49,8 @@ export const registerBench: RegisterCommand = (program) => {
     .option('--auc-seeds <list>', "model seeds whose test AUC on the peer's schedule is also reported, e.g. 0,1,2,3")
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>) => {
-      const flags = benchFlags.safeParse(raw);
-      if (!flags.success) {
-        throw new CliError(
-          `invalid bench options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
-        );
-      }
-      const { data, aucSeeds, ...f } = flags.data;
+      const flags = parseFlags('bench runtime', benchFlags, raw);
+      const { data, aucSeeds, ...f } = flags;
       const res = await runRuntimeBench(
         {
           ...f,

@@ -3,7 +3,11 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import type { ApiClient } from '../api-client';
 import { apiFrom, printJson } from '../cli-context';
+import { z } from 'zod';
+import { parseFlags } from '../flags';
 import { CliError, type RegisterCommand } from './command.types';
+
+const demoFlags = z.object({ dir: z.string().min(1), json: z.boolean().optional() });
 
 interface GroundTruthLite {
   domains: { name: string; impressions: number; upperBoundTestAuc: number }[];
@@ -29,7 +33,8 @@ export const registerDemo: RegisterCommand = (program) => {
     .description('register a simulated world (from `abacus sim`) with the API; safe to run again')
     .requiredOption('--dir <dir>', 'the directory `abacus sim --out` wrote')
     .option('--json', 'print what was registered as JSON')
-    .action(async (o: { dir: string; json?: boolean }, cmd: Command) => {
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('demo', demoFlags, raw);
       const gtFile = path.join(o.dir, 'ground_truth.json');
       if (!fs.existsSync(gtFile)) throw new CliError(`${gtFile} not found: run \`abacus sim --out ${o.dir}\` first`);
       const gt = JSON.parse(fs.readFileSync(gtFile, 'utf8')) as GroundTruthLite;

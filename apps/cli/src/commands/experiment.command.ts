@@ -1,8 +1,32 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
+import { z } from 'zod';
+import { lineName } from '@abacus/catalog';
+import { uuidSchema } from '@abacus/core';
 import type { ApiClient } from '../api-client';
 import { apiFrom, printJson, table } from '../cli-context';
+import { parseFlags } from '../flags';
 import { CliError, type RegisterCommand } from './command.types';
+
+const submitFlags = z.object({
+  spec: z.string().min(1),
+  wait: z.boolean().optional(),
+  timeout: z.coerce
+    .number()
+    .int('must be a whole number of seconds')
+    .min(1)
+    .max(7 * 24 * 3600),
+  json: z.boolean().optional(),
+});
+const idFlags = z.object({ id: uuidSchema, json: z.boolean().optional() });
+const listFlags = z.object({
+  kind: z.enum(['score', 'subtract', 'add']).optional(),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']).optional(),
+  domain: lineName.optional(),
+  page: z.coerce.number().int().min(1),
+  pageSize: z.coerce.number().int().min(1).max(500),
+  json: z.boolean().optional(),
+});
 
 interface Trial {
   id: string;
@@ -217,7 +241,9 @@ export const registerExperiment: RegisterCommand = (program) => {
     .option('--wait', 'follow progress until it finishes; exit 0 succeeded, 2 failed, 3 cancelled')
     .option('--timeout <seconds>', 'give up waiting after this long', '3600')
     .option('--json', 'print the experiment as JSON')
-    .action(async (specPath: string, o: { wait?: boolean; json?: boolean; timeout: string }, cmd: Command) => {
+    .action(async (specArg: string, raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('experiment submit', submitFlags, { ...raw, spec: specArg }, ['spec']);
+      const specPath = o.spec;
       if (!fs.existsSync(specPath)) throw new CliError(`spec file not found: ${specPath}`);
       let body: unknown;
       try {
@@ -228,7 +254,7 @@ export const registerExperiment: RegisterCommand = (program) => {
       const api = apiFrom(cmd);
       let e = await api.post<Experiment>('/experiments', body);
       if (!o.json) process.stderr.write(`submitted experiment ${e.id} (${e.kind}, ${e.trials.length} trial(s))\n`);
-      if (o.wait) e = await waitFor(api, e.id, !!o.json, Number(o.timeout));
+      if (o.wait) e = await waitFor(api, e.id, !!o.json, o.timeout);
       if (o.json) {
         const results = o.wait ? await api.get<unknown[]>(`/experiments/${e.id}/results`) : undefined;
         printJson(results ? { ...e, results } : e);
@@ -243,9 +269,10 @@ export const registerExperiment: RegisterCommand = (program) => {
     .description('show an experiment, its trials and its result')
     .argument('<id>', 'experiment id')
     .option('--json', 'print the experiment and its per-feature results as JSON')
-    .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
+    .action(async (idArg: string, raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('experiment show', idFlags, { ...raw, id: idArg }, ['id']);
       const api = apiFrom(cmd);
-      const e = await api.get<Experiment>(`/experiments/${encodeURIComponent(id)}`);
+      const e = await api.get<Experiment>(`/experiments/${o.id}`);
       if (o.json) return printJson({ ...e, results: await api.get<unknown[]>(`/experiments/${e.id}/results`) });
       process.stdout.write(`${render(e)}\n`);
     });
@@ -259,11 +286,12 @@ export const registerExperiment: RegisterCommand = (program) => {
     .option('--page <n>', 'page number', '1')
     .option('--page-size <n>', 'page size', '50')
     .option('--json', 'print JSON')
-    .action(async (o: Record<string, string | boolean | undefined>, cmd: Command) => {
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('experiment list', listFlags, raw);
       const q = new URLSearchParams();
-      if (o.kind) q.set('kind', String(o.kind));
-      if (o.status) q.set('status', String(o.status));
-      if (o.domain) q.set('businessLine', String(o.domain));
+      if (o.kind) q.set('kind', o.kind);
+      if (o.status) q.set('status', o.status);
+      if (o.domain) q.set('businessLine', o.domain);
       q.set('page', String(o.page));
       q.set('pageSize', String(o.pageSize));
       const page = await apiFrom(cmd).get<{ items: Experiment[]; total: number; page: number; pageSize: number }>(
@@ -291,8 +319,9 @@ export const registerExperiment: RegisterCommand = (program) => {
     .description('cancel a queued or running experiment')
     .argument('<id>', 'experiment id')
     .option('--json', 'print JSON')
-    .action(async (id: string, o: { json?: boolean }, cmd: Command) => {
-      const e = await apiFrom(cmd).post<Experiment>(`/experiments/${encodeURIComponent(id)}/cancel`);
+    .action(async (idArg: string, raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('experiment cancel', idFlags, { ...raw, id: idArg }, ['id']);
+      const e = await apiFrom(cmd).post<Experiment>(`/experiments/${o.id}/cancel`);
       if (o.json) return printJson(e);
       process.stdout.write(`experiment ${e.id} ${e.status}\n`);
     });

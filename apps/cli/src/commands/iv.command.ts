@@ -1,6 +1,7 @@
 import { TableReadError } from '@abacus/samples';
 import { formatIvReport, ivReportFromFile, ScoringError } from '@abacus/scoring';
 import { z } from 'zod';
+import { parseFlags } from '../flags';
 import { CliError, type RegisterCommand } from './command.types';
 
 const ivFlags = z.object({
@@ -32,13 +33,7 @@ export const registerIv: RegisterCommand = (program) => {
     .option('--exclude <cols>', 'comma-separated columns not to score (ids, keys)')
     .option('--json', 'print {"features": [...]} JSON sorted by IV')
     .action(async (file: string, raw: Record<string, unknown>) => {
-      const parsed = ivFlags.safeParse(raw);
-      if (!parsed.success) {
-        throw new CliError(
-          `invalid iv options: ${parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
-        );
-      }
-      const f = parsed.data;
+      const f = parseFlags('iv', ivFlags, raw);
       if ((f.time === undefined) !== (f.testFrom === undefined))
         throw new CliError('--time and --test-from must be given together');
       try {

@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
+import { z } from 'zod';
+import { createBusinessLineSchema } from '@abacus/catalog';
 import { apiFrom, printJson, table } from '../cli-context';
+import { parseFlags } from '../flags';
 import type { RegisterCommand } from './command.types';
+
+const createFlags = createBusinessLineSchema.extend({ json: z.boolean().optional() });
 
 interface Line {
   name: string;
@@ -16,8 +21,9 @@ export const registerLines: RegisterCommand = (program) => {
     .argument('<name>', 'lower-case name, e.g. feed')
     .option('--description <text>', 'what the line is', '')
     .option('--json', 'print JSON')
-    .action(async (name: string, o: { description: string; json?: boolean }, cmd: Command) => {
-      const l = await apiFrom(cmd).post<Line>('/business-lines', { name, description: o.description });
+    .action(async (name: string, raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('lines create', createFlags, { ...raw, name }, ['name']);
+      const l = await apiFrom(cmd).post<Line>('/business-lines', { name: o.name, description: o.description });
       if (o.json) return printJson(l);
       process.stdout.write(`created business line ${l.name}\n`);
     });

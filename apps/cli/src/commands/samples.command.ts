@@ -1,6 +1,24 @@
 import type { Command } from 'commander';
+import { z } from 'zod';
+import { columnName, lineName, objectName } from '@abacus/catalog';
 import { apiFrom, printJson, table } from '../cli-context';
+import { parseFlags } from '../flags';
 import type { RegisterCommand } from './command.types';
+
+const importFlags = z.object({
+  file: z.string().min(1),
+  name: objectName,
+  domain: lineName,
+  label: columnName,
+  positive: z.string().min(1).max(200).optional(),
+  time: columnName.optional(),
+  keys: z.string().min(1).optional(),
+  shareWith: z.string().min(1).optional(),
+  allowNonFinite: z.boolean().optional(),
+  json: z.boolean().optional(),
+});
+
+const listFlags = z.object({ domain: lineName.optional(), json: z.boolean().optional() });
 
 interface SampleSet {
   id: string;
@@ -10,6 +28,7 @@ interface SampleSet {
   labelColumn: string;
   timeColumn: string | null;
   schema: { name: string; kind: string }[];
+  warnings?: string[];
 }
 
 export const registerSamples: RegisterCommand = (program) => {
@@ -21,24 +40,30 @@ export const registerSamples: RegisterCommand = (program) => {
     .argument('<file>', 'a .csv or .parquet file')
     .requiredOption('--name <name>', 'sample set name (unique within the business line)')
     .requiredOption('--domain <line>', 'business line it belongs to')
-    .requiredOption('--label <column>', 'the binary label column')
+    .requiredOption('--label <column>', 'the label column: 0/1 or true/false, or any two values with --positive')
+    .option('--positive <value>', 'the label value that counts as the event (label = value == V), e.g. --positive 7')
     .option('--time <column>', 'event time column (enables time splits and PSI)')
     .option('--keys <columns>', 'comma-separated key columns (never used as features)')
     .option('--share-with <lines>', "comma-separated business lines allowed to borrow it ('*' = all)")
+    .option('--allow-non-finite', 'store NaN / Infinity in numeric columns as missing values (default: reject the file)')
     .option('--json', 'print the created sample set as JSON')
-    .action(async (file: string, o: Record<string, string | boolean | undefined>, cmd: Command) => {
+    .action(async (file: string, raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('samples import', importFlags, { ...raw, file }, ['file']);
       const s = await apiFrom(cmd).upload<SampleSet>('/sample-sets', file, {
-        name: o.name as string,
-        businessLine: o.domain as string,
-        label: o.label as string,
-        time: o.time as string | undefined,
-        keys: o.keys as string | undefined,
-        shareWith: o.shareWith as string | undefined,
+        name: o.name,
+        businessLine: o.domain,
+        label: o.label,
+        positive: o.positive,
+        time: o.time,
+        keys: o.keys,
+        shareWith: o.shareWith,
+        allowNonFinite: o.allowNonFinite ? 'true' : undefined,
       });
       if (o.json) return printJson(s);
       process.stdout.write(
         `imported sample set ${s.businessLine}/${s.name}\n  id: ${s.id}\n  rows: ${s.rowCount}\n  label: ${s.labelColumn}${s.timeColumn ? `, time: ${s.timeColumn}` : ''}\n  columns: ${s.schema.length}\n`,
       );
+      for (const w of s.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
     });
 
   samples
@@ -46,7 +71,8 @@ export const registerSamples: RegisterCommand = (program) => {
     .description('list sample sets')
     .option('--domain <line>', 'only this business line')
     .option('--json', 'print JSON')
-    .action(async (o: { domain?: string; json?: boolean }, cmd: Command) => {
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('samples list', listFlags, raw);
       const q = o.domain ? `?businessLine=${encodeURIComponent(o.domain)}&pageSize=500` : '?pageSize=500';
       const page = await apiFrom(cmd).get<{ items: SampleSet[]; total: number }>(`/sample-sets${q}`);
       if (o.json) return printJson(page);

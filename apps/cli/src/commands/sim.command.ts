@@ -1,6 +1,7 @@
 import { formatSimSummary, runSim } from '@abacus/samples';
 import { z } from 'zod';
-import { CliError, type RegisterCommand } from './command.types';
+import { parseFlags } from '../flags';
+import type { RegisterCommand } from './command.types';
 
 const simFlags = z.object({
   seed: z.coerce.number().int().min(0).max(0xffffffff),
@@ -18,13 +19,8 @@ export const registerSim: RegisterCommand = (program) => {
     .requiredOption('--out <dir>', 'output directory')
     .option('--json', 'print the summary as JSON')
     .action(async (raw: Record<string, unknown>) => {
-      const flags = simFlags.safeParse(raw);
-      if (!flags.success) {
-        throw new CliError(
-          `invalid sim options: ${flags.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; ')}`,
-        );
-      }
-      const summary = await runSim(flags.data);
-      process.stdout.write(flags.data.json ? `${JSON.stringify(summary, null, 2)}\n` : `${formatSimSummary(summary)}\n`);
+      const flags = parseFlags('sim', simFlags, raw);
+      const summary = await runSim(flags);
+      process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : `${formatSimSummary(summary)}\n`);
     });
 };

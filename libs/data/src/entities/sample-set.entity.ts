@@ -8,6 +8,20 @@ export interface SharingPolicy {
   restrictedColumns?: string[];
 }
 
+/** What the import found in the label column (the label rule: see the README, "Input validation and limits"). */
+export interface LabelStats {
+  /** two classes, no missing values, a known event value */
+  binary: boolean;
+  /** the two values as text, ascending (numbers normalised: 1.0 → "1") */
+  classes: string[];
+  /** the value that counts as the event (label = value == positive) */
+  positive: string;
+  /** the positive value was named at import (else the label is 0/1 or false/true) */
+  explicitPositive: boolean;
+  events: number;
+  nonEvents: number;
+}
+
 const bigintToNumber = { to: (v: number | null) => v, from: (v: string | null) => (v === null ? null : Number(v)) };
 
 @Entity({ name: 'sample_sets' })
@@ -49,6 +63,10 @@ export class SampleSetEntity {
 
   @Column({ name: 'time_max', type: 'double precision', nullable: true })
   timeMax!: number | null;
+
+  /** null for sample sets imported before labels were checked at import */
+  @Column({ name: 'label_stats', type: 'jsonb', nullable: true })
+  labelStats!: LabelStats | null;
 
   @Column({ name: 'key_columns', type: 'jsonb', default: () => `'[]'` })
   keyColumns!: string[];

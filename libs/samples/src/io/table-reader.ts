@@ -27,6 +27,8 @@ export function kindOfDuckdbType(type: string): FeatureKind | 'unsupported' {
 export interface TableSource {
   format: 'csv' | 'parquet';
   sql: string;
+  /** CSV only: the delimiter the file is read with */
+  delimiter?: string;
 }
 
 /** The DuckDB table function that reads a file as the platform does (strict CSV, explicit delimiter). */
@@ -52,6 +54,7 @@ export async function tableSource(file: string): Promise<TableSource> {
   // explicit delimiter + strict mode: a ragged row is an error, never a silently re-sniffed single column or a skipped line
   return {
     format: 'csv',
+    delimiter: delim,
     sql: `read_csv(${quoteLiteral(file)}, delim=${quoteLiteral(delim)}, header=true, auto_detect=true, strict_mode=true, ignore_errors=false, null_padding=false)`,
   };
 }

@@ -19,12 +19,14 @@ export const createExperimentSchema = z.discriminatedUnion('kind', [
 export type CreateExperiment = z.output<typeof createExperimentSchema>;
 export type ExperimentKind = CreateExperiment['kind'];
 
-export const experimentListQuerySchema = z.object({
-  kind: z.string().optional(),
-  status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']).optional(),
-  businessLine: lineName.optional(),
-  owner: z.string().optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  pageSize: z.coerce.number().int().min(1).max(500).default(50),
-});
+export const experimentListQuerySchema = z
+  .object({
+    kind: z.enum(['score', 'subtract', 'add']).optional(),
+    status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']).optional(),
+    businessLine: lineName.optional(),
+    owner: z.string().min(1).max(200).optional(),
+    page: z.coerce.number().int().min(1).default(1),
+    pageSize: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .strict();
 export type ExperimentListQuery = z.output<typeof experimentListQuerySchema>;

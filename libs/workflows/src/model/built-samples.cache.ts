@@ -27,7 +27,12 @@ export class BuiltSamplesCache {
 
   request(recipe: ModelRecipe, features: ResolvedFeature[] = recipe.features): SampleBuildRequest {
     return {
-      samples: { file: this.dataDir.abs(recipe.sampleFile), label: recipe.label, time: recipe.time },
+      samples: {
+        file: this.dataDir.abs(recipe.sampleFile),
+        label: recipe.label,
+        time: recipe.time,
+        ...(recipe.positive ? { positive: recipe.positive } : {}),
+      },
       features: features.map((f) => ({
         name: f.name,
         kind: f.kind,

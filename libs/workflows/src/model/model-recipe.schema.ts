@@ -50,6 +50,8 @@ export interface ModelRecipe {
   sampleSetId: string;
   sampleFile: string;
   label: string;
+  /** the label's event value named at import; null = 0/1 or false/true */
+  positive?: string | null;
   time: string | null;
   testFrom: number | null;
   filter: { column: string; values: string[] } | null;

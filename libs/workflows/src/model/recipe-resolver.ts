@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { ForbiddenError, InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
 import { sharedWith } from '@abacus/catalog';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
+import { explicitPositive, requireBinaryLabel } from './label-check';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ModelRef, type ResolvedFeature } from './model-recipe.schema';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -114,12 +115,14 @@ export class RecipeResolver {
     if (ref.model) {
       const m = await this.model(ref.model, `${path}.model`);
       ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: m.sampleSetId });
+      requireBinaryLabel(ss, `${path}.model`);
       names = m.features;
       modelId = m.id;
       architecture = architectureSchema.parse(m.architecture);
       training = trainingSchema.parse(m.trainingParams);
     } else {
       ss = await this.sampleSet(ref.sampleSet!, `${path}.sampleSet`);
+      requireBinaryLabel(ss, `${path}.sampleSet`);
       names = ref.features ?? RecipeResolver.defaultFeatures(ss);
     }
     if (new Set(names).size !== names.length) throw new InvalidInputError(`${path}.features`, 'duplicate feature names');
@@ -136,6 +139,7 @@ export class RecipeResolver {
         sampleSetId: ss.id,
         sampleFile: ss.files[0],
         label: ss.labelColumn,
+        positive: explicitPositive(ss) ?? null,
         time: ss.timeColumn,
         testFrom: ref.testFrom ?? null,
         filter: ref.filter ?? null,

@@ -20,8 +20,8 @@ export const scoreSpecSchema = z
     sampleSet: z.string().min(1),
     /** default: every column except the label, the time column and the key columns */
     features: z.array(z.string().min(1)).min(1).optional(),
-    /** label value counted as the event; default 1 / true */
-    positive: z.string().optional(),
+    /** label value counted as the event; default: the one named at import, else 1 / true */
+    positive: z.string().min(1).max(200).optional(),
     binning: binningOptionsSchema.default({ prebins: 20, maxBins: 10, minBinShare: 0.05, minCategoryShare: 0, smoothing: 0.5 }),
     /** PSI between rows before and from this time (default: the last 20% of the sample set's time range) */
     psiSplitTime: z.number().optional(),

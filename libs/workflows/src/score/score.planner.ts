@@ -5,6 +5,7 @@ import { JobName } from '@abacus/queue';
 import type { ExperimentPlan, ExperimentPlanner } from '../experiments/experiment-planner';
 import type { CreateExperiment } from '../experiments/experiment.schemas';
 import { RecipeResolver } from '../model/recipe-resolver';
+import { explicitPositive, requireBinaryLabel } from '../model/label-check';
 import type { ScoreTrialParams } from './score-experiment.schema';
 
 type ScoreInput = Extract<CreateExperiment, { kind: 'score' }>;
@@ -16,6 +17,14 @@ export class ScorePlanner implements ExperimentPlanner<'score'> {
   async plan(input: ScoreInput, ds: DataSource, scope: RequestScope): Promise<ExperimentPlan> {
     const spec = input.spec;
     const ss = await new RecipeResolver(ds, scope, input.businessLine).sampleSet(spec.sampleSet, 'spec.sampleSet');
+    requireBinaryLabel(ss, 'spec.sampleSet');
+    if (spec.positive !== undefined && !isClassOf(spec.positive, ss.labelStats!.classes)) {
+      throw new InvalidInputError(
+        'spec.positive',
+        `"${spec.positive}" is not a value of label "${ss.labelColumn}" (values: ${ss.labelStats!.classes.join(', ')})`,
+      );
+    }
+    const positive = spec.positive ?? explicitPositive(ss);
     const skip = new Set([ss.labelColumn, ss.timeColumn, ...ss.keyColumns].filter((c): c is string => !!c));
     const columns = ss.schema.map((c) => c.name);
     const features = spec.features ?? ss.schema.filter((c) => !skip.has(c.name) && c.kind !== 'unsupported').map((c) => c.name);
@@ -40,7 +49,7 @@ export class ScorePlanner implements ExperimentPlanner<'score'> {
         features: features.slice(i, i + spec.featuresPerTrial),
         psiSplitTime,
         binning: spec.binning,
-        ...(spec.positive !== undefined ? { positive: spec.positive } : {}),
+        ...(positive !== undefined ? { positive } : {}),
       };
       trials.push({ kind: 'score', job: JobName.ScoreTrial, params: params as unknown as Record<string, unknown> });
     }
@@ -72,4 +81,10 @@ export function ivStrength(iv: number): string {
   if (iv < 0.3) return 'medium';
   if (iv < 0.5) return 'strong';
   return 'suspicious';
+}
+
+/** Whether a spec's positive value names one of the label's two classes (booleans in any usual spelling). */
+function isClassOf(positive: string, classes: string[]): boolean {
+  if (classes.join() === 'false,true') return /^(yes|y|t|1|true|no|n|f|0|false)$/i.test(positive);
+  return classes.some((c) => c === positive || (positive.trim() !== '' && Number(c) === Number(positive)));
 }

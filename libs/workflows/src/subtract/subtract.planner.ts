@@ -63,6 +63,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
               features: columns,
               psiSplitTime: null,
               binning: binningOptionsSchema.parse({}),
+              ...(recipe.positive ? { positive: recipe.positive } : {}),
             } satisfies ScoreTrialParams,
           })
         : null;

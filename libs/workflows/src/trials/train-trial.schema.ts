@@ -27,6 +27,7 @@ export const recipeSchema = z.object({
   sampleSetId: z.string(),
   sampleFile: z.string(),
   label: z.string(),
+  positive: z.string().nullable().optional(),
   time: z.string().nullable(),
   testFrom: z.number().nullable(),
   filter: z.object({ column: z.string(), values: z.array(z.string()) }).nullable(),
