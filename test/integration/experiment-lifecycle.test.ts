@@ -6,7 +6,18 @@ import type { DataSource } from 'typeorm';
 import { createDataSource, ExperimentEntity, FeatureResultEntity, SampleSetEntity, TrialEntity } from '@abacus/data';
 import { DataDir } from '@abacus/catalog';
 import { JobName, MissingHandlerError, QueueName, WorkerHost, redisConnection } from '@abacus/queue';
-import { FinalizeExperimentHandler, PLANNERS, ScoreTrialHandler, TrialLedger } from '@abacus/workflows';
+import {
+  BuiltSamplesCache,
+  DevicePool,
+  FinalizeExperimentHandler,
+  ModelTrainer,
+  PLANNERS,
+  ScoreTrialHandler,
+  TrainTrialHandler,
+  TrialLedger,
+  WebhookNotifier,
+  type WorkflowContext,
+} from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker } from '../../apps/worker/src/bootstrap';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
@@ -208,6 +219,74 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       expect(log).toMatch(/TableReadError: cannot read table[^\n]*\n\s+at /);
     } finally {
       expect(await worker.stop()).toBe(0);
+    }
+  });
+
+  it('fails a trial whose training diverges (NaN loss) once, with a clear stored error, and runs the others', async () => {
+    // the runtime itself diverges: a learning rate no spec may ask for (the API caps it at 1) turns the
+    // loss into NaN within a few steps
+    class DivergingTrainer extends ModelTrainer {
+      override spec(...args: Parameters<ModelTrainer['spec']>) {
+        const s = super.spec(...args);
+
+        return { ...s, optimizer: { dense: { kind: 'adam' as const, lr: 1e38 }, sparse: { kind: 'adam' as const, lr: 1e38 } } };
+      }
+    }
+    const dataDir = new DataDir(env.dataDir);
+    const ledger = new TrialLedger(ds);
+    const w: WorkflowContext = {
+      ds,
+      ledger,
+      dataDir,
+      samples: new BuiltSamplesCache(dataDir),
+      trainer: new DivergingTrainer(dataDir, { backend: 'cpu', threads: 1 }),
+      notifier: new WebhookNotifier(undefined, undefined, { allow: env.config.ABACUS_WEBHOOK_ALLOWED_HOSTS }),
+      devices: new DevicePool(0),
+    };
+    const train = new TrainTrialHandler(w);
+    const score = new ScoreTrialHandler(ds, ledger, dataDir);
+    const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
+    const notRun = async () => {
+      throw new Error('not part of this test');
+    };
+    const diverging = await client.call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'small', training: { epochs: 2, batchSize: 64 } }, retrainSeeds: 0, confirm: false },
+    });
+    const other = await client.call('POST', '/experiments', {
+      kind: 'score',
+      businessLine: 'feed',
+      spec: { sampleSet: 'small', featuresPerTrial: 2 },
+    });
+    expect([diverging.status, other.status], JSON.stringify(diverging.body)).toEqual([201, 201]);
+    const host = new WorkerHost(env.config, {
+      [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
+      [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
+      [JobName.TrainTrial]: (p, ctx) => train.handle(p, ctx),
+      // never reached: they depend on the model that diverged and fail as "not run"
+      [JobName.AblateTrial]: notRun,
+      [JobName.PruneTrial]: notRun,
+      [JobName.CompareTrial]: notRun,
+    });
+    host.start();
+    try {
+      const failed = await waitUntil(finished(diverging.body.id as string), 60_000, 'the diverging experiment');
+      const ok = await waitUntil(finished(other.body.id as string), 60_000, 'the experiment alongside');
+      expect(ok.status).toBe('succeeded');
+      expect(failed.status).toBe('failed');
+      const trainTrial = failed.trials.find((t) => t.kind === 'train' && t.seq === 0)!;
+      expect(trainTrial, JSON.stringify(failed.trials.map((t) => [t.seq, t.kind, t.status, t.attempts, t.error]))).toMatchObject({
+        status: 'failed',
+        attempts: 1,
+      });
+      expect(trainTrial.error).toMatch(/^training diverged: final loss is NaN/);
+      const [row]: { error_stack: string }[] = await ds.query('SELECT error_stack FROM trials WHERE id = $1', [trainTrial.id]);
+      expect(row.error_stack).toMatch(/^TrainingDivergedError: training diverged/);
+      expect(row.error_stack).toMatch(/\n\s+at /);
+      expect(failed.error).toMatch(/training diverged/);
+    } finally {
+      await host.stop();
     }
   });
 

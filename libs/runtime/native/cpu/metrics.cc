@@ -10,6 +10,14 @@ namespace abacus {
 Metrics compute_metrics(const float* pred, const float* label, const float* weight, int64_t n) {
   Metrics r{std::nan(""), std::nan(""), std::nan(""), 0, 0};
   if (n == 0) return r;
+  // a diverged model predicts NaN: no ranking exists (and NaN breaks both the sort's ordering and
+  // the tie-group scan below, which would never advance), so its AUC is NaN and its logloss too
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(pred[i])) {
+      r.logloss = std::nan("");
+      return r;
+    }
+  }
   std::vector<int64_t> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
   std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return pred[a] < pred[b]; });

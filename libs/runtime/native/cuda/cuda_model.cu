@@ -836,6 +836,8 @@ static Metrics gpu_metrics(CudaImpl& I, const float* pred, const float* lab, con
   MetAcc m = thrust::transform_reduce(pol, thrust::make_counting_iterator<int64_t>(0),
                                       thrust::make_counting_iterator<int64_t>(n), MetTerm{pred, lab, w},
                                       MetAcc{0, 0, 0, 0}, MetOp());
+  // a diverged model predicts NaN: the tie groups above mean nothing then
+  if (!std::isfinite(m.wp)) r.auc = std::nan("");
   r.logloss = m.ll / m.w;
   r.mean_pred = m.wp / m.w;
   r.mean_label = m.wy / m.w;
