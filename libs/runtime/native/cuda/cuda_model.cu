@@ -444,7 +444,11 @@ struct CudaImpl {
     const float alpha = 1.f;
     lt::Status s = api->matmul(lt, p.desc, &alpha, A, p.a, B, p.b, &beta, beta != 0.f ? C : Dp, p.c, Dp, p.c, &p.algo, ws,
                                ws_bytes, st);
-    if (s != 0) throw std::runtime_error("cublasLtMatmul failed with status " + std::to_string(s));
+    if (s != 0)
+      throw std::runtime_error("cublasLtMatmul failed with status " + std::to_string(s) + " (FP32 product " +
+                               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(kk) + ", ld " +
+                               std::to_string(lda) + "/" + std::to_string(ldb) + "/" + std::to_string(ldd) + ", epilogue " +
+                               std::to_string(epi) + ")");
     (void)ldc;
     return true;
   }
@@ -494,7 +498,10 @@ struct CudaImpl {
     if (bias) api->descSet(p.desc, lt::DESC_BIAS_POINTER, &bias, sizeof bias);
     const float alpha = 1.f, beta = 0.f;
     lt::Status s = api->matmul(lt, p.desc, &alpha, A, p.a, Bm, p.b, &beta, Dp, p.c, Dp, p.c, &p.algo, ws, ws_bytes, st);
-    if (s != 0) throw std::runtime_error("cublasLtMatmul (BF16) failed with status " + std::to_string(s));
+    if (s != 0)
+      throw std::runtime_error("cublasLtMatmul (BF16) failed with status " + std::to_string(s) + " (product " +
+                               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(kk) + ", ld " +
+                               std::to_string(lda) + "/" + std::to_string(ldb) + "/" + std::to_string(ldd) + ")");
     return true;
   }
   void gemm_bf16_f32_must(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,

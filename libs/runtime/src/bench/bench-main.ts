@@ -7,6 +7,7 @@ import path from 'node:path';
 
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
+import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
 import { runRuntimeBench } from './runtime-bench';
 
@@ -18,6 +19,13 @@ async function main() {
   };
   setAddonPath(path.resolve(get('addon', path.join(__dirname, 'abacus_runtime.node'))));
   setCudaAddonPath(path.resolve(get('cuda-addon', path.join(__dirname, 'abacus_runtime_cuda.node'))));
+  if (args.includes('--edge-cases')) {
+    const backend = get('backend', 'cpu') as 'cpu' | 'cuda';
+    const r = await runEdgeCases(backend, (s) => console.error(s));
+    console.log(JSON.stringify({ backend, edgeCases: r }));
+    if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
   if (args.includes('--parity')) {
     const r = await runCudaParity((s) => console.error(s));
     console.log(JSON.stringify({ parity: r }));
