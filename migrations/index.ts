@@ -3,6 +3,7 @@ import { TrialTree1795300100000 } from './1795300100000-TrialTree';
 import { AccessControl1795300200000 } from './1795300200000-AccessControl';
 import { TrialErrorStack1795300300000 } from './1795300300000-TrialErrorStack';
 import { LabelStats1795300400000 } from './1795300400000-LabelStats';
+import { DataBank1795300500000 } from './1795300500000-DataBank';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   AccessControl1795300200000,
   TrialErrorStack1795300300000,
   LabelStats1795300400000,
+  DataBank1795300500000,
 ];

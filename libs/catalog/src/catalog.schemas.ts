@@ -83,6 +83,12 @@ export const featureListQuerySchema = z
   })
   .strict();
 
+/** What a label means, `event->outcome` (e.g. exposure->click, click->order): sets are pooled only within one meaning. */
+export const labelSemanticsSchema = z
+  .string()
+  .max(100)
+  .regex(/^[a-z][a-z0-9_]*->[a-z][a-z0-9_]*$/, 'expected event->outcome in lower case, e.g. exposure->click');
+
 /** A comma-separated list of a multipart form field, each item checked by `item`. */
 const commaList = (item: z.ZodType<string, string>) =>
   z
@@ -105,6 +111,19 @@ const formFlag = z
   .optional()
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** DataBank search: sample sets the caller may read, by line, label meaning and columns they contain. */
+export const sampleSetListQuerySchema = z
+  .object({
+    businessLine: lineName.optional(),
+    labelSemantics: labelSemanticsSchema.optional(),
+    /** comma-separated column names the set must all contain */
+    hasColumns: commaList(columnName),
+    page: z.coerce.number().int().min(1).default(1),
+    pageSize: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .strict();
+export type SampleSetListQuery = z.output<typeof sampleSetListQuerySchema>;
+
 /** Form fields of a sample-set upload (the file comes as multipart part `file`). */
 export const importSampleSetSchema = z
   .object({
@@ -119,6 +138,7 @@ export const importSampleSetSchema = z
     time: columnName.optional(),
     keys: commaList(columnName),
     shareWith: commaList(z.union([z.literal('*'), lineName])),
+    labelSemantics: labelSemanticsSchema.default('exposure->click'),
     /** store NaN / ±Infinity in numeric columns as missing values (with a warning) instead of rejecting the file */
     allowNonFinite: formFlag,
   })

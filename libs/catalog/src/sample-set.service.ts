@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
 import {
   ConflictError,
@@ -13,7 +13,7 @@ import {
 } from '@abacus/core';
 import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity, SampleSetEntity } from '@abacus/data';
-import type { ImportSampleSet } from './catalog.schemas';
+import type { ImportSampleSet, SampleSetListQuery } from './catalog.schemas';
 import type { DataDir } from './data-dir';
 import { TableInspector, type ImportLimits, type InspectedTable } from './table-inspector';
 
@@ -90,6 +90,7 @@ export class SampleSetService {
       this.dataDir.ensure(dir);
       if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
       else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
+      const dataVersion = await contentHash(this.dataDir.abs(rel));
       const saved = await this.ds.transaction(async (m) => {
         const repo = m.getRepository(SampleSetEntity);
         const row = await repo.save(
@@ -109,6 +110,8 @@ export class SampleSetService {
             timeMax: range?.max ?? null,
             keyColumns: input.keys,
             sharingPolicy: { shareWith: input.shareWith },
+            labelSemantics: input.labelSemantics,
+            dataVersion,
           }),
         );
         await writeAudit(m, scope, {
@@ -130,9 +133,17 @@ export class SampleSetService {
     }
   }
 
-  async list(scope: RequestScope, q: { businessLine?: string; page: number; pageSize: number }): Promise<Page<SampleSetEntity>> {
+  async list(
+    scope: RequestScope,
+    q: Pick<SampleSetListQuery, 'businessLine' | 'labelSemantics' | 'page' | 'pageSize'> & { hasColumns?: string[] },
+  ): Promise<Page<SampleSetEntity>> {
     const qb = visibleSampleSets(this.repo.createQueryBuilder('s'), scope).orderBy('s.created_at', 'DESC');
     if (q.businessLine) qb.andWhere('s.business_line = :bl', { bl: q.businessLine });
+    if (q.labelSemantics) qb.andWhere('s.label_semantics = :ls', { ls: q.labelSemantics });
+    if (q.hasColumns?.length) {
+      // every named column is in the schema: the schema contains [{name}] for each
+      qb.andWhere('s.schema @> CAST(:cols AS jsonb)', { cols: JSON.stringify(q.hasColumns.map((name) => ({ name }))) });
+    }
     const [items, total] = await qb
       .skip((q.page - 1) * q.pageSize)
       .take(q.pageSize)
@@ -153,6 +164,13 @@ export class SampleSetService {
   filePath(s: SampleSetEntity): string {
     return this.dataDir.abs(s.files[0]);
   }
+}
+
+/** sha256 of a stored file, the sample set's data version */
+async function contentHash(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
+  return `sha256:${h.digest('hex').slice(0, 16)}`;
 }
 
 /** Whether a sample set's sharing policy lets experiments of `line` borrow it. */

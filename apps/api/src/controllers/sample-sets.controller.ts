@@ -4,8 +4,8 @@ import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import {
   SampleSetService,
   importSampleSetSchema,
-  lineListQuerySchema,
-  type LineListQuery,
+  sampleSetListQuerySchema,
+  type SampleSetListQuery,
   type ImportSampleSet,
 } from '@abacus/catalog';
 import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
@@ -46,7 +46,7 @@ export class SampleSetsController {
   }
 
   @Get()
-  list(@Query(new ZodValidationPipe(lineListQuerySchema)) q: LineListQuery, @Scope() scope: RequestScope) {
+  list(@Query(new ZodValidationPipe(sampleSetListQuerySchema)) q: SampleSetListQuery, @Scope() scope: RequestScope) {
     return this.sampleSets.list(scope, q);
   }
 

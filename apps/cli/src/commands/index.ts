@@ -4,6 +4,7 @@ import { registerExperiment } from './experiment.command';
 import { registerFeatures } from './features.command';
 import { registerLines } from './lines.command';
 import { registerSamples } from './samples.command';
+import { registerBank } from './bank.command';
 import { registerSim } from './sim.command';
 import { registerIv } from './iv.command';
 import { registerBench } from './bench.command';
@@ -17,6 +18,7 @@ import { registerAudit } from './audit.command';
 export const COMMANDS: RegisterCommand[] = [
   registerExperiment,
   registerSamples,
+  registerBank,
   registerFeatures,
   registerLines,
   registerLogin,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { columnName, lineName, objectName } from '@abacus/catalog';
+import { columnName, labelSemanticsSchema, lineName, objectName } from '@abacus/catalog';
 import { apiFrom, printJson, table } from '../cli-context';
 import { parseFlags } from '../flags';
 import type { RegisterCommand } from './command.types';
@@ -14,6 +14,7 @@ const importFlags = z.object({
   time: columnName.optional(),
   keys: z.string().min(1).optional(),
   shareWith: z.string().min(1).optional(),
+  labelSemantics: labelSemanticsSchema.optional(),
   allowNonFinite: z.boolean().optional(),
   json: z.boolean().optional(),
 });
@@ -45,6 +46,7 @@ export const registerSamples: RegisterCommand = (program) => {
     .option('--time <column>', 'event time column (enables time splits and PSI)')
     .option('--keys <columns>', 'comma-separated key columns (never used as features)')
     .option('--share-with <lines>', "comma-separated business lines allowed to borrow it ('*' = all)")
+    .option('--label-semantics <meaning>', 'what the label means, event->outcome (default exposure->click)')
     .option('--allow-non-finite', 'store NaN / Infinity in numeric columns as missing values (default: reject the file)')
     .option('--json', 'print the created sample set as JSON')
     .action(async (file: string, raw: Record<string, unknown>, cmd: Command) => {
@@ -57,6 +59,7 @@ export const registerSamples: RegisterCommand = (program) => {
         time: o.time,
         keys: o.keys,
         shareWith: o.shareWith,
+        labelSemantics: o.labelSemantics,
         allowNonFinite: o.allowNonFinite ? 'true' : undefined,
       });
       if (o.json) return printJson(s);

@@ -68,6 +68,14 @@ export class SampleSetEntity {
   @Column({ name: 'label_stats', type: 'jsonb', nullable: true })
   labelStats!: LabelStats | null;
 
+  /** what the label means, `event->outcome` (e.g. exposure->click): only sets of one meaning are pooled */
+  @Column({ name: 'label_semantics', type: 'text', default: 'exposure->click' })
+  labelSemantics!: string;
+
+  /** content hash of the stored file (null for sets imported before the DataBank) */
+  @Column({ name: 'data_version', type: 'text', nullable: true })
+  dataVersion!: string | null;
+
   @Column({ name: 'key_columns', type: 'jsonb', default: () => `'[]'` })
   keyColumns!: string[];
 
