@@ -7,6 +7,8 @@ import {
   AblateTrialHandler,
   BuiltSamplesCache,
   CompareTrialHandler,
+  MultiplyTrialHandler,
+  MultiplyCompareHandler,
   DevicePool,
   ExperimentReaper,
   FinalizeExperimentHandler,
@@ -68,6 +70,8 @@ export class WorkerModule {
             const ablate = new AblateTrialHandler(w);
             const prune = new PruneTrialHandler(w);
             const compare = new CompareTrialHandler(w);
+            const multiply = new MultiplyTrialHandler(w);
+            const multiplyCompare = new MultiplyCompareHandler(w);
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
@@ -75,6 +79,8 @@ export class WorkerModule {
               [JobName.AblateTrial]: (p, ctx) => ablate.handle(p, ctx),
               [JobName.PruneTrial]: (p, ctx) => prune.handle(p, ctx),
               [JobName.CompareTrial]: (p, ctx) => compare.handle(p, ctx),
+              [JobName.MultiplyTrial]: (p, ctx) => multiply.handle(p, ctx),
+              [JobName.MultiplyCompareTrial]: (p, ctx) => multiplyCompare.handle(p, ctx),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);

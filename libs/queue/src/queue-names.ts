@@ -20,6 +20,10 @@ export enum JobName {
   PruneTrial = 'trial.prune',
   /** add: paired comparison of base and augmented models, verdicts, provenance, notification */
   CompareTrial = 'trial.compare',
+  /** multiply: train one model family (target-only, or borrowing sources by one strategy) on every seed */
+  MultiplyTrial = 'trial.multiply',
+  /** multiply: paired comparison of each strategy × source with the target-only baseline, verdicts */
+  MultiplyCompareTrial = 'trial.multiply-compare',
 }
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
@@ -29,6 +33,8 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.AblateTrial]: QueueName.Trials,
   [JobName.PruneTrial]: QueueName.Trials,
   [JobName.CompareTrial]: QueueName.Trials,
+  [JobName.MultiplyTrial]: QueueName.Trials,
+  [JobName.MultiplyCompareTrial]: QueueName.Trials,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
@@ -42,6 +48,8 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.AblateTrial]: trialJob,
   [JobName.PruneTrial]: trialJob,
   [JobName.CompareTrial]: trialJob,
+  [JobName.MultiplyTrial]: trialJob,
+  [JobName.MultiplyCompareTrial]: trialJob,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };

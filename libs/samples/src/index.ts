@@ -24,3 +24,12 @@ export {
 } from './build/sample-build-request.schema';
 export { SampleBuildError } from './build/sample-build.error';
 export { fnv1a32 } from './build/feature-hash';
+export {
+  writeSampleUnion,
+  UNION_LABEL,
+  UNION_TIME,
+  UNION_DOMAIN,
+  type UnionPart,
+  type SampleUnionRequest,
+  type SampleUnionResult,
+} from './build/sample-union';

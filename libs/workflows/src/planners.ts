@@ -2,6 +2,7 @@ import type { ExperimentPlanner } from './experiments/experiment-planner';
 import { AddPlanner } from './add/add.planner';
 import { ScorePlanner } from './score/score.planner';
 import { SubtractPlanner } from './subtract/subtract.planner';
+import { MultiplyPlanner } from './multiply/multiply.planner';
 
 /** Every experiment kind the platform runs. */
-export const PLANNERS: ExperimentPlanner[] = [new ScorePlanner(), new SubtractPlanner(), new AddPlanner()] as ExperimentPlanner[];
+export const PLANNERS: ExperimentPlanner[] = [new ScorePlanner(), new SubtractPlanner(), new AddPlanner(), new MultiplyPlanner()] as ExperimentPlanner[];

@@ -20,7 +20,7 @@ const submitFlags = z.object({
 });
 const idFlags = z.object({ id: uuidSchema, json: z.boolean().optional() });
 const listFlags = z.object({
-  kind: z.enum(['score', 'subtract', 'add']).optional(),
+  kind: z.enum(['score', 'subtract', 'add', 'multiply']).optional(),
   status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']).optional(),
   domain: lineName.optional(),
   page: z.coerce.number().int().min(1),
@@ -39,7 +39,7 @@ interface Trial {
   backend: string | null;
 }
 
-interface Experiment {
+export interface Experiment {
   id: string;
   kind: string;
   name: string;
@@ -78,7 +78,8 @@ async function waitFor(api: ApiClient, id: string, quiet: boolean, timeoutS: num
   }
 }
 
-function render(e: Experiment): string {
+/** The text of `experiment show`. */
+export function renderExperiment(e: Experiment): string {
   const out = [
     `experiment ${e.id}`,
     `  kind: ${e.kind}   line: ${e.businessLine}   owner: ${e.owner}${e.name ? `   name: ${e.name}` : ''}`,
@@ -103,6 +104,7 @@ function render(e: Experiment): string {
   );
   if (e.kind === 'subtract' && e.result) out.push('', ...renderSubtract(e.result));
   if (e.kind === 'add' && e.result) out.push('', ...renderAdd(e.result));
+  if (e.kind === 'multiply' && e.result) out.push('', ...renderMultiply(e.result));
   const ranking = (e.result?.ranking ?? null) as
     null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
   if (ranking) {
@@ -231,6 +233,53 @@ function renderAdd(r: Record<string, unknown>): string[] {
   ];
 }
 
+function renderMultiply(r: Record<string, unknown>): string[] {
+  const res = r as {
+    testFrom: number;
+    testRows: number;
+    baseline: { auc: number; logloss: number; trainRows: number };
+    sources: { domain: string; rows: number; kept: number; droppedAtOrAfterTestStart: number }[];
+    results: {
+      strategy: string;
+      sources: string[];
+      auc: number;
+      logloss: number;
+      trainRows: number;
+      perSeed: { deltaAuc: number }[];
+      deltaAuc: { delta: number; ciLow: number; ciHigh: number };
+      verdict: string;
+    }[];
+    rule: string;
+  };
+  if (!res.results) return [];
+  return [
+    `target-only AUC ${f4(res.baseline.auc)}, logloss ${f4(res.baseline.logloss)} (${res.baseline.trainRows} train rows, ${res.testRows} test rows from ${res.testFrom})`,
+    '',
+    'borrowed sets (leakage check: rows at or after the target test start dropped):',
+    table(
+      res.sources.map((s) => [s.domain, s.rows, s.droppedAtOrAfterTestStart, s.kept]),
+      ['source', 'rows', 'dropped', 'kept'],
+    ),
+    '',
+    table(
+      res.results.map((x) => [
+        x.strategy,
+        x.sources.join(' + '),
+        x.trainRows,
+        f4(x.auc),
+        f4(x.logloss),
+        f5(x.deltaAuc.delta),
+        `[${f5(x.deltaAuc.ciLow)}, ${f5(x.deltaAuc.ciHigh)}]`,
+        x.perSeed.map((p) => f5(p.deltaAuc)).join(' '),
+        x.verdict,
+      ]),
+      ['strategy', 'sources', 'train rows', 'auc', 'logloss', 'ΔAUC', 'interval', 'ΔAUC per seed', 'verdict'],
+    ),
+    '',
+    `rule: ${res.rule}`,
+  ];
+}
+
 export const registerExperiment: RegisterCommand = (program) => {
   const exp = program.command('experiment').description('submit, follow and cancel experiments');
 
@@ -259,7 +308,7 @@ export const registerExperiment: RegisterCommand = (program) => {
         const results = o.wait ? await api.get<unknown[]>(`/experiments/${e.id}/results`) : undefined;
         printJson(results ? { ...e, results } : e);
       } else {
-        process.stdout.write(`${o.wait ? render(e) : e.id}\n`);
+        process.stdout.write(`${o.wait ? renderExperiment(e) : e.id}\n`);
       }
       if (o.wait) process.exitCode = exitCodeFor(e.status);
     });
@@ -274,7 +323,7 @@ export const registerExperiment: RegisterCommand = (program) => {
       const api = apiFrom(cmd);
       const e = await api.get<Experiment>(`/experiments/${o.id}`);
       if (o.json) return printJson({ ...e, results: await api.get<unknown[]>(`/experiments/${e.id}/results`) });
-      process.stdout.write(`${render(e)}\n`);
+      process.stdout.write(`${renderExperiment(e)}\n`);
     });
 
   exp

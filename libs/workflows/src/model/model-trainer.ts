@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
-import { RuntimeModel, resolveBackend, type BackendChoice, type EvaluationResult, type ModelSpecInput } from '@abacus/runtime';
+import {
+  RuntimeModel,
+  resolveBackend,
+  type BackendChoice,
+  type ColumnarDataset,
+  type EvaluationResult,
+  type ModelSpecInput,
+} from '@abacus/runtime';
 import type { BuiltSet } from './built-samples.cache';
 import type { Architecture, Training } from './model-recipe.schema';
 import { TrainingDivergedError } from './training-diverged.error';
@@ -87,7 +94,38 @@ export class ModelTrainer {
     training: Training,
     ctx: TrainContextOptions = {},
   ): Promise<TrainedModel> {
-    const key = this.key(built, arch, training);
+    return this.trainPhases(this.key(built, arch, training), built, [built.train], arch, training, ctx);
+  }
+
+  /**
+   * Trains on `pretrain` first, then continues the same model (weights and optimizer state) on
+   * `finetune`; both are row subsets of `built.train` in its encoding, so ids mean the same in both.
+   * `tag` names the split (it is part of the cache key).
+   */
+  async pretrainFinetuneOrReuse(
+    built: BuiltSet,
+    pretrain: ColumnarDataset,
+    finetune: ColumnarDataset,
+    tag: string,
+    arch: Architecture,
+    training: Training,
+    ctx: TrainContextOptions = {},
+  ): Promise<TrainedModel> {
+    const key = createHash('sha256')
+      .update(JSON.stringify({ v: 1, base: this.key(built, arch, training), pretrainFinetune: tag }))
+      .digest('hex')
+      .slice(0, 32);
+    return this.trainPhases(key, built, [pretrain, finetune], arch, training, ctx);
+  }
+
+  private async trainPhases(
+    key: string,
+    built: BuiltSet,
+    phases: ColumnarDataset[],
+    arch: Architecture,
+    training: Training,
+    ctx: TrainContextOptions,
+  ): Promise<TrainedModel> {
     const rel = path.join('models', key);
     const dir = this.dataDir.abs(rel);
     if (fs.existsSync(path.join(dir, 'meta.json'))) {
@@ -106,42 +144,50 @@ export class ModelTrainer {
     }
     const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions(ctx.device));
     const t0 = Date.now();
-    const trained = await model.train(
-      built.train,
-      {
-        epochs: training.epochs,
-        batchSize: training.batchSize,
-        seed: training.seed,
-        validationFraction: training.validationFraction,
-        ...(training.validationFraction > 0
-          ? { earlyStopping: { patience: training.patience, monitor: 'auc' as const, restoreBest: true } }
-          : {}),
-        progressEvery: 20,
-      },
-      {
-        signal: ctx.signal,
-        onProgress: (p) => {
-          ctx.onProgress?.(
-            Math.min(1, p.step / Math.max(1, p.totalSteps)),
-            `training: step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`,
-          );
+    let trained: Awaited<ReturnType<RuntimeModel['train']>> | null = null;
+    let steps = 0;
+    for (const [i, data] of phases.entries()) {
+      const phase = phases.length > 1 ? `phase ${i + 1}/${phases.length}, ` : '';
+      trained = await model.train(
+        data,
+        {
+          epochs: training.epochs,
+          batchSize: training.batchSize,
+          seed: training.seed,
+          validationFraction: training.validationFraction,
+          ...(training.validationFraction > 0
+            ? { earlyStopping: { patience: training.patience, monitor: 'auc' as const, restoreBest: true } }
+            : {}),
+          progressEvery: 20,
         },
-      },
-    );
-    if (ctx.signal?.aborted) throw new Error('training aborted');
-    if (!trained.cancelled && !Number.isFinite(trained.finalLoss)) throw new TrainingDivergedError(trained.finalLoss);
+        {
+          signal: ctx.signal,
+          onProgress: (p) => {
+            ctx.onProgress?.(
+              Math.min(1, (i + p.step / Math.max(1, p.totalSteps)) / phases.length),
+              `training: ${phase}step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`,
+            );
+          },
+        },
+      );
+      steps += trained.steps;
+      if (ctx.signal?.aborted) throw new Error('training aborted');
+      if (!trained.cancelled && !Number.isFinite(trained.finalLoss)) throw new TrainingDivergedError(trained.finalLoss);
+      if (trained.cancelled) break;
+    }
+    const last = trained!;
     const trainMs = Date.now() - t0;
     const evaluation = await model.evaluate(built.test);
     const predictions = await model.predict(built.test);
-    if (trained.cancelled) throw new Error('training cancelled');
+    if (last.cancelled) throw new Error('training cancelled');
     const metrics: TrainedModel['metrics'] = {
       ...evaluation,
       trainMs,
-      steps: trained.steps,
-      epochs: trained.epochs,
-      stoppedEarly: trained.stoppedEarly,
-      bestEpoch: trained.bestEpoch,
-      samplesPerSecond: trained.samplesPerSecond,
+      steps,
+      epochs: last.epochs,
+      stoppedEarly: last.stoppedEarly,
+      bestEpoch: last.bestEpoch,
+      samplesPerSecond: last.samplesPerSecond,
     };
     const tmp = this.dataDir.abs(path.join('models', `.${key}.${randomBytes(4).toString('hex')}`));
     fs.mkdirSync(tmp, { recursive: true });

@@ -44,6 +44,44 @@ export function pairedBootstrap(
   return { auc: summarize(aucFull, dAuc, opts.alpha), logloss: summarize(llFull, dLl, opts.alpha) };
 }
 
+/**
+ * Paired bootstrap over test rows of the seed-averaged AUC difference: seed k of B is paired with seed k
+ * of A, each replicate resamples rows once and scores every model on it, so the interval covers test-set
+ * sampling of the mean gain over training seeds.
+ */
+export function pairedSeedBootstrap(
+  labels: Float32Array,
+  predsA: Float32Array[],
+  predsB: Float32Array[],
+  opts: { replicates: number; seed: number; alpha: number },
+): { auc: PairedDelta; perSeed: number[] } {
+  const n = labels.length;
+  if (!predsA.length || predsA.length !== predsB.length) throw new Error('pairedSeedBootstrap: need the same number of seeds on both sides');
+  for (const p of [...predsA, ...predsB]) {
+    if (p.length !== n) throw new Error('pairedSeedBootstrap: predictions and labels differ in length');
+  }
+  const ra = predsA.map(rankScores);
+  const rb = predsB.map(rankScores);
+  const delta = (w: Uint16Array) => {
+    let s = 0;
+    for (let k = 0; k < ra.length; k++) s += weightedAuc(rb[k], labels, w) - weightedAuc(ra[k], labels, w);
+    return s / ra.length;
+  };
+  const ones = new Uint16Array(n).fill(1);
+  const perSeed = ra.map((_, k) => weightedAuc(rb[k], labels, ones) - weightedAuc(ra[k], labels, ones));
+  const full = perSeed.reduce((a, b) => a + b, 0) / perSeed.length;
+  const rng = new Prng(opts.seed);
+  const w = new Uint16Array(n);
+  const xs: number[] = [];
+  for (let b = 0; b < opts.replicates; b++) {
+    w.fill(0);
+    for (let i = 0; i < n; i++) w[Math.min(n - 1, Math.floor(rng.next() * n))]++;
+    const d = delta(w);
+    if (Number.isFinite(d)) xs.push(d);
+  }
+  return { auc: summarize(full, xs, opts.alpha), perSeed };
+}
+
 /** Percentile interval of the bootstrap distribution. */
 function summarize(full: number, xs: number[], alpha: number): PairedDelta {
   const sorted = [...xs].sort((a, b) => a - b);

@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { quoteIdent, quoteLiteral } from '../io/column-loader';
+
+/** One sample set of a union: the target first, then the borrowed sets. */
+export interface UnionPart {
+  /** value of the domain column for its rows */
+  domain: string;
+  /** absolute path of a Parquet file */
+  file: string;
+  label: string;
+  /** the label's event value when it is not 0/1 or false/true */
+  positive?: string | null;
+  time: string;
+}
+
+export interface SampleUnionRequest {
+  parts: UnionPart[];
+  /** feature columns; a part that lacks one contributes missing values */
+  columns: string[];
+  /** the target's test start: borrowed rows at or after it are dropped (leakage) */
+  testFrom: number;
+}
+
+export interface SampleUnionResult {
+  parts: { domain: string; rows: number; kept: number; droppedAtOrAfterTestStart: number }[];
+}
+
+/** Column names of the union beside the features. */
+export const UNION_LABEL = '__mlabel';
+export const UNION_TIME = '__mtime';
+export const UNION_DOMAIN = '__domain';
+
+const NUMBER_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|DECIMAL.*)$/;
+
+/**
+ * Writes target + borrowed sample sets as one Parquet file (aligned by column name; the label as 0/1,
+ * time as epoch seconds, a domain column), target rows first in their own order, so samples built from
+ * it share one vocabulary across the sets and the target's rows come out as they would alone.
+ * Written to a temporary name and renamed into place.
+ */
+export async function writeSampleUnion(req: SampleUnionRequest, out: string): Promise<SampleUnionResult> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const con = await instance.connect();
+  const tmp = path.join(path.dirname(out), `.${path.basename(out)}.${randomBytes(4).toString('hex')}`);
+  try {
+    await con.run('SET preserve_insertion_order = true');
+    const selects: string[] = [];
+    const result: SampleUnionResult = { parts: [] };
+    for (const [i, p] of req.parts.entries()) {
+      const src = `read_parquet(${quoteLiteral(p.file)}, file_row_number = true)`;
+      const described = await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(p.file)})`);
+      const types = new Map(described.getRows().map((r) => [String(r[0]), String(r[1])]));
+      const t = quoteIdent(p.time);
+      const timeType = types.get(p.time) ?? '';
+      const time = NUMBER_TYPE.test(timeType) ? `CAST(${t} AS DOUBLE)` : `CAST(epoch(${t}) AS DOUBLE)`;
+      const l = `CAST(${quoteIdent(p.label)} AS VARCHAR)`;
+      const label = p.positive
+        ? `CAST((${l} = ${quoteLiteral(p.positive)} OR TRY_CAST(${l} AS DOUBLE) = TRY_CAST(${quoteLiteral(p.positive)} AS DOUBLE)) AS INTEGER)`
+        : `CAST(lower(${l}) IN ('1', '1.0', 'true') AS INTEGER)`;
+      const cols = req.columns.filter((c) => types.has(c)).map(quoteIdent);
+      const where = i === 0 ? '' : `WHERE ${time} < ${req.testFrom}`;
+      selects.push(
+        `SELECT ${[...cols, `${label} AS ${UNION_LABEL}`, `${time} AS ${UNION_TIME}`, `${quoteLiteral(p.domain)} AS ${UNION_DOMAIN}`, `${i} AS __part`, 'file_row_number AS __row'].join(', ')} FROM ${src} ${where}`,
+      );
+      const [[rows, late]] = (
+        await con.runAndReadAll(`SELECT count(*), count(*) FILTER (WHERE ${time} >= ${req.testFrom}) FROM ${src}`)
+      ).getRows();
+      const dropped = i === 0 ? 0 : Number(late);
+      result.parts.push({ domain: p.domain, rows: Number(rows), kept: Number(rows) - dropped, droppedAtOrAfterTestStart: dropped });
+    }
+    const all = selects.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
+    const keep = [...req.columns.map(quoteIdent), UNION_LABEL, UNION_TIME, UNION_DOMAIN].join(', ');
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    await con.run(
+      `COPY (SELECT ${keep} FROM (${all}) ORDER BY __part, __row) TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
+    fs.renameSync(tmp, out);
+    return result;
+  } finally {
+    fs.rmSync(tmp, { force: true });
+    con.closeSync();
+    instance.closeSync();
+  }
+}

@@ -1,0 +1,113 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
+import type { TrialEntity } from '@abacus/data';
+import { readF32 } from '../model/model-trainer';
+import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
+import { runTrial } from '../trials/trial-runner';
+import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
+import { MULTIPLY_RULE, multiplyCompareParamsSchema, multiplyVerdict } from './multiply-experiment.schema';
+
+interface SeedRun {
+  seed: number;
+  auc: number;
+  logloss: number;
+  modelDir: string;
+}
+
+interface ArmResult {
+  strategy: string;
+  sources: string[];
+  auc: number;
+  logloss: number;
+  trainRows: number;
+  perSeed: { seed: number; auc: number; logloss: number; deltaAuc: number }[];
+  deltaAuc: { delta: number; ciLow: number; ciHigh: number; replicates: number };
+  seedSpread: { min: number; max: number; std: number };
+  verdict: 'recommend' | 'no gain' | 'harmful';
+  reason: string;
+}
+
+/** multiply's last step: each strategy × source against the target-only baseline, seed by seed, on the same test rows. */
+export class MultiplyCompareHandler {
+  constructor(private readonly w: WorkflowContext) {}
+
+  private predictions(runs: SeedRun[]): { labels: Float32Array; preds: Float32Array[] } {
+    let labels: Float32Array | null = null;
+    const preds = runs.map((r) => {
+      const dir = this.w.dataDir.abs(r.modelDir);
+      if (!fs.existsSync(path.join(dir, 'test-predictions.f32'))) throw new Error(`model ${r.modelDir} has no stored test predictions`);
+      const l = readF32(path.join(dir, 'test-labels.f32'));
+      if (labels && (l.length !== labels.length || l.some((y, i) => y !== labels![i]))) {
+        throw new Error('models were evaluated on different test rows');
+      }
+      labels = l;
+      return readF32(path.join(dir, 'test-predictions.f32'));
+    });
+    return { labels: labels!, preds };
+  }
+
+  handle(payload: JobPayloads[JobName.MultiplyCompareTrial], ctx: JobContext) {
+    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
+      const p = multiplyCompareParamsSchema.parse(trial.params);
+      const baseTrial = await trialBySeq(this.w.ds, experiment.id, p.baselineSeq);
+      const baseRuns = baseTrial.metrics!.perSeed as SeedRun[];
+      const base = this.predictions(baseRuns);
+      const parts = new Map<string, unknown>();
+      const results: ArmResult[] = [];
+      for (const [i, arm] of p.arms.entries()) {
+        const t: TrialEntity = await trialBySeq(this.w.ds, experiment.id, arm.seq);
+        const runs = t.metrics!.perSeed as SeedRun[];
+        if (runs.map((r) => r.seed).join() !== baseRuns.map((r) => r.seed).join()) throw new Error(`trial #${arm.seq} ran other seeds than the baseline`);
+        const other = this.predictions(runs);
+        if (other.labels.length !== base.labels.length || other.labels.some((y, j) => y !== base.labels[j])) {
+          throw new Error(`trial #${arm.seq} was evaluated on other test rows than the baseline`);
+        }
+        const d = pairedSeedBootstrap(base.labels, base.preds, other.preds, {
+          replicates: p.bootstrap,
+          seed: p.seed + i,
+          alpha: p.alpha,
+        });
+        for (const x of t.metrics!.parts as { domain: string }[]) parts.set(x.domain, x);
+        const spreadMean = d.perSeed.reduce((a, b) => a + b, 0) / d.perSeed.length;
+        results.push({
+          strategy: arm.strategy,
+          sources: arm.sources,
+          auc: t.metrics!.auc as number,
+          logloss: t.metrics!.logloss as number,
+          trainRows: t.metrics!.trainRows as number,
+          perSeed: runs.map((r, k) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss, deltaAuc: d.perSeed[k] })),
+          deltaAuc: { delta: d.auc.delta, ciLow: d.auc.ciLow, ciHigh: d.auc.ciHigh, replicates: d.auc.replicates },
+          seedSpread: {
+            min: Math.min(...d.perSeed),
+            max: Math.max(...d.perSeed),
+            std: Math.sqrt(d.perSeed.reduce((s, x) => s + (x - spreadMean) ** 2, 0) / Math.max(1, d.perSeed.length - 1)),
+          },
+          ...multiplyVerdict(d.auc.ciLow, d.auc.ciHigh, d.perSeed),
+        });
+        await progress((i + 1) / p.arms.length, `${arm.strategy} [${arm.sources.join(', ')}]: ΔAUC ${d.auc.delta.toFixed(4)}`);
+        checkpoint();
+      }
+      const recommended = results.filter((r) => r.verdict === 'recommend');
+      const best = recommended.sort((a, b) => b.deltaAuc.delta - a.deltaAuc.delta)[0] ?? null;
+      return {
+        metrics: {
+          testFrom: baseTrial.metrics!.testFrom,
+          testRows: base.labels.length,
+          baseline: {
+            auc: baseTrial.metrics!.auc,
+            logloss: baseTrial.metrics!.logloss,
+            trainRows: baseTrial.metrics!.trainRows,
+            perSeed: baseRuns.map((r) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss })),
+          },
+          // leakage check: borrowed rows at or after the target's test start were dropped before training
+          sources: [...parts.values()].filter((x) => (x as { domain: string }).domain !== 'target'),
+          alpha: p.alpha,
+          rule: MULTIPLY_RULE,
+          results: p.arms.map((a) => results.find((r) => r.strategy === a.strategy && r.sources.join() === a.sources.join())!),
+          best: best ? { strategy: best.strategy, sources: best.sources, deltaAuc: best.deltaAuc.delta } : null,
+        },
+      };
+    });
+  }
+}

@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import { recipeSchema } from '../trials/train-trial.schema';
+import { architectureSchema, trainingSchema } from '../model/model-recipe.schema';
+
+export const MULTIPLY_STRATEGIES = ['union', 'pretrain_finetune'] as const;
+export type MultiplyStrategy = (typeof MULTIPLY_STRATEGIES)[number];
+
+const seedSchema = z
+  .number()
+  .int()
+  .min(0)
+  .max(2 ** 31);
+
+/**
+ * multiply: may other lines' samples improve this line's model? Sources are sample set ids or
+ * `line/name`, or `auto`: every set shared with this line that has the target's label semantics and
+ * at least one of its feature columns.
+ */
+export const multiplySpecSchema = z
+  .object({
+    target: z
+      .object({
+        sampleSet: z.string().min(1),
+        /** default: every column but label, time and keys */
+        features: z.array(z.string().min(1)).min(1).optional(),
+        /** test split: target rows at or after this time (default: the last 20% of its time range) */
+        testFrom: z.number().finite().optional(),
+        architecture: architectureSchema.default(architectureSchema.parse({})),
+        training: trainingSchema.default(trainingSchema.parse({})),
+      })
+      .strict(),
+    sources: z.union([z.array(z.string().min(1)).min(1).max(20), z.literal('auto')]),
+    strategies: z.array(z.enum(MULTIPLY_STRATEGIES)).min(1).default(['union', 'pretrain_finetune']),
+    /** one comparison per source as well as all sources together */
+    perSource: z.boolean().default(true),
+    /** training seeds: every model (target-only baseline included) is trained once per seed */
+    seeds: z.array(seedSchema).min(1).max(10).default([1, 2, 3]),
+    alpha: z.number().gt(0).max(0.5).default(0.05),
+    bootstrap: z.number().int().min(50).max(5000).default(300),
+    seed: seedSchema.default(1),
+  })
+  .strict()
+  .refine((s) => new Set(s.strategies).size === s.strategies.length, { message: 'duplicate strategies', path: ['strategies'] })
+  .refine((s) => new Set(s.seeds).size === s.seeds.length, { message: 'duplicate seeds', path: ['seeds'] });
+
+export type MultiplySpec = z.output<typeof multiplySpecSchema>;
+
+const unionPartSchema = z.object({
+  domain: z.string(),
+  sampleSetId: z.string(),
+  name: z.string(),
+  businessLine: z.string(),
+  file: z.string(),
+  dataVersion: z.string().nullable(),
+  label: z.string(),
+  positive: z.string().nullable(),
+  time: z.string(),
+});
+export type UnionPartParams = z.output<typeof unionPartSchema>;
+
+/** One model family of a multiply experiment, trained once per seed. */
+export const multiplyTrialParamsSchema = z.object({
+  strategy: z.enum(['target_only', ...MULTIPLY_STRATEGIES]),
+  /** domains of the borrowed sets this model uses ([] for target-only) */
+  sources: z.array(z.string()),
+  /** parts[0] is the target */
+  parts: z.array(unionPartSchema).min(1),
+  testFrom: z.number(),
+  recipe: recipeSchema,
+  seeds: z.array(z.number().int()).min(1),
+});
+export type MultiplyTrialParams = z.output<typeof multiplyTrialParamsSchema>;
+
+export const multiplyCompareParamsSchema = z.object({
+  baselineSeq: z.number().int(),
+  arms: z.array(z.object({ seq: z.number().int(), strategy: z.enum(MULTIPLY_STRATEGIES), sources: z.array(z.string()) })),
+  alpha: z.number(),
+  bootstrap: z.number().int(),
+  seed: z.number().int(),
+});
+export type MultiplyCompareParams = z.output<typeof multiplyCompareParamsSchema>;
+
+/** The verdict of one strategy × source against the target-only baseline. */
+export function multiplyVerdict(ciLow: number, ciHigh: number, perSeed: number[]): { verdict: 'recommend' | 'no gain' | 'harmful'; reason: string } {
+  if (ciLow > 0 && perSeed.every((d) => d > 0)) {
+    return { verdict: 'recommend', reason: 'the ΔAUC interval is above 0 and the gain is positive on every seed' };
+  }
+  if (ciHigh < 0) return { verdict: 'harmful', reason: 'the ΔAUC interval is below 0' };
+  return {
+    verdict: 'no gain',
+    reason: ciLow > 0 ? 'the interval is above 0 but the gain is not positive on every seed' : 'the ΔAUC interval includes 0',
+  };
+}
+
+export const MULTIPLY_RULE =
+  'recommend: the paired bootstrap interval of the seed-averaged ΔAUC is above 0 and ΔAUC > 0 on every seed; harmful: the interval is below 0; otherwise no gain';

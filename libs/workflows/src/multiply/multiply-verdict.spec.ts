@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { Prng } from '@abacus/samples';
+import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
+import { multiplyVerdict, multiplySpecSchema } from './multiply-experiment.schema';
+
+describe('multiply verdict rule', () => {
+  it('recommends only with the interval above 0 and a gain on every seed', () => {
+    expect(multiplyVerdict(0.001, 0.01, [0.004, 0.005, 0.003]).verdict).toBe('recommend');
+    expect(multiplyVerdict(0.001, 0.01, [0.004, -0.001, 0.006]).verdict).toBe('no gain');
+    expect(multiplyVerdict(-0.001, 0.01, [0.004, 0.005, 0.003]).verdict).toBe('no gain');
+    expect(multiplyVerdict(-0.01, -0.001, [-0.004, -0.005, 0.001]).verdict).toBe('harmful');
+  });
+});
+
+describe('pairedSeedBootstrap', () => {
+  const n = 4000;
+  const rng = new Prng(3);
+  const labels = new Float32Array(n);
+  const signal = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    signal[i] = rng.next() * 2 - 1;
+    labels[i] = rng.next() < 1 / (1 + Math.exp(-3 * signal[i])) ? 1 : 0;
+  }
+  // a model with more noise on the signal is worse, seed by seed
+  const model = (noise: number, seed: number) => {
+    const r = new Prng(seed);
+    return Float32Array.from(signal, (s) => 1 / (1 + Math.exp(-(s + noise * (r.next() * 2 - 1)))));
+  };
+
+  it('is exactly 0 for identical models', () => {
+    const a = [model(1, 1), model(1, 2)];
+    const d = pairedSeedBootstrap(labels, a, a, { replicates: 100, seed: 1, alpha: 0.05 });
+    expect(d.auc.delta).toBe(0);
+    expect([d.auc.ciLow, d.auc.ciHigh]).toEqual([0, 0]);
+    expect(d.perSeed).toEqual([0, 0]);
+  });
+
+  it('finds the better model on every seed, with an interval above 0 that holds the full-sample delta', () => {
+    const worse = [model(2, 1), model(2, 2), model(2, 3)];
+    const better = [model(0.2, 4), model(0.2, 5), model(0.2, 6)];
+    const d = pairedSeedBootstrap(labels, worse, better, { replicates: 200, seed: 1, alpha: 0.05 });
+    expect(d.perSeed.every((x) => x > 0)).toBe(true);
+    expect(d.auc.delta).toBeCloseTo(d.perSeed.reduce((a, b) => a + b, 0) / 3, 12);
+    expect(d.auc.ciLow).toBeGreaterThan(0);
+    expect(d.auc.ciLow).toBeLessThanOrEqual(d.auc.delta);
+    expect(d.auc.ciHigh).toBeGreaterThanOrEqual(d.auc.delta);
+    const back = pairedSeedBootstrap(labels, better, worse, { replicates: 200, seed: 1, alpha: 0.05 });
+    expect(back.auc.ciHigh).toBeLessThan(0);
+    expect(multiplyVerdict(back.auc.ciLow, back.auc.ciHigh, back.perSeed).verdict).toBe('harmful');
+  });
+});
+
+describe('multiply spec', () => {
+  it('defaults to both strategies, per source, three seeds', () => {
+    const s = multiplySpecSchema.parse({ target: { sampleSet: 'm' }, sources: 'auto' });
+    expect([s.strategies, s.perSource, s.seeds]).toEqual([['union', 'pretrain_finetune'], true, [1, 2, 3]]);
+  });
+
+  it('names the field of a bad value', () => {
+    const r = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], strategies: ['shared_embedding'] });
+    expect(r.success).toBe(false);
+    expect(r.error!.issues[0].path).toEqual(['strategies', 0]);
+    const dup = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], seeds: [1, 1] });
+    expect(dup.error!.issues[0].path).toEqual(['seeds']);
+  });
+});

@@ -1,0 +1,196 @@
+import type { DataSource } from 'typeorm';
+import { ForbiddenError, InvalidInputError, type RequestScope } from '@abacus/core';
+import { sharedWith } from '@abacus/catalog';
+import { SampleSetEntity, type ExperimentEntity, type TrialEntity } from '@abacus/data';
+import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
+import { JobName } from '@abacus/queue';
+import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experiments/experiment-planner';
+import type { CreateExperiment } from '../experiments/experiment.schemas';
+import { requireBinaryLabel, explicitPositive } from '../model/label-check';
+import type { ModelRecipe, ResolvedFeature } from '../model/model-recipe.schema';
+import { RecipeResolver } from '../model/recipe-resolver';
+import type {
+  MultiplyCompareParams,
+  MultiplyStrategy,
+  MultiplyTrialParams,
+  UnionPartParams,
+} from './multiply-experiment.schema';
+import { unionFile } from './union-samples';
+
+type MultiplyInput = Extract<CreateExperiment, { kind: 'multiply' }>;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * multiply: the target-only baseline and, per strategy, a model borrowing each source alone and all
+ * of them together, every one trained on the same seeds and evaluated on the target's test rows only.
+ *
+ * Flow:  finalize ← compare ← { target-only, strategy × sources... }
+ */
+export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
+  readonly kind = 'multiply' as const;
+
+  async plan(input: MultiplyInput, ds: DataSource, scope: RequestScope): Promise<ExperimentPlan> {
+    const spec = input.spec;
+    const line = input.businessLine;
+    const resolver = new RecipeResolver(ds, scope, line);
+    const { recipe, sampleSet: target } = await resolver.base(
+      { ...spec.target, sampleSet: spec.target.sampleSet },
+      'spec.target',
+    );
+    if (!target.timeColumn || target.timeMin === null || target.timeMax === null) {
+      throw new InvalidInputError('spec.target.sampleSet', `sample set ${target.name} has no time column: borrowing needs one to check leakage`);
+    }
+    recipe.features.forEach((f, i) => {
+      if (f.source.kind !== 'column')
+        throw new InvalidInputError(`spec.target.features.${i}`, `"${f.name}" is joined from a feature table; multiply borrows sample columns only`);
+    });
+    const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);
+
+    const sources =
+      spec.sources === 'auto'
+        ? await autoSources(ds, line, target, recipe.features)
+        : await Promise.all(spec.sources.map((ref, i) => this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features)));
+    if (new Set(sources.map((s) => s.id)).size !== sources.length) throw new InvalidInputError('spec.sources', 'duplicate sources');
+
+    const part = (s: SampleSetEntity, domain: string): UnionPartParams => ({
+      domain,
+      sampleSetId: s.id,
+      name: s.name,
+      businessLine: s.businessLine,
+      file: s.files[0],
+      dataVersion: s.dataVersion,
+      label: s.labelColumn,
+      positive: explicitPositive(s) ?? null,
+      time: s.timeColumn!,
+    });
+    const parts = [part(target, 'target'), ...sources.map((s) => part(s, `${s.businessLine}/${s.name}`))];
+    const columns = recipe.features.map((f) => f.name);
+    const file = unionFile(parts, columns, testFrom);
+    const unionRecipe = (domains: string[], extra: ResolvedFeature[]): ModelRecipe => ({
+      ...recipe,
+      sampleFile: file,
+      label: UNION_LABEL,
+      positive: null,
+      time: UNION_TIME,
+      testFrom,
+      filter: { column: UNION_DOMAIN, values: ['target', ...domains] },
+      features: [...recipe.features, ...extra],
+    });
+    const domainFeature: ResolvedFeature = { name: UNION_DOMAIN, kind: 'categorical', source: { kind: 'column' } };
+
+    const trials: PlannedTrial[] = [];
+    const add = (t: PlannedTrial) => trials.push(t) - 1;
+    const train = (strategy: MultiplyTrialParams['strategy'], domains: string[], r: ModelRecipe) =>
+      add({
+        kind: 'train',
+        job: JobName.MultiplyTrial,
+        params: { strategy, sources: domains, parts, testFrom, recipe: r, seeds: spec.seeds } satisfies MultiplyTrialParams,
+      });
+    const baseline = train('target_only', [], unionRecipe([], []));
+    const domains = parts.slice(1).map((p) => p.domain);
+    const groups = [...(spec.perSource ? domains.map((d) => [d]) : []), ...(domains.length > 1 || !spec.perSource ? [domains] : [])];
+    const arms: MultiplyCompareParams['arms'] = [];
+    for (const strategy of spec.strategies as MultiplyStrategy[]) {
+      for (const g of groups) {
+        // the domain column tells the rows apart: a feature of the union model, the split point of pretraining
+        arms.push({ seq: train(strategy, g, unionRecipe(g, [domainFeature])), strategy, sources: g });
+      }
+    }
+    const compare = add({
+      kind: 'compare',
+      job: JobName.MultiplyCompareTrial,
+      params: {
+        baselineSeq: baseline,
+        arms,
+        alpha: spec.alpha,
+        bootstrap: spec.bootstrap,
+        seed: spec.seed,
+      } satisfies MultiplyCompareParams,
+    });
+    for (let i = 0; i < compare; i++) trials[i].parent = compare;
+    return {
+      spec: {
+        ...spec,
+        resolved: {
+          target: { sampleSetId: target.id, name: target.name, features: columns, testFrom },
+          sources: parts.slice(1).map((p) => ({ domain: p.domain, sampleSetId: p.sampleSetId, dataVersion: p.dataVersion })),
+        },
+      },
+      trials,
+    };
+  }
+
+  /** A named source: found by id or `line/name`, shared with this line, and compatible with the target. */
+  private async source(
+    ds: DataSource,
+    line: string,
+    ref: string,
+    path: string,
+    target: SampleSetEntity,
+    features: ResolvedFeature[],
+  ): Promise<SampleSetEntity> {
+    const repo = ds.getRepository(SampleSetEntity);
+    let ss: SampleSetEntity | null;
+    if (UUID.test(ref)) ss = await repo.findOneBy({ id: ref });
+    else {
+      const slash = ref.indexOf('/');
+      ss = await repo.findOneBy(slash > 0 ? { businessLine: ref.slice(0, slash), name: ref.slice(slash + 1) } : { businessLine: line, name: ref });
+    }
+    if (!ss) throw new InvalidInputError(path, `no sample set "${ref}" (name another line's set as line/name)`);
+    if (!sharedWith(ss, line)) {
+      throw new ForbiddenError(
+        `${path}: sample set "${ss.name}" belongs to business line "${ss.businessLine}" and is not shared with "${line}"`,
+      );
+    }
+    const problem = incompatibility(ss, target, features);
+    if (problem) throw new InvalidInputError(path, problem);
+    requireBinaryLabel(ss, path);
+    return ss;
+  }
+
+  summarize(_e: ExperimentEntity, trials: TrialEntity[]): Record<string, unknown> {
+    return trials.find((t) => t.kind === 'compare')?.metrics ?? {};
+  }
+}
+
+/** Why `ss` cannot lend rows to the target's model (null: it can). */
+function incompatibility(ss: SampleSetEntity, target: SampleSetEntity, features: ResolvedFeature[]): string | null {
+  if (ss.id === target.id) return `sample set ${ss.name} is the target itself`;
+  if (ss.labelSemantics !== target.labelSemantics) {
+    return `sample set ${ss.businessLine}/${ss.name} has label semantics ${ss.labelSemantics}, the target ${target.labelSemantics}`;
+  }
+  if (!ss.timeColumn) return `sample set ${ss.businessLine}/${ss.name} has no time column, so leakage cannot be checked`;
+  let shared = 0;
+  for (const f of features) {
+    const col = ss.schema.find((c) => c.name === f.name);
+    if (!col) continue;
+    if (col.kind !== f.kind) {
+      return `column "${f.name}" is ${col.kind} in ${ss.businessLine}/${ss.name} but ${f.kind} in the target`;
+    }
+    if (RecipeResolver.reserved(ss).has(f.name)) return `column "${f.name}" is the label, time or a key in ${ss.businessLine}/${ss.name}`;
+    shared++;
+  }
+  if (!shared) return `sample set ${ss.businessLine}/${ss.name} has none of the target's feature columns`;
+  return null;
+}
+
+/** Every other set shared with the line, of the target's label semantics, with compatible overlapping columns. */
+async function autoSources(
+  ds: DataSource,
+  line: string,
+  target: SampleSetEntity,
+  features: ResolvedFeature[],
+): Promise<SampleSetEntity[]> {
+  const all = await ds.getRepository(SampleSetEntity).find({ order: { businessLine: 'ASC', name: 'ASC' } });
+  const out = all.filter(
+    (s) => sharedWith(s, line) && s.labelStats?.binary === true && incompatibility(s, target, features) === null,
+  );
+  if (!out.length) {
+    throw new InvalidInputError(
+      'spec.sources',
+      `auto found no sample set shared with ${line} with label semantics ${target.labelSemantics} and the target's columns`,
+    );
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import type { DataDir } from '@abacus/catalog';
+import { writeSampleUnion, type SampleUnionResult } from '@abacus/samples';
+import type { UnionPartParams } from './multiply-experiment.schema';
+
+/** multiply/<hash of (sets, data versions, columns, test start)>/samples.parquet, relative to the data directory */
+export function unionFile(parts: UnionPartParams[], columns: string[], testFrom: number): string {
+  const key = createHash('sha256')
+    .update(JSON.stringify({ v: 1, parts, columns, testFrom }))
+    .digest('hex')
+    .slice(0, 32);
+  return path.join('multiply', key, 'samples.parquet');
+}
+
+/**
+ * The union file of target and borrowed sets, written once (trials of one experiment, and of later
+ * experiments on the same data, reuse it); its leakage counts are kept beside it.
+ */
+export async function ensureUnion(
+  dataDir: DataDir,
+  rel: string,
+  parts: UnionPartParams[],
+  columns: string[],
+  testFrom: number,
+): Promise<SampleUnionResult> {
+  const file = dataDir.abs(rel);
+  const meta = path.join(path.dirname(file), 'union.json');
+  if (fs.existsSync(file) && fs.existsSync(meta)) return JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult;
+  const result = await writeSampleUnion(
+    {
+      parts: parts.map((p) => ({ domain: p.domain, file: dataDir.abs(p.file), label: p.label, positive: p.positive, time: p.time })),
+      columns,
+      testFrom,
+    },
+    file,
+  );
+  const tmp = `${meta}.${process.pid}`;
+  fs.writeFileSync(tmp, JSON.stringify(result, null, 2));
+  fs.renameSync(tmp, meta);
+  return result;
+}
