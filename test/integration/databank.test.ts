@@ -77,9 +77,7 @@ describe('DataBank metadata and search', () => {
       'feed-clicks',
       'mall-clicks',
     ]);
-    expect(names(await admin.call('GET', '/sample-sets?hasColumns=strong,color&businessLine=search'))).toEqual([
-      'search-orders',
-    ]);
+    expect(names(await admin.call('GET', '/sample-sets?hasColumns=strong,color&businessLine=search'))).toEqual(['search-orders']);
     expect(names(await admin.call('GET', '/sample-sets?hasColumns=strong,absent'))).toEqual([]);
     // a mall key sees its own line and what feed and search share with it, never ads' private set
     expect(names(await mall.call('GET', '/sample-sets'))).toEqual(['feed-clicks', 'mall-clicks', 'search-orders']);

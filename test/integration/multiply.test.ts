@@ -57,7 +57,13 @@ beforeAll(async () => {
   truth = world.groundTruth;
   features = truth.features.filter((f) => f.inConfigOf.includes('mall')).map((f) => f.name);
   for (const line of ['feed', 'search', 'mall']) await call('POST', '/business-lines', { name: line });
-  await upload(path.join(dir, 'samples', 'mall.parquet'), { name: 'mall-samples', businessLine: 'mall', label: 'click', time: 'ts', keys: KEYS });
+  await upload(path.join(dir, 'samples', 'mall.parquet'), {
+    name: 'mall-samples',
+    businessLine: 'mall',
+    label: 'click',
+    time: 'ts',
+    keys: KEYS,
+  });
   await upload(path.join(dir, 'samples', 'feed.parquet'), {
     name: 'feed-samples',
     businessLine: 'feed',
@@ -75,7 +81,13 @@ beforeAll(async () => {
     shareWith: '*',
   });
   // the same feed rows, not shared with anyone
-  await upload(path.join(dir, 'samples', 'feed.parquet'), { name: 'feed-private', businessLine: 'feed', label: 'click', time: 'ts', keys: KEYS });
+  await upload(path.join(dir, 'samples', 'feed.parquet'), {
+    name: 'feed-private',
+    businessLine: 'feed',
+    label: 'click',
+    time: 'ts',
+    keys: KEYS,
+  });
 }, 600_000);
 
 afterAll(async () => {
@@ -107,11 +119,23 @@ describe('multiply: refused before anything is queued', () => {
     const numeric = path.join(env.dataDir, 'in', 'numeric-color.csv');
     fs.writeFileSync(
       numeric,
-      [lines[0], ...lines.slice(1).map((l) => l.replace(/,(red|green|blue),/, (_m, c: string) => `,${['red', 'green', 'blue'].indexOf(c)},`))].join('\n') + '\n',
+      [
+        lines[0],
+        ...lines
+          .slice(1)
+          .map((l) => l.replace(/,(red|green|blue),/, (_m, c: string) => `,${['red', 'green', 'blue'].indexOf(c)},`)),
+      ].join('\n') + '\n',
     );
     await upload(small, { name: 'mall-small', businessLine: 'mall', label: 'click', time: 'ts' });
     await upload(numeric, { name: 'feed-small', businessLine: 'feed', label: 'click', time: 'ts', shareWith: 'mall' });
-    await upload(small, { name: 'search-orders', businessLine: 'search', label: 'click', time: 'ts', shareWith: '*', labelSemantics: 'click->order' });
+    await upload(small, {
+      name: 'search-orders',
+      businessLine: 'search',
+      label: 'click',
+      time: 'ts',
+      shareWith: '*',
+      labelSemantics: 'click->order',
+    });
     const before = await experimentCount();
     const kinds = await call('POST', '/experiments', {
       kind: 'multiply',
@@ -120,7 +144,9 @@ describe('multiply: refused before anything is queued', () => {
     });
     expect(kinds.status, JSON.stringify(kinds.body)).toBe(400);
     expect(kinds.body.issues?.[0].path).toBe('spec.sources.0');
-    expect(kinds.body.issues?.[0].message).toContain('column "color" is numeric in feed/feed-small but categorical in the target');
+    expect(kinds.body.issues?.[0].message).toContain(
+      'column "color" is numeric in feed/feed-small but categorical in the target',
+    );
     const semantics = await call('POST', '/experiments', {
       kind: 'multiply',
       businessLine: 'mall',
@@ -185,7 +211,11 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       expect(x.trainRows).toBe(r.baseline.trainRows + x.sources.reduce((a: number, s: string) => a + kept[s], 0));
       // the verdict follows the documented rule from the numbers it reports
       expect({ verdict: x.verdict, reason: x.reason }).toEqual(
-        multiplyVerdict(x.deltaAuc.ciLow, x.deltaAuc.ciHigh, x.perSeed.map((p: { deltaAuc: number }) => p.deltaAuc)),
+        multiplyVerdict(
+          x.deltaAuc.ciLow,
+          x.deltaAuc.ciHigh,
+          x.perSeed.map((p: { deltaAuc: number }) => p.deltaAuc),
+        ),
       );
       x.perSeed.forEach((p: { seed: number; auc: number; deltaAuc: number }, k: number) => {
         expect(p.seed).toBe(SEEDS[k]);
@@ -211,7 +241,11 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       time: 'ts',
       testFrom: e.result.testFrom,
       filter: null,
-      features: features.map((name) => ({ name, kind: ss.schema.find((c: { name: string }) => c.name === name).kind, source: { kind: 'column' as const } })),
+      features: features.map((name) => ({
+        name,
+        kind: ss.schema.find((c: { name: string }) => c.name === name).kind,
+        source: { kind: 'column' as const },
+      })),
       architecture: e.spec.target.architecture,
       training: { ...e.spec.target.training, seed: SEEDS[0] },
       modelId: null,

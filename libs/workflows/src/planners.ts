@@ -5,4 +5,9 @@ import { SubtractPlanner } from './subtract/subtract.planner';
 import { MultiplyPlanner } from './multiply/multiply.planner';
 
 /** Every experiment kind the platform runs. */
-export const PLANNERS: ExperimentPlanner[] = [new ScorePlanner(), new SubtractPlanner(), new AddPlanner(), new MultiplyPlanner()] as ExperimentPlanner[];
+export const PLANNERS: ExperimentPlanner[] = [
+  new ScorePlanner(),
+  new SubtractPlanner(),
+  new AddPlanner(),
+  new MultiplyPlanner(),
+] as ExperimentPlanner[];

@@ -69,7 +69,12 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
         await con.runAndReadAll(`SELECT count(*), count(*) FILTER (WHERE ${time} >= ${req.testFrom}) FROM ${src}`)
       ).getRows();
       const dropped = i === 0 ? 0 : Number(late);
-      result.parts.push({ domain: p.domain, rows: Number(rows), kept: Number(rows) - dropped, droppedAtOrAfterTestStart: dropped });
+      result.parts.push({
+        domain: p.domain,
+        rows: Number(rows),
+        kept: Number(rows) - dropped,
+        droppedAtOrAfterTestStart: dropped,
+      });
     }
     const all = selects.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
     const keep = [...req.columns.map(quoteIdent), UNION_LABEL, UNION_TIME, UNION_DOMAIN].join(', ');

@@ -36,7 +36,8 @@ export class MultiplyCompareHandler {
     let labels: Float32Array | null = null;
     const preds = runs.map((r) => {
       const dir = this.w.dataDir.abs(r.modelDir);
-      if (!fs.existsSync(path.join(dir, 'test-predictions.f32'))) throw new Error(`model ${r.modelDir} has no stored test predictions`);
+      if (!fs.existsSync(path.join(dir, 'test-predictions.f32')))
+        throw new Error(`model ${r.modelDir} has no stored test predictions`);
       const l = readF32(path.join(dir, 'test-labels.f32'));
       if (labels && (l.length !== labels.length || l.some((y, i) => y !== labels![i]))) {
         throw new Error('models were evaluated on different test rows');
@@ -58,7 +59,8 @@ export class MultiplyCompareHandler {
       for (const [i, arm] of p.arms.entries()) {
         const t: TrialEntity = await trialBySeq(this.w.ds, experiment.id, arm.seq);
         const runs = t.metrics!.perSeed as SeedRun[];
-        if (runs.map((r) => r.seed).join() !== baseRuns.map((r) => r.seed).join()) throw new Error(`trial #${arm.seq} ran other seeds than the baseline`);
+        if (runs.map((r) => r.seed).join() !== baseRuns.map((r) => r.seed).join())
+          throw new Error(`trial #${arm.seq} ran other seeds than the baseline`);
         const other = this.predictions(runs);
         if (other.labels.length !== base.labels.length || other.labels.some((y, j) => y !== base.labels[j])) {
           throw new Error(`trial #${arm.seq} was evaluated on other test rows than the baseline`);

@@ -81,7 +81,11 @@ export const multiplyCompareParamsSchema = z.object({
 export type MultiplyCompareParams = z.output<typeof multiplyCompareParamsSchema>;
 
 /** The verdict of one strategy × source against the target-only baseline. */
-export function multiplyVerdict(ciLow: number, ciHigh: number, perSeed: number[]): { verdict: 'recommend' | 'no gain' | 'harmful'; reason: string } {
+export function multiplyVerdict(
+  ciLow: number,
+  ciHigh: number,
+  perSeed: number[],
+): { verdict: 'recommend' | 'no gain' | 'harmful'; reason: string } {
   if (ciLow > 0 && perSeed.every((d) => d > 0)) {
     return { verdict: 'recommend', reason: 'the ΔAUC interval is above 0 and the gain is positive on every seed' };
   }

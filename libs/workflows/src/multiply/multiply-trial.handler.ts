@@ -29,7 +29,11 @@ export class MultiplyTrialHandler {
     await progress(0.01, 'aligning the sample sets');
     const union = await ensureUnion(this.w.dataDir, recipe.sampleFile, p.parts, columns, p.testFrom);
     checkpoint();
-    const built = await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined));
+    const built = await this.w.samples.get(
+      recipe,
+      recipe.features,
+      (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined),
+    );
     checkpoint();
     const split = p.strategy === 'pretrain_finetune' ? splitByDomain(built) : null;
     const perSeed: { seed: number; auc: number; logloss: number; modelDir: string; cached: boolean }[] = [];
@@ -50,11 +54,19 @@ export class MultiplyTrialHandler {
           )
         : await this.w.trainer.trainOrReuse(built, recipe.architecture, training, ctx);
       checkpoint();
-      perSeed.push({ seed, auc: trained.metrics.auc, logloss: trained.metrics.logloss, modelDir: trained.dir, cached: trained.cached });
+      perSeed.push({
+        seed,
+        auc: trained.metrics.auc,
+        logloss: trained.metrics.logloss,
+        modelDir: trained.dir,
+        cached: trained.cached,
+      });
     }
     const mean = (k: 'auc' | 'logloss') => perSeed.reduce((s, r) => s + r[k], 0) / perSeed.length;
     const used = new Set(['target', ...p.sources]);
-    logger.log(`${p.strategy} [${p.sources.join(', ') || 'target only'}]: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`);
+    logger.log(
+      `${p.strategy} [${p.sources.join(', ') || 'target only'}]: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
+    );
     return {
       metrics: {
         strategy: p.strategy,

@@ -9,12 +9,7 @@ import type { CreateExperiment } from '../experiments/experiment.schemas';
 import { requireBinaryLabel, explicitPositive } from '../model/label-check';
 import type { ModelRecipe, ResolvedFeature } from '../model/model-recipe.schema';
 import { RecipeResolver } from '../model/recipe-resolver';
-import type {
-  MultiplyCompareParams,
-  MultiplyStrategy,
-  MultiplyTrialParams,
-  UnionPartParams,
-} from './multiply-experiment.schema';
+import type { MultiplyCompareParams, MultiplyStrategy, MultiplyTrialParams, UnionPartParams } from './multiply-experiment.schema';
 import { unionFile } from './union-samples';
 
 type MultiplyInput = Extract<CreateExperiment, { kind: 'multiply' }>;
@@ -39,19 +34,28 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       'spec.target',
     );
     if (!target.timeColumn || target.timeMin === null || target.timeMax === null) {
-      throw new InvalidInputError('spec.target.sampleSet', `sample set ${target.name} has no time column: borrowing needs one to check leakage`);
+      throw new InvalidInputError(
+        'spec.target.sampleSet',
+        `sample set ${target.name} has no time column: borrowing needs one to check leakage`,
+      );
     }
     recipe.features.forEach((f, i) => {
       if (f.source.kind !== 'column')
-        throw new InvalidInputError(`spec.target.features.${i}`, `"${f.name}" is joined from a feature table; multiply borrows sample columns only`);
+        throw new InvalidInputError(
+          `spec.target.features.${i}`,
+          `"${f.name}" is joined from a feature table; multiply borrows sample columns only`,
+        );
     });
     const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);
 
     const sources =
       spec.sources === 'auto'
         ? await autoSources(ds, line, target, recipe.features)
-        : await Promise.all(spec.sources.map((ref, i) => this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features)));
-    if (new Set(sources.map((s) => s.id)).size !== sources.length) throw new InvalidInputError('spec.sources', 'duplicate sources');
+        : await Promise.all(
+            spec.sources.map((ref, i) => this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features)),
+          );
+    if (new Set(sources.map((s) => s.id)).size !== sources.length)
+      throw new InvalidInputError('spec.sources', 'duplicate sources');
 
     const part = (s: SampleSetEntity, domain: string): UnionPartParams => ({
       domain,
@@ -89,7 +93,10 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       });
     const baseline = train('target_only', [], unionRecipe([], []));
     const domains = parts.slice(1).map((p) => p.domain);
-    const groups = [...(spec.perSource ? domains.map((d) => [d]) : []), ...(domains.length > 1 || !spec.perSource ? [domains] : [])];
+    const groups = [
+      ...(spec.perSource ? domains.map((d) => [d]) : []),
+      ...(domains.length > 1 || !spec.perSource ? [domains] : []),
+    ];
     const arms: MultiplyCompareParams['arms'] = [];
     for (const strategy of spec.strategies as MultiplyStrategy[]) {
       for (const g of groups) {
@@ -135,7 +142,9 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     if (UUID.test(ref)) ss = await repo.findOneBy({ id: ref });
     else {
       const slash = ref.indexOf('/');
-      ss = await repo.findOneBy(slash > 0 ? { businessLine: ref.slice(0, slash), name: ref.slice(slash + 1) } : { businessLine: line, name: ref });
+      ss = await repo.findOneBy(
+        slash > 0 ? { businessLine: ref.slice(0, slash), name: ref.slice(slash + 1) } : { businessLine: line, name: ref },
+      );
     }
     if (!ss) throw new InvalidInputError(path, `no sample set "${ref}" (name another line's set as line/name)`);
     if (!sharedWith(ss, line)) {
@@ -168,7 +177,8 @@ function incompatibility(ss: SampleSetEntity, target: SampleSetEntity, features:
     if (col.kind !== f.kind) {
       return `column "${f.name}" is ${col.kind} in ${ss.businessLine}/${ss.name} but ${f.kind} in the target`;
     }
-    if (RecipeResolver.reserved(ss).has(f.name)) return `column "${f.name}" is the label, time or a key in ${ss.businessLine}/${ss.name}`;
+    if (RecipeResolver.reserved(ss).has(f.name))
+      return `column "${f.name}" is the label, time or a key in ${ss.businessLine}/${ss.name}`;
     shared++;
   }
   if (!shared) return `sample set ${ss.businessLine}/${ss.name} has none of the target's feature columns`;

@@ -30,7 +30,13 @@ export async function ensureUnion(
   if (fs.existsSync(file) && fs.existsSync(meta)) return JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult;
   const result = await writeSampleUnion(
     {
-      parts: parts.map((p) => ({ domain: p.domain, file: dataDir.abs(p.file), label: p.label, positive: p.positive, time: p.time })),
+      parts: parts.map((p) => ({
+        domain: p.domain,
+        file: dataDir.abs(p.file),
+        label: p.label,
+        positive: p.positive,
+        time: p.time,
+      })),
       columns,
       testFrom,
     },

@@ -56,7 +56,8 @@ export function pairedSeedBootstrap(
   opts: { replicates: number; seed: number; alpha: number },
 ): { auc: PairedDelta; perSeed: number[] } {
   const n = labels.length;
-  if (!predsA.length || predsA.length !== predsB.length) throw new Error('pairedSeedBootstrap: need the same number of seeds on both sides');
+  if (!predsA.length || predsA.length !== predsB.length)
+    throw new Error('pairedSeedBootstrap: need the same number of seeds on both sides');
   for (const p of [...predsA, ...predsB]) {
     if (p.length !== n) throw new Error('pairedSeedBootstrap: predictions and labels differ in length');
   }
