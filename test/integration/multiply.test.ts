@@ -257,3 +257,50 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     expect(trained.metrics.auc).toBeCloseTo(e.result.baseline.perSeed[0].auc, 6);
   });
 });
+
+describe('multiply with auto sources, one of them unrelated to the target', () => {
+  it('finds every compatible shared set, and does not recommend a line whose clicks carry none of the planted effects', async () => {
+    // the feed rows with their clicks shuffled across rows: same columns and label rate, no effect of any feature
+    const dir = path.join(env.dataDir, 'world', 'samples');
+    const shuffled = path.join(dir, 'ads.parquet');
+    const { DuckDBInstance } = await import('@duckdb/node-api');
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    const feed = `read_parquet('${path.join(dir, 'feed.parquet')}')`;
+    await con.run(
+      `COPY (SELECT a.* EXCLUDE (rn, click), b.click FROM
+         (SELECT *, row_number() OVER (ORDER BY impression_id) AS rn FROM ${feed}) a
+         JOIN (SELECT click, row_number() OVER (ORDER BY hash(impression_id * 7919)) AS rn FROM ${feed}) b USING (rn)
+         ORDER BY a.impression_id) TO '${shuffled}' (FORMAT parquet)`,
+    );
+    con.closeSync();
+    db.closeSync();
+    await call('POST', '/business-lines', { name: 'ads' });
+    await upload(shuffled, { name: 'ads-samples', businessLine: 'ads', label: 'click', time: 'ts', keys: KEYS, shareWith: '*' });
+    const e = await run({
+      kind: 'multiply',
+      businessLine: 'mall',
+      spec: {
+        target: { sampleSet: 'mall-samples', features, training: TRAINING },
+        sources: 'auto',
+        strategies: ['union'],
+        seeds: SEEDS,
+        bootstrap: 200,
+      },
+    });
+    expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
+    console.log(renderExperiment(e as Experiment));
+    // not the private feed copy, not the small sets without the target's columns, not another label semantics
+    expect(e.spec.resolved.sources.map((s: { domain: string }) => s.domain).sort()).toEqual([
+      'ads/ads-samples',
+      'feed/feed-samples',
+      'search/search-samples',
+    ]);
+    const by = (d: string) => e.result.results.find((x: { sources: string[] }) => x.sources.length === 1 && x.sources[0] === d);
+    const unrelated = by('ads/ads-samples');
+    expect(unrelated.verdict).not.toBe('recommend');
+    for (const related of ['feed/feed-samples', 'search/search-samples']) {
+      expect(by(related).deltaAuc.delta).toBeGreaterThan(unrelated.deltaAuc.delta);
+    }
+  });
+});

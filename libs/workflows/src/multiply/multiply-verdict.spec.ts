@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Prng } from '@abacus/samples';
 import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
+import { createExperimentSchema } from '../experiments/experiment.schemas';
 import { multiplyVerdict, multiplySpecSchema } from './multiply-experiment.schema';
 
 describe('multiply verdict rule', () => {
@@ -62,5 +65,14 @@ describe('multiply spec', () => {
     expect(r.error!.issues[0].path).toEqual(['strategies', 0]);
     const dup = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], seeds: [1, 1] });
     expect(dup.error!.issues[0].path).toEqual(['seeds']);
+  });
+});
+
+describe('configs/examples/multiply.json', () => {
+  it('is a valid multiply submission', () => {
+    const body: unknown = JSON.parse(fs.readFileSync(path.join(process.cwd(), 'configs/examples/multiply.json'), 'utf8'));
+    const r = createExperimentSchema.safeParse(body);
+    expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
+    expect(r.data!.kind).toBe('multiply');
   });
 });
