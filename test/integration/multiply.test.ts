@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDir } from '@abacus/catalog';
 import { simulateWorld, writeWorld, DOMAIN_NAMES, type GroundTruth, type SimWorld } from '@abacus/samples';
-import { BuiltSamplesCache, ModelTrainer, multiplyVerdict } from '@abacus/workflows';
+import { BuiltSamplesCache, ModelTrainer, labelRateFlag, multiplyVerdict } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
 import { renderExperiment, type Experiment } from '../../apps/cli/src/commands/experiment.command';
@@ -186,15 +186,39 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     ]);
     // the leakage check: exactly the borrowed impressions at or after the target's test start are dropped
     const imp = world.impressions;
-    for (const s of r.sources as { domain: string; rows: number; kept: number; droppedAtOrAfterTestStart: number }[]) {
+    // the sample files hold ts as integers
+    const ts = Int32Array.from(imp.ts);
+    const rateBefore = (d: number) => {
+      let n = 0;
+      let clicks = 0;
+      for (let i = 0; i < ts.length; i++) {
+        if (imp.domainIndex[i] === d && ts[i] < r.testFrom) {
+          n++;
+          clicks += imp.click[i];
+        }
+      }
+      return clicks / n;
+    };
+    const targetRate = rateBefore(DOMAIN_NAMES.indexOf('mall'));
+    expect(r.targetLabelRate).toBeCloseTo(targetRate, 12);
+    for (const s of r.sources as {
+      domain: string;
+      rows: number;
+      kept: number;
+      droppedAtOrAfterTestStart: number;
+      labelRate: number;
+      labelRateFlag: string | null;
+    }[]) {
       const d = (DOMAIN_NAMES as readonly string[]).indexOf(s.domain.split('/')[0]);
       let rows = 0;
       let late = 0;
       for (let i = 0; i < imp.ts.length; i++) {
         if (imp.domainIndex[i] !== d) continue;
         rows++;
-        if (imp.ts[i] >= r.testFrom) late++;
+        if (ts[i] >= r.testFrom) late++;
       }
+      expect(s.labelRate).toBeCloseTo(rateBefore(d), 12);
+      expect(s.labelRateFlag).toBe(labelRateFlag(s.labelRate, r.targetLabelRate));
       expect(s.rows).toBe(rows);
       expect(s.droppedAtOrAfterTestStart).toBe(late);
       expect(late).toBeGreaterThan(0);
@@ -203,7 +227,7 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     // test rows: the target's rows at or after the test start, nothing borrowed
     const mall = DOMAIN_NAMES.indexOf('mall');
     let mallTest = 0;
-    for (let i = 0; i < imp.ts.length; i++) if (imp.domainIndex[i] === mall && imp.ts[i] >= r.testFrom) mallTest++;
+    for (let i = 0; i < ts.length; i++) if (imp.domainIndex[i] === mall && ts[i] >= r.testFrom) mallTest++;
     expect(r.testRows).toBe(mallTest);
     // per-source training rows: target train rows + the kept rows of each borrowed set
     const kept = Object.fromEntries(r.sources.map((s: { domain: string; kept: number }) => [s.domain, s.kept]));

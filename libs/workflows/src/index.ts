@@ -20,7 +20,7 @@ export { PruneTrialHandler, rankFeatures } from './subtract/prune-trial.handler'
 export { CompareTrialHandler } from './add/compare-trial.handler';
 export { MultiplyTrialHandler } from './multiply/multiply-trial.handler';
 export { MultiplyCompareHandler } from './multiply/multiply-compare.handler';
-export { multiplySpecSchema, multiplyVerdict, MULTIPLY_RULE } from './multiply/multiply-experiment.schema';
+export { multiplySpecSchema, multiplyVerdict, labelRateFlag, MULTIPLY_RULE } from './multiply/multiply-experiment.schema';
 export { verdictFor, type Verdict } from './add/verdict';
 export { BuiltSamplesCache } from './model/built-samples.cache';
 export { ModelTrainer } from './model/model-trainer';

@@ -238,7 +238,14 @@ function renderMultiply(r: Record<string, unknown>): string[] {
     testFrom: number;
     testRows: number;
     baseline: { auc: number; logloss: number; trainRows: number };
-    sources: { domain: string; rows: number; kept: number; droppedAtOrAfterTestStart: number }[];
+    sources: {
+      domain: string;
+      rows: number;
+      kept: number;
+      droppedAtOrAfterTestStart: number;
+      labelRate: number;
+      labelRateFlag: string | null;
+    }[];
     results: {
       strategy: string;
       sources: string[];
@@ -257,8 +264,8 @@ function renderMultiply(r: Record<string, unknown>): string[] {
     '',
     'borrowed sets (leakage check: rows at or after the target test start dropped):',
     table(
-      res.sources.map((s) => [s.domain, s.rows, s.droppedAtOrAfterTestStart, s.kept]),
-      ['source', 'rows', 'dropped', 'kept'],
+      res.sources.map((s) => [s.domain, s.rows, s.droppedAtOrAfterTestStart, s.kept, f4(s.labelRate), s.labelRateFlag ?? '']),
+      ['source', 'rows', 'dropped', 'kept', 'label rate', 'flag'],
     ),
     '',
     table(

@@ -25,7 +25,14 @@ export interface SampleUnionRequest {
 }
 
 export interface SampleUnionResult {
-  parts: { domain: string; rows: number; kept: number; droppedAtOrAfterTestStart: number }[];
+  parts: {
+    domain: string;
+    rows: number;
+    kept: number;
+    droppedAtOrAfterTestStart: number;
+    /** events / rows before the target's test start (the target's training rows; a source's kept rows) */
+    labelRate: number;
+  }[];
 }
 
 /** Column names of the union beside the features. */
@@ -65,8 +72,10 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
       selects.push(
         `SELECT ${[...cols, `${label} AS ${UNION_LABEL}`, `${time} AS ${UNION_TIME}`, `${quoteLiteral(p.domain)} AS ${UNION_DOMAIN}`, `${i} AS __part`, 'file_row_number AS __row'].join(', ')} FROM ${src} ${where}`,
       );
-      const [[rows, late]] = (
-        await con.runAndReadAll(`SELECT count(*), count(*) FILTER (WHERE ${time} >= ${req.testFrom}) FROM ${src}`)
+      const [[rows, late, rate]] = (
+        await con.runAndReadAll(
+          `SELECT count(*), count(*) FILTER (WHERE ${time} >= ${req.testFrom}), avg(${label}) FILTER (WHERE ${time} < ${req.testFrom}) FROM ${src}`,
+        )
       ).getRows();
       const dropped = i === 0 ? 0 : Number(late);
       result.parts.push({
@@ -74,6 +83,7 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
         rows: Number(rows),
         kept: Number(rows) - dropped,
         droppedAtOrAfterTestStart: dropped,
+        labelRate: rate === null ? 0 : Number(rate),
       });
     }
     const all = selects.map((s) => `(${s})`).join(' UNION ALL BY NAME ');

@@ -6,7 +6,7 @@ import { readF32 } from '../model/model-trainer';
 import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
 import { runTrial } from '../trials/trial-runner';
 import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
-import { MULTIPLY_RULE, multiplyCompareParamsSchema, multiplyVerdict } from './multiply-experiment.schema';
+import { MULTIPLY_RULE, labelRateFlag, multiplyCompareParamsSchema, multiplyVerdict } from './multiply-experiment.schema';
 
 interface SeedRun {
   seed: number;
@@ -54,7 +54,7 @@ export class MultiplyCompareHandler {
       const baseTrial = await trialBySeq(this.w.ds, experiment.id, p.baselineSeq);
       const baseRuns = baseTrial.metrics!.perSeed as SeedRun[];
       const base = this.predictions(baseRuns);
-      const parts = new Map<string, unknown>();
+      const parts = new Map<string, { domain: string; labelRate: number }>();
       const results: ArmResult[] = [];
       for (const [i, arm] of p.arms.entries()) {
         const t: TrialEntity = await trialBySeq(this.w.ds, experiment.id, arm.seq);
@@ -70,7 +70,7 @@ export class MultiplyCompareHandler {
           seed: p.seed + i,
           alpha: p.alpha,
         });
-        for (const x of t.metrics!.parts as { domain: string }[]) parts.set(x.domain, x);
+        for (const x of t.metrics!.parts as { domain: string; labelRate: number }[]) parts.set(x.domain, x);
         const spreadMean = d.perSeed.reduce((a, b) => a + b, 0) / d.perSeed.length;
         results.push({
           strategy: arm.strategy,
@@ -90,6 +90,9 @@ export class MultiplyCompareHandler {
         await progress((i + 1) / p.arms.length, `${arm.strategy} [${arm.sources.join(', ')}]: ΔAUC ${d.auc.delta.toFixed(4)}`);
         checkpoint();
       }
+      const targetLabelRate = (baseTrial.metrics!.parts as { domain: string; labelRate: number }[]).find(
+        (x) => x.domain === 'target',
+      )!.labelRate;
       const recommended = results.filter((r) => r.verdict === 'recommend');
       const best = recommended.sort((a, b) => b.deltaAuc.delta - a.deltaAuc.delta)[0] ?? null;
       return {
@@ -103,7 +106,10 @@ export class MultiplyCompareHandler {
             perSeed: baseRuns.map((r) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss })),
           },
           // leakage check: borrowed rows at or after the target's test start were dropped before training
-          sources: [...parts.values()].filter((x) => (x as { domain: string }).domain !== 'target'),
+          targetLabelRate,
+          sources: [...parts.values()]
+            .filter((x) => x.domain !== 'target')
+            .map((x) => ({ ...x, labelRateFlag: labelRateFlag(x.labelRate, targetLabelRate) })),
           alpha: p.alpha,
           rule: MULTIPLY_RULE,
           results: p.arms.map((a) => results.find((r) => r.strategy === a.strategy && r.sources.join() === a.sources.join())!),

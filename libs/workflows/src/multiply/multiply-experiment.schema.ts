@@ -96,5 +96,15 @@ export function multiplyVerdict(
   };
 }
 
+/** A source whose label rate is more than 3× or less than a third of the target's is flagged (hygiene, not a refusal). */
+export function labelRateFlag(source: number, target: number): string | null {
+  if (target <= 0 || source <= 0)
+    return source === target ? null : `label rate ${source.toFixed(4)} vs the target's ${target.toFixed(4)}`;
+  const ratio = source / target;
+  return ratio > 3 || ratio < 1 / 3
+    ? `label rate ${source.toFixed(4)} is ${ratio.toFixed(2)}× the target's ${target.toFixed(4)}`
+    : null;
+}
+
 export const MULTIPLY_RULE =
   'recommend: the paired bootstrap interval of the seed-averaged ΔAUC is above 0 and ΔAUC > 0 on every seed; harmful: the interval is below 0; otherwise no gain';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Prng } from '@abacus/samples';
 import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
 import { createExperimentSchema } from '../experiments/experiment.schemas';
-import { multiplyVerdict, multiplySpecSchema } from './multiply-experiment.schema';
+import { labelRateFlag, multiplyVerdict, multiplySpecSchema } from './multiply-experiment.schema';
 
 describe('multiply verdict rule', () => {
   it('recommends only with the interval above 0 and a gain on every seed', () => {
@@ -12,6 +12,16 @@ describe('multiply verdict rule', () => {
     expect(multiplyVerdict(0.001, 0.01, [0.004, -0.001, 0.006]).verdict).toBe('no gain');
     expect(multiplyVerdict(-0.001, 0.01, [0.004, 0.005, 0.003]).verdict).toBe('no gain');
     expect(multiplyVerdict(-0.01, -0.001, [-0.004, -0.005, 0.001]).verdict).toBe('harmful');
+  });
+});
+
+describe('label rate flag', () => {
+  it('flags a source more than 3x or under a third of the target rate', () => {
+    expect(labelRateFlag(0.12, 0.06)).toBeNull();
+    expect(labelRateFlag(0.02, 0.06)).toBeNull();
+    expect(labelRateFlag(0.19, 0.06)).toBe("label rate 0.1900 is 3.17× the target's 0.0600");
+    expect(labelRateFlag(0.019, 0.06)).toContain('0.32×');
+    expect(labelRateFlag(0, 0.06)).toContain('label rate 0.0000');
   });
 });
 
