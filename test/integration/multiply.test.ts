@@ -158,9 +158,9 @@ describe('multiply: refused before anything is queued', () => {
   });
 });
 
-describe('multiply on the simulator: mall borrowing from feed and search', () => {
-  let e: Record<string, any>;
+let e: Record<string, any>;
 
+describe('multiply on the simulator: mall borrowing from feed and search', () => {
   it('runs target-only, union and pretrain → fine-tune per source and together, on the target test rows only', async () => {
     e = await run({
       kind: 'multiply',
@@ -208,6 +208,7 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       droppedAtOrAfterTestStart: number;
       labelRate: number;
       labelRateFlag: string | null;
+      duplicatesDropped: number;
     }[]) {
       const d = (DOMAIN_NAMES as readonly string[]).indexOf(s.domain.split('/')[0]);
       let rows = 0;
@@ -222,7 +223,7 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       expect(s.rows).toBe(rows);
       expect(s.droppedAtOrAfterTestStart).toBe(late);
       expect(late).toBeGreaterThan(0);
-      expect(s.kept).toBe(rows - late);
+      expect(s.kept).toBe(rows - late - s.duplicatesDropped);
     }
     // test rows: the target's rows at or after the test start, nothing borrowed
     const mall = DOMAIN_NAMES.indexOf('mall');
@@ -230,9 +231,9 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     for (let i = 0; i < ts.length; i++) if (imp.domainIndex[i] === mall && ts[i] >= r.testFrom) mallTest++;
     expect(r.testRows).toBe(mallTest);
     // per-source training rows: target train rows + the kept rows of each borrowed set
-    const kept = Object.fromEntries(r.sources.map((s: { domain: string; kept: number }) => [s.domain, s.kept]));
     for (const x of r.results) {
-      expect(x.trainRows).toBe(r.baseline.trainRows + x.sources.reduce((a: number, s: string) => a + kept[s], 0));
+      expect(x.borrowed.map((b: { domain: string }) => b.domain)).toEqual(x.sources);
+      expect(x.trainRows).toBe(r.baseline.trainRows + x.borrowed.reduce((a: number, b: { kept: number }) => a + b.kept, 0));
       // the verdict follows the documented rule from the numbers it reports
       expect({ verdict: x.verdict, reason: x.reason }).toEqual(
         multiplyVerdict(
@@ -326,5 +327,44 @@ describe('multiply with auto sources, one of them unrelated to the target', () =
     for (const related of ['feed/feed-samples', 'search/search-samples']) {
       expect(by(related).deltaAuc.delta).toBeGreaterThan(unrelated.deltaAuc.delta);
     }
+  });
+});
+
+describe('multiply with a source that repeats another one', () => {
+  it('drops the rows identical to an earlier source and trains as if the copy were not there', async () => {
+    const dir = path.join(env.dataDir, 'world', 'samples');
+    await upload(path.join(dir, 'feed.parquet'), {
+      name: 'feed-copy',
+      businessLine: 'search',
+      label: 'click',
+      time: 'ts',
+      keys: KEYS,
+      shareWith: 'mall',
+    });
+    const d = await run({
+      kind: 'multiply',
+      businessLine: 'mall',
+      spec: {
+        target: { sampleSet: 'mall-samples', features, training: TRAINING },
+        sources: ['feed/feed-samples', 'search/feed-copy'],
+        strategies: ['union'],
+        perSource: false,
+        seeds: SEEDS,
+        bootstrap: 200,
+      },
+    });
+    expect(d.status, d.error ?? JSON.stringify(d.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
+    const [feed, copy] = d.result.sources;
+    expect(copy.domain).toBe('search/feed-copy');
+    expect(copy.duplicatesDropped).toBe(copy.rows - copy.droppedAtOrAfterTestStart);
+    expect(copy.kept).toBe(0);
+    expect(feed.duplicatesDropped).toBe(0);
+    const [arm] = d.result.results;
+    expect(arm.trainRows).toBe(d.result.baseline.trainRows + feed.kept);
+    // the same rows and vocabulary as borrowing feed alone: the same models
+    const feedAlone = e.result.results.find(
+      (x: { strategy: string; sources: string[] }) => x.strategy === 'union' && x.sources.join() === 'feed/feed-samples',
+    );
+    expect(arm.perSeed.map((p: { auc: number }) => p.auc)).toEqual(feedAlone.perSeed.map((p: { auc: number }) => p.auc));
   });
 });

@@ -243,6 +243,7 @@ function renderMultiply(r: Record<string, unknown>): string[] {
       rows: number;
       kept: number;
       droppedAtOrAfterTestStart: number;
+      duplicatesDropped: number;
       labelRate: number;
       labelRateFlag: string | null;
     }[];
@@ -264,8 +265,16 @@ function renderMultiply(r: Record<string, unknown>): string[] {
     '',
     'borrowed sets (leakage check: rows at or after the target test start dropped):',
     table(
-      res.sources.map((s) => [s.domain, s.rows, s.droppedAtOrAfterTestStart, s.kept, f4(s.labelRate), s.labelRateFlag ?? '']),
-      ['source', 'rows', 'dropped', 'kept', 'label rate', 'flag'],
+      res.sources.map((s) => [
+        s.domain,
+        s.rows,
+        s.droppedAtOrAfterTestStart,
+        s.duplicatesDropped,
+        s.kept,
+        f4(s.labelRate),
+        s.labelRateFlag ?? '',
+      ]),
+      ['source', 'rows', 'dropped (leakage)', 'duplicates', 'kept', 'label rate', 'flag'],
     ),
     '',
     table(

@@ -30,6 +30,8 @@ export interface SampleUnionResult {
     rows: number;
     kept: number;
     droppedAtOrAfterTestStart: number;
+    /** rows identical (features, label, time) to a row of an earlier part (the target, or a source listed before), dropped */
+    duplicatesDropped: number;
     /** events / rows before the target's test start (the target's training rows; a source's kept rows) */
     labelRate: number;
   }[];
@@ -83,14 +85,26 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
         rows: Number(rows),
         kept: Number(rows) - dropped,
         droppedAtOrAfterTestStart: dropped,
+        duplicatesDropped: 0,
         labelRate: rate === null ? 0 : Number(rate),
       });
     }
     const all = selects.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
-    const keep = [...req.columns.map(quoteIdent), UNION_LABEL, UNION_TIME, UNION_DOMAIN].join(', ');
+    const row = [...req.columns.map(quoteIdent), UNION_LABEL, UNION_TIME];
+    const keep = [...row, UNION_DOMAIN].join(', ');
+    // a borrowed row identical to one of an earlier part counts once; repeats within one set stay
+    await con.run(
+      `CREATE TEMP TABLE __u AS SELECT *, min(__part) OVER (PARTITION BY ${row.join(', ')}) AS __first FROM (${all})`,
+    );
+    const dups = (await con.runAndReadAll('SELECT __part, count(*) FROM __u WHERE __part <> __first GROUP BY __part')).getRows();
+    for (const [part, n] of dups) {
+      const r = result.parts[Number(part)];
+      r.duplicatesDropped = Number(n);
+      r.kept -= Number(n);
+    }
     fs.mkdirSync(path.dirname(out), { recursive: true });
     await con.run(
-      `COPY (SELECT ${keep} FROM (${all}) ORDER BY __part, __row) TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`,
+      `COPY (SELECT ${keep} FROM __u WHERE __part = __first ORDER BY __part, __row) TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`,
     );
     fs.renameSync(tmp, out);
     return result;

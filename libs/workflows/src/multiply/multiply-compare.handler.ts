@@ -15,6 +15,15 @@ interface SeedRun {
   modelDir: string;
 }
 
+interface SourceStats {
+  domain: string;
+  rows: number;
+  kept: number;
+  droppedAtOrAfterTestStart: number;
+  duplicatesDropped: number;
+  labelRate: number;
+}
+
 interface ArmResult {
   strategy: string;
   sources: string[];
@@ -24,6 +33,8 @@ interface ArmResult {
   perSeed: { seed: number; auc: number; logloss: number; deltaAuc: number }[];
   deltaAuc: { delta: number; ciLow: number; ciHigh: number; replicates: number };
   seedSpread: { min: number; max: number; std: number };
+  /** the borrowed sets of this model: rows, leakage and duplicate drops, kept rows, label rate */
+  borrowed: SourceStats[];
   verdict: 'recommend' | 'no gain' | 'harmful';
   reason: string;
 }
@@ -54,7 +65,8 @@ export class MultiplyCompareHandler {
       const baseTrial = await trialBySeq(this.w.ds, experiment.id, p.baselineSeq);
       const baseRuns = baseTrial.metrics!.perSeed as SeedRun[];
       const base = this.predictions(baseRuns);
-      const parts = new Map<string, { domain: string; labelRate: number }>();
+      // per source, as borrowed alone when it was (duplicates counted against the target only)
+      const parts = new Map<string, SourceStats>();
       const results: ArmResult[] = [];
       for (const [i, arm] of p.arms.entries()) {
         const t: TrialEntity = await trialBySeq(this.w.ds, experiment.id, arm.seq);
@@ -70,13 +82,15 @@ export class MultiplyCompareHandler {
           seed: p.seed + i,
           alpha: p.alpha,
         });
-        for (const x of t.metrics!.parts as { domain: string; labelRate: number }[]) parts.set(x.domain, x);
+        const armParts = (t.metrics!.parts as SourceStats[]).filter((x) => x.domain !== 'target');
+        for (const x of armParts) if (!parts.has(x.domain) || arm.sources.length === 1) parts.set(x.domain, x);
         const spreadMean = d.perSeed.reduce((a, b) => a + b, 0) / d.perSeed.length;
         results.push({
           strategy: arm.strategy,
           sources: arm.sources,
           auc: t.metrics!.auc as number,
           logloss: t.metrics!.logloss as number,
+          borrowed: armParts,
           trainRows: t.metrics!.trainRows as number,
           perSeed: runs.map((r, k) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss, deltaAuc: d.perSeed[k] })),
           deltaAuc: { delta: d.auc.delta, ciLow: d.auc.ciLow, ciHigh: d.auc.ciHigh, replicates: d.auc.replicates },
@@ -107,9 +121,7 @@ export class MultiplyCompareHandler {
           },
           // leakage check: borrowed rows at or after the target's test start were dropped before training
           targetLabelRate,
-          sources: [...parts.values()]
-            .filter((x) => x.domain !== 'target')
-            .map((x) => ({ ...x, labelRateFlag: labelRateFlag(x.labelRate, targetLabelRate) })),
+          sources: [...parts.values()].map((x) => ({ ...x, labelRateFlag: labelRateFlag(x.labelRate, targetLabelRate) })),
           alpha: p.alpha,
           rule: MULTIPLY_RULE,
           results: p.arms.map((a) => results.find((r) => r.strategy === a.strategy && r.sources.join() === a.sources.join())!),

@@ -63,7 +63,6 @@ export class MultiplyTrialHandler {
       });
     }
     const mean = (k: 'auc' | 'logloss') => perSeed.reduce((s, r) => s + r[k], 0) / perSeed.length;
-    const used = new Set(['target', ...p.sources]);
     logger.log(
       `${p.strategy} [${p.sources.join(', ') || 'target only'}]: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
     );
@@ -77,7 +76,7 @@ export class MultiplyTrialHandler {
         testRows: built.test.rows,
         trainRows: built.train.rows,
         ...(split ? { pretrainRows: split.pretrain.rows, finetuneRows: split.finetune.rows } : {}),
-        parts: union.parts.filter((x) => used.has(x.domain)),
+        parts: union.parts,
         samplesKey: built.key,
         testFrom: p.testFrom,
       },

@@ -70,15 +70,16 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     });
     const parts = [part(target, 'target'), ...sources.map((s) => part(s, `${s.businessLine}/${s.name}`))];
     const columns = recipe.features.map((f) => f.name);
-    const file = unionFile(parts, columns, testFrom);
+    // one union file per model: duplicates and vocabularies are those of the sets it borrows, no others
+    const partsOf = (domains: string[]) => [parts[0], ...parts.filter((p) => domains.includes(p.domain))];
     const unionRecipe = (domains: string[], extra: ResolvedFeature[]): ModelRecipe => ({
       ...recipe,
-      sampleFile: file,
+      sampleFile: unionFile(partsOf(domains), columns, testFrom),
       label: UNION_LABEL,
       positive: null,
       time: UNION_TIME,
       testFrom,
-      filter: { column: UNION_DOMAIN, values: ['target', ...domains] },
+      filter: null,
       features: [...recipe.features, ...extra],
     });
     const domainFeature: ResolvedFeature = { name: UNION_DOMAIN, kind: 'categorical', source: { kind: 'column' } };
@@ -89,7 +90,14 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       add({
         kind: 'train',
         job: JobName.MultiplyTrial,
-        params: { strategy, sources: domains, parts, testFrom, recipe: r, seeds: spec.seeds } satisfies MultiplyTrialParams,
+        params: {
+          strategy,
+          sources: domains,
+          parts: partsOf(domains),
+          testFrom,
+          recipe: r,
+          seeds: spec.seeds,
+        } satisfies MultiplyTrialParams,
       });
     const baseline = train('target_only', [], unionRecipe([], []));
     const domains = parts.slice(1).map((p) => p.domain);

@@ -8,7 +8,7 @@ import type { UnionPartParams } from './multiply-experiment.schema';
 /** multiply/<hash of (sets, data versions, columns, test start)>/samples.parquet, relative to the data directory */
 export function unionFile(parts: UnionPartParams[], columns: string[], testFrom: number): string {
   const key = createHash('sha256')
-    .update(JSON.stringify({ v: 1, parts, columns, testFrom }))
+    .update(JSON.stringify({ v: 2, parts, columns, testFrom }))
     .digest('hex')
     .slice(0, 32);
   return path.join('multiply', key, 'samples.parquet');
