@@ -261,7 +261,7 @@ function renderMultiply(r: Record<string, unknown>): string[] {
   };
   if (!res.results) return [];
   return [
-    `target-only AUC ${f4(res.baseline.auc)}, logloss ${f4(res.baseline.logloss)} (${res.baseline.trainRows} train rows, ${res.testRows} test rows from ${res.testFrom})`,
+    `target-only AUC ${f4(res.baseline.auc)}, logloss ${f4(res.baseline.logloss)} (${res.baseline.trainRows} train rows, ${res.testRows} test rows from ${Math.round(res.testFrom * 1000) / 1000})`,
     '',
     'borrowed sets (leakage check: rows at or after the target test start dropped):',
     table(

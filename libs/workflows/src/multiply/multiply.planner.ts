@@ -48,12 +48,15 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     });
     const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);
 
-    const sources =
-      spec.sources === 'auto'
-        ? await autoSources(ds, line, target, recipe.features)
-        : await Promise.all(
-            spec.sources.map((ref, i) => this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features)),
-          );
+    let sources: SampleSetEntity[];
+    if (spec.sources === 'auto') sources = await autoSources(ds, line, target, recipe.features);
+    else {
+      // in order, so the first bad source is the one named
+      sources = [];
+      for (const [i, ref] of spec.sources.entries()) {
+        sources.push(await this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features));
+      }
+    }
     if (new Set(sources.map((s) => s.id)).size !== sources.length)
       throw new InvalidInputError('spec.sources', 'duplicate sources');
 
