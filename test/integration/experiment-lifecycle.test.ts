@@ -154,6 +154,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.AblateTrial]: unused,
       [JobName.PruneTrial]: unused,
       [JobName.CompareTrial]: unused,
+      [JobName.MultiplyTrial]: unused,
+      [JobName.MultiplyCompareTrial]: unused,
     });
     host.start();
     try {
@@ -268,6 +270,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.AblateTrial]: notRun,
       [JobName.PruneTrial]: notRun,
       [JobName.CompareTrial]: notRun,
+      [JobName.MultiplyTrial]: notRun,
+      [JobName.MultiplyCompareTrial]: notRun,
     });
     host.start();
     try {
@@ -337,6 +341,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.AblateTrial]: idle,
       [JobName.PruneTrial]: idle,
       [JobName.CompareTrial]: idle,
+      [JobName.MultiplyTrial]: idle,
+      [JobName.MultiplyCompareTrial]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();
