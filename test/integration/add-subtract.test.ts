@@ -6,7 +6,7 @@ import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
 import { WebhookNotifier } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
-import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { createTestEnv, type TestEnv } from '../support/test-env';
 import { startReceiver } from '../support/webhook-receiver';
 import { apiClient } from '../support/http';
 
@@ -32,14 +32,7 @@ async function upload(route: string, file: string, fields: Record<string, string
 async function run(body: unknown): Promise<Record<string, any>> {
   const r = await call('POST', '/experiments', body);
   expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return waitUntil(
-    async () => {
-      const e = (await call('GET', `/experiments/${r.body.id}`)).body;
-      return ['succeeded', 'failed', 'cancelled'].includes(e.status) ? e : null;
-    },
-    600_000,
-    `${(body as { kind: string }).kind} experiment`,
-  );
+  return http.finished(String(r.body.id), 600_000, `${(body as { kind: string }).kind} experiment`);
 }
 
 const role = (r: string) => truth.features.filter((f) => f.role === r).map((f) => f.name);

@@ -7,7 +7,7 @@ import { BuiltSamplesCache, ModelTrainer, labelRateFlag, multiplyVerdict } from 
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
 import { renderExperiment, type Experiment } from '../../apps/cli/src/commands/experiment.command';
-import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { createTestEnv, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 
@@ -31,14 +31,7 @@ async function upload(file: string, fields: Record<string, string>) {
 async function run(body: unknown): Promise<Record<string, any>> {
   const r = await call('POST', '/experiments', body);
   expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return waitUntil(
-    async () => {
-      const e = (await call('GET', `/experiments/${r.body.id}`)).body;
-      return ['succeeded', 'failed', 'cancelled'].includes(e.status) ? e : null;
-    },
-    600_000,
-    'multiply experiment',
-  );
+  return http.finished(String(r.body.id), 600_000, 'multiply experiment');
 }
 
 const experimentCount = async () => (await call('GET', '/experiments?pageSize=500')).body.total as number;

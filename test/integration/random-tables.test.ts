@@ -4,7 +4,7 @@ import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
 import { apiClient } from '../support/http';
 import { describeShape, randomShape, writeRandomTable, type RandomTable } from '../support/random-tables';
-import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { createTestEnv, type TestEnv } from '../support/test-env';
 
 // Subtract and add on many generated tables of varied shape (row counts, column kinds and
 // cardinalities, missing values, with and without time and keys): every experiment must succeed.
@@ -86,14 +86,7 @@ describe(`subtract and add on ${TABLES} generated tables`, () => {
       }
     }
     for (const s of submitted) {
-      const e = await waitUntil(
-        async () => {
-          const r = (await http.call('GET', `/experiments/${s.id}`)).body;
-          return ['succeeded', 'failed', 'cancelled'].includes(String(r.status)) ? r : null;
-        },
-        900_000,
-        `${s.kind} on table ${s.table.shape.seed}`,
-      );
+      const e = await http.finished(s.id, 900_000, `${s.kind} on table ${s.table.shape.seed}`);
       if (e.status !== 'succeeded') failures.push(`${s.kind} ${describeShape(s.table.shape)}: ${e.status}: ${e.error}`);
     }
     // the shapes covered, so a narrowed generator cannot pass unnoticed

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { waitUntil } from './test-env';
 
 export interface HttpResult {
   status: number;
@@ -38,5 +39,15 @@ export function apiClient(baseUrl: () => string, key: () => string | undefined) 
     form.append('file', await fs.openAsBlob(file), fileName ?? path.basename(file));
     return call('POST', route, form);
   };
-  return { call, upload };
+  /** Polls GET /experiments/:id until the experiment has ended (succeeded, failed or cancelled). */
+  const finished = (id: string, timeoutMs: number, what: string): Promise<HttpResult['body']> =>
+    waitUntil(
+      async () => {
+        const e = (await call('GET', `/experiments/${id}`)).body;
+        return ['succeeded', 'failed', 'cancelled'].includes(String(e.status)) ? e : null;
+      },
+      timeoutMs,
+      what,
+    );
+  return { call, upload, finished };
 }
