@@ -4,6 +4,7 @@ import { AccessControl1795300200000 } from './1795300200000-AccessControl';
 import { TrialErrorStack1795300300000 } from './1795300300000-TrialErrorStack';
 import { LabelStats1795300400000 } from './1795300400000-LabelStats';
 import { DataBank1795300500000 } from './1795300500000-DataBank';
+import { SharedEmbeddings1795300600000 } from './1795300600000-SharedEmbeddings';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   TrialErrorStack1795300300000,
   LabelStats1795300400000,
   DataBank1795300500000,
+  SharedEmbeddings1795300600000,
 ];

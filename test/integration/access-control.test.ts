@@ -3,6 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@abacus/data';
+import { EmbeddingService } from '@abacus/catalog';
+import { writeSafetensors } from '@abacus/runtime';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { CONTROLLERS } from '../../apps/api/src/app.module';
 import { describeRoutes } from '../../apps/api/src/common/routes';
@@ -26,7 +28,7 @@ let env: TestEnv;
 let api: ApiHandle;
 let ds: DataSource;
 const secrets = {} as Record<Exclude<Cred, 'none'>, string>;
-const ids = {} as Record<Line, { sampleSet: string; feature: string; model: string; experiment: string }>;
+const ids = {} as Record<Line, { sampleSet: string; feature: string; model: string; experiment: string; embedding: string }>;
 let n = 0;
 const unique = (p: string) => `${p}${++n}`;
 
@@ -179,6 +181,21 @@ const TABLE: Record<string, Case[]> = {
       expect: expected('engineer', 201, 403),
     },
   ],
+  'GET /api/v1/embeddings': perLine((l) => (c) => as(c).call('GET', `/embeddings?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/embeddings/:ref': perLine((l) => (c) => as(c).call('GET', `/embeddings/${ids[l].embedding}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    // shared with feed
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/embeddings/:ref/safetensors': perLine(
+    (l) => (c) => as(c).call('GET', `/embeddings/${encodeURIComponent(ids[l].embedding)}/safetensors`),
+    { feed: expected('viewer', 200), search: expected('viewer', 200, 404), mall: expected('viewer', 200) },
+  ),
   'GET /api/v1/models': perLine((l) => (c) => as(c).call('GET', `/models?businessLine=${l}`), {
     feed: expected('viewer', 200),
     search: expected('viewer', 200),
@@ -273,7 +290,36 @@ beforeAll(async () => {
     const feature = await ok(admin.call('POST', '/features', { name: `${line}_ctr`, businessLine: line, kind: 'numeric' }));
     const model = await ok(admin.call('POST', '/models', { name: 'base', businessLine: line, sampleSetId: ss.id }));
     const experiment = await ok(admin.call('POST', '/experiments', scoreOn(line, ss.id)));
-    ids[line] = { sampleSet: ss.id, feature: feature.id, model: model.id, experiment: experiment.id };
+    // a shared embedding of the line (multiply creates them; here registered directly), mall's shared with feed
+    const rel = path.join('embeddings', `access-${line}`, 'embedding.safetensors');
+    fs.mkdirSync(path.dirname(path.join(env.dataDir, rel)), { recursive: true });
+    await writeSafetensors(
+      path.join(env.dataDir, rel),
+      [{ name: 'embedding.color', shape: [2, 2], data: new Float32Array([0, 0, 1, 2]) }],
+      { format: 'abacus-shared-embedding', dim: '2', 'idspace.color': JSON.stringify({ kind: 'dictionary', values: ['red'] }) },
+    );
+    const emb = await new EmbeddingService(ds).register({
+      name: `${line}.access`,
+      businessLine: line,
+      owner: 'test',
+      dim: 2,
+      slots: [{ name: 'color', rows: 2, idSpace: 'dictionary' }],
+      sources: [],
+      sharingPolicy: { shareWith: line === 'mall' ? ['feed'] : [] },
+      file: rel,
+      bytes: fs.statSync(path.join(env.dataDir, rel)).size,
+      sha256: 'test',
+      experimentId: null,
+      originKey: `access-${line}`,
+      provenance: {},
+    });
+    ids[line] = {
+      sampleSet: ss.id,
+      feature: feature.id,
+      model: model.id,
+      experiment: experiment.id,
+      embedding: `${emb.name}@${emb.version}`,
+    };
   }
   const key = async (name: string, role: string) =>
     ok(admin.call('POST', '/keys', { name, role, lines: ['feed'] })) as Promise<{ id: string; secret: string }>;

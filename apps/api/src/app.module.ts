@@ -5,7 +5,7 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService } from '@abacus/access';
-import { BusinessLineService, DataDir, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
+import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ExperimentService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
@@ -14,6 +14,7 @@ import { RateLimitGuard } from './common/rate-limit.guard';
 import { APP_CONFIG } from './common/tokens';
 import { AuditController } from './controllers/audit.controller';
 import { BusinessLinesController } from './controllers/business-lines.controller';
+import { EmbeddingsController } from './controllers/embeddings.controller';
 import { ExperimentsController } from './controllers/experiments.controller';
 import { FeaturesController } from './controllers/features.controller';
 import { HealthController } from './controllers/health.controller';
@@ -30,6 +31,7 @@ export const CONTROLLERS: Type[] = [
   SampleSetsController,
   ModelsController,
   ExperimentsController,
+  EmbeddingsController,
   KeysController,
   AuditController,
   UiController,
@@ -65,6 +67,7 @@ export class AppModule implements NestModule {
         { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
         { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },
+        { provide: EmbeddingService, useFactory: () => new EmbeddingService(ds) },
         { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },

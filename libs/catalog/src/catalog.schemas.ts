@@ -73,6 +73,16 @@ export const lineListQuerySchema = z
   .strict();
 export type LineListQuery = z.output<typeof lineListQuerySchema>;
 
+export const embeddingListQuerySchema = z
+  .object({
+    businessLine: lineName.optional(),
+    name: z.string().min(1).max(200).optional(),
+    page: z.coerce.number().int().min(1).default(1),
+    pageSize: z.coerce.number().int().min(1).max(500).default(50),
+  })
+  .strict();
+export type EmbeddingListQuery = z.output<typeof embeddingListQuerySchema>;
+
 export const featureListQuerySchema = z
   .object({
     businessLine: lineName.optional(),

@@ -7,7 +7,7 @@ export { computeMetrics, exactAuc, groupAuc, type MetricSet } from './metrics';
 export { backendChoiceSchema, createOptionsSchema, modelSpecSchema, type BackendChoice, type BackendKind, type CreateOptions, type ModelSpec, type ModelSpecInput } from './model-spec.schema';
 export { ablateOptionsSchema, evaluateOptionsSchema, trainOptionsSchema, transferOptionsSchema, type AblateOptionsInput, type EvaluateOptionsInput, type TrainOptions, type TrainOptionsInput, type TransferOptionsInput } from './train-options.schema';
 export { openShards, readShardSync, writeShard, SHARD_VERSION, type ShardHeader } from './shard-format';
-export { readSafetensors, writeSafetensors } from './safetensors';
+export { readSafetensors, writeSafetensors, type SafeTensor } from './safetensors';
 export { RuntimeModel, resolveBackend, type AblationGroupResult, type AblationResult, type EvaluationResult, type TrainContext, type TrainProgress, type TrainResult, type TransferResult } from './runtime-model';
 export { flatSamplesToDataset, type FlatSamplesAdapterOptions } from './flat-samples.adapter';
 export { ctr26Spec } from './bench/ctr26';

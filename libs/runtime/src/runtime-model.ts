@@ -229,6 +229,48 @@ export class RuntimeModel {
   }
 
   /**
+   * Sets rows of one slot's embedding (and wide) table from given rows: row `ids[i]` of the slot gets
+   * `emb[i*dim .. (i+1)*dim)` (and `wide[i]`); with `freeze` the slot is not updated by training.
+   * For carrying embeddings between models whose ids mean different things (the caller maps them).
+   */
+  async setSlotRows(slot: string, ids: Int32Array, emb: Float32Array, wide: Float32Array | null, freeze = false): Promise<void> {
+    return this.exclusive('setSlotRows', async () => {
+      const D = this.spec.embeddingDim;
+      const i = this.spec.slots.findIndex((s) => s.name === slot);
+      if (i < 0) throw new Error(`setSlotRows: "${slot}" is not a slot of this model`);
+      if (emb.length !== ids.length * D) throw new Error(`setSlotRows: ${ids.length} ids need ${ids.length * D} values, got ${emb.length}`);
+      if (wide && wide.length !== ids.length) throw new Error(`setSlotRows: ${ids.length} ids need ${ids.length} wide values, got ${wide.length}`);
+      const vocab = this.spec.slots[i].vocab;
+      let base = 0;
+      for (let k = 0; k < i; k++) base += this.spec.slots[k].vocab;
+      const params = new Map(this.impl.tensors().map((t) => [t.name, t.data]));
+      const table = params.get('embedding.table')!, wideTable = params.get('wide.table');
+      for (let r = 0; r < ids.length; r++) {
+        const id = ids[r];
+        if (!(id >= 0 && id < vocab)) throw new Error(`setSlotRows: id ${id} outside [0, ${vocab}) of slot "${slot}"`);
+        table.set(emb.subarray(r * D, r * D + D), (base + id) * D);
+        if (wide && wideTable) wideTable[base + id] = wide[r];
+      }
+      if (freeze) {
+        const state = this.impl.getState();
+        state.frozen[i] = true;
+        this.impl.setState({ frozen: state.frozen });
+      }
+    });
+  }
+
+  /** Keeps these slots' embedding (and wide) rows fixed from now on (e.g. fine-tuning after pretraining). */
+  freezeSlots(slots: string[]): void {
+    const state = this.impl.getState();
+    for (const n of slots) {
+      const i = this.spec.slots.findIndex((s) => s.name === n);
+      if (i < 0) throw new Error(`freezeSlots: "${n}" is not a slot of this model`);
+      state.frozen[i] = true;
+    }
+    this.impl.setState({ frozen: state.frozen });
+  }
+
+  /**
    * Transfer: copies the embedding (and wide) rows of every slot that the checkpoint has under the
    * same name and dim (rows up to the smaller vocabulary), optionally frozen during training.
    */

@@ -23,7 +23,8 @@ export {
   featureTransformSchema,
 } from './build/sample-build-request.schema';
 export { SampleBuildError } from './build/sample-build.error';
-export { fnv1a32 } from './build/feature-hash';
+export { fnv1a32, hashBucket } from './build/feature-hash';
+export type { SlotIdSpace } from './build/feature-encoders';
 export {
   writeSampleUnion,
   UNION_LABEL,

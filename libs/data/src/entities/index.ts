@@ -7,6 +7,7 @@ import { FeatureTableEntity } from './feature-table.entity';
 import { FeatureEntity } from './feature.entity';
 import { ModelEntity } from './model.entity';
 import { SampleSetEntity } from './sample-set.entity';
+import { SharedEmbeddingEntity } from './shared-embedding.entity';
 import { TrialEntity } from './trial.entity';
 
 export const ENTITIES = [
@@ -20,4 +21,5 @@ export const ENTITIES = [
   FeatureResultEntity,
   ApiKeyEntity,
   AuditLogEntity,
+  SharedEmbeddingEntity,
 ];

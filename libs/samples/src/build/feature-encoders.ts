@@ -2,13 +2,24 @@ import type { DuckDBListVector, DuckDBVector } from '@duckdb/node-api';
 import { hashBucket } from './feature-hash';
 import { SampleBuildError } from './sample-build.error';
 
+/**
+ * What the ids of a slot stand for, so that embeddings learned on one built set can be carried to another:
+ * `dictionary`: id k ≥ 1 is values[k - 1] (0 = out of vocabulary); `identity`: the id is the integer value
+ * itself; `hash`: fnv1a32(String(value)) mod buckets; `buckets`: id k is the k-th interval of the boundaries.
+ */
+export type SlotIdSpace =
+  | { kind: 'dictionary'; values: (string | number)[] }
+  | { kind: 'identity' }
+  | { kind: 'hash'; buckets: number }
+  | { kind: 'buckets'; boundaries: number[] };
+
 /** One feature over all built rows (train + test, in build order), before the split into EncodedSplits. */
 export type EncodedColumn =
   | { input: 'numeric'; values: Float64Array; missing: number }
   /** one id per row (-1 = padding) */
-  | { input: 'slot'; single: Int32Array; vocab: number; missing: number }
+  | { input: 'slot'; single: Int32Array; vocab: number; missing: number; idSpace: SlotIdSpace }
   /** CSR */
-  | { input: 'slot'; offsets: Int32Array; ids: Int32Array; vocab: number; missing: number };
+  | { input: 'slot'; offsets: Int32Array; ids: Int32Array; vocab: number; missing: number; idSpace: SlotIdSpace };
 
 /**
  * Consumes the chunk column of one feature. `test[r]` is already set for every row r < row + n when `read`
@@ -112,7 +123,13 @@ export function bucketEncoder(rows: number, boundaries: readonly number[]): Feat
         single[row + i] = lo;
       }
     },
-    finish: () => ({ input: 'slot', single, vocab: b.length + 1, missing }),
+    finish: () => ({
+      input: 'slot',
+      single,
+      vocab: b.length + 1,
+      missing,
+      idSpace: { kind: 'buckets', boundaries: [...boundaries] },
+    }),
   };
 }
 
@@ -156,14 +173,18 @@ class TrainDictionary {
   }
 
   /** code → final id; size = number of train values (vocab = size + 1) */
-  remap(numericStrings: boolean): { map: Int32Array; size: number } {
+  remap(numericStrings: boolean): { map: Int32Array; size: number; idSpace: SlotIdSpace } {
     const trainCodes: number[] = [];
     for (let c = 0; c < this.values.length; c++) if (this.inTrain[c]) trainCodes.push(c);
     const order = valueOrder(numericStrings);
     trainCodes.sort((a, b) => order(this.values[a], this.values[b]));
     const map = new Int32Array(this.values.length); // 0 = OOV
     trainCodes.forEach((c, rank) => (map[c] = rank + 1));
-    return { map, size: trainCodes.length };
+    return {
+      map,
+      size: trainCodes.length,
+      idSpace: { kind: 'dictionary', values: trainCodes.map((c) => this.values[c] as string | number) },
+    };
   }
 }
 
@@ -201,10 +222,11 @@ export function categoricalEncoder(
       }
     },
     finish() {
-      if (hashBuckets !== null) return { input: 'slot', single, vocab: hashBuckets, missing };
-      const { map, size } = dict.remap(numericStrings);
+      if (hashBuckets !== null)
+        return { input: 'slot', single, vocab: hashBuckets, missing, idSpace: { kind: 'hash', buckets: hashBuckets } };
+      const { map, size, idSpace } = dict.remap(numericStrings);
       for (let r = 0; r < rows; r++) if (single[r] >= 0) single[r] = map[single[r]];
-      return { input: 'slot', single, vocab: size + 1, missing };
+      return { input: 'slot', single, vocab: size + 1, missing, idSpace };
     },
   };
 }
@@ -274,13 +296,14 @@ export function multiIdEncoder(
     },
     finish() {
       const ids = buf.ids.slice(0, buf.length);
-      if (hashBuckets !== null) return { input: 'slot', offsets, ids, vocab: hashBuckets, missing };
+      if (hashBuckets !== null)
+        return { input: 'slot', offsets, ids, vocab: hashBuckets, missing, idSpace: { kind: 'hash', buckets: hashBuckets } };
       if (child === 'string') {
-        const { map, size } = dict.remap(false);
+        const { map, size, idSpace } = dict.remap(false);
         for (let k = 0; k < ids.length; k++) ids[k] = map[ids[k]];
-        return { input: 'slot', offsets, ids, vocab: size + 1, missing };
+        return { input: 'slot', offsets, ids, vocab: size + 1, missing, idSpace };
       }
-      return { input: 'slot', offsets, ids, vocab: maxId + 1 > 0 ? maxId + 1 : 1, missing };
+      return { input: 'slot', offsets, ids, vocab: maxId + 1 > 0 ? maxId + 1 : 1, missing, idSpace: { kind: 'identity' } };
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { SlotIdSpace } from './feature-encoders';
 import type { FeatureKind } from '../simulator/world.types';
 
 export type { FeatureKind };
@@ -99,6 +100,8 @@ export interface BuiltSamples {
   test: EncodedSplit;
   /** exactly what the runtime's model spec needs */
   inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
+  /** per slot (by name): what its ids stand for */
+  idSpaces: Record<string, SlotIdSpace>;
   features: BuiltFeature[];
   split: { testFrom: number | null; trainRows: number; testRows: number; trainPositiveRate: number; testPositiveRate: number };
   /** sha256 of the request and the identities (path, size, mtime) of every file it reads: see sampleBuildKey */

@@ -549,6 +549,7 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       train,
       test: testSplit,
       inputs: { numeric: [...numericNames], slots: slotCols.map(({ name, col }) => ({ name, vocab: col.vocab })) },
+      idSpaces: Object.fromEntries(slotCols.map(({ name, col }) => [name, col.idSpace])),
       features,
       split: {
         testFrom,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
 import { readShardSync, writeShard, type ColumnarDataset } from '@abacus/runtime';
-import { buildSamples, sampleBuildKey, type SampleBuildRequest } from '@abacus/samples';
+import { buildSamples, sampleBuildKey, type SampleBuildRequest, type SlotIdSpace } from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
 
 export interface BuiltSet {
@@ -13,7 +13,11 @@ export interface BuiltSet {
   test: ColumnarDataset;
   inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
   meta: Record<string, unknown>;
+  /** built/<key>, relative to the data directory */
+  dir: string;
 }
+
+const ID_SPACES = 'id-spaces.json';
 
 /**
  * Built samples, cached on disk in the runtime's shard format under built/<key>/, the key being a
@@ -60,7 +64,7 @@ export class BuiltSamplesCache {
     const rel = path.join('built', key);
     const dir = this.dataDir.abs(rel);
     let set: BuiltSet;
-    if (fs.existsSync(path.join(dir, 'meta.json'))) {
+    if (fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES))) {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & {
         inputs: BuiltSet['inputs'];
       };
@@ -71,6 +75,7 @@ export class BuiltSamplesCache {
         test: readShardSync(path.join(dir, 'test.shard')),
         inputs: meta.inputs,
         meta,
+        dir: rel,
       };
     } else {
       const built = await buildSamples(req, { onProgress });
@@ -81,15 +86,27 @@ export class BuiltSamplesCache {
       await writeShard(path.join(tmp, 'test.shard'), built.test, { vocab });
       const meta = { inputs: built.inputs, features: built.features, split: built.split, timings: built.timings };
       fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
+      fs.writeFileSync(path.join(tmp, ID_SPACES), JSON.stringify(built.idSpaces));
       try {
         fs.renameSync(tmp, dir);
       } catch {
-        fs.rmSync(tmp, { recursive: true, force: true }); // another worker built the same samples first
+        if (fs.existsSync(path.join(dir, ID_SPACES))) fs.rmSync(tmp, { recursive: true, force: true });
+        else {
+          // built by a version that kept no id spaces: add the file to the existing directory
+          const file = path.join(tmp, ID_SPACES);
+          fs.renameSync(file, path.join(dir, ID_SPACES));
+          fs.rmSync(tmp, { recursive: true, force: true });
+        }
       }
-      set = { key, cached: false, train: built.train, test: built.test, inputs: built.inputs, meta };
+      set = { key, cached: false, train: built.train, test: built.test, inputs: built.inputs, meta, dir: rel };
     }
     this.memo.clear(); // keep one set in memory: trials of one experiment follow each other
     this.memo.set(key, set);
     return set;
   }
+}
+
+/** What the ids of each slot of a built set stand for (see SlotIdSpace), by slot name. */
+export function readIdSpaces(dataDir: DataDir, built: BuiltSet): Record<string, SlotIdSpace> {
+  return JSON.parse(fs.readFileSync(dataDir.abs(path.join(built.dir, ID_SPACES)), 'utf8')) as Record<string, SlotIdSpace>;
 }

@@ -7,6 +7,16 @@ export { architectureSchema, trainingSchema, type Architecture, type Training };
 const ARCH_DEFAULT = architectureSchema.parse({});
 const TRAIN_DEFAULT = trainingSchema.parse({});
 
+/** Start the model's embeddings from a shared embedding (`name@version`), optionally frozen. */
+export const modelInitSchema = z
+  .object({
+    embedding: z.string().min(1).max(220),
+    /** keep the carried rows fixed while the model trains */
+    freeze: z.boolean().default(false),
+  })
+  .strict();
+export type ModelInitSpec = z.output<typeof modelInitSchema>;
+
 /**
  * The base model of an add/subtract experiment: a registered model (by name or id), or a sample set
  * with an optional feature list (default: every column but label, time and keys).
@@ -20,6 +30,8 @@ export const modelRefSchema = z
     training: trainingSchema.default(TRAIN_DEFAULT),
     /** test split: rows at or after this time (default: the last 20% of the time range) */
     testFrom: z.number().optional(),
+    /** initial embeddings: `{ "embedding": "name@version" }` */
+    init: modelInitSchema.optional(),
     /** only rows whose `filter.column` is one of `filter.values` (e.g. one domain of a shared sample set) */
     filter: z
       .object({ column: z.string().min(1), values: z.array(z.string()).min(1) })
@@ -60,4 +72,14 @@ export interface ModelRecipe {
   training: Training;
   /** registered model this recipe came from, if any */
   modelId: string | null;
+  /** the shared embedding its models start from */
+  init?: ResolvedInit | null;
+}
+
+export interface ResolvedInit {
+  embeddingId: string;
+  ref: string;
+  file: string;
+  sha256: string;
+  freeze: boolean;
 }

@@ -31,6 +31,15 @@ export interface TrainedModel {
   };
   predictions: Float32Array;
   labels: Float32Array;
+  /** what the model's initialisation did (e.g. rows carried from a shared embedding), when it had one */
+  init?: unknown;
+}
+
+/** A model's starting point other than random: applied after creation, before training. */
+export interface ModelInit {
+  /** identifies the initialisation in the model's cache key */
+  key: string;
+  apply(model: RuntimeModel): Promise<unknown>;
 }
 
 export interface TrainerOptions {
@@ -93,8 +102,16 @@ export class ModelTrainer {
     arch: Architecture,
     training: Training,
     ctx: TrainContextOptions = {},
+    init?: ModelInit,
   ): Promise<TrainedModel> {
-    return this.trainPhases(this.key(built, arch, training), built, [built.train], arch, training, ctx);
+    const base = this.key(built, arch, training);
+    const key = init
+      ? createHash('sha256')
+          .update(JSON.stringify({ v: 1, base, init: init.key }))
+          .digest('hex')
+          .slice(0, 32)
+      : base;
+    return this.trainPhases(key, built, [built.train], arch, training, ctx, { init });
   }
 
   /**
@@ -110,12 +127,16 @@ export class ModelTrainer {
     arch: Architecture,
     training: Training,
     ctx: TrainContextOptions = {},
+    opts: { freezeEmbeddings?: boolean } = {},
   ): Promise<TrainedModel> {
+    const freeze = opts.freezeEmbeddings === true;
     const key = createHash('sha256')
-      .update(JSON.stringify({ v: 1, base: this.key(built, arch, training), pretrainFinetune: tag }))
+      .update(
+        JSON.stringify({ v: 1, base: this.key(built, arch, training), pretrainFinetune: tag, ...(freeze ? { freeze } : {}) }),
+      )
       .digest('hex')
       .slice(0, 32);
-    return this.trainPhases(key, built, [pretrain, finetune], arch, training, ctx);
+    return this.trainPhases(key, built, [pretrain, finetune], arch, training, ctx, { freezeAfterFirstPhase: freeze });
   }
 
   private async trainPhases(
@@ -125,11 +146,15 @@ export class ModelTrainer {
     arch: Architecture,
     training: Training,
     ctx: TrainContextOptions,
+    opts: { init?: ModelInit; freezeAfterFirstPhase?: boolean } = {},
   ): Promise<TrainedModel> {
     const rel = path.join('models', key);
     const dir = this.dataDir.abs(rel);
     if (fs.existsSync(path.join(dir, 'meta.json'))) {
-      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as { metrics: TrainedModel['metrics'] };
+      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as {
+        metrics: TrainedModel['metrics'];
+        init?: unknown;
+      };
       const model = await RuntimeModel.load(dir, this.createOptions(ctx.device));
       return {
         key,
@@ -140,9 +165,11 @@ export class ModelTrainer {
         metrics: meta.metrics,
         predictions: readF32(path.join(dir, 'test-predictions.f32')),
         labels: readF32(path.join(dir, 'test-labels.f32')),
+        ...(meta.init !== undefined ? { init: meta.init } : {}),
       };
     }
     const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions(ctx.device));
+    const init = opts.init ? await opts.init.apply(model) : undefined;
     const t0 = Date.now();
     let trained: Awaited<ReturnType<RuntimeModel['train']>> | null = null;
     let steps = 0;
@@ -174,6 +201,8 @@ export class ModelTrainer {
       if (ctx.signal?.aborted) throw new Error('training aborted');
       if (!trained.cancelled && !Number.isFinite(trained.finalLoss)) throw new TrainingDivergedError(trained.finalLoss);
       if (trained.cancelled) break;
+      // fine-tuning keeps the pretrained embeddings as they are
+      if (i === 0 && phases.length > 1 && opts.freezeAfterFirstPhase) model.freezeSlots(model.spec.slots.map((s) => s.name));
     }
     const last = trained!;
     const trainMs = Date.now() - t0;
@@ -194,13 +223,26 @@ export class ModelTrainer {
     await model.save(tmp);
     writeF32(path.join(tmp, 'test-predictions.f32'), predictions);
     writeF32(path.join(tmp, 'test-labels.f32'), built.test.labels);
-    fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify({ metrics, samples: built.key, training, arch }, null, 2));
+    fs.writeFileSync(
+      path.join(tmp, 'meta.json'),
+      JSON.stringify({ metrics, samples: built.key, training, arch, ...(init !== undefined ? { init } : {}) }, null, 2),
+    );
     try {
       fs.renameSync(tmp, dir);
     } catch {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
-    return { key, dir: rel, cached: false, backend: model.backend, model, metrics, predictions, labels: built.test.labels };
+    return {
+      key,
+      dir: rel,
+      cached: false,
+      backend: model.backend,
+      model,
+      metrics,
+      predictions,
+      labels: built.test.labels,
+      ...(init !== undefined ? { init } : {}),
+    };
   }
 }
 

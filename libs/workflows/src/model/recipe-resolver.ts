@@ -1,9 +1,17 @@
 import type { DataSource } from 'typeorm';
 import { ForbiddenError, InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
-import { sharedWith } from '@abacus/catalog';
+import { EmbeddingService, sharedWith } from '@abacus/catalog';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import { explicitPositive, requireBinaryLabel } from './label-check';
-import { architectureSchema, trainingSchema, type ModelRecipe, type ModelRef, type ResolvedFeature } from './model-recipe.schema';
+import {
+  architectureSchema,
+  trainingSchema,
+  type ModelInitSpec,
+  type ModelRecipe,
+  type ModelRef,
+  type ResolvedFeature,
+  type ResolvedInit,
+} from './model-recipe.schema';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -106,6 +114,13 @@ export class RecipeResolver {
     return others.find((f) => canSeeLine(this.scope, f.businessLine)) ?? null;
   }
 
+  /** A shared embedding this line may start its models from (400 unknown, 403 not shared). */
+  async init(spec: ModelInitSpec | undefined, path: string): Promise<ResolvedInit | null> {
+    if (!spec) return null;
+    const e = await new EmbeddingService(this.ds).resolveFor(spec.embedding, this.businessLine, `${path}.embedding`);
+    return { embeddingId: e.id, ref: `${e.name}@${e.version}`, file: e.file, sha256: e.sha256, freeze: spec.freeze };
+  }
+
   async base(ref: ModelRef, path: string): Promise<{ recipe: ModelRecipe; sampleSet: SampleSetEntity }> {
     let ss: SampleSetEntity;
     let names: string[];
@@ -133,6 +148,7 @@ export class RecipeResolver {
     if (ref.filter && !ss.schema.some((c) => c.name === ref.filter!.column)) {
       throw new InvalidInputError(`${path}.filter.column`, `column "${ref.filter.column}" is not in sample set ${ss.name}`);
     }
+    const init = await this.init(ref.init, `${path}.init`);
     return {
       sampleSet: ss,
       recipe: {
@@ -147,6 +163,7 @@ export class RecipeResolver {
         architecture,
         training,
         modelId,
+        init,
       },
     };
   }

@@ -37,6 +37,17 @@ interface ArmResult {
   borrowed: SourceStats[];
   verdict: 'recommend' | 'no gain' | 'harmful';
   reason: string;
+  /** union: loss weights of borrowed rows; pretrain → fine-tune / shared embedding: whether embeddings were frozen */
+  weights?: Record<string, number>;
+  freezeEmbeddings?: boolean;
+  /** shared embedding: the version created, and which models started from it */
+  embedding?: {
+    id: string;
+    ref: string;
+    slots: string[];
+    learnedOn: Record<string, unknown>;
+    initialised: { seed: number; model: string; init: unknown }[];
+  };
 }
 
 /** multiply's last step: each strategy × source against the target-only baseline, seed by seed, on the same test rows. */
@@ -100,6 +111,20 @@ export class MultiplyCompareHandler {
             std: Math.sqrt(d.perSeed.reduce((s, x) => s + (x - spreadMean) ** 2, 0) / Math.max(1, d.perSeed.length - 1)),
           },
           ...multiplyVerdict(d.auc.ciLow, d.auc.ciHigh, d.perSeed),
+          ...(t.metrics!.weights ? { weights: t.metrics!.weights as Record<string, number> } : {}),
+          ...(t.metrics!.freezeEmbeddings !== undefined ? { freezeEmbeddings: t.metrics!.freezeEmbeddings as boolean } : {}),
+          ...(t.metrics!.embedding
+            ? {
+                embedding: {
+                  ...(t.metrics!.embedding as Omit<NonNullable<ArmResult['embedding']>, 'initialised'>),
+                  initialised: (runs as (SeedRun & { init?: unknown })[]).map((r) => ({
+                    seed: r.seed,
+                    model: r.modelDir,
+                    init: r.init,
+                  })),
+                },
+              }
+            : {}),
         });
         await progress((i + 1) / p.arms.length, `${arm.strategy} [${arm.sources.join(', ')}]: ΔAUC ${d.auc.delta.toFixed(4)}`);
         checkpoint();
@@ -126,6 +151,10 @@ export class MultiplyCompareHandler {
           rule: MULTIPLY_RULE,
           results: p.arms.map((a) => results.find((r) => r.strategy === a.strategy && r.sources.join() === a.sources.join())!),
           best: best ? { strategy: best.strategy, sources: best.sources, deltaAuc: best.deltaAuc.delta } : null,
+          // shared embeddings this experiment created, for `init: { embedding: "name@version" }` in later models
+          embeddings: results
+            .filter((r) => r.embedding)
+            .map((r) => ({ ref: r.embedding!.ref, id: r.embedding!.id, sources: r.sources, deltaAuc: r.deltaAuc.delta, verdict: r.verdict })),
         },
       };
     });

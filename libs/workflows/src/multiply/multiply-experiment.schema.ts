@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { recipeSchema } from '../trials/train-trial.schema';
 import { architectureSchema, trainingSchema } from '../model/model-recipe.schema';
 
-export const MULTIPLY_STRATEGIES = ['union', 'pretrain_finetune'] as const;
+export const MULTIPLY_STRATEGIES = ['union', 'pretrain_finetune', 'shared_embedding'] as const;
 export type MultiplyStrategy = (typeof MULTIPLY_STRATEGIES)[number];
 
 const seedSchema = z
@@ -20,7 +20,9 @@ export const multiplySpecSchema = z
   .object({
     target: z
       .object({
-        sampleSet: z.string().min(1),
+        /** the target's sample set, or a registered model (its sample set, features, architecture and training) */
+        sampleSet: z.string().min(1).optional(),
+        model: z.string().min(1).optional(),
         /** default: every column but label, time and keys */
         features: z.array(z.string().min(1)).min(1).optional(),
         /** test split: target rows at or after this time (default: the last 20% of its time range) */
@@ -28,9 +30,29 @@ export const multiplySpecSchema = z
         architecture: architectureSchema.default(architectureSchema.parse({})),
         training: trainingSchema.default(trainingSchema.parse({})),
       })
-      .strict(),
+      .strict()
+      .refine((t) => !!t.model !== !!t.sampleSet, { message: 'name either a registered model or a sample set', path: ['sampleSet'] })
+      .refine((t) => !(t.model && t.features), { message: 'features come from the registered model; leave them out', path: ['features'] }),
     sources: z.union([z.array(z.string().min(1)).min(1).max(20), z.literal('auto')]),
-    strategies: z.array(z.enum(MULTIPLY_STRATEGIES)).min(1).default(['union', 'pretrain_finetune']),
+    strategies: z.array(z.enum(MULTIPLY_STRATEGIES)).min(1).default(['union', 'pretrain_finetune', 'shared_embedding']),
+    /**
+     * union: the loss weight of each borrowed set's rows (the target's rows weigh 1), by source as named in
+     * `sources` or as `line/name`; default 1
+     */
+    sourceWeights: z.record(z.string().min(1), z.number().positive().max(100)).default({}),
+    /** pretrain → fine-tune and shared embedding: keep the carried embeddings fixed while training on the target */
+    freezeEmbeddings: z.boolean().default(false),
+    /** shared embedding: the registered name (default `<line>.<sources>`) and which lines may use it besides this one */
+    embedding: z
+      .object({
+        name: z
+          .string()
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,150}$/, 'letters, digits and . _ + - only')
+          .optional(),
+        shareWith: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .default({ shareWith: [] }),
     /** one comparison per source as well as all sources together */
     perSource: z.boolean().default(true),
     /** training seeds: every model (target-only baseline included) is trained once per seed */
@@ -68,6 +90,12 @@ export const multiplyTrialParamsSchema = z.object({
   testFrom: z.number(),
   recipe: recipeSchema,
   seeds: z.array(z.number().int()).min(1),
+  /** union: loss weight per borrowed domain (absent = 1) */
+  weights: z.record(z.string(), z.number()).optional(),
+  /** pretrain → fine-tune and shared embedding */
+  freezeEmbeddings: z.boolean().optional(),
+  /** shared embedding: the name to register it under and its sharing */
+  embedding: z.object({ name: z.string(), shareWith: z.array(z.string()) }).optional(),
 });
 export type MultiplyTrialParams = z.output<typeof multiplyTrialParamsSchema>;
 

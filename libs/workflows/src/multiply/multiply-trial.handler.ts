@@ -1,14 +1,21 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { EmbeddingService } from '@abacus/catalog';
 import type { ColumnarDataset } from '@abacus/runtime';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { UNION_DOMAIN } from '@abacus/samples';
-import type { BuiltSet } from '../model/built-samples.cache';
+import { readIdSpaces, type BuiltSet } from '../model/built-samples.cache';
+import { recipeInit } from '../embeddings/recipe-init';
+import { extractSlots, writeSharedEmbeddingFile } from '../embeddings/shared-embedding-file';
 import { subsetDataset } from '../model/dataset-subset';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { withDevice, type WorkflowContext } from '../trials/workflow-context';
-import { multiplyTrialParamsSchema } from './multiply-experiment.schema';
-import { ensureUnion } from './union-samples';
+import { multiplyTrialParamsSchema, type MultiplyTrialParams } from './multiply-experiment.schema';
+import { ensureUnion, unionFile } from './union-samples';
+
+type SeedRun = { seed: number; auc: number; logloss: number; modelDir: string; cached: boolean; init?: unknown };
 
 /**
  * One model family of a multiply experiment on the union of target and borrowed rows: target-only
@@ -22,7 +29,8 @@ export class MultiplyTrialHandler {
     return runTrial(this.w.ledger, payload, ctx, (scope) => withDevice(this.w, (device) => this.run(scope, device)));
   }
 
-  private async run({ trial, checkpoint, progress, signal, logger }: TrialScope, device: number | undefined) {
+  private async run(scope: TrialScope, device: number | undefined) {
+    const { trial, checkpoint, progress, signal, logger } = scope;
     const p = multiplyTrialParamsSchema.parse(trial.params);
     const recipe = { ...p.recipe, features: p.recipe.features as ResolvedFeature[] };
     const columns = recipe.features.filter((f) => f.name !== UNION_DOMAIN).map((f) => f.name);
@@ -35,8 +43,10 @@ export class MultiplyTrialHandler {
       (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined),
     );
     checkpoint();
+    if (p.strategy === 'shared_embedding') return this.sharedEmbedding(scope, p, recipe, built, union, device);
     const split = p.strategy === 'pretrain_finetune' ? splitByDomain(built) : null;
-    const perSeed: { seed: number; auc: number; logloss: number; modelDir: string; cached: boolean }[] = [];
+    const weighted = p.weights && Object.keys(p.weights).length ? this.weighted(built, p.weights) : built;
+    const perSeed: SeedRun[] = [];
     for (const [k, seed] of p.seeds.entries()) {
       const step = (f: number, m: string) =>
         void progress(0.15 + (0.84 * (k + f)) / p.seeds.length, `${p.strategy}, seed ${seed}: ${m}`).catch(() => undefined);
@@ -51,8 +61,9 @@ export class MultiplyTrialHandler {
             recipe.architecture,
             training,
             ctx,
+            { freezeEmbeddings: p.freezeEmbeddings },
           )
-        : await this.w.trainer.trainOrReuse(built, recipe.architecture, training, ctx);
+        : await this.w.trainer.trainOrReuse(weighted, recipe.architecture, training, ctx);
       checkpoint();
       perSeed.push({
         seed,
@@ -76,9 +87,173 @@ export class MultiplyTrialHandler {
         testRows: built.test.rows,
         trainRows: built.train.rows,
         ...(split ? { pretrainRows: split.pretrain.rows, finetuneRows: split.finetune.rows } : {}),
+        ...(p.weights && Object.keys(p.weights).length ? { weights: p.weights } : {}),
+        ...(p.freezeEmbeddings !== undefined ? { freezeEmbeddings: p.freezeEmbeddings } : {}),
         parts: union.parts,
         samplesKey: built.key,
         testFrom: p.testFrom,
+      },
+    };
+  }
+
+  /** The union's train rows with a loss weight per borrowed domain (the target's rows and unnamed domains weigh 1). */
+  private weighted(built: BuiltSet, weights: Record<string, number>): BuiltSet {
+    const space = readIdSpaces(this.w.dataDir, built)[UNION_DOMAIN];
+    const slot = built.train.slots.find((s) => s.name === UNION_DOMAIN);
+    if (!slot || space?.kind !== 'dictionary') throw new Error('the union samples have no domain column');
+    const byId = new Float32Array(space.values.length + 1).fill(1);
+    space.values.forEach((v, i) => (byId[i + 1] = weights[String(v)] ?? 1));
+    const w = new Float32Array(built.train.rows);
+    for (let r = 0; r < w.length; r++) w[r] = byId[slot.ids[slot.offsets[r]]] ?? 1;
+    const key = createHash('sha256')
+      .update(JSON.stringify({ samples: built.key, weights: Object.entries(weights).sort() }))
+      .digest('hex')
+      .slice(0, 32);
+    return { ...built, key, train: { ...built.train, weights: w } };
+  }
+
+  /**
+   * Shared embedding: the union model of the first seed is trained (the union strategy's own model when
+   * it ran the same seed), its embedding tables saved and registered as the next version of the name;
+   * then the target-only model of every seed starts from that version and trains on the target's rows.
+   */
+  private async sharedEmbedding(
+    { trial, experiment, checkpoint, progress, signal, logger }: TrialScope,
+    p: MultiplyTrialParams,
+    recipe: MultiplyTrialParams['recipe'] & { features: ResolvedFeature[] },
+    built: BuiltSet,
+    union: Awaited<ReturnType<typeof ensureUnion>>,
+    device: number | undefined,
+  ) {
+    if (!p.embedding) throw new Error('a shared-embedding trial needs the embedding name');
+    const registry = new EmbeddingService(this.w.ds);
+    const total = p.seeds.length + 1;
+    const seed0 = p.seeds[0];
+    const pooled = await this.w.trainer.trainOrReuse(
+      built,
+      recipe.architecture,
+      { ...recipe.training, seed: seed0 },
+      {
+        signal,
+        device,
+        onProgress: (f, m) =>
+          void progress(0.15 + (0.84 * f) / total, `learning the shared embedding on the union, seed ${seed0}: ${m}`).catch(
+            () => undefined,
+          ),
+      },
+    );
+    checkpoint();
+    const idSpaces = readIdSpaces(this.w.dataDir, built);
+    const slots = extractSlots(pooled.model, idSpaces, new Set([UNION_DOMAIN]));
+    if (!slots.length) throw new Error('the target model has no categorical or id features: there is no embedding to share');
+    const rel = path.join('embeddings', trial.id, 'embedding.safetensors');
+    const originKey = `trial:${trial.id}`;
+    // a retried trial finds the version it registered before
+    let entity = await registry.byOrigin(originKey);
+    if (!entity) {
+      fs.mkdirSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true });
+      const { sha256, bytes } = await writeSharedEmbeddingFile(this.w.dataDir.abs(rel), recipe.architecture.embeddingDim, slots, {
+        name: p.embedding.name,
+      });
+      const kept = new Map(union.parts.map((x) => [x.domain, x.kept]));
+      entity = await registry.register({
+        name: p.embedding.name,
+        businessLine: experiment.businessLine,
+        owner: experiment.owner,
+        dim: recipe.architecture.embeddingDim,
+        slots: slots.map((s) => ({ name: s.name, rows: s.rows, idSpace: s.idSpace.kind })),
+        sources: p.parts.map((x) => ({
+          sampleSetId: x.sampleSetId,
+          businessLine: x.businessLine,
+          name: x.name,
+          dataVersion: x.dataVersion,
+          role: x.domain === 'target' ? ('target' as const) : ('source' as const),
+          rows: kept.get(x.domain) ?? 0,
+        })),
+        sharingPolicy: { shareWith: p.embedding.shareWith },
+        file: rel,
+        bytes,
+        sha256,
+        experimentId: experiment.id,
+        originKey,
+        provenance: {
+          strategy: 'union',
+          seed: seed0,
+          model: pooled.dir,
+          unionTestAuc: pooled.metrics.auc,
+          trainRows: built.train.rows,
+          experimentId: experiment.id,
+          trialId: trial.id,
+        },
+      });
+    }
+    const ref = `${entity.name}@${entity.version}`;
+    logger.log(`shared embedding ${ref}: ${slots.length} slot(s) from ${built.train.rows} union rows`);
+    checkpoint();
+
+    // the target's own rows, exactly as the target-only baseline builds them
+    const targetParts = [p.parts[0]];
+    const columns = recipe.features.filter((f) => f.name !== UNION_DOMAIN).map((f) => f.name);
+    const targetRecipe = {
+      ...recipe,
+      sampleFile: unionFile(targetParts, columns, p.testFrom),
+      features: recipe.features.filter((f) => f.name !== UNION_DOMAIN),
+    };
+    await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom);
+    const targetBuilt = await this.w.samples.get(targetRecipe, targetRecipe.features);
+    checkpoint();
+    const init = {
+      init: { embeddingId: entity.id, ref, file: entity.file, sha256: entity.sha256, freeze: p.freezeEmbeddings === true },
+    };
+    const perSeed: SeedRun[] = [];
+    for (const [k, seed] of p.seeds.entries()) {
+      const trained = await this.w.trainer.trainOrReuse(
+        targetBuilt,
+        recipe.architecture,
+        { ...recipe.training, seed },
+        {
+          signal,
+          device,
+          onProgress: (f, m) =>
+            void progress(0.15 + (0.84 * (k + 1 + f)) / total, `target model from ${ref}, seed ${seed}: ${m}`).catch(
+              () => undefined,
+            ),
+        },
+        recipeInit(this.w.dataDir, init, targetBuilt),
+      );
+      checkpoint();
+      perSeed.push({
+        seed,
+        auc: trained.metrics.auc,
+        logloss: trained.metrics.logloss,
+        modelDir: trained.dir,
+        cached: trained.cached,
+        init: trained.init,
+      });
+    }
+    const mean = (k: 'auc' | 'logloss') => perSeed.reduce((a, r) => a + r[k], 0) / perSeed.length;
+    logger.log(`shared_embedding [${p.sources.join(', ')}] from ${ref}: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`);
+    return {
+      metrics: {
+        strategy: p.strategy,
+        sources: p.sources,
+        auc: mean('auc'),
+        logloss: mean('logloss'),
+        perSeed,
+        testRows: targetBuilt.test.rows,
+        // rows the model learned from: the union's (its embeddings) and the target's (the rest)
+        trainRows: built.train.rows,
+        finetuneRows: targetBuilt.train.rows,
+        parts: union.parts,
+        samplesKey: targetBuilt.key,
+        testFrom: p.testFrom,
+        freezeEmbeddings: p.freezeEmbeddings === true,
+        embedding: {
+          id: entity.id,
+          ref,
+          slots: slots.map((s) => s.name),
+          learnedOn: { model: pooled.dir, seed: seed0, unionTestAuc: pooled.metrics.auc },
+        },
       },
     };
   }

@@ -29,10 +29,7 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     const spec = input.spec;
     const line = input.businessLine;
     const resolver = new RecipeResolver(ds, scope, line);
-    const { recipe, sampleSet: target } = await resolver.base(
-      { ...spec.target, sampleSet: spec.target.sampleSet },
-      'spec.target',
-    );
+    const { recipe, sampleSet: target } = await resolver.base(spec.target, 'spec.target');
     if (!target.timeColumn || target.timeMin === null || target.timeMax === null) {
       throw new InvalidInputError(
         'spec.target.sampleSet',
@@ -72,6 +69,17 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       time: s.timeColumn!,
     });
     const parts = [part(target, 'target'), ...sources.map((s) => part(s, `${s.businessLine}/${s.name}`))];
+    // loss weights of borrowed rows, by the source's name as written in spec.sources or as line/name
+    const weights: Record<string, number> = {};
+    for (const [k, w] of Object.entries(spec.sourceWeights)) {
+      const i = Array.isArray(spec.sources) ? spec.sources.indexOf(k) : -1;
+      const domain =
+        i >= 0
+          ? parts[i + 1].domain
+          : parts.slice(1).find((p) => p.domain === k || p.sampleSetId === k || p.domain === `${line}/${k}`)?.domain;
+      if (!domain) throw new InvalidInputError(`spec.sourceWeights.${k}`, `"${k}" is not one of the experiment's sources`);
+      if (w !== 1) weights[domain] = w;
+    }
     const columns = recipe.features.map((f) => f.name);
     // one union file per model: duplicates and vocabularies are those of the sets it borrows, no others
     const partsOf = (domains: string[]) => [parts[0], ...parts.filter((p) => domains.includes(p.domain))];
@@ -89,8 +97,10 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
 
     const trials: PlannedTrial[] = [];
     const add = (t: PlannedTrial) => trials.push(t) - 1;
-    const train = (strategy: MultiplyTrialParams['strategy'], domains: string[], r: ModelRecipe) =>
-      add({
+    const slug = (domains: string[]) => domains.map((d) => d.replace('/', '.').replace(/[^A-Za-z0-9._+-]/g, '-')).join('+');
+    const train = (strategy: MultiplyTrialParams['strategy'], domains: string[], r: ModelRecipe) => {
+      const w = Object.fromEntries(Object.entries(weights).filter(([d]) => domains.includes(d)));
+      return add({
         kind: 'train',
         job: JobName.MultiplyTrial,
         params: {
@@ -100,8 +110,21 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
           testFrom,
           recipe: r,
           seeds: spec.seeds,
+          ...(strategy === 'union' && Object.keys(w).length ? { weights: w } : {}),
+          ...(strategy === 'pretrain_finetune' || strategy === 'shared_embedding'
+            ? { freezeEmbeddings: spec.freezeEmbeddings }
+            : {}),
+          ...(strategy === 'shared_embedding'
+            ? {
+                embedding: {
+                  name: `${spec.embedding.name ?? line}.${slug(domains)}`.slice(0, 200),
+                  shareWith: spec.embedding.shareWith,
+                },
+              }
+            : {}),
         } satisfies MultiplyTrialParams,
       });
+    };
     const baseline = train('target_only', [], unionRecipe([], []));
     const domains = parts.slice(1).map((p) => p.domain);
     const groups = [
@@ -111,7 +134,8 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     const arms: MultiplyCompareParams['arms'] = [];
     for (const strategy of spec.strategies as MultiplyStrategy[]) {
       for (const g of groups) {
-        // the domain column tells the rows apart: a feature of the union model, the split point of pretraining
+        // the domain column tells the rows apart: a feature of the union model, the split point of
+        // pretraining; the shared embedding is learned on the union model
         arms.push({ seq: train(strategy, g, unionRecipe(g, [domainFeature])), strategy, sources: g });
       }
     }
@@ -131,7 +155,8 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       spec: {
         ...spec,
         resolved: {
-          target: { sampleSetId: target.id, name: target.name, features: columns, testFrom },
+          target: { sampleSetId: target.id, name: target.name, modelId: recipe.modelId, features: columns, testFrom },
+          ...(Object.keys(weights).length ? { weights } : {}),
           sources: parts.slice(1).map((p) => ({ domain: p.domain, sampleSetId: p.sampleSetId, dataVersion: p.dataVersion })),
         },
       },

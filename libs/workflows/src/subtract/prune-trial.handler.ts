@@ -10,6 +10,7 @@ import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow
 import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
 import { pruneTrialParamsSchema } from './subtract-experiment.schema';
+import { recipeInit } from '../embeddings/recipe-init';
 
 export interface RankedFeature {
   feature: string;
@@ -82,7 +83,13 @@ export class PruneTrialHandler {
     await progress(0.05, 'loading samples and model');
     const recipe = { ...mp.recipe, features };
     const built = await this.w.samples.get(recipe, features);
-    const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
+    const trained = await this.w.trainer.trainOrReuse(
+      built,
+      recipe.architecture,
+      recipe.training,
+      { device },
+      recipeInit(this.w.dataDir, recipe, built),
+    );
     const folds = foldIndices(built.test.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.test, idx));
     checkpoint();
 
@@ -135,7 +142,13 @@ export class PruneTrialHandler {
         checkpoint();
         await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
         const b = await this.w.samples.get(recipe, fs);
-        const t = await this.w.trainer.trainOrReuse(b, recipe.architecture, { ...recipe.training, seed }, { signal, device });
+        const t = await this.w.trainer.trainOrReuse(
+          b,
+          recipe.architecture,
+          { ...recipe.training, seed },
+          { signal, device },
+          recipeInit(this.w.dataDir, recipe, b),
+        );
         aucs.push(t.metrics.auc);
       }
       const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;

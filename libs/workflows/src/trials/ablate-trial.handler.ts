@@ -7,6 +7,7 @@ import { runTrial, type TrialScope } from './trial-runner';
 import { ablateTrialParamsSchema, trainTrialParamsSchema } from './train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context';
 import { groupDrops } from './group-ablation';
+import { recipeInit } from '../embeddings/recipe-init';
 
 /**
  * Permutation importance of input groups on a trained model. The test split is cut into folds;
@@ -30,7 +31,13 @@ export class AblateTrialHandler {
     const recipe = { ...mp.recipe, features };
     await progress(0.05, 'loading samples and model');
     const built = await this.w.samples.get(recipe, features);
-    const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, recipe.training, { device });
+    const trained = await this.w.trainer.trainOrReuse(
+      built,
+      recipe.architecture,
+      recipe.training,
+      { device },
+      recipeInit(this.w.dataDir, recipe, built),
+    );
     checkpoint();
     const t0 = Date.now();
     const folds = foldIndices(built.test.rows, params.folds, params.seed).map((idx) => subsetDataset(built.test, idx));

@@ -3,6 +3,7 @@ import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from './trial-runner';
 import { trainTrialParamsSchema } from './train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context';
+import { recipeInit } from '../embeddings/recipe-init';
 
 /** Trains one model of an experiment (or reuses an identical earlier training) and evaluates it. */
 export class TrainTrialHandler {
@@ -44,11 +45,17 @@ export class TrainTrialHandler {
         t0 = Date.now();
         checkpoint();
         const training = { ...recipe.training, seed };
-        const trained = await this.w.trainer.trainOrReuse(built, recipe.architecture, training, {
-          signal,
-          device,
-          onProgress: (f, m) => step(0.2 + 0.8 * f, `${run.label}, seed ${seed}: ${m}`),
-        });
+        const trained = await this.w.trainer.trainOrReuse(
+          built,
+          recipe.architecture,
+          training,
+          {
+            signal,
+            device,
+            onProgress: (f, m) => step(0.2 + 0.8 * f, `${run.label}, seed ${seed}: ${m}`),
+          },
+          recipeInit(this.w.dataDir, recipe, built),
+        );
         timings.trainMs += Date.now() - t0;
         checkpoint();
         results.push({

@@ -23,6 +23,17 @@ const featureSchema = z.object({
     .optional(),
 });
 
+/** A model's start from a shared embedding, resolved at submit (access checked there). */
+export const resolvedInitSchema = z.object({
+  embeddingId: z.string(),
+  /** name@version */
+  ref: z.string(),
+  /** relative to the data directory */
+  file: z.string(),
+  sha256: z.string(),
+  freeze: z.boolean(),
+});
+
 export const recipeSchema = z.object({
   sampleSetId: z.string(),
   sampleFile: z.string(),
@@ -49,6 +60,7 @@ export const recipeSchema = z.object({
     seed: z.number().int(),
   }),
   modelId: z.string().nullable(),
+  init: resolvedInitSchema.nullable().optional(),
 });
 
 /** A `train` trial: build (or reuse) samples, train (or reuse) the model, evaluate on the test split. */

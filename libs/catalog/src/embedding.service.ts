@@ -1,0 +1,115 @@
+import type { DataSource, SelectQueryBuilder } from 'typeorm';
+import { ForbiddenError, InvalidInputError, NotFoundError, canSeeLine, type Page, type RequestScope } from '@abacus/core';
+import { SharedEmbeddingEntity } from '@abacus/data';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** names of shared embeddings: letters, digits and . _ + - (so that `name@version` is unambiguous) */
+export const EMBEDDING_NAME = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$/;
+
+/** `name@version`, `name` (its latest version) or an id */
+export function parseEmbeddingRef(ref: string): { id: string } | { name: string; version: number | null } | null {
+  if (UUID.test(ref)) return { id: ref };
+  const at = ref.lastIndexOf('@');
+  const name = at >= 0 ? ref.slice(0, at) : ref;
+  if (!EMBEDDING_NAME.test(name)) return null;
+  if (at < 0) return { name, version: null };
+  const v = ref.slice(at + 1);
+  if (!/^[1-9][0-9]{0,8}$/.test(v)) return null;
+  return { name, version: Number(v) };
+}
+
+/** Whether experiments of `line` may initialise models from `e`. */
+export function embeddingSharedWith(e: SharedEmbeddingEntity, line: string): boolean {
+  return e.businessLine === line || e.sharingPolicy.shareWith.some((l) => l === '*' || l === line);
+}
+
+function visible(qb: SelectQueryBuilder<SharedEmbeddingEntity>, scope: RequestScope) {
+  if (!scope.lines) return qb;
+  return qb.andWhere(`(e.business_line = ANY(:lines) OR (e.sharing_policy -> 'shareWith') ?| CAST(:shareKeys AS text[]))`, {
+    lines: scope.lines,
+    shareKeys: [...scope.lines, '*'],
+  });
+}
+
+export interface RegisterEmbedding
+  extends Omit<SharedEmbeddingEntity, 'id' | 'version' | 'createdAt' | 'experimentId'> {
+  experimentId: string | null;
+}
+
+/** The registry of shared embeddings: listing, lookup by `name@version`, idempotent registration. */
+export class EmbeddingService {
+  constructor(private readonly ds: DataSource) {}
+
+  private get repo() {
+    return this.ds.getRepository(SharedEmbeddingEntity);
+  }
+
+  async list(
+    scope: RequestScope,
+    q: { businessLine?: string; name?: string; page: number; pageSize: number },
+  ): Promise<Page<SharedEmbeddingEntity>> {
+    const qb = visible(this.repo.createQueryBuilder('e'), scope).orderBy('e.name', 'ASC').addOrderBy('e.version', 'DESC');
+    if (q.businessLine) qb.andWhere('e.business_line = :bl', { bl: q.businessLine });
+    if (q.name) qb.andWhere('e.name = :name', { name: q.name });
+    const [items, total] = await qb
+      .skip((q.page - 1) * q.pageSize)
+      .take(q.pageSize)
+      .getManyAndCount();
+    return { items, total, page: q.page, pageSize: q.pageSize };
+  }
+
+  private async find(ref: string): Promise<SharedEmbeddingEntity | null> {
+    const r = parseEmbeddingRef(ref);
+    if (!r) return null;
+    if ('id' in r) return this.repo.findOneBy({ id: r.id });
+    if (r.version !== null) return this.repo.findOneBy({ name: r.name, version: r.version });
+    return this.repo.findOne({ where: { name: r.name }, order: { version: 'DESC' } });
+  }
+
+  /** For reading (API, CLI): 404 when it does not exist or the caller's lines may not see it. */
+  async get(ref: string, scope: RequestScope): Promise<SharedEmbeddingEntity> {
+    const e = await this.find(ref);
+    if (!e || !(!scope.lines || canSeeLine(scope, e.businessLine) || scope.lines.some((l) => embeddingSharedWith(e, l))))
+      throw new NotFoundError('shared embedding', ref);
+    return e;
+  }
+
+  /** For a model of `line` to start from: 400 naming `path` when unknown, 403 when not shared with the line. */
+  async resolveFor(ref: string, line: string, path: string): Promise<SharedEmbeddingEntity> {
+    if (!parseEmbeddingRef(ref)) throw new InvalidInputError(path, `"${ref}" is not name@version, a name or an id`);
+    const e = await this.find(ref);
+    if (!e) throw new InvalidInputError(path, `no shared embedding "${ref}" (abacus embeddings list)`);
+    if (!embeddingSharedWith(e, line)) {
+      throw new ForbiddenError(
+        `${path}: shared embedding ${e.name}@${e.version} belongs to business line "${e.businessLine}" and is not shared with "${line}"`,
+      );
+    }
+    return e;
+  }
+
+  byOrigin(originKey: string): Promise<SharedEmbeddingEntity | null> {
+    return this.repo.findOneBy({ originKey });
+  }
+
+  /**
+   * Registers the next version of `input.name`, or returns the version already registered under
+   * `input.originKey` (a retried trial registers nothing twice). Versions of one name stay in one line.
+   */
+  async register(input: RegisterEmbedding): Promise<SharedEmbeddingEntity> {
+    if (!EMBEDDING_NAME.test(input.name)) throw new InvalidInputError('name', `"${input.name}" is not a valid embedding name`);
+    return this.ds.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`shared_embeddings:${input.name}`]);
+      const repo = m.getRepository(SharedEmbeddingEntity);
+      const done = await repo.findOneBy({ originKey: input.originKey });
+      if (done) return done;
+      const last = await repo.findOne({ where: { name: input.name }, order: { version: 'DESC' } });
+      if (last && last.businessLine !== input.businessLine) {
+        throw new InvalidInputError(
+          'embedding.name',
+          `shared embedding name "${input.name}" belongs to business line "${last.businessLine}"; choose another name`,
+        );
+      }
+      return repo.save(repo.create({ ...input, version: (last?.version ?? 0) + 1 }));
+    });
+  }
+}
