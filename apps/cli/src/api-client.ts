@@ -46,6 +46,33 @@ export class ApiClient {
     return this.request<T>('GET', route);
   }
 
+  /** GET a binary body into `file` (written to a temporary name, then renamed: no half-written file on failure). */
+  async download(route: string, file: string): Promise<number> {
+    const url = `${this.baseUrl.replace(/\/$/, '')}/api/v1${route}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: this.headers });
+    } catch (err) {
+      throw new CliError(`cannot reach the Abacus API at ${this.baseUrl} (${(err as Error).cause ?? (err as Error).message})`);
+    }
+    if (!res.ok) {
+      const text = await res.text();
+      let json: unknown = text;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        /* plain text */
+      }
+      throw new CliError(formatError(res.status, json));
+    }
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const tmp = `${file}.part`;
+    const { writeFileSync, renameSync } = await import('node:fs');
+    writeFileSync(tmp, bytes);
+    renameSync(tmp, file);
+    return bytes.length;
+  }
+
   post<T>(route: string, body?: unknown) {
     return this.request<T>('POST', route, body ?? {});
   }

@@ -256,10 +256,13 @@ function renderMultiply(r: Record<string, unknown>): string[] {
       perSeed: { deltaAuc: number }[];
       deltaAuc: { delta: number; ciLow: number; ciHigh: number };
       verdict: string;
+      embedding?: { ref: string; initialised: { seed: number; init?: { slots?: { slot: string; copied: number; of: number }[] } }[] };
     }[];
     rule: string;
+    embeddings?: { ref: string; sources: string[] }[];
   };
   if (!res.results) return [];
+  const created = (res.results ?? []).filter((x) => x.embedding);
   return [
     `target-only AUC ${f4(res.baseline.auc)}, logloss ${f4(res.baseline.logloss)} (${res.baseline.trainRows} train rows, ${res.testRows} test rows from ${Math.round(res.testFrom * 1000) / 1000})`,
     '',
@@ -291,6 +294,24 @@ function renderMultiply(r: Record<string, unknown>): string[] {
       ]),
       ['strategy', 'sources', 'train rows', 'auc', 'logloss', 'ΔAUC', 'interval', 'ΔAUC per seed', 'verdict'],
     ),
+    ...(created.length
+      ? [
+          '',
+          'shared embeddings created (use in a model spec as "init": { "embedding": "<name@version>" }):',
+          table(
+            created.map((x) => {
+              const slots = x.embedding!.initialised[0]?.init?.slots ?? [];
+              return [
+                x.embedding!.ref,
+                x.sources.join(' + '),
+                slots.map((s) => `${s.slot} ${s.copied}/${s.of}`).join(', '),
+                x.embedding!.initialised.map((i) => i.seed).join(' '),
+              ];
+            }),
+            ['embedding', 'learned with', 'rows carried into the target model (slot copied/vocab)', 'initialised models (seeds)'],
+          ),
+        ]
+      : []),
     '',
     `rule: ${res.rule}`,
   ];

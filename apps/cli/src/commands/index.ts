@@ -5,6 +5,7 @@ import { registerFeatures } from './features.command';
 import { registerLines } from './lines.command';
 import { registerSamples } from './samples.command';
 import { registerBank } from './bank.command';
+import { registerEmbeddings } from './embeddings.command';
 import { registerSim } from './sim.command';
 import { registerIv } from './iv.command';
 import { registerBench } from './bench.command';
@@ -19,6 +20,7 @@ export const COMMANDS: RegisterCommand[] = [
   registerExperiment,
   registerSamples,
   registerBank,
+  registerEmbeddings,
   registerFeatures,
   registerLines,
   registerLogin,

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { EmbeddingService } from '@abacus/catalog';
 import type { ColumnarDataset } from '@abacus/runtime';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
-import { UNION_DOMAIN } from '@abacus/samples';
+import { UNION_DOMAIN, type SlotIdSpace } from '@abacus/samples';
 import { readIdSpaces, type BuiltSet } from '../model/built-samples.cache';
 import { recipeInit } from '../embeddings/recipe-init';
 import { extractSlots, writeSharedEmbeddingFile } from '../embeddings/shared-embedding-file';
@@ -100,11 +100,8 @@ export class MultiplyTrialHandler {
   private weighted(built: BuiltSet, weights: Record<string, number>): BuiltSet {
     const space = readIdSpaces(this.w.dataDir, built)[UNION_DOMAIN];
     const slot = built.train.slots.find((s) => s.name === UNION_DOMAIN);
-    if (!slot || space?.kind !== 'dictionary') throw new Error('the union samples have no domain column');
-    const byId = new Float32Array(space.values.length + 1).fill(1);
-    space.values.forEach((v, i) => (byId[i + 1] = weights[String(v)] ?? 1));
-    const w = new Float32Array(built.train.rows);
-    for (let r = 0; r < w.length; r++) w[r] = byId[slot.ids[slot.offsets[r]]] ?? 1;
+    if (!slot || !space) throw new Error('the union samples have no domain column');
+    const w = domainLossWeights(slot, space, weights, built.train.rows);
     const key = createHash('sha256')
       .update(JSON.stringify({ samples: built.key, weights: Object.entries(weights).sort() }))
       .digest('hex')
@@ -257,6 +254,21 @@ export class MultiplyTrialHandler {
       },
     };
   }
+}
+
+/** Loss weight of each row by its domain (a dictionary slot): `weights[domain]`, 1 for domains not named. */
+export function domainLossWeights(
+  slot: { ids: Int32Array; offsets: Int32Array },
+  space: SlotIdSpace,
+  weights: Record<string, number>,
+  rows: number,
+): Float32Array {
+  if (space.kind !== 'dictionary') throw new Error('the domain column is not dictionary-encoded');
+  const byId = new Float32Array(space.values.length + 1).fill(1);
+  space.values.forEach((v, i) => (byId[i + 1] = weights[String(v)] ?? 1));
+  const w = new Float32Array(rows);
+  for (let r = 0; r < rows; r++) w[r] = byId[slot.ids[slot.offsets[r]]] ?? 1;
+  return w;
 }
 
 /**

@@ -64,15 +64,27 @@ describe('pairedSeedBootstrap', () => {
 });
 
 describe('multiply spec', () => {
-  it('defaults to both strategies, per source, three seeds', () => {
+  it('defaults to every strategy, per source, three seeds, unweighted and unfrozen', () => {
     const s = multiplySpecSchema.parse({ target: { sampleSet: 'm' }, sources: 'auto' });
-    expect([s.strategies, s.perSource, s.seeds]).toEqual([['union', 'pretrain_finetune'], true, [1, 2, 3]]);
+    expect([s.strategies, s.perSource, s.seeds, s.sourceWeights, s.freezeEmbeddings]).toEqual([
+      ['union', 'pretrain_finetune', 'shared_embedding'],
+      true,
+      [1, 2, 3],
+      {},
+      false,
+    ]);
   });
 
   it('names the field of a bad value', () => {
-    const r = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], strategies: ['shared_embedding'] });
+    const r = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], strategies: ['shared_table'] });
     expect(r.success).toBe(false);
     expect(r.error!.issues[0].path).toEqual(['strategies', 0]);
+    const w = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], sourceWeights: { a: 0 } });
+    expect(w.error!.issues[0].path).toEqual(['sourceWeights', 'a']);
+    const both = multiplySpecSchema.safeParse({ target: { sampleSet: 'm', model: 'base' }, sources: ['a'] });
+    expect(both.error!.issues[0].path).toEqual(['target', 'sampleSet']);
+    const name = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], embedding: { name: 'a b' } });
+    expect(name.error!.issues[0].path).toEqual(['embedding', 'name']);
     const dup = multiplySpecSchema.safeParse({ target: { sampleSet: 'm' }, sources: ['a'], seeds: [1, 1] });
     expect(dup.error!.issues[0].path).toEqual(['seeds']);
   });

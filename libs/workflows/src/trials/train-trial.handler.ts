@@ -107,6 +107,8 @@ export class TrainTrialHandler {
         modelKey: trained.key,
         modelDir: trained.dir,
         modelCached: results.every((r) => r.cached),
+        // the shared embedding the model started from, and the rows it carried per slot
+        ...(trained.init !== undefined ? { init: trained.init } : {}),
         timings,
       },
     };
