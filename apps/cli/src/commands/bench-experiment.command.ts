@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
+import { runMultiplyBench } from '../bench/multiply-bench';
 import { runSubtractBench } from '../bench/subtract-bench';
 import { apiFrom, printJson } from '../cli-context';
 import { parseFlags } from '../flags';
@@ -13,12 +14,33 @@ const flags = z.object({
   json: z.boolean().optional(),
 });
 
-/** `abacus bench experiment subtract`: end-to-end time of one subtract experiment, by stage. */
+/** `a,b,c` → ['a', 'b', 'c'] */
+const commaList = z.string().transform((v) => v.split(',').map((x) => x.trim()));
+
+const multiplyFlags = z.object({
+  config: z.string().min(1).default('configs/examples/multiply.json'),
+  seeds: commaList
+    .transform((xs) => xs.map(Number))
+    .pipe(z.array(z.number().int().min(0)).min(1))
+    .optional(),
+  strategies: commaList.pipe(z.array(z.enum(['union', 'pretrain_finetune'])).min(1)).optional(),
+  reuse: z.boolean().optional(),
+  world: z.string().min(1).optional(),
+  simSeed: z.coerce.number().int().min(0).default(7),
+  rows: z.coerce.number().int().min(10_000).max(20_000_000).default(400_000),
+  json: z.boolean().optional(),
+});
+
+/**
+ * `abacus bench experiment subtract | multiply`: end-to-end time of one experiment through the
+ * running api + worker, split by stage.
+ */
 export const registerBenchExperiment: RegisterCommand = (program) => {
   const bench = program.commands.find((c) => c.name() === 'bench') ?? program.command('bench').description('benchmarks');
-  bench
+  const experiment = bench
     .command('experiment')
-    .description('end-to-end benchmarks of experiments through the running api + worker')
+    .description('end-to-end benchmarks of experiments through the running api + worker');
+  experiment
     .command('subtract')
     .description(
       'one subtract experiment on a simulated world: wall time split into queue wait, sample building, training, scoring, ablation, retraining and database writes',
@@ -41,4 +63,56 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
           `\n  ${'other'.padEnd(24)} ${String(res.otherMs).padStart(8)} ms\nslowest: ${res.slowestStage}\n`,
       );
     });
+  registerMultiply(experiment);
 };
+
+/** `abacus bench experiment multiply`: the demo world's multiply example, by phase. */
+function registerMultiply(experiment: Command): void {
+  experiment
+    .command('multiply')
+    .description(
+      'the multiply example on the demo world: wall time split into queue wait, union alignment, sample building, training per strategy, compare (bootstrap) and the rest; fresh sample sets unless --reuse',
+    )
+    .option('--config <file>', 'the multiply experiment file', 'configs/examples/multiply.json')
+    .option('--seeds <list>', "training seeds, e.g. 1,2,3 (default: the file's)")
+    .option('--strategies <list>', "union,pretrain_finetune (default: the file's)")
+    .option(
+      '--reuse',
+      'use the sample sets the file names (imported when missing), so earlier union files, samples and models may be reused',
+    )
+    .option('--world <dir>', 'a world written by `abacus sim` (default: simulate one with --sim-seed and --rows)')
+    .option('--sim-seed <n>', "the simulated world's seed (the quick start's: 7)", '7')
+    .option('--rows <n>', "impressions of the simulated world (the quick start's: 400000)", '400000')
+    .option('--json', 'print JSON')
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const opts = parseFlags('bench experiment multiply', multiplyFlags, raw);
+      const res = await runMultiplyBench(apiFrom(cmd), {
+        ...opts,
+        reuse: opts.reuse === true,
+        onStatus: (l) => process.stderr.write(`[bench] ${l}\n`),
+      });
+      if (opts.json) return printJson({ ...res, command: `abacus ${process.argv.slice(2).join(' ')}` });
+      process.stdout.write(formatMultiply(res));
+    });
+}
+
+function formatMultiply(res: Awaited<ReturnType<typeof runMultiplyBench>>): string {
+  const p = res.phases;
+  const row = (k: string, v: number, note = '') => `  ${k.padEnd(28)} ${String(v).padStart(8)} ms${note ? `  ${note}` : ''}`;
+  const r = res.reused;
+  // fresh sets: whatever was reused was written earlier in this same experiment (union and pretrain share a source group's file and samples)
+  const where = res.fresh ? ' (earlier in this run)' : '';
+  return [
+    `multiply on ${res.businessLine} (${res.models.length} models x ${res.seeds.length} seeds): ${res.experimentMs} ms in the platform (${res.clientWallMs} ms at the client)`,
+    row('queueWait', p.queueWaitMs),
+    row('unionAlign', p.unionAlignMs, `${r.unionFiles.reused} of ${r.unionFiles.of} union files reused${where}`),
+    row('sampleBuild', p.sampleBuildMs, `${r.builtSamples.reused} of ${r.builtSamples.of} built sample sets reused${where}`),
+    ...Object.entries(p.trainingMs).map(([k, v]) => row(`training ${k}`, v)),
+    row('training (all)', res.trainingTotalMs, `${r.models.reused} of ${r.models.of} models reused${where}`),
+    row('compare', p.compareMs, res.bootstrapMs === null ? '' : `bootstrap ${res.bootstrapMs} ms`),
+    row('other', p.otherMs),
+    `slowest: ${res.slowestPhase}${res.overlapping ? ' (trials overlapped: phase sums exceed the wall time)' : ''}`,
+    `sample sets: ${res.sampleSets.map((s) => `${s.used} (${s.rows} rows, ${s.imported ? 'imported' : 'reused'})`).join(', ')}`,
+    '',
+  ].join('\n');
+}

@@ -79,6 +79,7 @@ export class MultiplyCompareHandler {
       // per source, as borrowed alone when it was (duplicates counted against the target only)
       const parts = new Map<string, SourceStats>();
       const results: ArmResult[] = [];
+      let bootstrapMs = 0;
       for (const [i, arm] of p.arms.entries()) {
         const t: TrialEntity = await trialBySeq(this.w.ds, experiment.id, arm.seq);
         const runs = t.metrics!.perSeed as SeedRun[];
@@ -88,11 +89,13 @@ export class MultiplyCompareHandler {
         if (other.labels.length !== base.labels.length || other.labels.some((y, j) => y !== base.labels[j])) {
           throw new Error(`trial #${arm.seq} was evaluated on other test rows than the baseline`);
         }
+        const tb = Date.now();
         const d = pairedSeedBootstrap(base.labels, base.preds, other.preds, {
           replicates: p.bootstrap,
           seed: p.seed + i,
           alpha: p.alpha,
         });
+        bootstrapMs += Date.now() - tb;
         const armParts = (t.metrics!.parts as SourceStats[]).filter((x) => x.domain !== 'target');
         for (const x of armParts) if (!parts.has(x.domain) || arm.sources.length === 1) parts.set(x.domain, x);
         const spreadMean = d.perSeed.reduce((a, b) => a + b, 0) / d.perSeed.length;
@@ -155,6 +158,7 @@ export class MultiplyCompareHandler {
           embeddings: results
             .filter((r) => r.embedding)
             .map((r) => ({ ref: r.embedding!.ref, id: r.embedding!.id, sources: r.sources, deltaAuc: r.deltaAuc.delta, verdict: r.verdict })),
+          timings: { bootstrapMs },
         },
       };
     });

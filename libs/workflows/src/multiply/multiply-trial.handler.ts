@@ -35,23 +35,29 @@ export class MultiplyTrialHandler {
     const recipe = { ...p.recipe, features: p.recipe.features as ResolvedFeature[] };
     const columns = recipe.features.filter((f) => f.name !== UNION_DOMAIN).map((f) => f.name);
     await progress(0.01, 'aligning the sample sets');
+    let t0 = Date.now();
     const union = await ensureUnion(this.w.dataDir, recipe.sampleFile, p.parts, columns, p.testFrom);
+    const alignMs = Date.now() - t0;
     checkpoint();
+    t0 = Date.now();
     const built = await this.w.samples.get(
       recipe,
       recipe.features,
       (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined),
     );
     checkpoint();
-    if (p.strategy === 'shared_embedding') return this.sharedEmbedding(scope, p, recipe, built, union, device);
+    if (p.strategy === 'shared_embedding')
+      return this.sharedEmbedding(scope, p, recipe, built, union, device, { alignMs, buildMs: Date.now() - t0 });
     const split = p.strategy === 'pretrain_finetune' ? splitByDomain(built) : null;
     const weighted = p.weights && Object.keys(p.weights).length ? this.weighted(built, p.weights) : built;
-    const perSeed: SeedRun[] = [];
+    const buildMs = Date.now() - t0;
+    const perSeed: (SeedRun & { trainMs: number })[] = [];
     for (const [k, seed] of p.seeds.entries()) {
       const step = (f: number, m: string) =>
         void progress(0.15 + (0.84 * (k + f)) / p.seeds.length, `${p.strategy}, seed ${seed}: ${m}`).catch(() => undefined);
       const training = { ...recipe.training, seed };
       const ctx = { signal, device, onProgress: step };
+      t0 = Date.now();
       const trained = split
         ? await this.w.trainer.pretrainFinetuneOrReuse(
             split.built,
@@ -71,6 +77,7 @@ export class MultiplyTrialHandler {
         logloss: trained.metrics.logloss,
         modelDir: trained.dir,
         cached: trained.cached,
+        trainMs: Date.now() - t0,
       });
     }
     const mean = (k: 'auc' | 'logloss') => perSeed.reduce((s, r) => s + r[k], 0) / perSeed.length;
@@ -92,6 +99,9 @@ export class MultiplyTrialHandler {
         parts: union.parts,
         samplesKey: built.key,
         testFrom: p.testFrom,
+        // wall time per phase; a reused union file or built samples took (almost) none
+        timings: { alignMs, buildMs, trainMs: perSeed.reduce((s, r) => s + r.trainMs, 0) },
+        cached: { union: union.cached, samples: built.cached },
       },
     };
   }
@@ -121,11 +131,13 @@ export class MultiplyTrialHandler {
     built: BuiltSet,
     union: Awaited<ReturnType<typeof ensureUnion>>,
     device: number | undefined,
+    timings: { alignMs: number; buildMs: number },
   ) {
     if (!p.embedding) throw new Error('a shared-embedding trial needs the embedding name');
     const registry = new EmbeddingService(this.w.ds);
     const total = p.seeds.length + 1;
     const seed0 = p.seeds[0];
+    let t0 = Date.now();
     const pooled = await this.w.trainer.trainOrReuse(
       built,
       recipe.architecture,
@@ -139,6 +151,7 @@ export class MultiplyTrialHandler {
           ),
       },
     );
+    const pooledMs = Date.now() - t0;
     checkpoint();
     const idSpaces = readIdSpaces(this.w.dataDir, built);
     const slots = extractSlots(pooled.model, idSpaces, new Set([UNION_DOMAIN]));
@@ -196,14 +209,19 @@ export class MultiplyTrialHandler {
       sampleFile: unionFile(targetParts, columns, p.testFrom),
       features: recipe.features.filter((f) => f.name !== UNION_DOMAIN),
     };
-    await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom);
+    t0 = Date.now();
+    const targetUnion = await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom);
+    timings.alignMs += Date.now() - t0;
+    t0 = Date.now();
     const targetBuilt = await this.w.samples.get(targetRecipe, targetRecipe.features);
+    timings.buildMs += Date.now() - t0;
     checkpoint();
     const init = {
       init: { embeddingId: entity.id, ref, file: entity.file, sha256: entity.sha256, freeze: p.freezeEmbeddings === true },
     };
-    const perSeed: SeedRun[] = [];
+    const perSeed: (SeedRun & { trainMs: number })[] = [];
     for (const [k, seed] of p.seeds.entries()) {
+      t0 = Date.now();
       const trained = await this.w.trainer.trainOrReuse(
         targetBuilt,
         recipe.architecture,
@@ -226,6 +244,7 @@ export class MultiplyTrialHandler {
         modelDir: trained.dir,
         cached: trained.cached,
         init: trained.init,
+        trainMs: Date.now() - t0,
       });
     }
     const mean = (k: 'auc' | 'logloss') => perSeed.reduce((a, r) => a + r[k], 0) / perSeed.length;
@@ -249,8 +268,11 @@ export class MultiplyTrialHandler {
           id: entity.id,
           ref,
           slots: slots.map((s) => s.name),
-          learnedOn: { model: pooled.dir, seed: seed0, unionTestAuc: pooled.metrics.auc },
+          learnedOn: { model: pooled.dir, seed: seed0, unionTestAuc: pooled.metrics.auc, cached: pooled.cached },
         },
+        // wall time per phase (training: the pooled union model, then the target models)
+        timings: { ...timings, trainMs: pooledMs + perSeed.reduce((a, r) => a + r.trainMs, 0) },
+        cached: { union: union.cached && targetUnion.cached, samples: built.cached && targetBuilt.cached },
       },
     };
   }

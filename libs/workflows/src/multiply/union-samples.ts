@@ -16,7 +16,7 @@ export function unionFile(parts: UnionPartParams[], columns: string[], testFrom:
 
 /**
  * The union file of target and borrowed sets, written once (trials of one experiment, and of later
- * experiments on the same data, reuse it); its leakage counts are kept beside it.
+ * experiments on the same data, reuse it); its leakage counts are kept beside it. `cached`: it was there already.
  */
 export async function ensureUnion(
   dataDir: DataDir,
@@ -24,10 +24,11 @@ export async function ensureUnion(
   parts: UnionPartParams[],
   columns: string[],
   testFrom: number,
-): Promise<SampleUnionResult> {
+): Promise<SampleUnionResult & { cached: boolean }> {
   const file = dataDir.abs(rel);
   const meta = path.join(path.dirname(file), 'union.json');
-  if (fs.existsSync(file) && fs.existsSync(meta)) return JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult;
+  if (fs.existsSync(file) && fs.existsSync(meta))
+    return { ...(JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult), cached: true };
   const result = await writeSampleUnion(
     {
       parts: parts.map((p) => ({
@@ -45,5 +46,5 @@ export async function ensureUnion(
   const tmp = `${meta}.${process.pid}`;
   fs.writeFileSync(tmp, JSON.stringify(result, null, 2));
   fs.renameSync(tmp, meta);
-  return result;
+  return { ...result, cached: false };
 }
