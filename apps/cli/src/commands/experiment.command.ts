@@ -301,14 +301,15 @@ function renderMultiply(r: Record<string, unknown>): string[] {
           table(
             created.map((x) => {
               const slots = x.embedding!.initialised[0]?.init?.slots ?? [];
+              const skipped = slots.filter((s) => s.copied === 0).length;
               return [
                 x.embedding!.ref,
                 x.sources.join(' + '),
-                slots.map((s) => `${s.slot} ${s.copied}/${s.of}`).join(', '),
+                `${slots.length} slots, ${slots.reduce((a, s) => a + s.copied, 0)}/${slots.reduce((a, s) => a + s.of, 0)} rows${skipped ? `, ${skipped} skipped` : ''}`,
                 x.embedding!.initialised.map((i) => i.seed).join(' '),
               ];
             }),
-            ['embedding', 'learned with', 'rows carried into the target model (slot copied/vocab)', 'initialised models (seeds)'],
+            ['embedding', 'learned with', 'carried into the target model', 'initialised models (seeds)'],
           ),
         ]
       : []),
