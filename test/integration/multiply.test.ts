@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDir } from '@abacus/catalog';
-import { simulateWorld, writeWorld, DOMAIN_NAMES, type GroundTruth, type SimWorld } from '@abacus/samples';
+import { simulateWorld, writeWorld, type GroundTruth, type SimWorld } from '@abacus/samples';
 import { BuiltSamplesCache, ModelTrainer, labelRateFlag, multiplyVerdict } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
@@ -45,7 +45,8 @@ beforeAll(async () => {
   api = await startApi(env.config, { logger: false });
   worker = await startWorker(env.config, { logger: false });
   const dir = path.join(env.dataDir, 'world');
-  world = simulateWorld({ seed: 11, rows: 150_000 });
+  // feed, search and mall as in the plain world, plus the line whose planted effects are unrelated to theirs
+  world = simulateWorld({ seed: 11, rows: 150_000, unrelatedLine: true });
   await writeWorld(world, dir);
   truth = world.groundTruth;
   features = truth.features.filter((f) => f.inConfigOf.includes('mall')).map((f) => f.name);
@@ -192,7 +193,7 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       }
       return clicks / n;
     };
-    const targetRate = rateBefore(DOMAIN_NAMES.indexOf('mall'));
+    const targetRate = rateBefore(imp.domains.indexOf('mall'));
     expect(r.targetLabelRate).toBeCloseTo(targetRate, 12);
     for (const s of r.sources as {
       domain: string;
@@ -203,7 +204,7 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       labelRateFlag: string | null;
       duplicatesDropped: number;
     }[]) {
-      const d = (DOMAIN_NAMES as readonly string[]).indexOf(s.domain.split('/')[0]);
+      const d = imp.domains.indexOf(s.domain.split('/')[0]);
       let rows = 0;
       let late = 0;
       for (let i = 0; i < imp.ts.length; i++) {
@@ -219,7 +220,7 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       expect(s.kept).toBe(rows - late - s.duplicatesDropped);
     }
     // test rows: the target's rows at or after the test start, nothing borrowed
-    const mall = DOMAIN_NAMES.indexOf('mall');
+    const mall = imp.domains.indexOf('mall');
     let mallTest = 0;
     for (let i = 0; i < ts.length; i++) if (imp.domainIndex[i] === mall && ts[i] >= r.testFrom) mallTest++;
     expect(r.testRows).toBe(mallTest);
@@ -242,6 +243,18 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       expect(x.deltaAuc.ciLow).toBeLessThanOrEqual(x.deltaAuc.delta);
       expect(x.deltaAuc.ciHigh).toBeGreaterThanOrEqual(x.deltaAuc.delta);
     }
+    // the acceptance: borrowing from the big lines gains at least +0.004 test AUC with the best strategy,
+    // with an interval above 0 and the gain positive on every training seed
+    expect(r.best, 'no strategy was recommended').not.toBeNull();
+    expect(r.best.deltaAuc).toBeGreaterThanOrEqual(0.004);
+    const best = r.results.find(
+      (x: { strategy: string; sources: string[] }) =>
+        x.strategy === r.best.strategy && x.sources.join() === r.best.sources.join(),
+    );
+    expect(best.deltaAuc.delta).toBe(r.best.deltaAuc);
+    expect(best.deltaAuc.ciLow).toBeGreaterThan(0);
+    expect(best.perSeed).toHaveLength(SEEDS.length);
+    for (const p of best.perSeed as { deltaAuc: number }[]) expect(p.deltaAuc).toBeGreaterThan(0);
   });
 
   it('its target-only baseline is a plain training on the target sample set alone', async () => {
@@ -277,24 +290,20 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
 });
 
 describe('multiply with auto sources, one of them unrelated to the target', () => {
-  it('finds every compatible shared set, and does not recommend a line whose clicks carry none of the planted effects', async () => {
-    // the feed rows with their clicks shuffled across rows: same columns and label rate, no effect of any feature
-    const dir = path.join(env.dataDir, 'world', 'samples');
-    const shuffled = path.join(dir, 'ads.parquet');
-    const { DuckDBInstance } = await import('@duckdb/node-api');
-    const db = await DuckDBInstance.create(':memory:');
-    const con = await db.connect();
-    const feed = `read_parquet('${path.join(dir, 'feed.parquet')}')`;
-    await con.run(
-      `COPY (SELECT a.* EXCLUDE (rn, click), b.click FROM
-         (SELECT *, row_number() OVER (ORDER BY impression_id) AS rn FROM ${feed}) a
-         JOIN (SELECT click, row_number() OVER (ORDER BY hash(impression_id * 7919)) AS rn FROM ${feed}) b USING (rn)
-         ORDER BY a.impression_id) TO '${shuffled}' (FORMAT parquet)`,
-    );
-    con.closeSync();
-    db.closeSync();
-    await call('POST', '/business-lines', { name: 'ads' });
-    await upload(shuffled, { name: 'ads-samples', businessLine: 'ads', label: 'click', time: 'ts', keys: KEYS, shareWith: '*' });
+  it('finds every compatible shared set, does not recommend the simulated unrelated line and ranks the related ones above it', async () => {
+    // the simulator's fourth line: same columns and label semantics, planted effects unrelated to mall's
+    const unrelatedLine = truth.domains.find((d) => d.unrelated)!.name;
+    const relatedLines = truth.domains.filter((d) => !d.unrelated && d.name !== 'mall').map((d) => d.name);
+    expect(relatedLines.sort()).toEqual(['feed', 'search']);
+    await call('POST', '/business-lines', { name: unrelatedLine });
+    await upload(path.join(env.dataDir, 'world', 'samples', `${unrelatedLine}.parquet`), {
+      name: `${unrelatedLine}-samples`,
+      businessLine: unrelatedLine,
+      label: 'click',
+      time: 'ts',
+      keys: KEYS,
+      shareWith: '*',
+    });
     const e = await run({
       kind: 'multiply',
       businessLine: 'mall',
@@ -309,16 +318,15 @@ describe('multiply with auto sources, one of them unrelated to the target', () =
     expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
     console.log(renderExperiment(e as Experiment));
     // not the private feed copy, not the small sets without the target's columns, not another label semantics
-    expect(e.spec.resolved.sources.map((s: { domain: string }) => s.domain).sort()).toEqual([
-      'ads/ads-samples',
-      'feed/feed-samples',
-      'search/search-samples',
-    ]);
+    const unrelatedSet = `${unrelatedLine}/${unrelatedLine}-samples`;
+    expect(e.spec.resolved.sources.map((s: { domain: string }) => s.domain).sort()).toEqual(
+      [unrelatedSet, 'feed/feed-samples', 'search/search-samples'].sort(),
+    );
     const by = (d: string) => e.result.results.find((x: { sources: string[] }) => x.sources.length === 1 && x.sources[0] === d);
-    const unrelated = by('ads/ads-samples');
+    const unrelated = by(unrelatedSet);
     expect(unrelated.verdict).not.toBe('recommend');
-    for (const related of ['feed/feed-samples', 'search/search-samples']) {
-      expect(by(related).deltaAuc.delta).toBeGreaterThan(unrelated.deltaAuc.delta);
+    for (const line of relatedLines) {
+      expect(by(`${line}/${line}-samples`).deltaAuc.delta).toBeGreaterThan(unrelated.deltaAuc.delta);
     }
   });
 });

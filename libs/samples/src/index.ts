@@ -4,6 +4,7 @@ export { simulateWorld } from './simulator/simulator.service';
 export { simulateOptionsSchema, type SimulateOptions } from './simulator/simulate-options.schema';
 export { FEATURE_CATALOG, DOMAIN_NAMES, type FeatureSpec } from './simulator/feature-catalog';
 export { Prng } from './simulator/prng';
+export { UNRELATED_DOMAIN } from './simulator/world-constants';
 export { exactAuc } from './metrics/exact-auc';
 export { writeWorld, type WorldManifest, type ManifestFile } from './simulator/world-writer';
 export { readTable, describeTable, kindOfDuckdbType, tableSource, type TableSource } from './io/table-reader';

@@ -7,6 +7,7 @@ const simFlags = z.object({
   seed: z.coerce.number().int().min(0).max(0xffffffff),
   rows: z.coerce.number().int().min(1000).max(20_000_000),
   out: z.string().min(1),
+  unrelatedLine: z.boolean().optional(),
   json: z.boolean().optional(),
 });
 
@@ -17,6 +18,7 @@ export const registerSim: RegisterCommand = (program) => {
     .requiredOption('--seed <n>', 'PRNG seed (0..2^32-1)')
     .requiredOption('--rows <n>', 'impressions to simulate (1000..20000000)')
     .requiredOption('--out <dir>', 'output directory')
+    .option('--unrelated-line', "add a fourth line ('ads', 30% more rows) whose planted effects are unrelated to the others'")
     .option('--json', 'print the summary as JSON')
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags('sim', simFlags, raw);

@@ -2,7 +2,7 @@ import { AliasSampler } from './alias-sampler';
 import { contextId, type ItemLatents, type UserLatents } from './entity-generator';
 import type { Prng } from './prng';
 import type { ImpressionTable } from './sim-world.types';
-import { DAY_SECONDS, DAYS, DOMAINS, N_DEVICES, N_HOURS } from './world-constants';
+import { DAY_SECONDS, DAYS, DOMAINS, N_DEVICES, N_HOURS, type DomainSpec } from './world-constants';
 
 export interface GeneratedImpressions {
   table: ImpressionTable;
@@ -10,7 +10,14 @@ export interface GeneratedImpressions {
   userRow: Int32Array;
 }
 
-export function generateImpressions(rng: Prng, rows: number, users: UserLatents, items: ItemLatents): GeneratedImpressions {
+/** `domains`: the lines the rows are spread over (by share); domainIndex indexes this list */
+export function generateImpressions(
+  rng: Prng,
+  rows: number,
+  users: UserLatents,
+  items: ItemLatents,
+  domains: readonly DomainSpec[] = DOMAINS,
+): GeneratedImpressions {
   const nUsers = users.device.length;
   // time first, then sort: all other attributes are drawn i.i.d. per row, so drawing them after the sort is equivalent
   const dayWeights = Array.from({ length: DAYS }, (_, d) => 1 + 0.03 * d);
@@ -26,8 +33,8 @@ export function generateImpressions(rng: Prng, rows: number, users: UserLatents,
   }
   ts.sort();
 
-  const domainSampler = new AliasSampler(DOMAINS.map((d) => d.share));
-  const positionSamplers = DOMAINS.map((d) => new AliasSampler(d.positionWeights));
+  const domainSampler = new AliasSampler(domains.map((d) => d.share));
+  const positionSamplers = domains.map((d) => new AliasSampler(d.positionWeights));
   const networkSampler = new AliasSampler([0.6, 0.3, 0.08, 0.02]);
   const impressionId = new Int32Array(rows);
   const domainIndex = new Uint8Array(rows);
@@ -64,7 +71,7 @@ export function generateImpressions(rng: Prng, rows: number, users: UserLatents,
       impressionId,
       ts,
       domainIndex,
-      domains: DOMAINS.map((d) => d.name),
+      domains: domains.map((d) => d.name),
       userId,
       itemId,
       contextId: ctxId,

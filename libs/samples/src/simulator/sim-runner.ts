@@ -7,15 +7,15 @@ export interface SimSummary {
   rows: number;
   testFrom: number;
   files: { path: string; rows: number; bytes: number }[];
-  domains: { name: string; impressions: number; clickRate: number; upperBoundTestAuc: number }[];
+  domains: { name: string; impressions: number; clickRate: number; upperBoundTestAuc: number; unrelated?: true }[];
   featuresByRole: Record<string, number>;
   elapsedMs: { simulate: number; write: number; total: number };
 }
 
 /** Simulates and writes a world; what `abacus sim` runs. */
-export async function runSim(options: { seed: number; rows: number; out: string }): Promise<SimSummary> {
+export async function runSim(options: { seed: number; rows: number; out: string; unrelatedLine?: boolean }): Promise<SimSummary> {
   const t0 = performance.now();
-  const world = simulateWorld({ seed: options.seed, rows: options.rows });
+  const world = simulateWorld({ seed: options.seed, rows: options.rows, unrelatedLine: options.unrelatedLine ?? false });
   const t1 = performance.now();
   const manifest = await writeWorld(world, options.out);
   const t2 = performance.now();
@@ -40,12 +40,12 @@ export async function runSim(options: { seed: number; rows: number; out: string 
 export function formatSimSummary(s: SimSummary): string {
   const pad = (v: string, n: number): string => v.padEnd(n);
   const lines = [
-    `world seed ${s.seed}, ${s.rows} impressions, test split from ts >= ${s.testFrom} (last 3 of 14 days) -> ${s.out}`,
+    `world seed ${s.seed}, ${s.domains.reduce((a, d) => a + d.impressions, 0)} impressions, test split from ts >= ${s.testFrom} (last 3 of 14 days) -> ${s.out}`,
     '',
     `${pad('line', 8)}${pad('impressions', 13)}${pad('ctr', 9)}upper-bound test AUC`,
     ...s.domains.map(
       (d) =>
-        `${pad(d.name, 8)}${pad(String(d.impressions), 13)}${pad((100 * d.clickRate).toFixed(2) + '%', 9)}${d.upperBoundTestAuc.toFixed(4)}`,
+        `${pad(d.name, 8)}${pad(String(d.impressions), 13)}${pad((100 * d.clickRate).toFixed(2) + '%', 9)}${d.upperBoundTestAuc.toFixed(4)}${d.unrelated ? '  (unrelated to the other lines)' : ''}`,
     ),
     '',
     `features: ${Object.entries(s.featuresByRole)

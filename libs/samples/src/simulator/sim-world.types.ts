@@ -33,7 +33,10 @@ export interface EntityTableColumns {
   multiId: MultiIdColumn[];
 }
 
-/** The labelled impression log, sorted by time; row r is also row r of `flat`. */
+/**
+ * The labelled impression log, sorted by time (an unrelated line's rows, if any, follow the others', sorted
+ * among themselves); row r is also row r of `flat`.
+ */
 export interface ImpressionTable {
   rows: number;
   impressionId: Int32Array;

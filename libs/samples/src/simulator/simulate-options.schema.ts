@@ -11,6 +11,11 @@ export const simulateOptionsSchema = z.object({
    * act through the mean of per-id effects), so the reported upper bound is reachable.
    */
   clickModel: z.enum(['full', 'additive']).default('full'),
+  /**
+   * Adds a fourth line (UNRELATED_DOMAIN, 'ads') whose planted effects are unrelated to the other lines':
+   * borrowing its samples should not help them. Off (default): the world is exactly the three-line one.
+   */
+  unrelatedLine: z.boolean().default(false),
 });
 
 export type SimulateOptions = z.input<typeof simulateOptionsSchema>;

@@ -93,6 +93,30 @@ describe('simulateWorld', () => {
     expect(changed).toBeGreaterThan(nUsers / 2);
   });
 
+  it('with unrelatedLine: adds the ads line on top and leaves the three related lines exactly as they are', () => {
+    const w = simulateWorld({ seed: 42, rows: 20_000, unrelatedLine: true });
+    const gt = w.groundTruth;
+    expect(gt.domains.map((d) => d.name)).toEqual(['feed', 'search', 'mall', 'ads']);
+    expect(gt.domains.filter((d) => d.unrelated).map((d) => d.name)).toEqual(['ads']);
+    expect(gt.domains.slice(0, 3)).toEqual(world.groundTruth.domains);
+    expect({ ...gt, domains: [] }).toEqual({ ...world.groundTruth, domains: [] });
+    const ads = gt.domains[3];
+    expect(ads.impressions).toBe(6_000);
+    expect(ads.clickRate).toBeGreaterThan(0.08);
+    expect(ads.clickRate).toBeLessThan(0.12);
+    expect(ads.upperBoundTestAuc).toBeGreaterThan(0.7);
+    expect(w.flat.rows).toBe(26_000);
+    const n = 20_000;
+    expect(Buffer.from(w.flat.trueLogit.buffer, 0, 4 * n).equals(Buffer.from(world.flat.trueLogit.buffer))).toBe(true);
+    expect(Buffer.from(w.impressions.click.subarray(0, n)).equals(Buffer.from(world.impressions.click))).toBe(true);
+    expect(Array.from(w.impressions.userId.subarray(0, n))).toEqual(Array.from(world.impressions.userId));
+    for (let r = n; r < w.flat.rows; r++) {
+      expect(w.impressions.impressionId[r]).toBe(r);
+      expect(w.flat.domain[r]).toBe('ads');
+      if (r > n) expect(w.impressions.ts[r]).toBeGreaterThanOrEqual(w.impressions.ts[r - 1]);
+    }
+  });
+
   it('rejects bad options', () => {
     expect(() => simulateWorld({ seed: -1, rows: 10_000 })).toThrow();
     expect(() => simulateWorld({ seed: 1, rows: 10 })).toThrow();

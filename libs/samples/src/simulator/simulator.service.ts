@@ -1,21 +1,24 @@
 import { exactAuc } from '../metrics/exact-auc';
-import { plantClickModel } from './click-model';
+import { plantClickModel, plantUnrelatedClickModel } from './click-model';
 import { generateContexts, generateItems, generateUsers } from './entity-generator';
 import { FEATURE_CATALOG } from './feature-catalog';
 import { buildFlat } from './flat-builder';
-import { generateImpressions } from './impression-generator';
+import { generateImpressions, type GeneratedImpressions } from './impression-generator';
 import { Prng } from './prng';
 import { simulateOptionsSchema, type SimulateOptions } from './simulate-options.schema';
-import type { EntityTableColumns, SimWorld } from './sim-world.types';
-import { DAY_SECONDS, DAYS, DOMAINS, TEST_DAYS, worldSizes } from './world-constants';
+import type { EntityTableColumns, ImpressionTable, SimWorld } from './sim-world.types';
+import { DAY_SECONDS, DAYS, DOMAINS, TEST_DAYS, UNRELATED_DOMAIN, worldSizes } from './world-constants';
 import type { FeatureCosts, FeatureKind, GroundTruth, GroundTruthFeature } from './world.types';
 
 /**
  * Simulates a complete synthetic world (three business lines, users with daily snapshots, items,
- * contexts, a labelled impression log) as a pure function of `seed` and `rows`.
+ * contexts, a labelled impression log) as a pure function of `seed` and `rows` (and the options).
+ * With `unrelatedLine`, a fourth line (UNRELATED_DOMAIN) is added: its impressions follow the three lines'
+ * `rows` in the log (impression ids from `rows` on, sorted by time among themselves), drawn from a stream
+ * of their own, so everything about the three lines is exactly what the world without it holds.
  */
 export function simulateWorld(options: SimulateOptions): SimWorld {
-  const { seed, rows, clickModel } = simulateOptionsSchema.parse(options);
+  const { seed, rows: baseRows, clickModel, unrelatedLine } = simulateOptionsSchema.parse(options);
   const root = new Prng(seed);
   // one independent stream per stage: changing one stage's draws leaves the others untouched
   const rngItems = root.fork(1);
@@ -25,15 +28,33 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
   const rngEffects = root.fork(5);
   const rngLabels = root.fork(6);
 
-  const sizes = worldSizes(rows);
+  const sizes = worldSizes(baseRows);
   const items = generateItems(rngItems, sizes.items);
   const users = generateUsers(rngUsers, sizes.users, items);
   const contexts = generateContexts(rngContexts);
-  const imp = generateImpressions(rngImpressions, rows, users, items);
-  const model = plantClickModel(rngEffects, imp, users, items, contexts, clickModel);
+  const related = generateImpressions(rngImpressions, baseRows, users, items);
+  const model = plantClickModel(rngEffects, related, users, items, contexts, clickModel);
+  drawClicks(rngLabels, related.table.click, model.logit);
 
+  let imp = related;
+  let logit = model.logit;
+  if (unrelatedLine) {
+    // forked after the six streams above, so none of their draws move
+    const rngExtra = root.fork(7);
+    const rngExtraImpressions = rngExtra.fork(1);
+    const rngExtraEffects = rngExtra.fork(2);
+    const rngExtraLabels = rngExtra.fork(3);
+    const extraRows = Math.max(1, Math.round(baseRows * UNRELATED_DOMAIN.share));
+    const extra = generateImpressions(rngExtraImpressions, extraRows, users, items, [UNRELATED_DOMAIN]);
+    const extraModel = plantUnrelatedClickModel(rngExtraEffects, extra, users, items, contexts, UNRELATED_DOMAIN, clickModel);
+    drawClicks(rngExtraLabels, extra.table.click, extraModel.logit);
+    imp = appendLine(related, extra);
+    logit = new Float64Array(imp.table.rows);
+    logit.set(model.logit);
+    logit.set(extraModel.logit, baseRows);
+  }
+  const rows = imp.table.rows;
   const click = imp.table.click;
-  for (let r = 0; r < rows; r++) click[r] = rngLabels.next() < 1 / (1 + Math.exp(-model.logit[r])) ? 1 : 0;
 
   const testFrom = (DAYS - TEST_DAYS) * DAY_SECONDS;
   const flat = buildFlat({
@@ -42,11 +63,12 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
     users: users.table,
     items: items.table,
     contexts,
-    trueLogit: model.logit,
+    trueLogit: logit,
     testFrom,
   });
 
-  const domains = DOMAINS.map((spec, d) => {
+  const domainSpecs = unrelatedLine ? [...DOMAINS, UNRELATED_DOMAIN] : DOMAINS;
+  const domains = domainSpecs.map((spec, d) => {
     let n = 0;
     let clicks = 0;
     for (let r = 0; r < rows; r++) {
@@ -54,8 +76,14 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
       n++;
       clicks += click[r];
     }
-    const auc = exactAuc(model.logit, click, (r) => imp.table.domainIndex[r] === d && imp.table.ts[r] >= testFrom);
-    return { name: spec.name, impressions: n, clickRate: n > 0 ? clicks / n : 0, upperBoundTestAuc: auc };
+    const auc = exactAuc(logit, click, (r) => imp.table.domainIndex[r] === d && imp.table.ts[r] >= testFrom);
+    return {
+      name: spec.name,
+      impressions: n,
+      clickRate: n > 0 ? clicks / n : 0,
+      upperBoundTestAuc: auc,
+      ...(spec === UNRELATED_DOMAIN ? { unrelated: true as const } : {}),
+    };
   });
 
   const tables = { user: users.table, item: items.table, context: contexts } as const;
@@ -80,8 +108,43 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
     };
   });
 
-  const groundTruth: GroundTruth = { seed, rows, testFrom, domains, features };
+  const groundTruth: GroundTruth = { seed, rows: baseRows, testFrom, domains, features };
   return { groundTruth, flat, impressions: imp.table, users: users.table, items: items.table, contexts };
+}
+
+function drawClicks(rng: Prng, click: Uint8Array, logit: Float64Array): void {
+  for (let r = 0; r < click.length; r++) click[r] = rng.next() < 1 / (1 + Math.exp(-logit[r])) ? 1 : 0;
+}
+
+/** `extra` (one line, domain index 0) after `base`: impression ids and domain indices continue base's */
+function appendLine(base: GeneratedImpressions, extra: GeneratedImpressions): GeneratedImpressions {
+  const a = base.table;
+  const b = extra.table;
+  const n = a.rows + b.rows;
+  const cat = <T extends Int32Array | Uint8Array | Float64Array>(x: T, y: T, make: new (n: number) => T): T => {
+    const out = new make(n);
+    out.set(x);
+    out.set(y, a.rows);
+    return out;
+  };
+  const impressionId = Int32Array.from({ length: n }, (_, r) => r);
+  const domainIndex = cat(
+    a.domainIndex,
+    Uint8Array.from(b.domainIndex, (d) => d + a.domains.length),
+    Uint8Array,
+  );
+  const table: ImpressionTable = {
+    rows: n,
+    impressionId,
+    ts: cat(a.ts, b.ts, Float64Array),
+    domainIndex,
+    domains: [...a.domains, ...b.domains],
+    userId: cat(a.userId, b.userId, Int32Array),
+    itemId: cat(a.itemId, b.itemId, Int32Array),
+    contextId: cat(a.contextId, b.contextId, Int32Array),
+    click: cat(a.click, b.click, Uint8Array),
+  };
+  return { table, userRow: cat(base.userRow, extra.userRow, Int32Array) };
 }
 
 function round(x: number, digits: number): number {

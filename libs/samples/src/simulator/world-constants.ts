@@ -1,4 +1,4 @@
-/** Fixed shape of every simulated world (only `seed` and `rows` vary). */
+/** Fixed shape of every simulated world (only `seed` and `rows` vary; `unrelatedLine` adds one line). */
 export const DAY_SECONDS = 86_400;
 export const DAYS = 14;
 /** the last TEST_DAYS days are the test split */
@@ -30,6 +30,20 @@ export const DOMAINS: readonly DomainSpec[] = [
   { name: 'search', share: 0.32, targetCtr: 0.12, positionWeights: [0.4, 0.25, 0.15, 0.1, 0.06, 0.04] },
   { name: 'mall', share: 0.08, targetCtr: 0.06, positionWeights: [0.25, 0.2, 0.2, 0.15, 0.1, 0.1] },
 ];
+
+/**
+ * The opt-in fourth line (`unrelatedLine: true`): the same users, items, contexts, columns and label
+ * semantics (click), but every planted effect drawn independently of the other lines' (see
+ * `plantUnrelatedClickModel`).
+ * Its round(rows × share) impressions come on top of the `rows` of the three related lines, which stay
+ * exactly as they are without it.
+ */
+export const UNRELATED_DOMAIN: DomainSpec = {
+  name: 'ads',
+  share: 0.3,
+  targetCtr: 0.1,
+  positionWeights: [0.35, 0.25, 0.15, 0.1, 0.08, 0.07],
+};
 
 /** entity counts scale with the impression count so ids repeat enough to be learnable */
 export function worldSizes(rows: number): { users: number; items: number } {

@@ -78,4 +78,33 @@ describe('writeWorld', () => {
       }
     }
   });
+
+  it('with the unrelated line: writes samples/ads.parquet and the other files exactly as the plain world does', async () => {
+    const plainDir = await mkdtemp(path.join(tmpdir(), 'abacus-world-'));
+    const withDir = await mkdtemp(path.join(tmpdir(), 'abacus-world-'));
+    dirs.push(plainDir, withDir);
+    await writeWorld(simulateWorld({ seed: 5, rows: 6_000 }), plainDir);
+    const world = simulateWorld({ seed: 5, rows: 6_000, unrelatedLine: true });
+    const manifest = await writeWorld(world, withDir);
+    const ads = world.groundTruth.domains.find((d) => d.unrelated)!;
+    expect(ads.name).toBe('ads');
+    expect(manifest.domains).toEqual(['feed', 'search', 'mall', 'ads']);
+    expect(manifest.files.find((f) => f.path === 'samples/ads.parquet')!.rows).toBe(ads.impressions);
+    expect(manifest.files.find((f) => f.path === 'impressions.parquet')!.rows).toBe(6_000 + ads.impressions);
+    for (const f of [
+      'users.parquet',
+      'items.parquet',
+      'contexts.parquet',
+      'samples/feed.parquet',
+      'samples/search.parquet',
+      'samples/mall.parquet',
+    ]) {
+      const same = (await readFile(path.join(plainDir, f))).equals(await readFile(path.join(withDir, f)));
+      expect(same, f).toBe(true);
+    }
+    const table = await readTable(path.join(withDir, 'samples/ads.parquet'));
+    expect(table.columns.map((c) => c.name).slice(7)).toEqual(FEATURE_CATALOG.map((f) => f.name));
+    const ids = (table.columns.find((c) => c.name === 'impression_id') as NumericTableColumn).values;
+    for (let k = 0; k < table.rowCount; k++) expect(world.flat.domain[ids[k]]).toBe('ads');
+  });
 });

@@ -35,10 +35,16 @@ export interface GroundTruthDomain {
   clickRate: number;
   /** test AUC of the true planted logit on this line's test split: the best any model can reach */
   upperBoundTestAuc: number;
+  /**
+   * true for the opt-in line (`unrelatedLine`) whose planted effects are unrelated to the other lines':
+   * borrowing its samples should not help them. Absent on the related lines.
+   */
+  unrelated?: true;
 }
 
 export interface GroundTruth {
   seed: number;
+  /** impressions of the related lines (the `rows` option); an unrelated line's come on top (see `domains`) */
   rows: number;
   /** impressions with ts >= testFrom are the test split */
   testFrom: number;
