@@ -177,6 +177,9 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       'pretrain_finetune:feed/feed-samples',
       'pretrain_finetune:search/search-samples',
       'pretrain_finetune:feed/feed-samples+search/search-samples',
+      'shared_embedding:feed/feed-samples',
+      'shared_embedding:search/search-samples',
+      'shared_embedding:feed/feed-samples+search/search-samples',
     ]);
     // the leakage check: exactly the borrowed impressions at or after the target's test start are dropped
     const imp = world.impressions;
