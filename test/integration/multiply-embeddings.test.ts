@@ -64,7 +64,12 @@ beforeAll(async () => {
   for (const line of ['feed', 'mall', 'search']) await call('POST', '/business-lines', { name: line });
   const common = { label: 'click', time: 'ts', keys: KEYS };
   await upload(path.join(dir, 'samples', 'mall.parquet'), { ...common, name: 'mall-samples', businessLine: 'mall' });
-  await upload(path.join(dir, 'samples', 'feed.parquet'), { ...common, name: 'feed-samples', businessLine: 'feed', shareWith: 'mall' });
+  await upload(path.join(dir, 'samples', 'feed.parquet'), {
+    ...common,
+    name: 'feed-samples',
+    businessLine: 'feed',
+    shareWith: 'mall',
+  });
   await upload(path.join(dir, 'samples', 'search.parquet'), { ...common, name: 'search-samples', businessLine: 'search' });
 }, 600_000);
 
@@ -115,9 +120,10 @@ describe('multiply: the shared-embedding strategy', () => {
     }
     // the target-only model trains on the target's rows only, evaluated on the baseline's test rows
     expect(shared.trainRows).toBe(union.trainRows);
-    expect(first.trials.find((t: { metrics: { strategy?: string } }) => t.metrics?.strategy === 'shared_embedding').metrics.finetuneRows).toBe(
-      r.baseline.trainRows,
-    );
+    expect(
+      first.trials.find((t: { metrics: { strategy?: string } }) => t.metrics?.strategy === 'shared_embedding').metrics
+        .finetuneRows,
+    ).toBe(r.baseline.trainRows);
     for (const x of r.results) {
       expect({ verdict: x.verdict, reason: x.reason }).toEqual(
         multiplyVerdict(
@@ -153,15 +159,25 @@ describe('multiply: the shared-embedding strategy', () => {
     fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()));
     expect(fs.statSync(file).size).toBe(e.bytes);
     const exported = await readSafetensors(file);
-    const union = await checkpointTables(first.result.results.find((x: { strategy: string }) => x.strategy === 'shared_embedding').embedding.learnedOn.model);
-    const unionSpaces = modelIdSpaces(first.result.results.find((x: { strategy: string }) => x.strategy === 'shared_embedding').embedding.learnedOn.model);
+    const union = await checkpointTables(
+      first.result.results.find((x: { strategy: string }) => x.strategy === 'shared_embedding').embedding.learnedOn.model,
+    );
+    const unionSpaces = modelIdSpaces(
+      first.result.results.find((x: { strategy: string }) => x.strategy === 'shared_embedding').embedding.learnedOn.model,
+    );
     expect(e.slots.map((s) => s.name)).not.toContain('__domain');
     for (const s of e.slots) {
       const t = exported.tensors.get(`embedding.${s.name}`)!;
       expect(t.shape).toEqual([s.rows, e.dim]);
-      expect(Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(
-        Buffer.from(union.get(`embedding.${s.name}`)!.data.buffer, union.get(`embedding.${s.name}`)!.data.byteOffset, union.get(`embedding.${s.name}`)!.data.byteLength),
-      )).toBe(true);
+      expect(
+        Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength).equals(
+          Buffer.from(
+            union.get(`embedding.${s.name}`)!.data.buffer,
+            union.get(`embedding.${s.name}`)!.data.byteOffset,
+            union.get(`embedding.${s.name}`)!.data.byteLength,
+          ),
+        ),
+      ).toBe(true);
       expect(JSON.parse(exported.metadata[`idspace.${s.name}`])).toEqual(unionSpaces[s.name]);
     }
   });
@@ -288,7 +304,11 @@ describe('multiply options: source weights, a registered-model target, frozen fi
     const bad = await call('POST', '/experiments', {
       kind: 'multiply',
       businessLine: 'mall',
-      spec: { target: { sampleSet: 'mall-samples', features }, sources: ['feed/feed-samples'], sourceWeights: { 'search/search-samples': 2 } },
+      spec: {
+        target: { sampleSet: 'mall-samples', features },
+        sources: ['feed/feed-samples'],
+        sourceWeights: { 'search/search-samples': 2 },
+      },
     });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('spec.sourceWeights.search/search-samples');
@@ -374,7 +394,9 @@ describe('the shared-embedding registry', () => {
       expect([a.version, b.version, c.version].sort()).toEqual([1, 2, 3]);
       expect((await svc.register(input('o2'))).id).toBe(b.id);
       await expect(svc.register(input('o4', 'mall'))).rejects.toThrow('belongs to business line "feed"');
-      expect((await svc.list({ user: 't', role: 'admin', keyId: null }, { name: 'feed.registry-test', page: 1, pageSize: 10 })).total).toBe(3);
+      expect(
+        (await svc.list({ user: 't', role: 'admin', keyId: null }, { name: 'feed.registry-test', page: 1, pageSize: 10 })).total,
+      ).toBe(3);
     } finally {
       await ds.destroy();
     }

@@ -31,8 +31,7 @@ function visible(qb: SelectQueryBuilder<SharedEmbeddingEntity>, scope: RequestSc
   });
 }
 
-export interface RegisterEmbedding
-  extends Omit<SharedEmbeddingEntity, 'id' | 'version' | 'createdAt' | 'experimentId'> {
+export interface RegisterEmbedding extends Omit<SharedEmbeddingEntity, 'id' | 'version' | 'createdAt' | 'experimentId'> {
   experimentId: string | null;
 }
 

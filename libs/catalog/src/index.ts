@@ -5,4 +5,10 @@ export { BusinessLineService } from './business-line.service';
 export { SampleSetService, sharedWith, canReadSampleSet, type UploadedFile, type ImportWarnings } from './sample-set.service';
 export { FeatureService } from './feature.service';
 export { ModelService } from './model.service';
-export { EmbeddingService, parseEmbeddingRef, embeddingSharedWith, EMBEDDING_NAME, type RegisterEmbedding } from './embedding.service';
+export {
+  EmbeddingService,
+  parseEmbeddingRef,
+  embeddingSharedWith,
+  EMBEDDING_NAME,
+  type RegisterEmbedding,
+} from './embedding.service';

@@ -37,7 +37,9 @@ export class EmbeddingsController {
   }
 
   @Get(':ref/safetensors')
-  @ApiOperation({ summary: 'the embedding tables as safetensors: embedding.<slot> [rows, dim], wide.<slot>, id spaces in the metadata' })
+  @ApiOperation({
+    summary: 'the embedding tables as safetensors: embedding.<slot> [rows, dim], wide.<slot>, id spaces in the metadata',
+  })
   async export(@Param('ref') ref: string, @Scope() scope: RequestScope): Promise<StreamableFile> {
     const e = await this.embeddings.get(ref, scope);
     const file = this.dataDir.abs(e.file);

@@ -24,7 +24,11 @@ export interface EmbeddingEntry {
   createdAt: string;
 }
 
-const listFlags = z.object({ line: lineName.optional(), name: z.string().min(1).max(200).optional(), json: z.boolean().optional() });
+const listFlags = z.object({
+  line: lineName.optional(),
+  name: z.string().min(1).max(200).optional(),
+  json: z.boolean().optional(),
+});
 const refFlags = z.object({ ref: z.string().min(1).max(220), json: z.boolean().optional() });
 const exportFlags = z.object({ ref: z.string().min(1).max(220), out: z.string().min(1).optional() });
 

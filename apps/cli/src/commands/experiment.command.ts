@@ -256,7 +256,10 @@ function renderMultiply(r: Record<string, unknown>): string[] {
       perSeed: { deltaAuc: number }[];
       deltaAuc: { delta: number; ciLow: number; ciHigh: number };
       verdict: string;
-      embedding?: { ref: string; initialised: { seed: number; init?: { slots?: { slot: string; copied: number; of: number }[] } }[] };
+      embedding?: {
+        ref: string;
+        initialised: { seed: number; init?: { slots?: { slot: string; copied: number; of: number }[] } }[];
+      };
     }[];
     rule: string;
     embeddings?: { ref: string; sources: string[] }[];

@@ -4,7 +4,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RuntimeModel } from '@abacus/runtime';
 import type { SlotIdSpace } from '@abacus/samples';
-import { applySharedEmbedding, extractSlots, mapSlotIds, readSharedEmbeddingFile, writeSharedEmbeddingFile } from './shared-embedding-file';
+import {
+  applySharedEmbedding,
+  extractSlots,
+  mapSlotIds,
+  readSharedEmbeddingFile,
+  writeSharedEmbeddingFile,
+} from './shared-embedding-file';
 
 const dict = (...values: (string | number)[]): SlotIdSpace => ({ kind: 'dictionary', values });
 
@@ -33,7 +39,9 @@ describe('mapSlotIds', () => {
     expect(mapSlotIds({ kind: 'hash', buckets: 8 }, 8, { kind: 'hash', buckets: 16 }, 16)).toEqual({
       reason: 'hashed into another number of buckets',
     });
-    expect(mapSlotIds(dict('a'), 2, { kind: 'identity' }, 4)).toEqual({ reason: 'ids are identity in the embedding but dictionary in the model' });
+    expect(mapSlotIds(dict('a'), 2, { kind: 'identity' }, 4)).toEqual({
+      reason: 'ids are identity in the embedding but dictionary in the model',
+    });
     expect(mapSlotIds({ kind: 'buckets', boundaries: [1, 2] }, 3, { kind: 'buckets', boundaries: [1, 3] }, 3)).toEqual({
       reason: 'bucketed with other boundaries',
     });
@@ -45,7 +53,18 @@ describe('shared embedding files', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-emb-'));
     const D = 4;
     const src = RuntimeModel.create(
-      { numeric: [], slots: [{ name: 'color', vocab: 4 }, { name: 'domain', vocab: 3 }, { name: 'n', vocab: 3 }], embeddingDim: D, hidden: [4], wide: true, seed: 1 },
+      {
+        numeric: [],
+        slots: [
+          { name: 'color', vocab: 4 },
+          { name: 'domain', vocab: 3 },
+          { name: 'n', vocab: 3 },
+        ],
+        embeddingDim: D,
+        hidden: [4],
+        wide: true,
+        seed: 1,
+      },
       { backend: 'cpu', threads: 1 },
     );
     const spaces: Record<string, SlotIdSpace> = {

@@ -23,7 +23,11 @@ export interface SlotInitReport {
 }
 
 /** The slots of a trained model, by what their ids stand for, except `exclude` and bucketised numerics. */
-export function extractSlots(model: RuntimeModel, idSpaces: Record<string, SlotIdSpace>, exclude: Set<string>): EmbeddingSlotData[] {
+export function extractSlots(
+  model: RuntimeModel,
+  idSpaces: Record<string, SlotIdSpace>,
+  exclude: Set<string>,
+): EmbeddingSlotData[] {
   const D = model.spec.embeddingDim;
   const by = new Map(model.tensors().map((t) => [t.name, t.data]));
   const table = by.get('embedding.table')!;
@@ -114,7 +118,8 @@ export function mapSlotIds(
       if (source.kind === 'hash' && source.buckets === target.buckets) return same(Math.min(targetVocab, sourceRows));
       return { reason: 'hashed into another number of buckets' };
     case 'buckets':
-      if (source.kind === 'buckets' && sameNumbers(source.boundaries, target.boundaries)) return same(Math.min(targetVocab, sourceRows));
+      if (source.kind === 'buckets' && sameNumbers(source.boundaries, target.boundaries))
+        return same(Math.min(targetVocab, sourceRows));
       return { reason: 'bucketed with other boundaries' };
     case 'dictionary': {
       if (source.kind !== 'dictionary') return { reason: 'not a dictionary' };

@@ -157,7 +157,13 @@ export class MultiplyCompareHandler {
           // shared embeddings this experiment created, for `init: { embedding: "name@version" }` in later models
           embeddings: results
             .filter((r) => r.embedding)
-            .map((r) => ({ ref: r.embedding!.ref, id: r.embedding!.id, sources: r.sources, deltaAuc: r.deltaAuc.delta, verdict: r.verdict })),
+            .map((r) => ({
+              ref: r.embedding!.ref,
+              id: r.embedding!.id,
+              sources: r.sources,
+              deltaAuc: r.deltaAuc.delta,
+              verdict: r.verdict,
+            })),
           timings: { bootstrapMs },
         },
       };

@@ -31,8 +31,14 @@ export const multiplySpecSchema = z
         training: trainingSchema.default(trainingSchema.parse({})),
       })
       .strict()
-      .refine((t) => !!t.model !== !!t.sampleSet, { message: 'name either a registered model or a sample set', path: ['sampleSet'] })
-      .refine((t) => !(t.model && t.features), { message: 'features come from the registered model; leave them out', path: ['features'] }),
+      .refine((t) => !!t.model !== !!t.sampleSet, {
+        message: 'name either a registered model or a sample set',
+        path: ['sampleSet'],
+      })
+      .refine((t) => !(t.model && t.features), {
+        message: 'features come from the registered model; leave them out',
+        path: ['features'],
+      }),
     sources: z.union([z.array(z.string().min(1)).min(1).max(20), z.literal('auto')]),
     strategies: z.array(z.enum(MULTIPLY_STRATEGIES)).min(1).default(['union', 'pretrain_finetune', 'shared_embedding']),
     /**

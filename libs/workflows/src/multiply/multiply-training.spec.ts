@@ -13,7 +13,12 @@ import { domainLossWeights } from './multiply-trial.handler';
 describe('domainLossWeights', () => {
   it('weighs each row by its domain, 1 where none is named', () => {
     const slot = { ids: Int32Array.from([1, 2, 3, 2]), offsets: Int32Array.from([0, 1, 2, 3, 4]) };
-    const w = domainLossWeights(slot, { kind: 'dictionary', values: ['feed/a', 'search/b', 'target'] }, { 'feed/a': 0.25, 'search/b': 3 }, 4);
+    const w = domainLossWeights(
+      slot,
+      { kind: 'dictionary', values: ['feed/a', 'search/b', 'target'] },
+      { 'feed/a': 0.25, 'search/b': 3 },
+      4,
+    );
     expect([...w]).toEqual([0.25, 3, 1, 3]);
     expect(() => domainLossWeights(slot, { kind: 'identity' }, {}, 4)).toThrow(/not dictionary/);
   });
@@ -55,8 +60,12 @@ describe('pretrain → fine-tune with frozen embeddings', () => {
     const rows = (t: Awaited<ReturnType<ModelTrainer['trainOrReuse']>>) =>
       Float32Array.from(t.model.tensors().find((x) => x.name === 'embedding.table')!.data);
     const pretrained = rows(await trainer.trainOrReuse({ ...built, key: 'pre-only' }, arch, training));
-    const frozen = rows(await trainer.pretrainFinetuneOrReuse(built, pre, fine, 't', arch, training, {}, { freezeEmbeddings: true }));
-    const free = rows(await trainer.pretrainFinetuneOrReuse(built, pre, fine, 't', arch, training, {}, { freezeEmbeddings: false }));
+    const frozen = rows(
+      await trainer.pretrainFinetuneOrReuse(built, pre, fine, 't', arch, training, {}, { freezeEmbeddings: true }),
+    );
+    const free = rows(
+      await trainer.pretrainFinetuneOrReuse(built, pre, fine, 't', arch, training, {}, { freezeEmbeddings: false }),
+    );
     const D = 4;
     const row = (t: Float32Array, id: number) => [...t.subarray(id * D, id * D + D)];
     for (let id = 0; id <= 8; id++) expect(row(frozen, id)).toEqual(row(pretrained, id));

@@ -166,36 +166,42 @@ export class MultiplyTrialHandler {
         name: p.embedding.name,
       });
       const kept = new Map(union.parts.map((x) => [x.domain, x.kept]));
-      entity = await registry.register({
-        name: p.embedding.name,
-        businessLine: experiment.businessLine,
-        owner: experiment.owner,
-        dim: recipe.architecture.embeddingDim,
-        slots: slots.map((s) => ({ name: s.name, rows: s.rows, idSpace: s.idSpace.kind })),
-        sources: p.parts.map((x) => ({
-          sampleSetId: x.sampleSetId,
-          businessLine: x.businessLine,
-          name: x.name,
-          dataVersion: x.dataVersion,
-          role: x.domain === 'target' ? ('target' as const) : ('source' as const),
-          rows: kept.get(x.domain) ?? 0,
-        })),
-        sharingPolicy: { shareWith: p.embedding.shareWith },
-        file: rel,
-        bytes,
-        sha256,
-        experimentId: experiment.id,
-        originKey,
-        provenance: {
-          strategy: 'union',
-          seed: seed0,
-          model: pooled.dir,
-          unionTestAuc: pooled.metrics.auc,
-          trainRows: built.train.rows,
+      // the file is only kept with its registry row (a retry of this trial writes the same path again)
+      entity = await registry
+        .register({
+          name: p.embedding.name,
+          businessLine: experiment.businessLine,
+          owner: experiment.owner,
+          dim: recipe.architecture.embeddingDim,
+          slots: slots.map((s) => ({ name: s.name, rows: s.rows, idSpace: s.idSpace.kind })),
+          sources: p.parts.map((x) => ({
+            sampleSetId: x.sampleSetId,
+            businessLine: x.businessLine,
+            name: x.name,
+            dataVersion: x.dataVersion,
+            role: x.domain === 'target' ? ('target' as const) : ('source' as const),
+            rows: kept.get(x.domain) ?? 0,
+          })),
+          sharingPolicy: { shareWith: p.embedding.shareWith },
+          file: rel,
+          bytes,
+          sha256,
           experimentId: experiment.id,
-          trialId: trial.id,
-        },
-      });
+          originKey,
+          provenance: {
+            strategy: 'union',
+            seed: seed0,
+            model: pooled.dir,
+            unionTestAuc: pooled.metrics.auc,
+            trainRows: built.train.rows,
+            experimentId: experiment.id,
+            trialId: trial.id,
+          },
+        })
+        .catch((err: unknown) => {
+          fs.rmSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true, force: true });
+          throw err;
+        });
     }
     const ref = `${entity.name}@${entity.version}`;
     logger.log(`shared embedding ${ref}: ${slots.length} slot(s) from ${built.train.rows} union rows`);
@@ -248,7 +254,9 @@ export class MultiplyTrialHandler {
       });
     }
     const mean = (k: 'auc' | 'logloss') => perSeed.reduce((a, r) => a + r[k], 0) / perSeed.length;
-    logger.log(`shared_embedding [${p.sources.join(', ')}] from ${ref}: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`);
+    logger.log(
+      `shared_embedding [${p.sources.join(', ')}] from ${ref}: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
+    );
     return {
       metrics: {
         strategy: p.strategy,
