@@ -5,6 +5,7 @@ import { TrialErrorStack1795300300000 } from './1795300300000-TrialErrorStack';
 import { LabelStats1795300400000 } from './1795300400000-LabelStats';
 import { DataBank1795300500000 } from './1795300500000-DataBank';
 import { SharedEmbeddings1795300600000 } from './1795300600000-SharedEmbeddings';
+import { ModelTiers1795300700000 } from './1795300700000-ModelTiers';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   LabelStats1795300400000,
   DataBank1795300500000,
   SharedEmbeddings1795300600000,
+  ModelTiers1795300700000,
 ];

@@ -1,5 +1,13 @@
 import { Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
+export interface ModelCosts {
+  storage: number;
+  communication: number;
+  compute: number;
+  /** each resource as a fraction of tier-0's */
+  fractions?: { storage: number; communication: number; compute: number };
+}
+
 /** A model definition; a new version is a new row with the same name and version + 1. */
 @Entity({ name: 'models' })
 @Index(['businessLine', 'name', 'version'], { unique: true })
@@ -37,6 +45,18 @@ export class ModelEntity {
 
   @Column({ type: 'jsonb', nullable: true })
   metrics!: Record<string, number> | null;
+
+  /** degraded tier published by a divide experiment (alias `tier-<n>`; 0 = the full model); null: not a tier */
+  @Column({ type: 'int', nullable: true })
+  tier!: number | null;
+
+  /** the experiment that made this version (divide's tiers) */
+  @Column({ name: 'experiment_id', type: 'uuid', nullable: true })
+  experimentId!: string | null;
+
+  /** cost of serving this version per resource: absolute and as a fraction of the full model's */
+  @Column({ type: 'jsonb', nullable: true })
+  costs!: ModelCosts | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
