@@ -156,6 +156,9 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.CompareTrial]: unused,
       [JobName.MultiplyTrial]: unused,
       [JobName.MultiplyCompareTrial]: unused,
+      [JobName.DivideSelectTrial]: unused,
+      [JobName.DivideTierTrial]: unused,
+      [JobName.DividePublishTrial]: unused,
     });
     host.start();
     try {
@@ -272,6 +275,9 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.CompareTrial]: notRun,
       [JobName.MultiplyTrial]: notRun,
       [JobName.MultiplyCompareTrial]: notRun,
+      [JobName.DivideSelectTrial]: notRun,
+      [JobName.DivideTierTrial]: notRun,
+      [JobName.DividePublishTrial]: notRun,
     });
     host.start();
     try {
@@ -343,6 +349,9 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.CompareTrial]: idle,
       [JobName.MultiplyTrial]: idle,
       [JobName.MultiplyCompareTrial]: idle,
+      [JobName.DivideSelectTrial]: idle,
+      [JobName.DivideTierTrial]: idle,
+      [JobName.DividePublishTrial]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();

@@ -8,6 +8,9 @@ import {
   BuiltSamplesCache,
   CompareTrialHandler,
   MultiplyTrialHandler,
+  DivideSelectHandler,
+  DivideTierHandler,
+  DividePublishHandler,
   MultiplyCompareHandler,
   DevicePool,
   ExperimentReaper,
@@ -72,6 +75,9 @@ export class WorkerModule {
             const compare = new CompareTrialHandler(w);
             const multiply = new MultiplyTrialHandler(w);
             const multiplyCompare = new MultiplyCompareHandler(w);
+            const divideSelect = new DivideSelectHandler(w);
+            const divideTier = new DivideTierHandler(w);
+            const dividePublish = new DividePublishHandler(w);
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
@@ -81,6 +87,9 @@ export class WorkerModule {
               [JobName.CompareTrial]: (p, ctx) => compare.handle(p, ctx),
               [JobName.MultiplyTrial]: (p, ctx) => multiply.handle(p, ctx),
               [JobName.MultiplyCompareTrial]: (p, ctx) => multiplyCompare.handle(p, ctx),
+              [JobName.DivideSelectTrial]: (p, ctx) => divideSelect.handle(p, ctx),
+              [JobName.DivideTierTrial]: (p, ctx) => divideTier.handle(p, ctx),
+              [JobName.DividePublishTrial]: (p, ctx) => dividePublish.handle(p, ctx),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);

@@ -24,6 +24,12 @@ export enum JobName {
   MultiplyTrial = 'trial.multiply',
   /** multiply: paired comparison of each strategy × source with the target-only baseline, verdicts */
   MultiplyCompareTrial = 'trial.multiply-compare',
+  /** divide: interactions, then per budget tier the MILP and the greedy feature selection */
+  DivideSelectTrial = 'trial.divide-select',
+  /** divide: retrain one tier's selections on every seed */
+  DivideTierTrial = 'trial.divide-tier',
+  /** divide: the cost–value frontier; tiers published as model versions */
+  DividePublishTrial = 'trial.divide-publish',
 }
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
@@ -35,6 +41,9 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.CompareTrial]: QueueName.Trials,
   [JobName.MultiplyTrial]: QueueName.Trials,
   [JobName.MultiplyCompareTrial]: QueueName.Trials,
+  [JobName.DivideSelectTrial]: QueueName.Trials,
+  [JobName.DivideTierTrial]: QueueName.Trials,
+  [JobName.DividePublishTrial]: QueueName.Trials,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
@@ -50,6 +59,9 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.CompareTrial]: trialJob,
   [JobName.MultiplyTrial]: trialJob,
   [JobName.MultiplyCompareTrial]: trialJob,
+  [JobName.DivideSelectTrial]: trialJob,
+  [JobName.DivideTierTrial]: trialJob,
+  [JobName.DividePublishTrial]: trialJob,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };

@@ -20,6 +20,8 @@ export { PruneTrialHandler, rankFeatures } from './subtract/prune-trial.handler'
 export { CompareTrialHandler } from './add/compare-trial.handler';
 export { MultiplyTrialHandler } from './multiply/multiply-trial.handler';
 export { MultiplyCompareHandler } from './multiply/multiply-compare.handler';
+export { DivideSelectHandler, DivideTierHandler, DividePublishHandler } from './divide/divide.handlers';
+export { divideSpecSchema } from './divide/divide-experiment.schema';
 export { multiplySpecSchema, multiplyVerdict, labelRateFlag, MULTIPLY_RULE } from './multiply/multiply-experiment.schema';
 export { verdictFor, type Verdict } from './add/verdict';
 export { BuiltSamplesCache } from './model/built-samples.cache';

@@ -3,6 +3,7 @@ import { AddPlanner } from './add/add.planner';
 import { ScorePlanner } from './score/score.planner';
 import { SubtractPlanner } from './subtract/subtract.planner';
 import { MultiplyPlanner } from './multiply/multiply.planner';
+import { DividePlanner } from './divide/divide.planner';
 
 /** Every experiment kind the platform runs. */
 export const PLANNERS: ExperimentPlanner[] = [
@@ -10,4 +11,5 @@ export const PLANNERS: ExperimentPlanner[] = [
   new SubtractPlanner(),
   new AddPlanner(),
   new MultiplyPlanner(),
+  new DividePlanner(),
 ] as ExperimentPlanner[];

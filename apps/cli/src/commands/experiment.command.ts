@@ -20,7 +20,7 @@ const submitFlags = z.object({
 });
 const idFlags = z.object({ id: uuidSchema, json: z.boolean().optional() });
 const listFlags = z.object({
-  kind: z.enum(['score', 'subtract', 'add', 'multiply']).optional(),
+  kind: z.enum(['score', 'subtract', 'add', 'multiply', 'divide']).optional(),
   status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']).optional(),
   domain: lineName.optional(),
   page: z.coerce.number().int().min(1),
@@ -105,6 +105,7 @@ export function renderExperiment(e: Experiment): string {
   if (e.kind === 'subtract' && e.result) out.push('', ...renderSubtract(e.result));
   if (e.kind === 'add' && e.result) out.push('', ...renderAdd(e.result));
   if (e.kind === 'multiply' && e.result) out.push('', ...renderMultiply(e.result));
+  if (e.kind === 'divide' && e.result) out.push('', ...renderDivide(e.result));
   const ranking = (e.result?.ranking ?? null) as
     null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
   if (ranking) {
@@ -230,6 +231,74 @@ function renderAdd(r: Record<string, unknown>): string[] {
     ...(res.notification
       ? ['', `notification: ${res.notification.status}${res.notification.error ? ` (${res.notification.error})` : ''}`]
       : []),
+  ];
+}
+
+interface DividePoint {
+  features: number;
+  selected: string[];
+  estimatedValue: number;
+  costFractions: { storage: number; communication: number; compute: number };
+  auc: number;
+  aucPerSeed: number[];
+  seedSpread: number;
+  liftKept: number;
+}
+
+/** divide: the cost–value frontier, the published tiers and the interactions kept together. */
+export function renderDivide(r: Record<string, unknown>): string[] {
+  const res = r as {
+    frontier?: {
+      tier: number;
+      alias: string;
+      budget: { storage: number; communication: number; compute: number };
+      solver: { status: string; gap: number };
+      milp: DividePoint;
+      greedy: DividePoint;
+      milpVsGreedy: string;
+    }[];
+    published?: { tier: number; name: string; version: number }[];
+    groups?: string[][];
+    rule?: string;
+  };
+  if (!res.frontier) return [];
+  const pct = (x: number) => `${Math.round(x * 100)}%`;
+  const fr = (c: DividePoint['costFractions']) => `${pct(c.storage)}/${pct(c.communication)}/${pct(c.compute)}`;
+  return [
+    'cost–value frontier (budget and cost as storage/communication/compute of the full model; AUC retrained, mean over seeds):',
+    table(
+      res.frontier.flatMap((f) => [
+        [
+          f.alias,
+          fr(f.budget),
+          'milp',
+          `${f.solver.status}${f.solver.gap ? ` gap ${f.solver.gap.toExponential(1)}` : ''}`,
+          f.milp.features,
+          fr(f.milp.costFractions),
+          f4(f.milp.auc),
+          f5(f.milp.seedSpread),
+          pct(f.milp.liftKept),
+          f.milpVsGreedy,
+        ],
+        [
+          '',
+          '',
+          'greedy',
+          '',
+          f.greedy.features,
+          fr(f.greedy.costFractions),
+          f4(f.greedy.auc),
+          f5(f.greedy.seedSpread),
+          pct(f.greedy.liftKept),
+          '',
+        ],
+      ]),
+      ['tier', 'budget', 'selection', 'solver', 'features', 'cost', 'auc', 'seed spread', 'lift kept', 'milp vs greedy'],
+    ),
+    '',
+    `kept or dropped together (interacting): ${res.groups?.length ? res.groups.map((g) => g.join(' + ')).join('; ') : 'none'}`,
+    `published: ${(res.published ?? []).map((p) => `${p.name} v${p.version} (tier-${p.tier})`).join(', ') || 'nothing'}`,
+    ...(res.rule ? ['', `rule: ${res.rule}`] : []),
   ];
 }
 

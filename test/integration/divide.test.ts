@@ -1,0 +1,165 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
+import { renderExperiment, type Experiment } from '../../apps/cli/src/commands/experiment.command';
+import { createTestEnv, type TestEnv } from '../support/test-env';
+import { apiClient } from '../support/http';
+
+let env: TestEnv;
+let api: ApiHandle;
+let worker: WorkerHandle;
+let truth: GroundTruth;
+let features: string[];
+
+const http = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
+const call = http.call;
+const TRAINING = { epochs: 3, batchSize: 512 };
+const experimentCount = async () => (await call('GET', '/experiments?pageSize=500')).body.total as number;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  api = await startApi(env.config, { logger: false });
+  worker = await startWorker(env.config, { logger: false });
+  const dir = path.join(env.dataDir, 'world');
+  const world = simulateWorld({ seed: 3, rows: 120_000 });
+  await writeWorld(world, dir);
+  truth = world.groundTruth;
+  features = truth.features.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
+  await call('POST', '/business-lines', { name: 'feed' });
+  const r = await http.upload('/sample-sets', path.join(dir, 'samples', 'feed.parquet'), {
+    name: 'feed-samples',
+    businessLine: 'feed',
+    label: 'click',
+    time: 'ts',
+    keys: 'impression_id,user_id,item_id,context_id,domain',
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  // the planted costs, declared in the registry (every feature but the last: the 400 test needs one without)
+  for (const f of truth.features.filter((x) => features.includes(x.name)).slice(0, -1)) {
+    const c = await call('POST', '/features', {
+      name: f.name,
+      businessLine: 'feed',
+      kind: f.kind,
+      costs: { ...f.costs, source: 'declared' },
+    });
+    expect(c.status, JSON.stringify(c.body)).toBe(201);
+  }
+}, 600_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await env?.teardown();
+});
+
+describe('divide: refused before anything is queued', () => {
+  it('400 naming the field for budgets outside (0, 1], tiers that do not decrease, and a feature without costs', async () => {
+    const before = await experimentCount();
+    const submit = (spec: Record<string, unknown>) =>
+      call('POST', '/experiments', {
+        kind: 'divide',
+        businessLine: 'feed',
+        spec: { model: { sampleSet: 'feed-samples', features: features.slice(0, -1) }, ...spec },
+      });
+    const zero = await submit({ tiers: [1, 0.5, 0] });
+    expect(zero.status).toBe(400);
+    expect(zero.body.issues!.map((i: { path: string }) => i.path)).toContain('spec.tiers.2');
+    const over = await submit({ tiers: [1.5] });
+    expect(over.body.issues!.map((i: { path: string }) => i.path)).toContain('spec.tiers.0');
+    const up = await submit({ tiers: [1, 0.5, 0.7] });
+    expect(up.status).toBe(400);
+    expect(up.body.issues).toContainEqual(
+      expect.objectContaining({ path: 'spec.tiers.2', message: expect.stringContaining('decrease') }),
+    );
+    const perResource = await submit({
+      tiers: [1, { storage: 0.5 }, { storage: 0.5, compute: 0.8 }, { storage: 0.6, compute: 0.5 }],
+    });
+    expect(perResource.body.issues!.map((i: { path: string }) => i.path)).toEqual(['spec.tiers.3']);
+    const uncosted = await call('POST', '/experiments', {
+      kind: 'divide',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'feed-samples', features } },
+    });
+    expect(uncosted.status).toBe(400);
+    expect(JSON.stringify(uncosted.body)).toContain(`spec.model.features.${features.length - 1}`);
+    expect(JSON.stringify(uncosted.body)).toContain('has no cost');
+    expect(await experimentCount()).toBe(before);
+  });
+});
+
+describe('divide on the simulator: the feed model under storage / communication / compute budgets', () => {
+  let e: Record<string, any>;
+
+  it('retrains every tier, keeps ≥ 99% of the AUC lift at half the cost, and the MILP is at least as good as greedy', async () => {
+    const r = await call('POST', '/experiments', {
+      kind: 'divide',
+      businessLine: 'feed',
+      spec: {
+        model: { sampleSet: 'feed-samples', features: features.slice(0, -1), training: TRAINING },
+        tiers: [1, 0.7, 0.5, 0.3],
+        seeds: 2,
+        folds: 5,
+        repeats: 2,
+        interactionTop: 4,
+        publishAs: 'feed-tiers',
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    e = await http.finished(String(r.body.id), 900_000, 'divide experiment');
+    expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
+    console.log(renderExperiment(e as Experiment));
+    const f = e.result.frontier as {
+      tier: number;
+      budget: Record<string, number>;
+      solver: { status: string; gap: number };
+      milp: { auc: number; costFractions: Record<string, number>; liftKept: number; seedSpread: number; selected: string[] };
+      greedy: { auc: number; costFractions: Record<string, number>; seedSpread: number };
+    }[];
+    expect(f.map((x) => x.tier)).toEqual([0, 1, 2, 3]);
+    for (const x of f) {
+      // within budget in every resource
+      for (const res of ['storage', 'communication', 'compute']) {
+        expect(x.milp.costFractions[res]).toBeLessThanOrEqual(x.budget[res] + 1e-9);
+        expect(x.greedy.costFractions[res]).toBeLessThanOrEqual(x.budget[res] + 1e-9);
+      }
+      if (x.tier > 0) {
+        expect(x.solver.status).toBe('Optimal');
+        expect(x.solver.gap).toBeLessThanOrEqual(1e-6);
+        // the MILP's retrained AUC is at least the greedy baseline's, or within the seeds' spread
+        expect(x.milp.auc).toBeGreaterThanOrEqual(x.greedy.auc - Math.max(x.milp.seedSpread, x.greedy.seedSpread));
+      }
+    }
+    const half = f.find((x) => x.budget.storage === 0.5)!;
+    expect(half.milp.liftKept).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it('publishes the tiers as versions of the model with their features, checkpoint, costs and metrics', async () => {
+    const models = (await call('GET', '/models?businessLine=feed&pageSize=50')).body.items as {
+      name: string;
+      version: number;
+      tier: number;
+      features: string[];
+      checkpointPath: string | null;
+      costs: { fractions: Record<string, number> };
+      metrics: { auc: number };
+      experimentId: string;
+    }[];
+    const tiers = models.filter((m) => m.name === 'feed-tiers').sort((a, b) => a.tier - b.tier);
+    expect(tiers.map((m) => m.tier)).toEqual([0, 1, 2, 3]);
+    for (const m of tiers) {
+      const point = e.result.frontier[m.tier].milp;
+      expect(m.experimentId).toBe(e.id);
+      expect(m.features).toEqual(point.selected);
+      expect(m.metrics.auc).toBeCloseTo(point.auc, 12);
+      expect(m.costs.fractions).toEqual(point.costFractions);
+      expect(m.checkpointPath).toMatch(/^models\//);
+    }
+    expect(tiers[0].features).toEqual(features.slice(0, -1));
+    expect(e.result.published.map((p: { tier: number }) => p.tier)).toEqual([0, 1, 2, 3]);
+  });
+});
