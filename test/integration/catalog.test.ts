@@ -115,6 +115,7 @@ describe('migrations', () => {
       'features',
       'models',
       'sample_sets',
+      'shared_embeddings',
       'trials',
     ]);
     await api.close();
