@@ -1,15 +1,5 @@
-import { useEffect } from 'react';
-import { QueryCache, MutationCache, QueryClient, useQuery, useQueryClient } from '@tanstack/react-query';
-import {
-  Link,
-  Navigate,
-  Outlet,
-  createRootRouteWithContext,
-  createRoute,
-  createRouter,
-  redirect,
-  useRouterState,
-} from '@tanstack/react-router';
+import { QueryCache, MutationCache, QueryClient, useQuery } from '@tanstack/react-query';
+import { Link, Outlet, createRootRouteWithContext, createRoute, createRouter, redirect } from '@tanstack/react-router';
 import { ApiError, apiCall, type KeyInfo } from './lib/api';
 import { auth, useAuth } from './lib/auth';
 import { parseBankSearch, parseExperimentsSearch } from './lib/search';
@@ -117,21 +107,26 @@ declare module '@tanstack/react-router' {
   }
 }
 
+// Signed out (the button, a 401, another tab): to the sign-in form, which comes back here afterwards;
+// the cached answers of the old key are dropped once the signed-in pages are gone.
+auth.subscribe(() => {
+  if (auth.get().key) return;
+  const here = router.state.location;
+  if (here.pathname === '/signin') return;
+  void router.navigate({ to: '/signin', search: { redirect: here.href } }).then(() => queryClient.clear());
+});
+
 /** The frame of the signed-in pages: navigation, who is signed in, sign out. */
 function AppLayout() {
   const { key } = useAuth();
-  const href = useRouterState({ select: (s) => s.location.href });
-  const qc = useQueryClient();
   const me = useQuery({
     queryKey: ['me', key],
     queryFn: () => apiCall<KeyInfo>(key!, '/keys/me'),
     enabled: Boolean(key),
     staleTime: 60_000,
   });
-  useEffect(() => {
-    if (!key) qc.clear();
-  }, [key, qc]);
-  if (!key) return <Navigate to="/signin" search={{ redirect: href }} replace />;
+  // signed out: the subscription above is taking the browser to the sign-in form
+  if (!key) return null;
   return (
     <>
       <a className="skip-link" href="#main">
