@@ -34,7 +34,7 @@ let url = '';
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
-let consoleErrors: { errors: string[] };
+let consoleErrors: { errors: string[]; expected: string[] };
 let scoreId = '';
 let cancelId = '';
 let emptyKey = '';
@@ -167,7 +167,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.waitForURL(new RegExp(`/experiments/${cancelId}$`));
     await page.getByRole('heading', { name: /web to cancel/ }).waitFor();
     // the spec as a key/value table
-    expect(await page.getByRole('table', { name: 'spec' }).innerText()).toMatch(/sampleSet\s+feed-clicks/);
+    expect(await page.getByRole('table', { name: 'spec', exact: true }).innerText()).toMatch(/sampleSet\s+feed-clicks/);
     await page.getByRole('button', { name: 'Cancel experiment' }).click();
     await page.locator('.facts .status-cancelled').waitFor();
     expect(await page.getByRole('button', { name: 'Cancel experiment' }).count()).toBe(0);
@@ -186,7 +186,11 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await screenshot(page, 'experiments');
     await row.getByRole('link').click();
     await page.waitForURL(new RegExp(`/experiments/${scoreId}$`));
-    await page.getByRole('table', { name: 'result' }).waitFor();
+    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+    // the per-feature ranking as a table of its own, strongest first
+    const ranking = page.getByRole('table', { name: 'result ranking' });
+    expect(await ranking.locator('thead').innerText()).toMatch(/feature/);
+    expect(await ranking.locator('tbody tr').first().innerText()).toMatch(/strong/);
     expect(await page.locator('.facts').innerText()).toMatch(/Status\s+succeeded/);
     await screenshot(page, 'experiment');
   });
@@ -288,5 +292,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
 
   it('logged no console errors on the way (other than the 401s the tests asked for)', () => {
     expect(consoleErrors.errors).toEqual([]);
+    // the watcher did hear the browser: the bad key's and the revoked key's 401s
+    expect(consoleErrors.expected.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -41,16 +41,18 @@ export function launchChromium(executablePath: string): Promise<Browser> {
  * messages that are expected (e.g. Chromium's own "Failed to load resource: … 401" line when a test
  * signs in with a bad key on purpose).
  */
-export function watchConsole(page: Page, allowed: RegExp[] = []): { errors: string[] } {
+export function watchConsole(page: Page, allowed: RegExp[] = []): { errors: string[]; expected: string[] } {
   const errors: string[] = [];
+  const expected: string[] = [];
   page.on('console', (m: ConsoleMessage) => {
     if (m.type() !== 'error' && m.type() !== 'warning') return;
     const text = `${m.type()}: ${m.text()} (${m.location().url})`;
     if (m.type() === 'warning' && !/react|router|query/i.test(text)) return;
-    if (!allowed.some((a) => a.test(m.text()))) errors.push(text);
+    if (allowed.some((a) => a.test(m.text()))) expected.push(text);
+    else errors.push(text);
   });
   page.on('pageerror', (err) => errors.push(`uncaught: ${err.message}`));
-  return { errors };
+  return { errors, expected };
 }
 
 export async function screenshot(page: Page, name: string): Promise<string> {

@@ -1,6 +1,6 @@
 import type { ReactNode } from 'react';
 import { Link } from '@tanstack/react-router';
-import { flattenForTable, formatProgress, formatRange, pageCount } from './lib/format';
+import { flattenForTable, formatProgress, formatRange, pageCount, splitRecordTables } from './lib/format';
 
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`status status-${status}`}>{status}</span>;
@@ -43,25 +43,58 @@ export function TableWrap({ label, children }: { label: string; children: ReactN
   );
 }
 
-/** A JSON value as a key/value table; the JSON itself, formatted, for what does not fit. */
+/** A JSON value as a key/value table, its lists of records as tables; the JSON itself, formatted, for all of it. */
 export function KeyValueTable({ value, label }: { value: unknown; label: string }) {
   if (value === null || value === undefined) return <p className="muted">none</p>;
-  const { rows, truncated } = flattenForTable(value);
+  const { rest, tables } = splitRecordTables(value);
+  const restEmpty = typeof rest === 'object' && rest !== null && !Array.isArray(rest) && Object.keys(rest).length === 0;
+  const { rows, truncated } = flattenForTable(rest);
   return (
     <>
-      <TableWrap label={label}>
-        <table className="kv">
-          <caption className="visually-hidden">{label}</caption>
-          <tbody>
-            {rows.map(([k, v]) => (
-              <tr key={k}>
-                <th scope="row">{k}</th>
-                <td>{v}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableWrap>
+      {restEmpty ? null : (
+        <TableWrap label={label}>
+          <table className="kv" aria-label={label}>
+            <tbody>
+              {rows.map(([k, v]) => (
+                <tr key={k}>
+                  <th scope="row">{k}</th>
+                  <td>{v}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {tables.map((t) => (
+        <section key={t.key} aria-label={`${label}: ${t.key}`}>
+          <h3>
+            {t.key} <span className="muted h-sub">({t.rows.length + t.more})</span>
+          </h3>
+          <TableWrap label={`${label} ${t.key}`}>
+            <table className="list" aria-label={`${label} ${t.key}`}>
+              <thead>
+                <tr>
+                  {t.columns.map((c) => (
+                    <th scope="col" key={c}>
+                      {c}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {t.rows.map((r, i) => (
+                  <tr key={i}>
+                    {r.map((v, j) => (
+                      <td key={t.columns[j]}>{v}</td>
+                    ))}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableWrap>
+          {t.more ? <p className="muted">and {t.more} more rows: see the JSON below</p> : null}
+        </section>
+      ))}
       <details className="json">
         <summary>{truncated ? `${label}: the first ${rows.length} values above; all of it as JSON` : `${label} as JSON`}</summary>
         <pre>{JSON.stringify(value, null, 2)}</pre>

@@ -12,6 +12,7 @@ import {
   formatVersion,
   isTerminal,
   pageCount,
+  splitRecordTables,
   summarizeKinds,
 } from './format';
 
@@ -100,5 +101,39 @@ describe('web formatting helpers', () => {
     const many = flattenForTable(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`k${i}`, i])), 4);
     expect(many.rows).toHaveLength(4);
     expect(many.truncated).toBe(true);
+  });
+});
+
+describe('lists of records as tables', () => {
+  it('takes top-level lists of flat records out as tables, columns in first-seen order', () => {
+    const { rest, tables } = splitRecordTables({
+      trials: 1,
+      ranking: [
+        { feature: 'strong', iv: 2.37, tags: ['a', 'b'] },
+        { feature: 'color', iv: 0.05, kind: 'categorical' },
+      ],
+      nested: [{ deep: { x: 1 } }],
+      empty: [],
+    });
+    expect(rest).toEqual({ trials: 1, nested: [{ deep: { x: 1 } }], empty: [] });
+    expect(tables).toEqual([
+      {
+        key: 'ranking',
+        columns: ['feature', 'iv', 'tags', 'kind'],
+        rows: [
+          ['strong', '2.37', 'a, b', ''],
+          ['color', '0.05', '', 'categorical'],
+        ],
+        more: 0,
+      },
+    ]);
+  });
+
+  it('caps the rows and counts the rest; leaves non-objects alone', () => {
+    const t = splitRecordTables({ r: Array.from({ length: 5 }, (_, i) => ({ i })) }, 2).tables[0];
+    expect(t.rows).toEqual([['0'], ['1']]);
+    expect(t.more).toBe(3);
+    expect(splitRecordTables([1, 2])).toEqual({ rest: [1, 2], tables: [] });
+    expect(splitRecordTables(null)).toEqual({ rest: null, tables: [] });
   });
 });

@@ -114,3 +114,40 @@ export function formatRange(page: number, pageSize: number, total: number): stri
   const last = Math.min(total, page * pageSize);
   return `${formatCount(first)}–${formatCount(last)} of ${formatCount(total)}`;
 }
+
+/** A list of records shown as a table of its own (e.g. a result's per-feature ranking). */
+export interface RecordTable {
+  key: string;
+  columns: string[];
+  rows: string[][];
+  /** rows not shown (beyond maxRows) */
+  more: number;
+}
+
+const isScalar = (v: unknown): boolean => v === null || typeof v !== 'object';
+const isFlatRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.values(v).every((x) => isScalar(x) || (Array.isArray(x) && x.every(isScalar)));
+const cell = (v: unknown): string =>
+  v === undefined ? '' : v === null ? 'null' : Array.isArray(v) ? v.map((x) => cell(x)).join(', ') : String(v);
+
+/**
+ * An object's top-level lists of flat records as tables (columns: their keys, first seen first), and
+ * the object without them (for the key/value rows). Anything else is left in `rest` untouched.
+ */
+export function splitRecordTables(value: unknown, maxRows = 500): { rest: unknown; tables: RecordTable[] } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { rest: value, tables: [] };
+  const rest: Record<string, unknown> = {};
+  const tables: RecordTable[] = [];
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (Array.isArray(v) && v.length > 0 && v.every(isFlatRecord)) {
+      const columns: string[] = [];
+      for (const r of v) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
+      const shown = v.slice(0, maxRows);
+      tables.push({ key, columns, rows: shown.map((r) => columns.map((c) => cell(r[c]))), more: v.length - shown.length });
+    } else rest[key] = v;
+  }
+  return { rest, tables };
+}

@@ -80,14 +80,16 @@ export function DataPage({ search }: { search: BankSearch }) {
             {formatCount(sets.data.total)} sample set{sets.data.total === 1 ? '' : 's'}
             {hasFilters(search) ? ' match' : ''}
           </p>
-          {[...groups.entries()].map(([line, items]) => (
-            <section key={line} aria-labelledby={`line-${line}`}>
-              <h2 id={`line-${line}`}>
-                {line} <span className="muted h-sub">business line</span>
-              </h2>
-              <SampleSetTable items={items} line={line} />
-            </section>
-          ))}
+          {[...groups.entries()]
+            .sort((a, b) => a[0].localeCompare(b[0]))
+            .map(([line, items]) => (
+              <section key={line} aria-labelledby={`line-${line}`}>
+                <h2 id={`line-${line}`}>
+                  {line} <span className="muted h-sub">business line</span>
+                </h2>
+                <SampleSetTable items={items} line={line} />
+              </section>
+            ))}
           <Pager to="/data" page={search.page ?? 1} pageSize={BANK_PAGE_SIZE} total={sets.data.total} />
         </>
       ) : null}
@@ -115,7 +117,7 @@ function SampleSetTable({ items, line }: { items: SampleSet[]; line: string }) {
         <tbody>
           {items.map((s) => (
             <tr key={s.id} data-sample-set={s.name}>
-              <td>
+              <td className="nowrap">
                 <Link to="/data/$id" params={{ id: s.id }}>
                   {s.name}
                 </Link>
