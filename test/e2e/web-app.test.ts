@@ -134,7 +134,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
   });
 
   it("sends a visitor without a key to the sign-in form, which shows the api's reason for a bad key", async () => {
-    await page.goto(`${url}/data`);
+    await page.goto(`${url}/data?line=feed`);
     await page.waitForURL(/\/signin\?redirect=/);
     await page.getByLabel('API key').waitFor();
     await screenshot(page, 'signin');
@@ -147,11 +147,16 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await screenshot(page, 'signin-bad-key');
   });
 
-  it('signs in with the key and lands on the page asked for; the experiments page lists the experiments', async () => {
+  it('signs in with the key and lands on the page asked for (search included); the experiments page lists the experiments', async () => {
     await page.getByLabel('API key').fill(env.adminKey);
     await page.keyboard.press('Enter'); // the form submits from the keyboard
-    await page.waitForURL(/\/data$/);
+    // back to the page asked for, search included
+    await page.waitForURL(/\/data\?line=feed$/);
+    await waitUntil(async () => (await setNames()).join() === 'feed-clicks', 10_000, 'the deep link asked for before sign-in');
     expect(await storedKey()).toBe(env.adminKey);
+    // the sign-in form is not shown again while signed in
+    await page.goto(`${url}/signin?redirect=%2Fexperiments`);
+    await page.waitForURL(/\/experiments$/);
     await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Experiments' }).click();
     await page.waitForURL(/\/experiments$/);
     const rows = page.locator('table tbody tr');

@@ -2,7 +2,7 @@ import { QueryCache, MutationCache, QueryClient, useQuery } from '@tanstack/reac
 import { Link, Outlet, createRootRouteWithContext, createRoute, createRouter, redirect } from '@tanstack/react-router';
 import { ApiError, apiCall, type KeyInfo } from './lib/api';
 import { auth, useAuth } from './lib/auth';
-import { parseBankSearch, parseExperimentsSearch } from './lib/search';
+import { parseBankSearch, parseExperimentsSearch, safeRedirect } from './lib/search';
 import { DataPage } from './pages/DataPage';
 import { ExperimentPage } from './pages/ExperimentPage';
 import { ExperimentsPage } from './pages/ExperimentsPage';
@@ -44,6 +44,10 @@ const signinRoute = createRoute({
   path: '/signin',
   validateSearch: (raw: Record<string, unknown>): { redirect?: string } =>
     typeof raw.redirect === 'string' ? { redirect: raw.redirect } : {},
+  // already signed in: straight on to the page asked for
+  beforeLoad: ({ search }) => {
+    if (auth.get().key) throw redirect({ href: safeRedirect(search.redirect) });
+  },
   component: function SignInRoute() {
     return <SignInPage redirect={signinRoute.useSearch().redirect} />;
   },

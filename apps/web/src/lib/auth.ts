@@ -50,9 +50,10 @@ export function useAuth(): AuthState {
   return useSyncExternalStore(auth.subscribe, auth.get);
 }
 
-/** The stored key; pages under the signed-in layout are only rendered with one. */
-export function requireKey(): string {
-  const k = state.key;
-  if (!k) throw new Error('not signed in');
-  return k;
+/**
+ * The stored key for the signed-in pages ('' for a moment after signing out, while the browser is
+ * taken to the sign-in form: their queries are disabled then, so nothing is sent without a key).
+ */
+export function useKey(): string {
+  return useAuth().key ?? '';
 }

@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
 import { apiCall, type BusinessLine, type Page, type SampleSet } from '../lib/api';
-import { requireKey } from '../lib/auth';
+import { useKey } from '../lib/auth';
 import { formatCount, formatRate, formatSharing, formatTimeRange, formatVersion, summarizeKinds } from '../lib/format';
 import {
   BANK_PAGE_SIZE,
@@ -20,16 +20,18 @@ const KNOWN_SEMANTICS = ['exposure->click', 'click->order', 'exposure->order'];
 
 /** The DataBank: sample sets of every line the key may read (its own and those shared with them). */
 export function DataPage({ search }: { search: BankSearch }) {
-  const key = requireKey();
+  const key = useKey();
   const q = sampleSetQuery(search);
   const sets = useQuery({
     queryKey: ['sample-sets', key, q],
     queryFn: () => apiCall<Page<SampleSet>>(key, `/sample-sets?${q}`),
+    enabled: key !== '',
     placeholderData: (prev) => prev,
   });
   const lines = useQuery({
     queryKey: ['business-lines', key],
     queryFn: () => apiCall<BusinessLine[]>(key, '/business-lines'),
+    enabled: key !== '',
     staleTime: 60_000,
   });
   const lineOptions = [
@@ -68,7 +70,7 @@ export function DataPage({ search }: { search: BankSearch }) {
           <div className="empty" role="status">
             <p>
               <strong>No sample sets yet</strong> — upload one with{' '}
-              <code>abacus samples import data.csv --name my-set --line feed --label click</code> or run the demo (
+              <code>abacus samples import data.csv --name my-set --domain feed --label click</code> or run the demo (
               <code>bash scripts/quickstart.sh</code>, or <code>abacus sim</code> then <code>abacus demo</code>).
             </p>
           </div>

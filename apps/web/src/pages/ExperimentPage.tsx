@@ -1,7 +1,7 @@
 import { Link } from '@tanstack/react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { apiCall, type ExperimentDetail } from '../lib/api';
-import { requireKey } from '../lib/auth';
+import { useKey } from '../lib/auth';
 import { formatDateTime, formatProgress, isTerminal } from '../lib/format';
 import { ErrorNotice, KeyValueTable, Loading, Progress, StatusBadge, TableWrap } from '../components';
 
@@ -9,11 +9,12 @@ export const EXPERIMENT_POLL_MS = 2000;
 
 /** One experiment: status, progress, error, spec, result, trials; cancel while it has not ended. */
 export function ExperimentPage({ id }: { id: string }) {
-  const key = requireKey();
+  const key = useKey();
   const queryClient = useQueryClient();
   const detail = useQuery({
     queryKey: ['experiment', key, id],
     queryFn: () => apiCall<ExperimentDetail>(key, `/experiments/${encodeURIComponent(id)}`),
+    enabled: key !== '',
     refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.status) ? false : EXPERIMENT_POLL_MS),
   });
   const cancel = useMutation({

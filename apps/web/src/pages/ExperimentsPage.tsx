@@ -1,7 +1,7 @@
 import { Link } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
 import { apiCall, type Experiment, type Page } from '../lib/api';
-import { requireKey } from '../lib/auth';
+import { useKey } from '../lib/auth';
 import { formatDateTime } from '../lib/format';
 import { EXPERIMENTS_PAGE_SIZE, experimentsQuery, type ExperimentsSearch } from '../lib/search';
 import { ErrorNotice, Loading, Pager, Progress, StatusBadge, TableWrap } from '../components';
@@ -10,11 +10,12 @@ import { ErrorNotice, Loading, Pager, Progress, StatusBadge, TableWrap } from '.
 export const EXPERIMENTS_POLL_MS = 3000;
 
 export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
-  const key = requireKey();
+  const key = useKey();
   const q = experimentsQuery(search);
   const list = useQuery({
     queryKey: ['experiments', key, q],
     queryFn: () => apiCall<Page<Experiment>>(key, `/experiments?${q}`),
+    enabled: key !== '',
     refetchInterval: EXPERIMENTS_POLL_MS,
   });
   const page = search.page ?? 1;

@@ -1,7 +1,7 @@
 import { Link } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
 import { apiCall, type SampleSet } from '../lib/api';
-import { requireKey } from '../lib/auth';
+import { useKey } from '../lib/auth';
 import {
   formatCount,
   formatDateTime,
@@ -15,10 +15,11 @@ import { ErrorNotice, Loading, TableWrap } from '../components';
 
 /** One sample set of the DataBank: what `abacus bank show` prints. */
 export function SampleSetPage({ id }: { id: string }) {
-  const key = requireKey();
+  const key = useKey();
   const set = useQuery({
     queryKey: ['sample-set', key, id],
     queryFn: () => apiCall<SampleSet>(key, `/sample-sets/${encodeURIComponent(id)}`),
+    enabled: key !== '',
   });
   const s = set.data;
   return (

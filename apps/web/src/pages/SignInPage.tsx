@@ -29,7 +29,8 @@ export function SignInPage({ redirect }: { redirect?: string }) {
       queryClient.setQueryData(['me', k], me);
       auth.signIn(k);
       setKey('');
-      await navigate({ to: safeRedirect(redirect) });
+      // href, not to: the page asked for may carry its search (e.g. /data?line=feed)
+      await navigate({ href: safeRedirect(redirect) });
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err));
     } finally {
