@@ -37,6 +37,7 @@ let page: Page;
 let consoleErrors: { errors: string[]; expected: string[] };
 let scoreId = '';
 let cancelId = '';
+let failId = '';
 let emptyKey = '';
 let emptyKeyId = '';
 
@@ -57,17 +58,18 @@ function writeSearchCsv(file: string, rows: number): void {
   fs.writeFileSync(file, `${lines.join('\n')}\n`);
 }
 
-async function upload(file: string, fields: Record<string, string>): Promise<void> {
+async function upload(file: string, fields: Record<string, string>): Promise<Record<string, any>> {
   const r = await admin.upload('/sample-sets', file, fields);
   expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body;
 }
 
-async function submitScore(name: string): Promise<string> {
+async function submitScore(name: string, businessLine = 'feed', sampleSet = 'feed-clicks'): Promise<string> {
   const r = await admin.call('POST', '/experiments', {
     kind: 'score',
-    businessLine: 'feed',
+    businessLine,
     name,
-    spec: { sampleSet: 'feed-clicks' },
+    spec: { sampleSet },
   });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.id as string;
@@ -96,7 +98,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
       60_000,
       'api health',
     );
-    for (const name of ['feed', 'search', 'ads'])
+    for (const name of ['feed', 'search', 'ads', 'lab'])
       expect((await admin.call('POST', '/business-lines', { name })).status).toBe(201);
     const feedCsv = path.join(env.dataDir, 'in', 'feed.csv');
     const searchCsv = path.join(env.dataDir, 'in', 'search.csv');
@@ -112,8 +114,19 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
       shareWith: 'feed',
     });
     // no worker yet: both experiments stay queued until the worker starts (one is cancelled before)
+    // a set whose stored file goes away before its experiment runs: that experiment fails, with the reason
+    const doomed = await upload(searchCsv, {
+      name: 'lab-doomed',
+      businessLine: 'lab',
+      label: 'order',
+      time: 'ts',
+      labelSemantics: 'exposure->order',
+    });
     scoreId = await submitScore('web score');
     cancelId = await submitScore('web to cancel');
+    failId = await submitScore('web doomed', 'lab', 'lab-doomed');
+    expect(doomed.files).toHaveLength(1);
+    for (const f of doomed.files as string[]) fs.rmSync(path.join(env.dataDir, f));
     const k = await admin.call('POST', '/keys', { name: 'ads-viewer', role: 'viewer', lines: ['ads'] });
     expect(k.status).toBe(201);
     emptyKey = k.body.secret as string;
@@ -161,7 +174,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.waitForURL(/\/experiments$/);
     const rows = page.locator('table tbody tr');
     await page.locator(`tr[data-experiment-id="${scoreId}"]`).waitFor();
-    expect(await rows.count()).toBe(2);
+    expect(await rows.count()).toBe(3);
     const row = await page.locator(`tr[data-experiment-id="${scoreId}"]`).innerText();
     expect(row).toMatch(/score\s+feed\s+web score\s+queued/);
     expect(await page.getByText('test-admin').count()).toBeGreaterThan(0);
@@ -188,7 +201,17 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await row.locator('.status-succeeded').waitFor({ timeout: 180_000 });
     expect(await row.innerText()).toMatch(/succeeded\s+100%/);
     expect(await page.locator(`tr[data-experiment-id="${cancelId}"] .status-cancelled`).count()).toBe(1);
+    await page.locator(`tr[data-experiment-id="${failId}"] .status-failed`).waitFor({ timeout: 120_000 });
     await screenshot(page, 'experiments');
+    // a failed experiment's page says why
+    await page.getByRole('link', { name: 'open experiment web doomed' }).click();
+    await page.waitForURL(new RegExp(`/experiments/${failId}$`));
+    const why = page.locator('main .notice-error');
+    await why.waitFor();
+    expect(await why.innerText()).toMatch(/^Failed: .*does not exist/s);
+    await screenshot(page, 'experiment-failed');
+    await page.goBack();
+    await page.waitForURL(/\/experiments$/);
     await row.getByRole('link').click();
     await page.waitForURL(new RegExp(`/experiments/${scoreId}$`));
     await page.getByRole('table', { name: 'result', exact: true }).waitFor();
@@ -204,7 +227,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.getByRole('link', { name: 'Data' }).click();
     await page.waitForURL(/\/data$/);
     await page.locator('table.sample-sets').first().waitFor();
-    expect(await setNames()).toEqual(['feed-clicks', 'search-orders']);
+    expect(await setNames()).toEqual(['feed-clicks', 'lab-doomed', 'search-orders']);
     expect(await page.getByRole('heading', { name: /^feed/ }).count()).toBe(1);
     expect(await page.getByRole('heading', { name: /^search/ }).count()).toBe(1);
     const search = await page.locator('tr[data-sample-set="search-orders"]').innerText();
