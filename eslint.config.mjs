@@ -1,3 +1,4 @@
+import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -7,6 +8,12 @@ export default tseslint.config(
     // the web app (apps/web) is TypeScript with JSX
     files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { ecmaFeatures: { jsx: true } } },
+  },
+  {
+    // the web app's React components: hooks called unconditionally, effects list what they read
+    files: ['apps/web/src/**/*.{ts,tsx}'],
+    plugins: { 'react-hooks': reactHooks },
+    rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'error' },
   },
   {
     rules: {
