@@ -82,6 +82,11 @@ describe('hardening (real Postgres + Redis)', () => {
     const asset = await fetch(`${api.url}/assets/missing-file.js`);
     expect(asset.status).toBe(404);
     expect(await asset.text()).not.toMatch(/id="root"/);
+    const byName = await fetch(`${api.url}/index.html`);
+    expect(byName.status).toBe(200);
+    expect(byName.headers.get('content-security-policy')).toContain("style-src 'self';");
+    const icon = await fetch(`${api.url}/favicon.svg`);
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
     const posted = await fetch(`${api.url}/data`, { method: 'POST' });
     expect(posted.status).toBe(404);
   });

@@ -56,7 +56,18 @@ export function serveWebApp(app: NestExpressApplication, dir: string): void {
     maxAge: '365d',
     fallthrough: true,
   });
-  app.useStaticAssets(dir, { index: false, maxAge: '1h', fallthrough: true });
+  app.useStaticAssets(dir, {
+    index: false,
+    maxAge: '1h',
+    fallthrough: true,
+    // /index.html asked for by name gets the page's CSP too
+    setHeaders: (res, file) => {
+      if (file.endsWith('.html')) {
+        res.setHeader('content-security-policy', WEB_APP_CSP);
+        res.setHeader('cache-control', 'no-cache');
+      }
+    },
+  });
   app.use((req: Request, res: Response, next: NextFunction) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !isAppPath(req.path)) return next();
     res.setHeader('content-security-policy', WEB_APP_CSP);
