@@ -315,6 +315,10 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     expect(overflow).toBeLessThanOrEqual(1);
     await screenshot(page, 'data-narrow');
+    await page.goto(`${url}/experiments`);
+    await page.locator('table.list').waitFor();
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth')).toBeLessThanOrEqual(1);
+    await screenshot(page, 'experiments-narrow');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
@@ -323,6 +327,8 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.waitForURL(/\/signin/);
     await page.getByLabel('API key').fill(emptyKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
+    await page.getByRole('link', { name: 'Data', exact: true }).click();
     await page.waitForURL(/\/data$/);
     const empty = page.getByText(/No sample sets yet/);
     await empty.waitFor();
