@@ -212,7 +212,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await screenshot(page, 'experiment-failed');
     await page.goBack();
     await page.waitForURL(/\/experiments$/);
-    await row.getByRole('link').click();
+    await row.getByRole('link', { name: 'web score', exact: true }).click();
     await page.waitForURL(new RegExp(`/experiments/${scoreId}$`));
     await page.getByRole('table', { name: 'result', exact: true }).waitFor();
     // the per-feature ranking as a table of its own, strongest first

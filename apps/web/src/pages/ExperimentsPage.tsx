@@ -56,7 +56,11 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
                   <tr key={e.id} data-experiment-id={e.id}>
                     <td>{e.kind}</td>
                     <td>{e.businessLine}</td>
-                    <td>{e.name || <span className="muted">(no name)</span>}</td>
+                    <td>
+                      <Link to="/experiments/$id" params={{ id: e.id }}>
+                        {e.name || '(no name)'}
+                      </Link>
+                    </td>
                     <td>
                       <StatusBadge status={e.status} />
                     </td>
