@@ -7,6 +7,7 @@ COPY configs/package.json configs/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 COPY apps/cli/package.json apps/cli/
+COPY apps/web/package.json apps/web/
 COPY libs libs
 RUN npm ci --no-audit --no-fund
 COPY . .

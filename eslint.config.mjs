@@ -1,8 +1,20 @@
+import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'libs/runtime/build/**', '.data/**', '.gpu/**', 'bench/results/**', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  { ignores: ['dist/**', 'apps/web/dist/**', 'node_modules/**', 'libs/runtime/build/**', '.data/**', '.gpu/**', 'bench/results/**', '**/*.js', '**/*.cjs', '**/*.mjs'] },
   ...tseslint.configs.recommended,
+  {
+    // the web app (apps/web) is TypeScript with JSX
+    files: ['**/*.ts', '**/*.tsx'],
+    languageOptions: { parserOptions: { ecmaFeatures: { jsx: true } } },
+  },
+  {
+    // the web app's React components: hooks called unconditionally, effects list what they read
+    files: ['apps/web/src/**/*.{ts,tsx}'],
+    plugins: { 'react-hooks': reactHooks },
+    rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'error' },
+  },
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -16,7 +28,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'libs/runtime/src/bench/**', 'libs/runtime/bench/**'],
+    files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'apps/web/vite.config.ts', 'libs/runtime/src/bench/**', 'libs/runtime/bench/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   {

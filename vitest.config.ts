@@ -20,7 +20,13 @@ export default defineConfig({
       {
         plugins,
         resolve: { alias },
-        test: { name: 'unit', include: ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'configs/**/*.spec.ts'], testTimeout: 120_000 },
+        test: {
+          name: 'unit',
+          // apps/** includes the web app's own (apps/web/src/**/*.spec.ts: pure helpers, no DOM needed)
+          include: ['libs/**/*.spec.ts', 'apps/**/*.spec.{ts,tsx}', 'configs/**/*.spec.ts'],
+          exclude: ['**/node_modules/**', 'apps/web/dist/**'],
+          testTimeout: 120_000,
+        },
       },
       {
         plugins,

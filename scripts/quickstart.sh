@@ -71,11 +71,11 @@ cat <<MSG
   Abacus is running.
     API            $API_URL/api/v1        (health: $API_URL/api/v1/health)
     API docs       $API_URL/api/docs
-    Web page       $API_URL/
+    Web app        $API_URL/  (experiments: $API_URL/experiments, DataBank: $API_URL/data)
     Logs           $LOG_DIR/api.log, $LOG_DIR/worker.log
     Demo world     $DEMO/ (ground truth: $DEMO/ground_truth.json)
     API key        stored for $API_URL by \`abacus keys bootstrap\` (\`npx abacus keys whoami\`);
-                   paste it into the web page's sign-in box; \`npx abacus keys create\` makes keys for others
+                   paste it into the web app's sign-in form; \`npx abacus keys create\` makes keys for others
 
   Try next:
     npx abacus experiment submit configs/examples/score.json --wait      # WOE/IV + PSI of every feature

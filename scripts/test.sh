@@ -10,8 +10,9 @@ node scripts/lib/complete-lockfile.mjs --check || die "run: node scripts/lib/com
 install_deps
 ensure_postgres
 ensure_redis
+ensure_chromium
 
-say "building (native CPU runtime + TypeScript)"
+say "building (native CPU runtime + TypeScript + web app)"
 npm run --silent build
 say "type-checking code and tests"
 npm run --silent typecheck
@@ -34,7 +35,7 @@ else
   say "CUDA tests: skipped — no GPU (or no CUDA addon) on this machine; run them on a GPU host with: bash scripts/build-cuda.sh && npx vitest run --project gpu (or node libs/runtime/bench/dist/run-bench.js --parity)"
 fi
 run_project integration "integration tests (real Postgres + Redis)" --no-file-parallelism
-run_project e2e "end-to-end tests (api + worker + CLI)" --no-file-parallelism
+run_project e2e "end-to-end tests (api + worker + CLI; the web app in headless Chromium)" --no-file-parallelism
 
 # the Docker images, where an engine runs: build, start on spare ports, wait for health, tear down
 if docker_works; then

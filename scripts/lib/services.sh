@@ -96,3 +96,32 @@ install_deps() {
     npm ci --no-audit --no-fund --loglevel=error
   fi
 }
+
+# The browser tests' Chromium (Debian's `chromium`, driven by playwright-core): installed with apt when
+# missing and this user may (root, or password-less sudo); otherwise those tests skip and say why.
+chromium_bin() {
+  local c
+  for c in chromium chromium-browser google-chrome google-chrome-stable; do
+    command -v "$c" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+ensure_chromium() {
+  if [ -n "${ABACUS_CHROMIUM:-}" ]; then say "Chromium: $ABACUS_CHROMIUM (ABACUS_CHROMIUM, for the browser tests)"; return; fi
+  if chromium_bin >/dev/null; then say "Chromium: $(chromium_bin) (for the browser tests)"; return; fi
+  local sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); else
+      say "Chromium: not installed, and installing it needs root: the browser tests will be skipped (apt-get install -y chromium)"
+      return
+    fi
+  fi
+  say "Chromium: installing Debian's chromium with apt (for the browser tests)"
+  if ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+    ${sudo[@]+"${sudo[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; then
+    say "Chromium: $(chromium_bin) installed"
+  else
+    say "Chromium: could not be installed with apt: the browser tests will be skipped"
+  fi
+}

@@ -96,16 +96,6 @@ const perLine = (make: (line: Line) => (cred: Cred) => Promise<HttpResult>, exp:
 
 const TABLE: Record<string, Case[]> = {
   'GET /api/v1/health': [{ variant: '-', send: (c) => as(c).call('GET', '/health'), expect: expected('public', 200) }],
-  'GET /': [
-    {
-      variant: '-',
-      send: async (c) => {
-        const res = await fetch(`${api.url}/`, { headers: c === 'none' ? {} : { authorization: `Bearer ${secrets[c]}` } });
-        return { status: res.status, body: { text: await res.text() }, headers: res.headers };
-      },
-      expect: expected('public', 200),
-    },
-  ],
   'POST /api/v1/business-lines': [
     {
       variant: '-',

@@ -21,7 +21,6 @@ import { HealthController } from './controllers/health.controller';
 import { KeysController } from './controllers/keys.controller';
 import { ModelsController } from './controllers/models.controller';
 import { SampleSetsController } from './controllers/sample-sets.controller';
-import { UiController } from './controllers/ui.controller';
 
 /** Every controller of the API; the access tests enumerate their routes from this list. */
 export const CONTROLLERS: Type[] = [
@@ -34,7 +33,6 @@ export const CONTROLLERS: Type[] = [
   EmbeddingsController,
   KeysController,
   AuditController,
-  UiController,
 ];
 
 /** The API: controllers here, domain services from libs/, wired with an initialised DataSource and queue. */

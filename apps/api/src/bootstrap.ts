@@ -10,6 +10,7 @@ import { createDataSource } from '@abacus/data';
 import { QueueService } from '@abacus/queue';
 import { AppModule } from './app.module';
 import { DomainExceptionFilter, isBodyParserError, sendBodyError } from './common/domain-exception.filter';
+import { serveWebApp, webAppDir } from './common/web-app';
 
 export interface ApiHandle {
   app: INestApplication;
@@ -39,13 +40,15 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
     if (isBodyParserError(err)) sendBodyError(err, res, config.ABACUS_JSON_LIMIT_KB);
     else next(err);
   });
-  app.setGlobalPrefix('api/v1', { exclude: ['/'] });
+  app.setGlobalPrefix('api/v1');
   app.use(
     helmet({
       // the API is often served over plain HTTP (localhost, a private network): upgrading would break the page
       contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
     }),
   );
+  // the web app at / (apps/web, built by `npm run build`): its files, and index.html for its deep links
+  serveWebApp(app, webAppDir());
   // closed unless origins are configured: no CORS headers at all by default
   if (config.ABACUS_CORS_ORIGINS.length) {
     app.enableCors({

@@ -1,0 +1,127 @@
+/** The api's answers the pages read (the fields they show; the api sends more). */
+
+export type ExperimentStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  page: number;
+  pageSize: number;
+}
+
+export interface KeyInfo {
+  id: string;
+  name: string;
+  prefix: string;
+  role: 'viewer' | 'engineer' | 'admin';
+  lines: string[];
+  expiresAt: string | null;
+}
+
+export interface Experiment {
+  id: string;
+  kind: string;
+  name: string;
+  businessLine: string;
+  owner: string;
+  spec: Record<string, unknown>;
+  status: ExperimentStatus;
+  progress: number;
+  progressMessage: string;
+  result: Record<string, unknown> | null;
+  error: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface Trial {
+  id: string;
+  seq: number;
+  kind: string;
+  status: ExperimentStatus;
+  progress: number;
+  attempts: number;
+  error: string | null;
+  backend: string | null;
+}
+
+export interface ExperimentDetail extends Experiment {
+  trials: Trial[];
+}
+
+export interface SchemaColumn {
+  name: string;
+  kind: string;
+  sourceType: string;
+}
+
+export interface SampleSet {
+  id: string;
+  name: string;
+  businessLine: string;
+  owner: string;
+  rowCount: number;
+  labelColumn: string;
+  labelSemantics: string;
+  labelStats: { events: number; nonEvents: number; positive: string } | null;
+  dataVersion: string | null;
+  timeColumn: string | null;
+  timeMin: number | null;
+  timeMax: number | null;
+  keyColumns: string[];
+  schema: SchemaColumn[];
+  sharingPolicy: { shareWith: string[] };
+  createdAt: string;
+}
+
+export interface BusinessLine {
+  name: string;
+  description?: string;
+}
+
+/** An answer other than 2xx, with the api's own message (its error bodies carry `message`). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** The api's message from an error body, or the HTTP status when there is none. */
+export function errorMessage(status: number, body: unknown): string {
+  if (body && typeof body === 'object' && 'message' in body) {
+    const m = (body as { message: unknown }).message;
+    if (typeof m === 'string' && m) return m;
+    if (Array.isArray(m) && m.length) return m.map(String).join('; ');
+  }
+  return `HTTP ${status}`;
+}
+
+/**
+ * Calls /api/v1<path> with `Authorization: Bearer <key>`; parses JSON; throws ApiError on a non-2xx.
+ * `key` is passed in (not read here), so sign-in can check a key before it is stored.
+ */
+export async function apiCall<T>(key: string, path: string, init: { method?: 'GET' | 'POST'; body?: unknown } = {}): Promise<T> {
+  const res = await fetch(`/api/v1${path}`, {
+    method: init.method ?? 'GET',
+    headers: {
+      authorization: `Bearer ${key}`,
+      accept: 'application/json',
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = null;
+  }
+  if (!res.ok) throw new ApiError(res.status, errorMessage(res.status, body));
+  return body as T;
+}

@@ -1,0 +1,241 @@
+import { useState, type FormEvent } from 'react';
+import { Link, useNavigate } from '@tanstack/react-router';
+import { useQuery } from '@tanstack/react-query';
+import { apiCall, type BusinessLine, type Page, type SampleSet } from '../lib/api';
+import { useKey } from '../lib/auth';
+import { formatCount, formatRate, formatSharing, formatTimeRange, formatVersion, summarizeKinds } from '../lib/format';
+import {
+  BANK_PAGE_SIZE,
+  hasFilters,
+  parseBankSearch,
+  parseColumns,
+  sampleSetQuery,
+  validateBankFilters,
+  type BankSearch,
+} from '../lib/search';
+import { ErrorNotice, Loading, Pager, TableWrap } from '../components';
+
+/** Label meanings offered in the filter (any other event->outcome can be typed). */
+const KNOWN_SEMANTICS = ['exposure->click', 'click->order', 'exposure->order'];
+
+/** The DataBank: sample sets of every line the key may read (its own and those shared with them). */
+export function DataPage({ search }: { search: BankSearch }) {
+  const key = useKey();
+  const q = sampleSetQuery(search);
+  const sets = useQuery({
+    queryKey: ['sample-sets', key, q],
+    queryFn: () => apiCall<Page<SampleSet>>(key, `/sample-sets?${q}`),
+    enabled: key !== '',
+    placeholderData: (prev) => prev,
+  });
+  const lines = useQuery({
+    queryKey: ['business-lines', key],
+    queryFn: () => apiCall<BusinessLine[]>(key, '/business-lines'),
+    enabled: key !== '',
+    staleTime: 60_000,
+  });
+  const lineOptions = [
+    ...new Set([
+      ...(lines.data ?? []).map((l) => l.name),
+      ...(sets.data?.items ?? []).map((s) => s.businessLine),
+      ...(search.line ? [search.line] : []),
+    ]),
+  ].sort();
+  const semanticsOptions = [...new Set([...KNOWN_SEMANTICS, ...(sets.data?.items ?? []).map((s) => s.labelSemantics)])].sort();
+
+  const groups = new Map<string, SampleSet[]>();
+  for (const s of sets.data?.items ?? []) groups.set(s.businessLine, [...(groups.get(s.businessLine) ?? []), s]);
+
+  return (
+    <>
+      <h1>Data</h1>
+      <p className="muted">
+        The DataBank: sample sets of your business lines and those other lines share with them. Same view in the CLI:{' '}
+        <code>abacus bank list</code>.
+      </p>
+      <Filters key={JSON.stringify(search)} search={search} lineOptions={lineOptions} semanticsOptions={semanticsOptions} />
+      {sets.error ? <ErrorNotice title="Could not load sample sets" error={sets.error} /> : null}
+      {sets.isPending ? <Loading what="sample sets" /> : null}
+      {sets.data && sets.data.total === 0 ? (
+        hasFilters(search) ? (
+          <div className="empty" role="status">
+            <p>
+              <strong>No sample sets match these filters.</strong>{' '}
+              <Link to="/data" search={{}}>
+                Clear the filters
+              </Link>
+            </p>
+          </div>
+        ) : (
+          <div className="empty" role="status">
+            <p>
+              <strong>No sample sets yet</strong> — upload one with{' '}
+              <code>abacus samples import data.csv --name my-set --domain feed --label click</code> or run the demo (
+              <code>bash scripts/quickstart.sh</code>, or <code>abacus sim</code> then <code>abacus demo</code>).
+            </p>
+          </div>
+        )
+      ) : null}
+      {sets.data && sets.data.items.length > 0 ? (
+        <>
+          <p role="status" className="result-count">
+            {formatCount(sets.data.total)} sample set{sets.data.total === 1 ? '' : 's'}
+            {hasFilters(search) ? ' match' : ''}
+          </p>
+          {[...groups.entries()]
+            .sort((a, b) => a[0].localeCompare(b[0]))
+            .map(([line, items]) => (
+              <section key={line} aria-labelledby={`line-${line}`}>
+                <h2 id={`line-${line}`}>
+                  {line} <span className="muted h-sub">business line</span>
+                </h2>
+                <SampleSetTable items={items} line={line} />
+              </section>
+            ))}
+          <Pager to="/data" page={search.page ?? 1} pageSize={BANK_PAGE_SIZE} total={sets.data.total} />
+        </>
+      ) : null}
+    </>
+  );
+}
+
+function SampleSetTable({ items, line }: { items: SampleSet[]; line: string }) {
+  return (
+    <TableWrap label={`sample sets of ${line}`}>
+      <table className="list sample-sets">
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Label</th>
+            <th scope="col">Rows</th>
+            <th scope="col">Event rate</th>
+            <th scope="col">Time range</th>
+            <th scope="col">Columns</th>
+            <th scope="col">Owner</th>
+            <th scope="col">Data version</th>
+            <th scope="col">Sharing</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((s) => (
+            <tr key={s.id} data-sample-set={s.name}>
+              <td className="nowrap">
+                <Link to="/data/$id" params={{ id: s.id }}>
+                  {s.name}
+                </Link>
+              </td>
+              <td>
+                <code>{s.labelColumn}</code> <span className="semantics">{s.labelSemantics}</span>
+              </td>
+              <td className="num">{formatCount(s.rowCount)}</td>
+              <td className="num">{formatRate(s.labelStats)}</td>
+              <td>{formatTimeRange(s.timeColumn, s.timeMin, s.timeMax)}</td>
+              <td className="wrap">
+                {s.schema.length}: {summarizeKinds(s.schema)}
+                <div className="muted small">{s.schema.map((c) => c.name).join(', ')}</div>
+              </td>
+              <td>{s.owner}</td>
+              <td>
+                <code className="small">{formatVersion(s.dataVersion)}</code>
+              </td>
+              <td>{formatSharing(s.sharingPolicy.shareWith)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableWrap>
+  );
+}
+
+function Filters({
+  search,
+  lineOptions,
+  semanticsOptions,
+}: {
+  search: BankSearch;
+  lineOptions: string[];
+  semanticsOptions: string[];
+}) {
+  const navigate = useNavigate();
+  const [line, setLine] = useState(search.line ?? '');
+  const [semantics, setSemantics] = useState(search.semantics ?? '');
+  const [columns, setColumns] = useState(search.columns ?? '');
+  const [errors, setErrors] = useState<ReturnType<typeof validateBankFilters>>({});
+
+  function apply(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const next = parseBankSearch({ line, semantics, columns: parseColumns(columns).join(',') });
+    const found = validateBankFilters(next);
+    setErrors(found);
+    if (Object.keys(found).length) return;
+    void navigate({ to: '/data', search: next });
+  }
+
+  return (
+    <form className="filters" onSubmit={apply} aria-label="filter sample sets" noValidate>
+      <div className="field">
+        <label htmlFor="filter-line">Business line</label>
+        <select id="filter-line" name="line" value={line} onChange={(e) => setLine(e.target.value)}>
+          <option value="">any line</option>
+          {lineOptions.map((l) => (
+            <option key={l} value={l}>
+              {l}
+            </option>
+          ))}
+        </select>
+        {errors.line ? <FieldError id="filter-line-error" text={errors.line} /> : null}
+      </div>
+      <div className="field">
+        <label htmlFor="filter-semantics">Label semantics</label>
+        <input
+          id="filter-semantics"
+          name="semantics"
+          list="semantics-options"
+          placeholder="any, e.g. exposure->click"
+          value={semantics}
+          onChange={(e) => setSemantics(e.target.value)}
+          aria-invalid={errors.semantics ? true : undefined}
+          aria-describedby={errors.semantics ? 'filter-semantics-error' : undefined}
+          autoComplete="off"
+        />
+        <datalist id="semantics-options">
+          {semanticsOptions.map((s) => (
+            <option key={s} value={s} />
+          ))}
+        </datalist>
+        {errors.semantics ? <FieldError id="filter-semantics-error" text={errors.semantics} /> : null}
+      </div>
+      <div className="field">
+        <label htmlFor="filter-columns">Has columns</label>
+        <input
+          id="filter-columns"
+          name="columns"
+          placeholder="comma-separated, e.g. user_id,price"
+          value={columns}
+          onChange={(e) => setColumns(e.target.value)}
+          aria-invalid={errors.columns ? true : undefined}
+          aria-describedby={errors.columns ? 'filter-columns-error' : 'filter-columns-help'}
+          autoComplete="off"
+        />
+        <span id="filter-columns-help" className="muted small">
+          sets that contain all of them
+        </span>
+        {errors.columns ? <FieldError id="filter-columns-error" text={errors.columns} /> : null}
+      </div>
+      <div className="actions">
+        <button type="submit">Apply filters</button>
+        <Link to="/data" search={{}} className="button-link">
+          Clear
+        </Link>
+      </div>
+    </form>
+  );
+}
+
+function FieldError({ id, text }: { id: string; text: string }) {
+  return (
+    <span id={id} className="field-error" role="alert">
+      {text}
+    </span>
+  );
+}

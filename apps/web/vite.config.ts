@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url';
+import react from '@vitejs/plugin-react-swc';
+import { defineConfig } from 'vite';
+
+// Built to apps/web/dist, which the api serves at / (static assets + the SPA's deep links).
+// `npm run dev -w apps/web` serves it on :5173 and sends /api to the api on :3000.
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  plugins: [react()],
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    // no inline scripts or styles: the api serves the page with script-src 'self' and style-src 'self'
+    assetsInlineLimit: 0,
+    modulePreload: { polyfill: false },
+    chunkSizeWarningLimit: 1024,
+  },
+  server: { proxy: { '/api': 'http://127.0.0.1:3000' } },
+});
