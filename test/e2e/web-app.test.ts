@@ -297,11 +297,12 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
       await upload(csv, { name: `bulk-${String(i).padStart(2, '0')}`, businessLine: 'lab', label: 'click' });
     await page.goto(`${url}/data?line=lab`);
     await page.getByText('Page 1 of 2 (1–20 of 22)').waitFor();
-    expect(await page.locator('table.sample-sets tbody tr').count()).toBe(20);
+    // the rows may follow the page label by one render (the previous page is shown while the next loads)
+    await expect.poll(() => page.locator('table.sample-sets tbody tr').count(), { timeout: 10_000 }).toBe(20);
     await page.getByRole('link', { name: 'Next →' }).click();
     await page.waitForURL(/line=lab.*page=2|page=2.*line=lab/);
     await page.getByText('Page 2 of 2 (21–22 of 22)').waitFor();
-    expect(await page.locator('table.sample-sets tbody tr').count()).toBe(2);
+    await expect.poll(() => page.locator('table.sample-sets tbody tr').count(), { timeout: 10_000 }).toBe(2);
     expect(await page.getByLabel('Business line', { exact: true }).inputValue()).toBe('lab');
     await screenshot(page, 'data-page-2');
     await page.getByRole('link', { name: '← Previous' }).click();
