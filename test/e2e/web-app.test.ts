@@ -6,6 +6,8 @@ import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { freePort, startProcess, type Proc } from '../support/processes';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
+import { createDataSource } from '@abacus/data';
+import { EmbeddingService } from '@abacus/catalog';
 import { findChromium, launchChromium, screenshot, watchConsole } from '../support/browser';
 
 /**
@@ -127,6 +129,37 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     failId = await submitScore('web doomed', 'lab', 'lab-doomed');
     expect(doomed.files).toHaveLength(1);
     for (const f of doomed.files as string[]) fs.rmSync(path.join(env.dataDir, f));
+    // a shared embedding of search, shared with feed (multiply registers them; here the registry directly)
+    const ds = createDataSource(env.config);
+    await ds.initialize();
+    try {
+      await new EmbeddingService(ds).register({
+        name: 'search.web-test',
+        businessLine: 'search',
+        owner: 'test-admin',
+        dim: 8,
+        slots: [{ name: 'color', rows: 4, idSpace: 'dictionary' }],
+        sources: [
+          {
+            sampleSetId: doomed.id,
+            businessLine: 'search',
+            name: 'search-orders',
+            dataVersion: 'sha256:0123456789abcdef',
+            role: 'target',
+            rows: 300,
+          },
+        ],
+        sharingPolicy: { shareWith: ['feed'] },
+        file: 'embeddings/none/embedding.safetensors',
+        bytes: 0,
+        sha256: 'none',
+        experimentId: null,
+        originKey: 'web-test',
+        provenance: {},
+      });
+    } finally {
+      await ds.destroy();
+    }
     const k = await admin.call('POST', '/keys', { name: 'ads-viewer', role: 'viewer', lines: ['ads'] });
     expect(k.status).toBe(201);
     emptyKey = k.body.secret as string;
@@ -230,6 +263,11 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     expect(await setNames()).toEqual(['feed-clicks', 'lab-doomed', 'search-orders']);
     expect(await page.getByRole('heading', { name: /^feed/ }).count()).toBe(1);
     expect(await page.getByRole('heading', { name: /^search/ }).count()).toBe(1);
+    // the shared embeddings of the lines the key may read, with where they were learned
+    const emb = await page.locator('tr[data-embedding="search.web-test@1"]').innerText();
+    expect(emb).toMatch(/search\s+8\s+1/);
+    expect(emb).toContain('search/search-orders');
+    expect(emb).toContain('shared with feed');
     const search = await page.locator('tr[data-sample-set="search-orders"]').innerText();
     expect(search).toMatch(/order\s+click->order/);
     expect(search).toMatch(/300/);
@@ -333,7 +371,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.waitForURL(/\/data$/);
     const empty = page.getByText(/No sample sets yet/);
     await empty.waitFor();
-    expect(await page.locator('.empty').innerText()).toMatch(/abacus samples import.*run the demo/s);
+    expect(await page.locator('.empty').first().innerText()).toMatch(/abacus samples import.*run the demo/s);
     await screenshot(page, 'data-empty');
 
     expect((await admin.call('POST', `/keys/${emptyKeyId}/revoke`)).status).toBe(200);

@@ -56,6 +56,22 @@ export interface SchemaColumn {
   sourceType: string;
 }
 
+/** A shared embedding of the DataBank (name@version), as GET /api/v1/embeddings lists it. */
+export interface SharedEmbedding {
+  id: string;
+  ref: string;
+  name: string;
+  version: number;
+  businessLine: string;
+  owner: string;
+  dim: number;
+  slots: { name: string; rows: number; idSpace: string }[];
+  sources: { businessLine: string; name: string; dataVersion: string | null; role: string; rows: number }[];
+  sharingPolicy: { shareWith: string[] };
+  experimentId: string | null;
+  createdAt: string;
+}
+
 export interface SampleSet {
   id: string;
   name: string;

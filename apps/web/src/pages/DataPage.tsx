@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
-import { apiCall, type BusinessLine, type Page, type SampleSet } from '../lib/api';
+import { apiCall, type BusinessLine, type Page, type SampleSet, type SharedEmbedding } from '../lib/api';
 import { useKey } from '../lib/auth';
 import { formatCount, formatRate, formatSharing, formatTimeRange, formatVersion, summarizeKinds } from '../lib/format';
 import {
@@ -95,7 +95,87 @@ export function DataPage({ search }: { search: BankSearch }) {
           <Pager to="/data" page={search.page ?? 1} pageSize={BANK_PAGE_SIZE} total={sets.data.total} />
         </>
       ) : null}
+      <Embeddings line={search.line} />
     </>
+  );
+}
+
+/** Shared embeddings (name@version) learned by multiply experiments, of the lines the key may read. */
+function Embeddings({ line }: { line?: string }) {
+  const key = useKey();
+  const q = new URLSearchParams({ pageSize: '100', ...(line ? { businessLine: line } : {}) }).toString();
+  const list = useQuery({
+    queryKey: ['embeddings', key, q],
+    queryFn: () => apiCall<Page<SharedEmbedding>>(key, `/embeddings?${q}`),
+    enabled: key !== '',
+  });
+  return (
+    <section aria-labelledby="embeddings">
+      <h2 id="embeddings">Shared embeddings</h2>
+      <p className="muted">
+        Embedding tables learned on pooled samples by <code>multiply</code> experiments; start a model from one with{' '}
+        <code>{'"init": { "embedding": "name@version" }'}</code>, download one with <code>abacus embeddings export REF</code>.
+      </p>
+      {list.error ? <ErrorNotice title="Could not load shared embeddings" error={list.error} /> : null}
+      {list.isPending ? <Loading what="shared embeddings" /> : null}
+      {list.data && list.data.items.length === 0 ? (
+        <div className="empty" role="status">
+          <p>
+            No shared embeddings yet — a <code>multiply</code> experiment with the <code>shared_embedding</code> strategy creates
+            them (e.g. <code>abacus experiment submit configs/examples/multiply.json</code>).
+          </p>
+        </div>
+      ) : null}
+      {list.data && list.data.items.length > 0 ? (
+        <TableWrap label="shared embeddings">
+          <table className="list embeddings">
+            <thead>
+              <tr>
+                <th scope="col">Embedding</th>
+                <th scope="col">Line</th>
+                <th scope="col">Dim</th>
+                <th scope="col">Slots</th>
+                <th scope="col">Learned on (data version)</th>
+                <th scope="col">Sharing</th>
+                <th scope="col">Experiment</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.items.map((e) => (
+                <tr key={e.id} data-embedding={e.ref}>
+                  <td className="nowrap">
+                    <code>{e.ref}</code>
+                  </td>
+                  <td>{e.businessLine}</td>
+                  <td className="num">{e.dim}</td>
+                  <td className="wrap">
+                    {e.slots.length}
+                    <div className="muted small">{e.slots.map((s) => s.name).join(', ')}</div>
+                  </td>
+                  <td className="wrap">
+                    {e.sources.map((s) => (
+                      <div key={`${s.businessLine}/${s.name}`}>
+                        {s.businessLine}/{s.name} <code className="small">{formatVersion(s.dataVersion)}</code>
+                      </div>
+                    ))}
+                  </td>
+                  <td>{formatSharing(e.sharingPolicy.shareWith)}</td>
+                  <td>
+                    {e.experimentId ? (
+                      <Link to="/experiments/$id" params={{ id: e.experimentId }}>
+                        open
+                      </Link>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      ) : null}
+    </section>
   );
 }
 
