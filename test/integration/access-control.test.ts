@@ -12,6 +12,7 @@ import { describeRoutes } from '../../apps/api/src/common/routes';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient, type HttpResult } from '../support/http';
+import { cli } from '../support/processes';
 
 /**
  * Every endpoint × credential × business line, by direct API calls. The keys scoped to a line
@@ -468,12 +469,30 @@ describe('access control: what the answers say', () => {
     const got = out.probability!.data as Float32Array;
     for (let i = 0; i < 40; i++) expect(Math.abs(got[i]! - expectedP[i]!)).toBeLessThanOrEqual(1e-5);
 
+    // the CLI writes the same bytes (to a temporary name, then renamed)
+    const outFile = path.join(env.dataDir, 'cli-export', 'base.onnx');
+    fs.mkdirSync(path.dirname(outFile), { recursive: true });
+    const cliEnv = { ...env.env, ABACUS_API_URL: api.url, ABACUS_API_KEY: secrets.viewer };
+    const r = await cli(['models', 'export', ids.feed.model, '--format', 'onnx', '-o', outFile], cliEnv, 120_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/base v1 \(onnx\): \d+ bytes written to/);
+    expect(Buffer.from(bytes).equals(fs.readFileSync(outFile))).toBe(true);
+    expect(fs.readdirSync(path.dirname(outFile))).toEqual(['base.onnx']);
+    const badFlag = await cli(['models', 'export', ids.feed.model, '--format', 'pt'], cliEnv, 120_000);
+    expect(badFlag.code).toBe(1);
+    expect(badFlag.stderr).toMatch(/invalid models export options: --format: must be onnx or safetensors/);
+    const badId = await cli(['models', 'export', 'nope', '--format', 'onnx'], cliEnv, 120_000);
+    expect(badId.stderr).toMatch(/<id>: must be a model id/);
+
     const bare = await ok(
       admin.call('POST', '/models', { name: 'untrained', businessLine: 'feed', sampleSetId: ids.feed.sampleSet }),
     );
     const none = await admin.call('GET', `/models/${bare.id}/export?format=onnx`);
     expect(none.status).toBe(404);
     expect(none.body.message).toMatch(/"untrained" v1\) has no checkpoint/);
+    const cliNone = await cli(['models', 'export', bare.id, '--format', 'safetensors', '-o', outFile], cliEnv, 120_000);
+    expect(cliNone.code).toBe(1);
+    expect(cliNone.stderr).toMatch(/has no checkpoint/);
     const bad = await admin.call('GET', `/models/${ids.feed.model}/export?format=pt`);
     expect(bad.status).toBe(400);
   });
