@@ -463,9 +463,16 @@ describe('access control: what the answers say', () => {
       ),
     });
     await session.release();
+    // the runtime's predict may run the MLP in bf16 on AVX512-BF16 / AMX CPUs: compare with FP32
+    const precision = process.env.ABACUS_CPU_EVAL_PRECISION;
     process.env.ABACUS_CPU_EVAL_PRECISION = 'fp32';
-    const expectedP = await (await RuntimeModel.load(dir, { backend: 'cpu', threads: 1 })).predict(d);
-    delete process.env.ABACUS_CPU_EVAL_PRECISION;
+    let expectedP: Float32Array;
+    try {
+      expectedP = await (await RuntimeModel.load(dir, { backend: 'cpu', threads: 1 })).predict(d);
+    } finally {
+      if (precision === undefined) delete process.env.ABACUS_CPU_EVAL_PRECISION;
+      else process.env.ABACUS_CPU_EVAL_PRECISION = precision;
+    }
     const got = out.probability!.data as Float32Array;
     for (let i = 0; i < 40; i++) expect(Math.abs(got[i]! - expectedP[i]!)).toBeLessThanOrEqual(1e-5);
 
