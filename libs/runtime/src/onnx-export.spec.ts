@@ -194,6 +194,23 @@ describe('ONNX export checked by onnxruntime-node', () => {
     expect(maxAbsDiff(got.probability, expected)).toBeLessThanOrEqual(TOL);
   });
 
+  it('a model with numeric inputs only (wide on) matches too', async () => {
+    const spec: ModelSpecInput = { numeric: ['price', 'age', 'score'], wide: true, embeddingDim: 4, hidden: [6, 3], seed: 2 };
+    const model = RuntimeModel.create(spec, { backend: 'cpu', threads: 1 });
+    const numericOnly: ColumnarDataset = { ...train, slots: [] };
+    await model.train(numericOnly, { epochs: 1, batchSize: 64, maxSteps: 8 });
+    const d: ColumnarDataset = { ...test, slots: [] };
+    const expected = await model.predict(d);
+    const ckpt = path.join(dir, 'numeric-only');
+    await model.save(ckpt);
+    const info = await exportOnnx(ckpt, path.join(ckpt, 'model.onnx'));
+    expect(info.inputs).toEqual([{ name: 'numeric', type: 'float32', shape: ['batch', 3] }]);
+    const session = await ort.InferenceSession.create(path.join(ckpt, 'model.onnx'));
+    const res = await session.run({ numeric: new ort.Tensor('float32', d.numeric, [d.rows, 3]) });
+    await session.release();
+    expect(maxAbsDiff(res.probability!.data as Float32Array, expected)).toBeLessThanOrEqual(TOL);
+  });
+
   it('writes a valid protobuf with opset and metadata, and refuses an opset below 13', async () => {
     const spec: ModelSpecInput = { slots: [{ name: 'site', vocab: 30 }], embeddingDim: 4, hidden: [4] };
     const model = RuntimeModel.create(spec, { backend: 'cpu', threads: 1 });
