@@ -2,7 +2,7 @@
 FROM node:20-bookworm
 WORKDIR /app
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends g++ make python3 && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 COPY configs/package.json configs/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/

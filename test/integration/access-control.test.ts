@@ -4,13 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@abacus/data';
 import { EmbeddingService } from '@abacus/catalog';
-import { writeSafetensors } from '@abacus/runtime';
+import * as ort from 'onnxruntime-node';
+import { RuntimeModel, writeSafetensors } from '@abacus/runtime';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { CONTROLLERS } from '../../apps/api/src/app.module';
 import { describeRoutes } from '../../apps/api/src/common/routes';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient, type HttpResult } from '../support/http';
+import { cli } from '../support/processes';
 
 /**
  * Every endpoint × credential × business line, by direct API calls. The keys scoped to a line
@@ -59,6 +61,29 @@ function featureTableCsv(column: string): string {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, `user_id,${column}\n1,3\n2,5\n3,8\n`);
   return file;
+}
+
+/** A small runtime model trained for a few steps and saved in the data directory (relative path). */
+const CHECKPOINT = path.join('checkpoints', 'access-model');
+const EXPORT_SPEC = {
+  numeric: ['price'],
+  slots: [{ name: 'site', vocab: 10 }],
+  embeddingDim: 4,
+  hidden: [8, 4],
+  wide: true,
+  pooling: 'mean' as const,
+};
+function exportData(rows: number) {
+  const numeric = Float32Array.from({ length: rows }, (_, i) => (i % 7) - 3);
+  const ids = Int32Array.from({ length: rows }, (_, i) => (i % 5 === 4 ? -1 : (i * 3) % 10));
+  const offsets = Int32Array.from({ length: rows + 1 }, (_, i) => i);
+  const labels = Float32Array.from({ length: rows }, (_, i) => (i % 3 === 0 ? 1 : 0));
+  return { rows, numericNames: ['price'], numeric, slots: [{ name: 'site', ids, offsets }], labels };
+}
+async function saveTrainedCheckpoint(dir: string): Promise<void> {
+  const model = RuntimeModel.create(EXPORT_SPEC, { backend: 'cpu', threads: 1 });
+  await model.train(exportData(256), { epochs: 1, batchSize: 32, maxSteps: 6 });
+  await model.save(dir);
 }
 
 const scoreOn = (businessLine: string, sampleSet: string) => ({
@@ -196,6 +221,18 @@ const TABLE: Record<string, Case[]> = {
     search: expected('viewer', 200, 404),
     mall: expected('viewer', 200, 404),
   }),
+  'GET /api/v1/models/:id/export': [
+    ...perLine((l) => (c) => as(c).call('GET', `/models/${ids[l].model}/export?format=onnx`), {
+      feed: expected('viewer', 200),
+      search: expected('viewer', 200, 404),
+      mall: expected('viewer', 200, 404),
+    }),
+    ...perLine((l) => (c) => as(c).call('GET', `/models/${ids[l].model}/export?format=safetensors`), {
+      feed: expected('viewer', 200),
+      search: expected('viewer', 200, 404),
+      mall: expected('viewer', 200, 404),
+    }).map((c) => ({ ...c, variant: `${c.variant} safetensors` })),
+  ],
   'POST /api/v1/experiments': [
     // an experiment in feed on each line's sample set
     ...perLine((l) => (c) => as(c).call('POST', '/experiments', scoreOn('feed', ids[l].sampleSet)), {
@@ -267,6 +304,7 @@ beforeAll(async () => {
   ds = createDataSource(env.config);
   await ds.initialize();
   for (const line of LINES) await ok(admin.call('POST', '/business-lines', { name: line }));
+  await saveTrainedCheckpoint(path.join(env.dataDir, CHECKPOINT));
   for (const line of LINES) {
     const ss = await ok(
       admin.upload('/sample-sets', csv(`${line}-base`), {
@@ -303,6 +341,8 @@ beforeAll(async () => {
       originKey: `access-${line}`,
       provenance: {},
     });
+    // the line's model version has a trained checkpoint (the worker sets checkpoint_path after training)
+    await ds.query('UPDATE models SET checkpoint_path = $1 WHERE id = $2', [CHECKPOINT, model.id]);
     ids[line] = {
       sampleSet: ss.id,
       feature: feature.id,
@@ -384,6 +424,74 @@ describe('access control: what the answers say', () => {
     });
     expect(model.status).toBe(403);
     expect(model.body.message).toMatch(/model "base" \(v1\) belongs to business line "search"/);
+  });
+
+  it('model export: safetensors is the checkpoint file, ONNX runs in onnxruntime and predicts like the runtime, 404 without a checkpoint', async () => {
+    const dir = path.join(env.dataDir, CHECKPOINT);
+    const st = await fetch(`${api.url}/api/v1/models/${ids.feed.model}/export?format=safetensors`, {
+      headers: { authorization: `Bearer ${secrets.viewer}` },
+    });
+    expect(st.status).toBe(200);
+    expect(st.headers.get('content-disposition')).toBe('attachment; filename="base-v1.safetensors"');
+    expect(Buffer.from(await st.arrayBuffer()).equals(fs.readFileSync(path.join(dir, 'model.safetensors')))).toBe(true);
+
+    const res = await fetch(`${api.url}/api/v1/models/${ids.feed.model}/export?format=onnx`, {
+      headers: { authorization: `Bearer ${secrets.viewer}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="base-v1.onnx"');
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    expect(fs.existsSync(path.join(dir, 'model.onnx'))).toBe(true); // cached beside the checkpoint
+    const session = await ort.InferenceSession.create(bytes);
+    const d = exportData(40);
+    const out = await session.run({
+      numeric: new ort.Tensor('float32', d.numeric, [40, 1]),
+      site: new ort.Tensor(
+        'int64',
+        BigInt64Array.from(d.slots[0]!.ids, (x) => BigInt(x)),
+        [40, 1],
+      ),
+    });
+    await session.release();
+    // the runtime's predict may run the MLP in bf16 on AVX512-BF16 / AMX CPUs: compare with FP32
+    const precision = process.env.ABACUS_CPU_EVAL_PRECISION;
+    process.env.ABACUS_CPU_EVAL_PRECISION = 'fp32';
+    let expectedP: Float32Array;
+    try {
+      expectedP = await (await RuntimeModel.load(dir, { backend: 'cpu', threads: 1 })).predict(d);
+    } finally {
+      if (precision === undefined) delete process.env.ABACUS_CPU_EVAL_PRECISION;
+      else process.env.ABACUS_CPU_EVAL_PRECISION = precision;
+    }
+    const got = out.probability!.data as Float32Array;
+    for (let i = 0; i < 40; i++) expect(Math.abs(got[i]! - expectedP[i]!)).toBeLessThanOrEqual(1e-5);
+
+    // the CLI writes the same bytes (to a temporary name, then renamed)
+    const outFile = path.join(env.dataDir, 'cli-export', 'base.onnx');
+    fs.mkdirSync(path.dirname(outFile), { recursive: true });
+    const cliEnv = { ...env.env, ABACUS_API_URL: api.url, ABACUS_API_KEY: secrets.viewer };
+    const r = await cli(['models', 'export', ids.feed.model, '--format', 'onnx', '-o', outFile], cliEnv, 120_000);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/base v1 \(onnx\): \d+ bytes written to/);
+    expect(Buffer.from(bytes).equals(fs.readFileSync(outFile))).toBe(true);
+    expect(fs.readdirSync(path.dirname(outFile))).toEqual(['base.onnx']);
+    const badFlag = await cli(['models', 'export', ids.feed.model, '--format', 'pt'], cliEnv, 120_000);
+    expect(badFlag.code).toBe(1);
+    expect(badFlag.stderr).toMatch(/invalid models export options: --format: must be onnx or safetensors/);
+    const badId = await cli(['models', 'export', 'nope', '--format', 'onnx'], cliEnv, 120_000);
+    expect(badId.stderr).toMatch(/<id>: must be a model id/);
+
+    const bare = await ok(
+      admin.call('POST', '/models', { name: 'untrained', businessLine: 'feed', sampleSetId: ids.feed.sampleSet }),
+    );
+    const none = await admin.call('GET', `/models/${bare.id}/export?format=onnx`);
+    expect(none.status).toBe(404);
+    expect(none.body.message).toMatch(/"untrained" v1\) has no checkpoint/);
+    const cliNone = await cli(['models', 'export', bare.id, '--format', 'safetensors', '-o', outFile], cliEnv, 120_000);
+    expect(cliNone.code).toBe(1);
+    expect(cliNone.stderr).toMatch(/has no checkpoint/);
+    const bad = await admin.call('GET', `/models/${ids.feed.model}/export?format=pt`);
+    expect(bad.status).toBe(400);
   });
 
   it('an admin scoped to some lines creates keys for those lines only', async () => {

@@ -8,6 +8,7 @@ export { backendChoiceSchema, createOptionsSchema, modelSpecSchema, type Backend
 export { ablateOptionsSchema, evaluateOptionsSchema, trainOptionsSchema, transferOptionsSchema, type AblateOptionsInput, type EvaluateOptionsInput, type TrainOptions, type TrainOptionsInput, type TransferOptionsInput } from './train-options.schema';
 export { openShards, readShardSync, writeShard, SHARD_VERSION, type ShardHeader } from './shard-format';
 export { readSafetensors, writeSafetensors, type SafeTensor } from './safetensors';
+export { buildOnnxModel, exportOnnx, type OnnxExportOptions, type OnnxExportResult } from './onnx-export';
 export { RuntimeModel, resolveBackend, type AblationGroupResult, type AblationResult, type EvaluationResult, type TrainContext, type TrainProgress, type TrainResult, type TransferResult } from './runtime-model';
 export { flatSamplesToDataset, type FlatSamplesAdapterOptions } from './flat-samples.adapter';
 export { ctr26Spec } from './bench/ctr26';

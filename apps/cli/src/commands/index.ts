@@ -14,6 +14,7 @@ import { registerBenchLoad } from './bench-load.command';
 import { registerKeys } from './keys.command';
 import { registerLogin } from './login.command';
 import { registerAudit } from './audit.command';
+import { registerModels } from './models.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -22,6 +23,7 @@ export const COMMANDS: RegisterCommand[] = [
   registerBank,
   registerEmbeddings,
   registerFeatures,
+  registerModels,
   registerLines,
   registerLogin,
   registerKeys,
