@@ -160,6 +160,14 @@ describe('divide on the simulator: the feed model under storage / communication 
       expect(m.checkpointPath).toMatch(/^models\//);
     }
     expect(tiers[0].features).toEqual(features.slice(0, -1));
+    // every tier can be served without our runtime: its checkpoint exports as ONNX
+    for (const m of tiers) {
+      const res = await fetch(`${api.url}/api/v1/models/${(m as unknown as { id: string }).id}/export?format=onnx`, {
+        headers: { authorization: `Bearer ${env.adminKey}` },
+      });
+      expect(res.status).toBe(200);
+      expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+    }
     expect(e.result.published.map((p: { tier: number }) => p.tier)).toEqual([0, 1, 2, 3]);
   });
 });
