@@ -124,11 +124,12 @@ const DECLARED_FIELD: Record<CostResource, 'storageBytesPerEntity' | 'fetchBytes
  * legacy figures with `source: 'measured'` (written before measurements were kept apart) count as
  * measured, with no date.
  */
-export function ledgerFigure(costs: FeatureCostsRecord, resource: CostResource): LedgerFigure {
+export function ledgerFigure(costs: FeatureCostsRecord, resource: CostResource, derived?: CostMeasurement | null): LedgerFigure {
   const raw = costs[DECLARED_FIELD[resource]];
   const legacyMeasured = costs.source === 'measured' && raw !== undefined;
   const declared = raw !== undefined && !legacyMeasured ? raw : null;
   const measured: CostMeasurement | null =
+    derived ??
     costs.measured?.[resource] ??
     (legacyMeasured ? { value: raw, measuredAt: '', how: 'stored as measured (no measurement record)' } : null);
   const unit = COST_UNITS[resource];
@@ -141,23 +142,49 @@ export function ledgerFigure(costs: FeatureCostsRecord, resource: CostResource):
   return { value: null, unit, source: null, measuredAt: null, how: null, declared: null, measured: null };
 }
 
-export function ledgerEntry(f: {
-  id: string;
-  name: string;
-  businessLine: string;
-  kind: FeatureKind;
-  entityKey: string | null;
-  costs: FeatureCostsRecord;
-}): LedgerEntry {
+/**
+ * Measured communication, derived from measured storage: storage × fan-out, with the fan-out of the
+ * feature's entity level at the given candidates per request.
+ */
+export function measuredCommunication(
+  storage: CostMeasurement,
+  level: FeatureEntityLevel | null,
+  candidatesPerRequest: number,
+): CostMeasurement {
+  const n = fanOut(level, candidatesPerRequest);
+  const why =
+    level === 'item'
+      ? `item feature, ${candidatesPerRequest} candidates per request`
+      : level
+        ? `${level} feature, once per request`
+        : 'entity level unknown, counted once per request';
+  return {
+    value: storage.value * n,
+    measuredAt: storage.measuredAt,
+    how: `storage ${round(storage.value)} bytes × fan-out ${n} (${why})`,
+    fanOut: n,
+  };
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+
+export function ledgerEntry(
+  f: { id: string; name: string; businessLine: string; kind: FeatureKind; entityKey: string | null; costs: FeatureCostsRecord },
+  candidatesPerRequest = DEFAULT_CANDIDATES_PER_REQUEST,
+): LedgerEntry {
   const costs = f.costs ?? {};
-  const [storage, communication, compute] = COST_RESOURCES.map((r) => ledgerFigure(costs, r)) as [LedgerFigure, LedgerFigure, LedgerFigure];
+  const level = entityLevel(f.entityKey, costs.entity);
+  const m = costs.measured?.storage;
+  const storage = ledgerFigure(costs, 'storage');
+  const communication = ledgerFigure(costs, 'communication', m ? measuredCommunication(m, level, candidatesPerRequest) : null);
+  const compute = ledgerFigure(costs, 'compute');
   return {
     id: f.id,
     name: f.name,
     businessLine: f.businessLine,
     kind: f.kind,
     entityKey: f.entityKey,
-    entity: entityLevel(f.entityKey, costs.entity),
+    entity: level,
     storage,
     communication,
     compute,
