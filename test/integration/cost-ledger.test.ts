@@ -80,7 +80,7 @@ beforeAll(async () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   }
   measured = await ok(
-    call('POST', '/features/costs/measure', { businessLine: 'feed', candidatesPerRequest: 50, rows: 1024, repeats: 3 }),
+    call('POST', '/features/costs/measure', { businessLine: 'feed', candidatesPerRequest: 50 }),
   );
 }, 600_000);
 
@@ -134,8 +134,10 @@ describe('the cost ledger on a simulated world', () => {
       expect(e.compute.value!).toBeGreaterThanOrEqual(0);
       expect(e.compute.value!).toBeLessThanOrEqual(1);
       expect(e.compute.measured!.spread).toBeGreaterThanOrEqual(0);
-      expect(e.compute.how).toMatch(/best of 3/);
+      expect(e.compute.how).toMatch(/best of 5 paired timings/);
     }
+    // no ranking against the planted compute costs: one input of 33 moves the forward by a few per
+    // cent, within the timing noise of a shared machine (the spread says how much)
   });
 
   it('takes the fan-out from the model: its architecture, else the query', async () => {

@@ -118,6 +118,8 @@ export interface ComputeOptions {
   repeats?: number;
   architecture?: { embeddingDim?: number; pooling?: 'sum' | 'mean'; hidden?: number[]; wide?: boolean };
   seed?: number;
+  /** each timing repeats the forward until the full model has run at least this long (default 25 ms) */
+  minMs?: number;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -168,10 +170,11 @@ function specOf(inputs: ComputeInput[], o: ComputeOptions): ModelSpecInput {
 
 /**
  * Each input's share of one prediction: the runtime's forward (predict) over a fixed synthetic batch
- * is timed for the model of all inputs and for the model without each input, `repeats` times in
- * interleaved rounds after one warm-up; the best time of each variant is kept and
- * share = (t_all - t_without) / t_all, clipped at 0. The spread is the larger relative spread of the
- * two variants' repeats. A model left without inputs takes no time.
+ * is timed for the model of all inputs and for the model without each input, in `repeats` rounds of
+ * pairs (the full model timed right beside each reduced one, order alternating), after a warm-up;
+ * each timing averages enough forwards for the full model to run `minMs`. Per input the best time of
+ * each side is kept and share = (t_all - t_without) / t_all, clipped at 0. The spread is the larger
+ * relative spread of the two sides' repeats. A model left without inputs takes no time.
  */
 export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions): Promise<Map<string, ComputeMeasurement>> {
   const out = new Map<string, ComputeMeasurement>();
@@ -181,8 +184,8 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
   const backend = resolveBackend(o.backend);
   const create = { backend, ...(o.threads > 0 ? { threads: o.threads } : {}) };
   const full = syntheticBatch(inputs, rows, o.seed ?? 7);
-  const variants: { name: string | null; model: RuntimeModel | null; data: ColumnarDataset | null; times: number[] }[] = [
-    { name: null, model: RuntimeModel.create(specOf(inputs, o), create), data: full, times: [] },
+  const variants: { name: string | null; model: RuntimeModel | null; data: ColumnarDataset | null }[] = [
+    { name: null, model: RuntimeModel.create(specOf(inputs, o), create), data: full },
   ];
   for (const i of inputs) {
     const rest = inputs.filter((x) => x !== i);
@@ -190,33 +193,52 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
       name: i.name,
       model: rest.length ? RuntimeModel.create(specOf(rest, o), create) : null,
       data: rest.length ? without(full, i.name) : null,
-      times: [],
     });
   }
-  const total = variants.length * (repeats + 1);
+  // one timing = `inner` forwards, enough for the full model to take minMs (short forwards are all noise)
+  const minMs = o.minMs ?? 25;
+  await variants[0]!.model!.predict(full, { batchSize: rows });
+  const t0 = performance.now();
+  await variants[0]!.model!.predict(full, { batchSize: rows });
+  const inner = Math.max(1, Math.min(1000, Math.ceil(minMs / Math.max(0.01, performance.now() - t0))));
+  const time = async (v: (typeof variants)[number], n: number): Promise<number> => {
+    if (!v.model || !v.data) return 0;
+    const t1 = performance.now();
+    for (let k = 0; k < n; k++) await v.model.predict(v.data, { batchSize: rows });
+    return (performance.now() - t1) / n;
+  };
+  const fullVariant = variants[0]!;
+  const total = (variants.length - 1) * repeats;
   let done = 0;
-  for (let round = 0; round <= repeats; round++) {
-    for (const v of variants) {
-      if (v.model && v.data) {
-        const t0 = performance.now();
-        await v.model.predict(v.data, { batchSize: rows });
-        const ms = performance.now() - t0;
-        if (round > 0) v.times.push(ms);
-      } else if (round > 0) v.times.push(0);
+  for (const v of variants.slice(1)) await time(v, 1); // warm-up
+  // paired timings: the full model right beside each reduced one (order alternating), so drift in the
+  // machine's load falls on both sides of a pair
+  const pairs = new Map<string, { all: number[]; without: number[] }>();
+  for (let round = 0; round < repeats; round++) {
+    for (const v of variants.slice(1)) {
+      const p = pairs.get(v.name!) ?? { all: [], without: [] };
+      if (round % 2 === 0) {
+        p.all.push(await time(fullVariant, inner));
+        p.without.push(await time(v, inner));
+      } else {
+        p.without.push(await time(v, inner));
+        p.all.push(await time(fullVariant, inner));
+      }
+      pairs.set(v.name!, p);
       o.onProgress?.(++done, total);
     }
   }
-  const all = bestOf(variants[0]!.times);
-  for (const v of variants.slice(1)) {
-    const w = bestOf(v.times);
+  for (const [name, p] of pairs) {
+    const all = bestOf(p.all);
+    const w = bestOf(p.without);
     const share = computeShare(all.best, w.best);
     const spread = Math.max(all.spread, w.spread);
-    out.set(v.name!, {
+    out.set(name, {
       share,
       tAllMs: all.best,
       tWithoutMs: w.best,
       spread,
-      how: `forward of ${rows.toLocaleString('en-US')} synthetic rows on ${backend}, best of ${repeats}: ${fmt(all.best, 2)} ms with all ${inputs.length} inputs, ${fmt(w.best, 2)} ms without (spread ${fmt(spread * 100)}%)`,
+      how: `forward of ${rows.toLocaleString('en-US')} synthetic rows on ${backend}, best of ${repeats} paired timings (each ${inner} forward${inner > 1 ? 's' : ''}): ${fmt(all.best, 2)} ms with all ${inputs.length} inputs, ${fmt(w.best, 2)} ms without (spread ${fmt(spread * 100)}%)`,
     });
   }
   return out;
