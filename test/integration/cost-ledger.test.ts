@@ -79,9 +79,7 @@ beforeAll(async () => {
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   }
-  measured = await ok(
-    call('POST', '/features/costs/measure', { businessLine: 'feed', candidatesPerRequest: 50 }),
-  );
+  measured = await ok(call('POST', '/features/costs/measure', { businessLine: 'feed', candidatesPerRequest: 50 }));
 }, 600_000);
 
 afterAll(async () => {
@@ -143,7 +141,13 @@ describe('the cost ledger on a simulated world', () => {
   it('takes the fan-out from the model: its architecture, else the query', async () => {
     const features = ['i_price', 'u_age', 'u_recent_cats'];
     await ok(
-      call('POST', '/models', { name: 'small', businessLine: 'feed', sampleSetId, features, architecture: { candidatesPerRequest: 10 } }),
+      call('POST', '/models', {
+        name: 'small',
+        businessLine: 'feed',
+        sampleSetId,
+        features,
+        architecture: { candidatesPerRequest: 10 },
+      }),
       201,
     );
     const l = await ok(call('GET', '/features/costs?model=small'));

@@ -73,7 +73,10 @@ export class AppModule implements NestModule {
         {
           provide: CostLedgerService,
           useFactory: () =>
-            new CostLedgerService(ds, dataDir, { backend: config.ABACUS_RUNTIME_BACKEND, threads: config.ABACUS_RUNTIME_THREADS }),
+            new CostLedgerService(ds, dataDir, {
+              backend: config.ABACUS_RUNTIME_BACKEND,
+              threads: config.ABACUS_RUNTIME_THREADS,
+            }),
         },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
         // in this order: the rate limit counts refused requests too, then the key's role is checked

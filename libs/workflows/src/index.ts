@@ -32,8 +32,19 @@ export { subtractSpecSchema } from './subtract/subtract-experiment.schema';
 export { selectBackend, type BackendSelection } from './model/backend-selection';
 export { DevicePool } from './model/device-pool';
 export { ExperimentReaper, type ReaperOptions, type ReapReport } from './experiments/experiment-reaper';
-export { CostLedgerService, type CostLedger, type CostLedgerOptions, type CostMeasurementReport } from './divide/cost-ledger.service';
-export { costLedgerQuerySchema, measureCostsSchema, MAX_MEASURED_FEATURES, type CostLedgerQuery, type MeasureCosts } from './divide/cost-ledger.schemas';
+export {
+  CostLedgerService,
+  type CostLedger,
+  type CostLedgerOptions,
+  type CostMeasurementReport,
+} from './divide/cost-ledger.service';
+export {
+  costLedgerQuerySchema,
+  measureCostsSchema,
+  MAX_MEASURED_FEATURES,
+  type CostLedgerQuery,
+  type MeasureCosts,
+} from './divide/cost-ledger.schemas';
 export {
   measureStorage,
   measureCompute,

@@ -29,7 +29,16 @@ describe('features costs output', () => {
           compute: { value: 0.02, unit: 'share', source: 'measured', measuredAt: '2026-11-23T04:00:00.000Z' },
           noCost: false,
         },
-        { name: 'orphan', businessLine: 'feed', kind: 'numeric', entity: null, storage: none, communication: none, compute: none, noCost: true },
+        {
+          name: 'orphan',
+          businessLine: 'feed',
+          kind: 'numeric',
+          entity: null,
+          storage: none,
+          communication: none,
+          compute: none,
+          noCost: true,
+        },
       ],
       unregistered: ['x_col'],
     };

@@ -78,7 +78,15 @@ export function formatCostLedger(l: CostLedgerView): string {
   const rows = l.features.map((f) =>
     f.noCost
       ? [f.businessLine, f.name, f.kind, f.entity ?? '?', 'no cost', '', '']
-      : [f.businessLine, f.name, f.kind, f.entity ?? '?', costCell(f.storage), costCell(f.communication), costCell(f.compute, true)],
+      : [
+          f.businessLine,
+          f.name,
+          f.kind,
+          f.entity ?? '?',
+          costCell(f.storage),
+          costCell(f.communication),
+          costCell(f.compute, true),
+        ],
   );
   const lines = [head, table(rows, ['line', 'feature', 'kind', 'entity', 'storage', 'communication', 'compute'])];
   if (l.unregistered.length) lines.push(`not in the registry (no ledger row): ${l.unregistered.join(', ')}`);
@@ -128,7 +136,11 @@ export const registerFeatures: RegisterCommand = (program) => {
     .option('--line <line>', 'only this business line')
     .option('--model <model>', 'the features of this model (id, name or name@version)')
     .option('--measure', 'measure first (engineer): storage from the stored data, compute by timing the runtime')
-    .option('--candidates <n>', 'candidates per request (fan-out of item features; default: the model\'s, else 100)', parseIntOption('--candidates'))
+    .option(
+      '--candidates <n>',
+      "candidates per request (fan-out of item features; default: the model's, else 100)",
+      parseIntOption('--candidates'),
+    )
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const o = parseFlags('features costs', costsFlags, raw);

@@ -80,7 +80,10 @@ export class CostLedgerService {
     const found = await qb.getMany();
     const lines = [...new Set(found.map((m) => m.businessLine))];
     if (lines.length > 1)
-      throw new InvalidInputError('model', `model "${name}" exists in ${lines.join(', ')}: name the businessLine or the model's id`);
+      throw new InvalidInputError(
+        'model',
+        `model "${name}" exists in ${lines.join(', ')}: name the businessLine or the model's id`,
+      );
     if (!found.length) throw new NotFoundError('model', ref);
     return found[0]!;
   }
@@ -161,7 +164,11 @@ export class CostLedgerService {
         continue;
       }
       const cols = this.columns(fs, table.schema, skipped);
-      const got = await measureStorage(table.files.map((p) => this.dataDir.abs(p)), table.name, cols);
+      const got = await measureStorage(
+        table.files.map((p) => this.dataDir.abs(p)),
+        table.name,
+        cols,
+      );
       for (const f of fs) {
         const m = got.get(f.sourceColumn ?? f.name);
         if (m) storage.set(f.id, m);
@@ -262,7 +269,8 @@ export class CostLedgerService {
     for (const f of fs) {
       const col = f.sourceColumn ?? f.name;
       const c = schema.find((x) => x.name === col);
-      if (!c || c.kind === 'unsupported') skipped.push({ name: f.name, reason: `column "${col}" is missing or of an unsupported type` });
+      if (!c || c.kind === 'unsupported')
+        skipped.push({ name: f.name, reason: `column "${col}" is missing or of an unsupported type` });
       else if (!cols.some((x) => x.column === col)) cols.push({ column: col, kind: c.kind, sourceType: c.sourceType });
     }
     return cols;
@@ -281,7 +289,8 @@ export class CostLedgerService {
     const byName = new Map(features.map((f) => [f.name, f]));
     const input = (name: string, kind: FeatureKind, f?: FeatureEntity): ComputeInput => {
       const st = f ? storage.get(f.id)?.stats : undefined;
-      const vocab = f?.transform?.type === 'hash' && f.transform.hashBuckets ? f.transform.hashBuckets : (st?.distinct ?? 1000) + 1;
+      const vocab =
+        f?.transform?.type === 'hash' && f.transform.hashBuckets ? f.transform.hashBuckets : (st?.distinct ?? 1000) + 1;
       return { name, kind, vocab, listLength: st?.meanListLength ?? 1 };
     };
     if (!model) return features.map((f) => input(f.name, f.kind, f));

@@ -33,7 +33,8 @@ export interface StorageMeasurement {
   how: string;
 }
 
-const fmt = (x: number, digits = 1) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (x: number, digits = 1) =>
+  x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 /**
  * Storage of columns of one table, by DuckDB over its stored Parquet files: per column the row count,
@@ -138,7 +139,8 @@ export function syntheticBatch(inputs: ComputeInput[], rows: number, seed = 7): 
   const r = mulberry32(seed);
   const numericInputs = inputs.filter((i) => i.kind === 'numeric');
   const numeric = new Float32Array(rows * numericInputs.length);
-  for (let j = 0; j < numeric.length; j++) numeric[j] = Math.sqrt(-2 * Math.log(Math.max(r(), 1e-300))) * Math.cos(2 * Math.PI * r());
+  for (let j = 0; j < numeric.length; j++)
+    numeric[j] = Math.sqrt(-2 * Math.log(Math.max(r(), 1e-300))) * Math.cos(2 * Math.PI * r());
   const slots = inputs
     .filter((i) => i.kind !== 'numeric')
     .map((i) => {

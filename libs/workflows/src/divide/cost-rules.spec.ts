@@ -66,14 +66,25 @@ describe('compute share', () => {
 describe('the ledger figure', () => {
   const measured = { value: 8, measuredAt: '2026-01-01T00:00:00.000Z', how: 'mean 8.0 bytes' };
   it('a declared figure overrides a measured one; both are kept', () => {
-    const f = ledgerFigure({ storageBytesPerEntity: 20, source: 'declared', declaredAt: 'D', measured: { storage: measured } }, 'storage');
+    const f = ledgerFigure(
+      { storageBytesPerEntity: 20, source: 'declared', declaredAt: 'D', measured: { storage: measured } },
+      'storage',
+    );
     expect(f).toMatchObject({ value: 20, source: 'declared', declared: 20, measured, measuredAt: 'D', unit: 'bytes/entity' });
   });
   it('a measured figure stands when nothing is declared', () => {
-    expect(ledgerFigure({ measured: { storage: measured } }, 'storage')).toMatchObject({ value: 8, source: 'measured', declared: null });
+    expect(ledgerFigure({ measured: { storage: measured } }, 'storage')).toMatchObject({
+      value: 8,
+      source: 'measured',
+      declared: null,
+    });
   });
   it('legacy figures stored as measured count as measured', () => {
-    expect(ledgerFigure({ computeCost: 3, source: 'measured' }, 'compute')).toMatchObject({ value: 3, source: 'measured', declared: null });
+    expect(ledgerFigure({ computeCost: 3, source: 'measured' }, 'compute')).toMatchObject({
+      value: 3,
+      source: 'measured',
+      declared: null,
+    });
   });
   it('nothing at all: no figure', () => {
     expect(ledgerFigure({}, 'compute')).toMatchObject({ value: null, source: null });
@@ -90,7 +101,14 @@ describe('the ledger figure', () => {
     );
   });
   it('a feature without any figure is marked as such', () => {
-    const e = ledgerEntry({ id: 'x', name: 'f', businessLine: 'feed', kind: 'numeric', entityKey: null, costs: { source: 'declared' } });
+    const e = ledgerEntry({
+      id: 'x',
+      name: 'f',
+      businessLine: 'feed',
+      kind: 'numeric',
+      entityKey: null,
+      costs: { source: 'declared' },
+    });
     expect(e.noCost).toBe(true);
   });
 });

@@ -134,10 +134,26 @@ export function ledgerFigure(costs: FeatureCostsRecord, resource: CostResource, 
     (legacyMeasured ? { value: raw, measuredAt: '', how: 'stored as measured (no measurement record)' } : null);
   const unit = COST_UNITS[resource];
   if (declared !== null) {
-    return { value: declared, unit, source: 'declared', measuredAt: costs.declaredAt ?? null, how: 'declared in the registry', declared, measured };
+    return {
+      value: declared,
+      unit,
+      source: 'declared',
+      measuredAt: costs.declaredAt ?? null,
+      how: 'declared in the registry',
+      declared,
+      measured,
+    };
   }
   if (measured) {
-    return { value: measured.value, unit, source: 'measured', measuredAt: measured.measuredAt || null, how: measured.how, declared, measured };
+    return {
+      value: measured.value,
+      unit,
+      source: 'measured',
+      measuredAt: measured.measuredAt || null,
+      how: measured.how,
+      declared,
+      measured,
+    };
   }
   return { value: null, unit, source: null, measuredAt: null, how: null, declared: null, measured: null };
 }
