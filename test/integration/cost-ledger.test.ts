@@ -4,6 +4,7 @@ import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { apiClient } from '../support/http';
+import { cli } from '../support/processes';
 
 /**
  * The cost ledger on a simulated world: measured storage and fan-outs against the ground truth's
@@ -193,5 +194,22 @@ describe('the cost ledger on a simulated world', () => {
     expect(bad.status).toBe(400);
     const none = await call('POST', '/features/costs/measure', {});
     expect(none.status).toBe(400);
+  });
+
+  it('abacus features costs prints a row per feature (the built CLI)', async () => {
+    const run = (args: string[]) => cli(['features', 'costs', ...args], { ...env.env, ABACUS_API_URL: api.url }, 120_000);
+    const shown = await run(['--line', 'feed']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^line feed; 100 candidates per request/);
+    expect(shown.stdout).toMatch(/i_tags\s+multi_id\s+item\s+99\.00 \(d \d{4}-\d\d-\d\d\)\s+\S+ \(m \d{4}-\d\d-\d\d\)/);
+    expect(shown.stdout).toMatch(/orphan\s+numeric\s+\?\s+no cost/);
+    const m = await run(['--model', 'small', '--measure', '--candidates', '20', '--json']);
+    expect(m.code, m.stderr).toBe(0);
+    const body = JSON.parse(m.stdout) as { candidatesPerRequest: number; measurement: { measured: string[] } };
+    expect(body.candidatesPerRequest).toBe(20);
+    expect(body.measurement.measured.sort()).toEqual(['i_price', 'u_age', 'u_recent_cats']);
+    const bad = await run(['--measure']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--line or --model/);
   });
 });
