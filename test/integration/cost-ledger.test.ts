@@ -194,6 +194,9 @@ describe('the cost ledger on a simulated world', () => {
     expect(bad.status).toBe(400);
     const none = await call('POST', '/features/costs/measure', {});
     expect(none.status).toBe(400);
+    const unknown = await call('POST', '/features/costs/measure', { businessLine: 'nope' });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toMatch(/unknown business line/);
   });
 
   it('abacus features costs prints a row per feature (the built CLI)', async () => {

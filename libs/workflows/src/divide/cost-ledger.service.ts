@@ -4,6 +4,7 @@ import { InvalidInputError, NotFoundError, canSeeLine, requireWrite, type Reques
 import { writeAudit } from '@abacus/access';
 import { architectureSchema, type DataDir } from '@abacus/catalog';
 import {
+  BusinessLineEntity,
   FeatureEntity,
   FeatureTableEntity,
   ModelEntity,
@@ -127,14 +128,26 @@ export class CostLedgerService {
   /**
    * Measures storage (and communication from it) and, unless `compute: false`, each feature's compute
    * share, then stores the measurements and returns the ledger of the measured features. Bounded: at
-   * most 200 features, one DuckDB scan per feature, and (inputs + 1) × (repeats + 1) forward passes
-   * of `rows` synthetic rows.
+   * most 200 features, one DuckDB scan per feature, and inputs × repeats pairs of timings of `rows`
+   * synthetic rows (each about 2 × 25 ms). Measurements of one process run one at a time.
    */
   async measure(scope: RequestScope, body: MeasureCosts): Promise<CostMeasurementReport> {
+    // one measurement at a time in this process: concurrent timings would distort each other
+    const run = this.queue.then(() => this.measureNow(scope, body));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private async measureNow(scope: RequestScope, body: MeasureCosts): Promise<CostMeasurementReport> {
     const t0 = performance.now();
     const { model, features, unregistered } = await this.selection(scope, body);
     const line = model?.businessLine ?? body.businessLine!;
     requireWrite(scope, line, 'measure feature costs');
+    if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: line }))) {
+      throw new InvalidInputError('businessLine', `unknown business line "${line}"`);
+    }
     if (body.features) {
       const missing = body.features.filter((n) => !features.some((f) => f.name === n));
       if (missing.length) throw new InvalidInputError('features', `not registered in ${line}: ${missing.join(', ')}`);
