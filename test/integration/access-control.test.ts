@@ -160,6 +160,32 @@ const TABLE: Record<string, Case[]> = {
     search: expected('viewer', 200),
     mall: expected('viewer', 200),
   }),
+  'GET /api/v1/features/costs': [
+    // by line: the ledger lists what the caller may read (another line's: an empty ledger)
+    ...perLine((l) => (c) => as(c).call('GET', `/features/costs?businessLine=${l}`), {
+      feed: expected('viewer', 200),
+      search: expected('viewer', 200),
+      mall: expected('viewer', 200),
+    }).map((x) => ({ ...x, variant: `line ${x.variant}` })),
+    // by model: another line's model is not found
+    ...perLine((l) => (c) => as(c).call('GET', `/features/costs?model=${ids[l].model}`), {
+      feed: expected('viewer', 200),
+      search: expected('viewer', 200, 404),
+      mall: expected('viewer', 200, 404),
+    }).map((x) => ({ ...x, variant: `model ${x.variant}` })),
+  ],
+  'POST /api/v1/features/costs/measure': [
+    ...perLine((l) => (c) => as(c).call('POST', '/features/costs/measure', { businessLine: l, rows: 64, repeats: 1 }), {
+      feed: expected('engineer', 200),
+      search: expected('engineer', 200, 403),
+      mall: expected('engineer', 200, 403),
+    }).map((x) => ({ ...x, variant: `line ${x.variant}` })),
+    ...perLine((l) => (c) => as(c).call('POST', '/features/costs/measure', { model: ids[l].model, rows: 64, repeats: 1 }), {
+      feed: expected('engineer', 200),
+      search: expected('engineer', 200, 404),
+      mall: expected('engineer', 200, 404),
+    }).map((x) => ({ ...x, variant: `model ${x.variant}` })),
+  ],
   'GET /api/v1/features/:id': perLine((l) => (c) => as(c).call('GET', `/features/${ids[l].feature}`), {
     feed: expected('viewer', 200),
     search: expected('viewer', 200, 404),

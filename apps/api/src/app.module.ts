@@ -7,7 +7,7 @@ import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService } from '@abacus/access';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
-import { ExperimentService, PLANNERS } from '@abacus/workflows';
+import { CostLedgerService, ExperimentService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
 import { AuthenticateMiddleware } from './common/authenticate.middleware';
 import { RateLimitGuard } from './common/rate-limit.guard';
@@ -68,6 +68,14 @@ export class AppModule implements NestModule {
         { provide: EmbeddingService, useFactory: () => new EmbeddingService(ds) },
         { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },
+        {
+          provide: CostLedgerService,
+          useFactory: () =>
+            new CostLedgerService(ds, dataDir, {
+              backend: config.ABACUS_RUNTIME_BACKEND,
+              threads: config.ABACUS_RUNTIME_THREADS,
+            }),
+        },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
         // in this order: the rate limit counts refused requests too, then the key's role is checked
         { provide: APP_GUARD, useClass: RateLimitGuard },

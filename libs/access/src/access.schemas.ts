@@ -43,6 +43,7 @@ export const AUDIT_ACTIONS = [
   'feature_table.imported',
   'feature.registered',
   'feature.updated',
+  'feature.costs_measured',
   'model.created',
   'experiment.submitted',
   'experiment.cancelled',

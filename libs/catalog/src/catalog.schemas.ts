@@ -23,6 +23,8 @@ const costsSchema = z
     fetchBytesPerRequest: z.number().nonnegative().optional(),
     computeCost: z.number().nonnegative().optional(),
     source: z.enum(['measured', 'declared']).default('declared'),
+    /** where the values live, for the communication fan-out: user / context once per request, item once per candidate */
+    entity: z.enum(['user', 'item', 'context']).optional(),
   })
   .strict();
 
@@ -172,6 +174,8 @@ export const architectureSchema = z
     pooling: z.enum(['sum', 'mean']).default('mean'),
     hidden: z.array(z.number().int().min(1).max(4096)).max(6).default([64, 32]),
     wide: z.boolean().default(true),
+    /** serving: candidates scored per request (the fan-out of item features in the cost ledger; default 100) */
+    candidatesPerRequest: z.number().int().min(1).max(1_000_000).optional(),
   })
   .strict();
 

@@ -14,11 +14,20 @@ import {
   type RequestScope,
 } from '@abacus/core';
 import { writeAudit } from '@abacus/access';
-import { BusinessLineEntity, FeatureEntity, FeatureTableEntity } from '@abacus/data';
+import { BusinessLineEntity, FeatureEntity, FeatureTableEntity, type FeatureCostsRecord } from '@abacus/data';
 import type { CreateFeature, FeatureListQuery, ImportFeatureTable, UpdateFeature } from './catalog.schemas';
 import type { DataDir } from './data-dir';
 import { checkFinite, listColumns, type ImportWarnings, type UploadedFile } from './sample-set.service';
 import { TableInspector, type ImportLimits } from './table-inspector';
+
+/** Declared cost figures carry the time they were declared. */
+function withDeclaredAt(c: FeatureCostsRecord): FeatureCostsRecord {
+  const declared =
+    c.source !== 'measured' &&
+    (c.storageBytesPerEntity !== undefined || c.fetchBytesPerRequest !== undefined || c.computeCost !== undefined);
+  const { declaredAt: _old, ...rest } = c;
+  return declared ? { ...rest, declaredAt: new Date().toISOString() } : rest;
+}
 
 /** The feature registry and the entity-keyed feature tables that feed it. */
 export class FeatureService {
@@ -70,6 +79,7 @@ export class FeatureService {
           sourceTable: table?.name ?? null,
           sourceColumn: table ? (input.sourceColumn ?? input.name) : (input.sourceColumn ?? null),
           entityKey: table?.entityKey ?? null,
+          costs: withDeclaredAt(input.costs),
           provenance: [],
         }),
       );
@@ -199,7 +209,10 @@ export class FeatureService {
     requireRole(scope, 'engineer', 'update features');
     const f = await this.get(id, scope);
     requireWrite(scope, f.businessLine, 'update features');
-    Object.assign(f, input);
+    const { costs, ...rest } = input;
+    Object.assign(f, rest);
+    // the platform's measurements stay beside the declared figures; the declared ones are replaced as sent
+    if (costs) f.costs = withDeclaredAt({ ...costs, ...(f.costs.measured ? { measured: f.costs.measured } : {}) });
     return this.ds.transaction(async (m) => {
       const saved = await m.getRepository(FeatureEntity).save(f);
       await writeAudit(m, scope, {

@@ -7,6 +7,8 @@ export {
   type FeatureKind,
   type FeatureTransform,
   type FeatureCostsRecord,
+  type FeatureEntityLevel,
+  type CostMeasurement,
   type FeatureProvenance,
 } from './entities/feature.entity';
 export { SampleSetEntity, type SharingPolicy, type LabelStats } from './entities/sample-set.entity';

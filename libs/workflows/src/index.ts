@@ -34,3 +34,42 @@ export { subtractSpecSchema } from './subtract/subtract-experiment.schema';
 export { selectBackend, type BackendSelection } from './model/backend-selection';
 export { DevicePool } from './model/device-pool';
 export { ExperimentReaper, type ReaperOptions, type ReapReport } from './experiments/experiment-reaper';
+export {
+  CostLedgerService,
+  type CostLedger,
+  type CostLedgerOptions,
+  type CostMeasurementReport,
+} from './divide/cost-ledger.service';
+export {
+  costLedgerQuerySchema,
+  measureCostsSchema,
+  MAX_MEASURED_FEATURES,
+  type CostLedgerQuery,
+  type MeasureCosts,
+} from './divide/cost-ledger.schemas';
+export {
+  measureStorage,
+  measureCompute,
+  syntheticBatch,
+  type ColumnToMeasure,
+  type ComputeInput,
+  type ComputeMeasurement,
+  type StorageMeasurement,
+} from './divide/cost-meter';
+export {
+  COST_RESOURCES,
+  COST_UNITS,
+  DEFAULT_CANDIDATES_PER_REQUEST,
+  bestOf,
+  bytesPerValue,
+  computeShare,
+  entityLevel,
+  fanOut,
+  ledgerEntry,
+  ledgerFigure,
+  measuredCommunication,
+  type ColumnStats,
+  type CostResource,
+  type LedgerEntry,
+  type LedgerFigure,
+} from './divide/cost-rules';

@@ -1,4 +1,16 @@
-import { Body, Controller, Get, Inject, Param, Patch, Post, Query, UploadedFile, UseInterceptors } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+  UploadedFile,
+  UseInterceptors,
+} from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
 import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import { z } from 'zod';
@@ -15,6 +27,13 @@ import {
   type ImportFeatureTable,
 } from '@abacus/catalog';
 import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
+import {
+  CostLedgerService,
+  costLedgerQuerySchema,
+  measureCostsSchema,
+  type CostLedgerQuery,
+  type MeasureCosts,
+} from '@abacus/workflows';
 import { Access } from '../common/access.decorator';
 import { openApiSchema } from '../common/openapi';
 import { Scope } from '../common/scope.decorator';
@@ -25,7 +44,10 @@ import { requireUpload, UploadCleanupInterceptor } from './upload';
 @Controller()
 @Access('viewer')
 export class FeaturesController {
-  constructor(@Inject(FeatureService) private readonly features: FeatureService) {}
+  constructor(
+    @Inject(FeatureService) private readonly features: FeatureService,
+    @Inject(CostLedgerService) private readonly costs: CostLedgerService,
+  ) {}
 
   @Post('features')
   @Access('engineer')
@@ -37,6 +59,20 @@ export class FeaturesController {
   @Get('features')
   list(@Query(new ZodValidationPipe(featureListQuerySchema)) q: FeatureListQuery, @Scope() scope: RequestScope) {
     return this.features.list(scope, q);
+  }
+
+  // before features/:id, which would take "costs" for an id
+  @Get('features/costs')
+  ledger(@Query(new ZodValidationPipe(costLedgerQuerySchema)) q: CostLedgerQuery, @Scope() scope: RequestScope) {
+    return this.costs.ledger(scope, q);
+  }
+
+  @Post('features/costs/measure')
+  @Access('engineer')
+  @HttpCode(200)
+  @ApiBody({ schema: openApiSchema(measureCostsSchema) })
+  measure(@Body(new ZodValidationPipe(measureCostsSchema)) body: MeasureCosts, @Scope() scope: RequestScope) {
+    return this.costs.measure(scope, body);
   }
 
   @Get('features/:id')

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { columnName, lineName, objectName } from '@abacus/catalog';
-import { apiFrom, printJson, table } from '../cli-context';
+import { apiFrom, parseIntOption, printJson, table } from '../cli-context';
 import { parseFlags } from '../flags';
-import type { RegisterCommand } from './command.types';
+import { CliError, type RegisterCommand } from './command.types';
 
 const importFlags = z.object({
   file: z.string().min(1),
@@ -24,6 +24,79 @@ interface Feature {
   kind: string;
   sourceTable: string | null;
   entityKey: string | null;
+}
+
+const costsFlags = z.object({
+  line: lineName.optional(),
+  model: z.string().min(1).max(220).optional(),
+  measure: z.boolean().optional(),
+  candidates: z.number().int().min(1).max(1_000_000).optional(),
+  json: z.boolean().optional(),
+});
+
+interface Figure {
+  value: number | null;
+  unit: string;
+  source: 'measured' | 'declared' | null;
+  measuredAt: string | null;
+}
+
+export interface CostLedgerView {
+  businessLine: string | null;
+  model: { name: string; version: number } | null;
+  candidatesPerRequest: number;
+  features: {
+    name: string;
+    businessLine: string;
+    kind: string;
+    entity: string | null;
+    storage: Figure;
+    communication: Figure;
+    compute: Figure;
+    noCost: boolean;
+  }[];
+  unregistered: string[];
+  measurement?: { backend: string; elapsedMs: number; measured: string[]; skipped: { name: string; reason: string }[] };
+}
+
+const num = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toFixed(4));
+
+/** One ledger cell: value with (m)easured or (d)eclared and the date; "-" without a figure. */
+export function costCell(f: Figure, percent = false): string {
+  if (f.value === null || f.source === null) return '-';
+  const v = percent && f.source === 'measured' ? `${(f.value * 100).toFixed(1)}%` : num(f.value);
+  return `${v} (${f.source === 'measured' ? 'm' : 'd'}${f.measuredAt ? ` ${f.measuredAt.slice(0, 10)}` : ''})`;
+}
+
+/** The ledger as a table: a row per feature; a feature without any figure says "no cost". */
+export function formatCostLedger(l: CostLedgerView): string {
+  const head = [
+    l.model ? `model ${l.model.name} v${l.model.version}` : l.businessLine ? `line ${l.businessLine}` : 'all lines',
+    `${l.candidatesPerRequest} candidates per request`,
+    'storage: bytes/entity, communication: bytes/request, compute: share of one prediction; (m) measured, (d) declared',
+  ].join('; ');
+  const rows = l.features.map((f) =>
+    f.noCost
+      ? [f.businessLine, f.name, f.kind, f.entity ?? '?', 'no cost', '', '']
+      : [
+          f.businessLine,
+          f.name,
+          f.kind,
+          f.entity ?? '?',
+          costCell(f.storage),
+          costCell(f.communication),
+          costCell(f.compute, true),
+        ],
+  );
+  const lines = [head, table(rows, ['line', 'feature', 'kind', 'entity', 'storage', 'communication', 'compute'])];
+  if (l.unregistered.length) lines.push(`not in the registry (no ledger row): ${l.unregistered.join(', ')}`);
+  if (l.measurement) {
+    lines.push(
+      `measured ${l.measurement.measured.length} feature(s) on ${l.measurement.backend} in ${(l.measurement.elapsedMs / 1000).toFixed(1)} s`,
+    );
+    for (const s of l.measurement.skipped) lines.push(`not measured: ${s.name}: ${s.reason}`);
+  }
+  return lines.join('\n');
 }
 
 export const registerFeatures: RegisterCommand = (program) => {
@@ -56,6 +129,39 @@ export const registerFeatures: RegisterCommand = (program) => {
         `imported feature table ${r.table.name} (${r.table.rowCount} rows), registered ${r.features.length} feature(s)\n`,
       );
       for (const w of r.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
+    });
+  features
+    .command('costs')
+    .description('the cost ledger: storage, communication and compute per feature, measured or declared')
+    .option('--line <line>', 'only this business line')
+    .option('--model <model>', 'the features of this model (id, name or name@version)')
+    .option('--measure', 'measure first (engineer): storage from the stored data, compute by timing the runtime')
+    .option(
+      '--candidates <n>',
+      "candidates per request (fan-out of item features; default: the model's, else 100)",
+      parseIntOption('--candidates'),
+    )
+    .option('--json', 'print JSON')
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('features costs', costsFlags, raw);
+      const api = apiFrom(cmd);
+      let ledger: CostLedgerView;
+      if (o.measure) {
+        if (!o.line && !o.model) throw new CliError('features costs --measure: name --line or --model');
+        ledger = await api.post<CostLedgerView>('/features/costs/measure', {
+          ...(o.line ? { businessLine: o.line } : {}),
+          ...(o.model ? { model: o.model } : {}),
+          ...(o.candidates ? { candidatesPerRequest: o.candidates } : {}),
+        });
+      } else {
+        const q = new URLSearchParams();
+        if (o.line) q.set('businessLine', o.line);
+        if (o.model) q.set('model', o.model);
+        if (o.candidates) q.set('candidatesPerRequest', String(o.candidates));
+        ledger = await api.get<CostLedgerView>(`/features/costs${q.size ? `?${q}` : ''}`);
+      }
+      if (o.json) return printJson(ledger);
+      process.stdout.write(`${formatCostLedger(ledger)}\n`);
     });
   features
     .command('list')

@@ -8,12 +8,35 @@ export interface FeatureTransform {
   boundaries?: number[];
 }
 
+/** Where a feature's values live: once per request (user, context) or once per candidate (item). */
+export type FeatureEntityLevel = 'user' | 'item' | 'context';
+
+/** One measured figure of the cost ledger: the value, when it was measured and how. */
+export interface CostMeasurement {
+  value: number;
+  /** ISO time of the measurement */
+  measuredAt: string;
+  /** e.g. "mean 8.0 bytes over 10,000 rows of table users" */
+  how: string;
+  /** compute only: relative spread of the timing repeats, (max - min) / min */
+  spread?: number;
+  /** communication only: the fan-out the value was computed with */
+  fanOut?: number;
+}
+
 export interface FeatureCostsRecord {
+  /** declared (by the owner) unless `source` is 'measured'; declared figures override measured ones */
   storageBytesPerEntity?: number;
   fetchBytesPerRequest?: number;
   computeCost?: number;
-  /** measured by the platform or declared by the owner */
+  /** measured by the platform or declared by the owner (of the three figures above) */
   source?: 'measured' | 'declared';
+  /** declared entity level; else inferred from the entity key (see the cost ledger in the README) */
+  entity?: FeatureEntityLevel;
+  /** when the declared figures were last set */
+  declaredAt?: string;
+  /** the platform's measurements, kept beside the declared figures */
+  measured?: { storage?: CostMeasurement; communication?: CostMeasurement; compute?: CostMeasurement };
 }
 
 /** Where a feature was measured and what it gave: the evidence the add workflow recommends from. */

@@ -1,11 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
-import { ExperimentEntity, type TrialEntity } from '@abacus/data';
+import { ExperimentEntity, FeatureEntity, type TrialEntity } from '@abacus/data';
 import { JobName } from '@abacus/queue';
 import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experiments/experiment-planner';
 import type { CreateExperiment } from '../experiments/experiment.schemas';
 import { RecipeResolver } from '../model/recipe-resolver';
-import { featureCosts } from '../subtract/feature-costs';
 import type { AblateTrialParams, TrainTrialParams } from '../trials/train-trial.schema';
 import {
   RESOURCES,
@@ -14,7 +13,9 @@ import {
   type DividePublishParams,
   type DivideSelectParams,
   type DivideTierParams,
+  type Resource,
 } from './divide-experiment.schema';
+import { DEFAULT_CANDIDATES_PER_REQUEST, ledgerEntry } from './cost-rules';
 import { costOf } from './selection';
 
 type DivideInput = Extract<CreateExperiment, { kind: 'divide' }>;
@@ -36,17 +37,34 @@ export class DividePlanner implements ExperimentPlanner<'divide'> {
     const { recipe, sampleSet } = await resolver.base(spec.model, 'spec.model');
     const names = recipe.features.map((f) => f.name);
     if (names.length < 2) throw new InvalidInputError('spec.model.features', 'dividing needs at least 2 features');
-    const known = await featureCosts(ds, input.businessLine, names);
+    // the cost ledger's figure in force per resource (declared overrides measured)
+    const rows = await ds
+      .getRepository(FeatureEntity)
+      .createQueryBuilder('f')
+      .where('f.name IN (:...names)', { names })
+      .getMany();
+    const cpr = recipe.architecture.candidatesPerRequest ?? DEFAULT_CANDIDATES_PER_REQUEST;
     const costs: Record<string, Costs> = {};
+    const costSources: Record<string, Record<Resource, string>> = {};
     names.forEach((n, i) => {
-      const c = known[n];
-      if (!c) {
+      const f = rows.find((r) => r.name === n && r.businessLine === input.businessLine) ?? rows.find((r) => r.name === n);
+      const entry = f ? ledgerEntry(f, cpr) : null;
+      if (!entry || entry.noCost) {
         throw new InvalidInputError(
           spec.model.features ? `spec.model.features.${i}` : 'spec.model',
-          `feature "${n}" has no cost in the registry: declare its costs (PATCH /api/v1/features/{id}) or measure them`,
+          `feature "${n}" has no cost in the registry: declare its costs (PATCH /api/v1/features/{id}) or measure them (abacus features costs --measure)`,
         );
       }
-      costs[n] = { storage: c.storageBytesPerEntity, communication: c.fetchBytesPerRequest, compute: c.computeCost };
+      costs[n] = {
+        storage: entry.storage.value ?? 0,
+        communication: entry.communication.value ?? 0,
+        compute: entry.compute.value ?? 0,
+      };
+      costSources[n] = {
+        storage: entry.storage.source ?? 'none',
+        communication: entry.communication.source ?? 'none',
+        compute: entry.compute.source ?? 'none',
+      };
     });
     const total = costOf(names, costs);
     if (RESOURCES.every((r) => total[r] === 0))
@@ -144,6 +162,8 @@ export class DividePlanner implements ExperimentPlanner<'divide'> {
           sampleSetId: sampleSet.id,
           features: names,
           costs,
+          costSources,
+          candidatesPerRequest: cpr,
           total,
           tiers: [{ storage: 1, communication: 1, compute: 1 }, ...fractions],
           publishAs,

@@ -1,0 +1,209 @@
+import type { CostMeasurement, FeatureCostsRecord, FeatureEntityLevel, FeatureKind } from '@abacus/data';
+
+/**
+ * The pure rules of the cost ledger: bytes per value by kind, the entity level and its fan-out, the
+ * compute share of a forward pass, and how declared and measured figures combine.
+ */
+
+/** Candidates scored per request when neither the model's architecture nor the caller says otherwise. */
+export const DEFAULT_CANDIDATES_PER_REQUEST = 100;
+
+/** Bytes of one numeric value as served: a float32 (the runtime's input type), whatever the stored width. */
+export const NUMERIC_BYTES = 4;
+/** Bytes of one id (integer-coded categorical value, or one element of a multi-id list): an int32. */
+export const ID_BYTES = 4;
+/** Bytes of the length prefix of a multi-id list. */
+export const LIST_OVERHEAD_BYTES = 4;
+
+export type CostResource = 'storage' | 'communication' | 'compute';
+export const COST_RESOURCES: CostResource[] = ['storage', 'communication', 'compute'];
+
+export const COST_UNITS: Record<CostResource, string> = {
+  storage: 'bytes/entity',
+  communication: 'bytes/request',
+  compute: 'share of one prediction',
+};
+
+/** What the storage measurement read from a column. */
+export interface ColumnStats {
+  /** rows read (non-null and null) */
+  rows: number;
+  /** rows with a value */
+  nonNull: number;
+  /** text columns: mean UTF-8 length of the values (bytes) */
+  meanTextBytes?: number;
+  /** multi-id columns: mean list length */
+  meanListLength?: number;
+  /** approximate number of distinct values (ids for lists) */
+  distinct?: number;
+}
+
+/** Whether a stored type is text (its values are stored as their UTF-8 bytes). */
+export const isTextType = (sourceType: string): boolean => /^(VARCHAR|TEXT|STRING|CHAR|BPCHAR)/i.test(sourceType.trim());
+
+/**
+ * Mean encoded bytes of one value: numeric 4 (float32); categorical 4 for an integer id, the mean UTF-8
+ * length for text; multi-id 4 per id times the mean list length, plus a 4-byte length prefix.
+ */
+export function bytesPerValue(kind: FeatureKind, sourceType: string, stats: ColumnStats): number {
+  if (kind === 'numeric') return NUMERIC_BYTES;
+  if (kind === 'categorical') return isTextType(sourceType) ? (stats.meanTextBytes ?? 0) : ID_BYTES;
+  return LIST_OVERHEAD_BYTES + ID_BYTES * (stats.meanListLength ?? 0);
+}
+
+/**
+ * The entity level of a feature: the declared `costs.entity` when set; else from the entity key of its
+ * feature table: a key naming an item (item_id, sku, product, goods, ad, doc) is per candidate, a key
+ * naming a user, context, request or session is per request; a feature with no entity key (a column of
+ * the sample set) or an unrecognised key is `null` (unknown, counted once per request).
+ */
+export function entityLevel(entityKey: string | null, declared?: FeatureEntityLevel): FeatureEntityLevel | null {
+  if (declared) return declared;
+  if (!entityKey) return null;
+  const k = entityKey.toLowerCase();
+  if (/(^|_)(item|items|sku|product|goods|ad|ads|doc|candidate)(_|$|id)/.test(k)) return 'item';
+  if (/(^|_)(user|users|member|account|uid)(_|$|id)/.test(k)) return 'user';
+  if (/(^|_)(context|contexts|request|session|query|page)(_|$|id)/.test(k)) return 'context';
+  return null;
+}
+
+/** Times a feature's values are fetched per request: once per candidate for items, once otherwise. */
+export function fanOut(level: FeatureEntityLevel | null, candidatesPerRequest: number): number {
+  return level === 'item' ? candidatesPerRequest : 1;
+}
+
+/** Best (minimum) of the repeats and their relative spread (max - min) / min. */
+export function bestOf(times: number[]): { best: number; spread: number } {
+  if (!times.length) throw new Error('no timings');
+  const best = Math.min(...times);
+  const worst = Math.max(...times);
+  return { best, spread: best > 0 ? (worst - best) / best : 0 };
+}
+
+/** Share of one prediction that a feature costs: (t_all - t_without) / t_all, clipped to [0, 1]. */
+export function computeShare(tAll: number, tWithout: number): number {
+  if (!(tAll > 0) || !Number.isFinite(tWithout)) return 0;
+  return Math.min(1, Math.max(0, (tAll - tWithout) / tAll));
+}
+
+/** One resource of a feature in the ledger: the figure in force and both sources it may come from. */
+export interface LedgerFigure {
+  value: number | null;
+  unit: string;
+  /** which source the value comes from; null: no figure at all */
+  source: 'measured' | 'declared' | null;
+  /** when the value in force was measured (or declared) */
+  measuredAt: string | null;
+  how: string | null;
+  declared: number | null;
+  measured: CostMeasurement | null;
+}
+
+export interface LedgerEntry {
+  id: string;
+  name: string;
+  businessLine: string;
+  kind: FeatureKind;
+  entityKey: string | null;
+  entity: FeatureEntityLevel | null;
+  storage: LedgerFigure;
+  communication: LedgerFigure;
+  compute: LedgerFigure;
+  /** true when no resource has any figure */
+  noCost: boolean;
+}
+
+const DECLARED_FIELD: Record<CostResource, 'storageBytesPerEntity' | 'fetchBytesPerRequest' | 'computeCost'> = {
+  storage: 'storageBytesPerEntity',
+  communication: 'fetchBytesPerRequest',
+  compute: 'computeCost',
+};
+
+/**
+ * The figure in force for one resource: a declared value overrides a measured one; both are kept. The
+ * legacy figures with `source: 'measured'` (written before measurements were kept apart) count as
+ * measured, with no date.
+ */
+export function ledgerFigure(costs: FeatureCostsRecord, resource: CostResource, derived?: CostMeasurement | null): LedgerFigure {
+  const raw = costs[DECLARED_FIELD[resource]];
+  const legacyMeasured = costs.source === 'measured' && raw !== undefined;
+  const declared = raw !== undefined && !legacyMeasured ? raw : null;
+  const measured: CostMeasurement | null =
+    derived ??
+    costs.measured?.[resource] ??
+    (legacyMeasured ? { value: raw, measuredAt: '', how: 'stored as measured (no measurement record)' } : null);
+  const unit = COST_UNITS[resource];
+  if (declared !== null) {
+    return {
+      value: declared,
+      unit,
+      source: 'declared',
+      measuredAt: costs.declaredAt ?? null,
+      how: 'declared in the registry',
+      declared,
+      measured,
+    };
+  }
+  if (measured) {
+    return {
+      value: measured.value,
+      unit,
+      source: 'measured',
+      measuredAt: measured.measuredAt || null,
+      how: measured.how,
+      declared,
+      measured,
+    };
+  }
+  return { value: null, unit, source: null, measuredAt: null, how: null, declared: null, measured: null };
+}
+
+/**
+ * Measured communication, derived from measured storage: storage × fan-out, with the fan-out of the
+ * feature's entity level at the given candidates per request.
+ */
+export function measuredCommunication(
+  storage: CostMeasurement,
+  level: FeatureEntityLevel | null,
+  candidatesPerRequest: number,
+): CostMeasurement {
+  const n = fanOut(level, candidatesPerRequest);
+  const why =
+    level === 'item'
+      ? `item feature, ${candidatesPerRequest} candidates per request`
+      : level
+        ? `${level} feature, once per request`
+        : 'entity level unknown, counted once per request';
+  return {
+    value: storage.value * n,
+    measuredAt: storage.measuredAt,
+    how: `storage ${round(storage.value)} bytes × fan-out ${n} (${why})`,
+    fanOut: n,
+  };
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+
+export function ledgerEntry(
+  f: { id: string; name: string; businessLine: string; kind: FeatureKind; entityKey: string | null; costs: FeatureCostsRecord },
+  candidatesPerRequest = DEFAULT_CANDIDATES_PER_REQUEST,
+): LedgerEntry {
+  const costs = f.costs ?? {};
+  const level = entityLevel(f.entityKey, costs.entity);
+  const m = costs.measured?.storage;
+  const storage = ledgerFigure(costs, 'storage');
+  const communication = ledgerFigure(costs, 'communication', m ? measuredCommunication(m, level, candidatesPerRequest) : null);
+  const compute = ledgerFigure(costs, 'compute');
+  return {
+    id: f.id,
+    name: f.name,
+    businessLine: f.businessLine,
+    kind: f.kind,
+    entityKey: f.entityKey,
+    entity: level,
+    storage,
+    communication,
+    compute,
+    noCost: storage.source === null && communication.source === null && compute.source === null,
+  };
+}

@@ -1,0 +1,218 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { createTestEnv, type TestEnv } from '../support/test-env';
+import { apiClient } from '../support/http';
+import { cli } from '../support/processes';
+
+/**
+ * The cost ledger on a simulated world: measured storage and fan-outs against the ground truth's
+ * planted costs, declared figures overriding measured ones, and features without any cost.
+ */
+
+let env: TestEnv;
+let api: ApiHandle;
+let truth: GroundTruth;
+let sampleSetId: string;
+const http = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
+const call = http.call;
+
+interface Figure {
+  value: number | null;
+  unit: string;
+  source: 'measured' | 'declared' | null;
+  measuredAt: string | null;
+  how: string | null;
+  declared: number | null;
+  measured: { value: number; measuredAt: string; how: string; spread?: number; fanOut?: number } | null;
+}
+interface Entry {
+  id: string;
+  name: string;
+  kind: string;
+  entity: string | null;
+  storage: Figure;
+  communication: Figure;
+  compute: Figure;
+  noCost: boolean;
+}
+
+async function ok(p: Promise<{ status: number; body: any }>, status = 200): Promise<any> {
+  const r = await p;
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  return r.body;
+}
+
+let measured: { features: Entry[]; measurement: { measured: string[]; skipped: { name: string }[]; backend: string } };
+const byName = (entries: Entry[]) => new Map(entries.map((e) => [e.name, e]));
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  api = await startApi(env.config, { logger: false });
+  const dir = path.join(env.dataDir, 'world');
+  const world = simulateWorld({ seed: 11, rows: 20_000 });
+  await writeWorld(world, dir);
+  truth = world.groundTruth;
+  await ok(call('POST', '/business-lines', { name: 'feed' }), 201);
+  const ss = await http.upload('/sample-sets', path.join(dir, 'samples', 'feed.parquet'), {
+    name: 'feed-samples',
+    businessLine: 'feed',
+    label: 'click',
+    time: 'ts',
+    keys: 'impression_id,user_id,item_id,context_id,domain',
+  });
+  expect(ss.status, JSON.stringify(ss.body)).toBe(201);
+  sampleSetId = ss.body.id;
+  for (const [table, key, time] of [
+    ['users', 'user_id', 'ts'],
+    ['items', 'item_id', ''],
+    ['contexts', 'context_id', ''],
+  ] as const) {
+    const r = await http.upload('/feature-tables', path.join(dir, `${table}.parquet`), {
+      name: table,
+      businessLine: 'feed',
+      entityKey: key,
+      ...(time ? { time } : {}),
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+  }
+  measured = await ok(call('POST', '/features/costs/measure', { businessLine: 'feed', candidatesPerRequest: 50 }));
+}, 600_000);
+
+afterAll(async () => {
+  await api?.close();
+  await env?.teardown();
+});
+
+describe('the cost ledger on a simulated world', () => {
+  it('measures storage per feature that agrees with the planted costs', () => {
+    const got = byName(measured.features);
+    expect(measured.measurement.skipped).toEqual([]);
+    for (const t of truth.features) {
+      const e = got.get(t.name)!;
+      expect(e, t.name).toBeDefined();
+      expect(e.storage.source, t.name).toBe('measured');
+      expect(e.storage.unit).toBe('bytes/entity');
+      expect(e.storage.measuredAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(e.storage.how).toMatch(/rows of table/);
+      if (t.kind === 'categorical') {
+        // stored as text (the id's digits): its UTF-8 length, where the planted figure counts an int32 id
+        expect(e.storage.how).toMatch(/categorical text/);
+        expect(e.storage.value!, t.name).toBeGreaterThanOrEqual(1);
+        expect(e.storage.value!, t.name).toBeLessThanOrEqual(t.costs.storageBytesPerEntity);
+      } else {
+        // the planted storage is the same encoding: a float32 a number, 4 + 4 × mean length a list
+        expect(e.storage.value!, t.name).toBeCloseTo(t.costs.storageBytesPerEntity, 1);
+      }
+    }
+    const of = (kind: string) => truth.features.filter((t) => t.kind === kind).map((t) => got.get(t.name)!.storage.value!);
+    expect(Math.min(...of('multi_id'))).toBeGreaterThan(Math.max(...of('numeric'), ...of('categorical')));
+  });
+
+  it('fans item features out to the candidates per request, user and context features once', () => {
+    const got = byName(measured.features);
+    for (const t of truth.features) {
+      const e = got.get(t.name)!;
+      expect(e.entity, t.name).toBe(t.table);
+      const n = t.table === 'item' ? 50 : 1;
+      expect(e.communication.source).toBe('measured');
+      expect(e.communication.measured!.fanOut, t.name).toBe(n);
+      expect(e.communication.value!, t.name).toBeCloseTo(e.storage.value! * n, 6);
+    }
+  });
+
+  it('measures each feature’s compute share on the serving backend, with the repeats’ spread', () => {
+    expect(measured.measurement.backend).toBe('cpu');
+    for (const e of measured.features) {
+      expect(e.compute.source, e.name).toBe('measured');
+      expect(e.compute.unit).toBe('share of one prediction');
+      expect(e.compute.value!).toBeGreaterThanOrEqual(0);
+      expect(e.compute.value!).toBeLessThanOrEqual(1);
+      expect(e.compute.measured!.spread).toBeGreaterThanOrEqual(0);
+      expect(e.compute.how).toMatch(/best of 5 paired timings/);
+    }
+    // no ranking against the planted compute costs: one input of 33 moves the forward by a few per
+    // cent, within the timing noise of a shared machine (the spread says how much)
+  });
+
+  it('takes the fan-out from the model: its architecture, else the query', async () => {
+    const features = ['i_price', 'u_age', 'u_recent_cats'];
+    await ok(
+      call('POST', '/models', {
+        name: 'small',
+        businessLine: 'feed',
+        sampleSetId,
+        features,
+        architecture: { candidatesPerRequest: 10 },
+      }),
+      201,
+    );
+    const l = await ok(call('GET', '/features/costs?model=small'));
+    expect(l.candidatesPerRequest).toBe(10);
+    const got = byName(l.features);
+    expect([...got.keys()].sort()).toEqual([...features].sort());
+    expect(got.get('i_price')!.communication.value).toBeCloseTo(got.get('i_price')!.storage.value! * 10, 6);
+    expect(got.get('u_age')!.communication.value).toBeCloseTo(got.get('u_age')!.storage.value!, 6);
+    const q = await ok(call('GET', '/features/costs?model=small&candidatesPerRequest=7'));
+    expect(byName(q.features).get('i_price')!.communication.measured!.fanOut).toBe(7);
+    // measuring a model's features times that model's forward
+    const m = await ok(call('POST', '/features/costs/measure', { model: 'small', rows: 256, repeats: 1 }));
+    expect(m.measurement.measured.sort()).toEqual([...features].sort());
+    expect(byName(m.features).get('u_recent_cats')!.compute.how).toMatch(/all 3 inputs/);
+  });
+
+  it('declared figures override measured ones, are marked declared, and both are kept', async () => {
+    const before = byName(measured.features).get('i_tags')!;
+    await ok(call('PATCH', `/features/${before.id}`, { costs: { storageBytesPerEntity: 99, computeCost: 0.5 } }));
+    const e = byName((await ok(call('GET', '/features/costs?businessLine=feed'))).features).get('i_tags')!;
+    expect(e.storage).toMatchObject({ value: 99, source: 'declared', declared: 99 });
+    expect(e.storage.measuredAt).toMatch(/^\d{4}-/);
+    expect(e.storage.measured!.value).toBeCloseTo(before.storage.value!, 6);
+    expect(e.compute).toMatchObject({ value: 0.5, source: 'declared' });
+    expect(e.compute.measured!.value).toBe(before.compute.value);
+    // communication was not declared: still the measured figure
+    expect(e.communication.source).toBe('measured');
+    // a new measurement keeps the declared figures in force
+    await ok(call('POST', '/features/costs/measure', { businessLine: 'feed', features: ['i_tags'], compute: false }));
+    const again = byName((await ok(call('GET', '/features/costs?businessLine=feed'))).features).get('i_tags')!;
+    expect(again.storage).toMatchObject({ value: 99, source: 'declared' });
+  });
+
+  it('lists a feature without any cost as such, and says why it could not be measured', async () => {
+    const f = await ok(call('POST', '/features', { name: 'orphan', businessLine: 'feed', kind: 'numeric' }), 201);
+    const l = await ok(call('GET', '/features/costs?businessLine=feed'));
+    const e = byName(l.features).get('orphan')!;
+    expect(e).toMatchObject({ id: f.id, noCost: true, entity: null });
+    expect(e.storage.source).toBeNull();
+    const m = await ok(call('POST', '/features/costs/measure', { businessLine: 'feed', features: ['orphan'], compute: false }));
+    expect(m.measurement.skipped).toEqual([{ name: 'orphan', reason: expect.stringMatching(/no feature table/) }]);
+    const bad = await call('POST', '/features/costs/measure', { businessLine: 'feed', features: ['nope'] });
+    expect(bad.status).toBe(400);
+    const none = await call('POST', '/features/costs/measure', {});
+    expect(none.status).toBe(400);
+    const unknown = await call('POST', '/features/costs/measure', { businessLine: 'nope' });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toMatch(/unknown business line/);
+  });
+
+  it('abacus features costs prints a row per feature (the built CLI)', async () => {
+    const run = (args: string[]) => cli(['features', 'costs', ...args], { ...env.env, ABACUS_API_URL: api.url }, 120_000);
+    const shown = await run(['--line', 'feed']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^line feed; 100 candidates per request/);
+    expect(shown.stdout).toMatch(/i_tags\s+multi_id\s+item\s+99\.00 \(d \d{4}-\d\d-\d\d\)\s+\S+ \(m \d{4}-\d\d-\d\d\)/);
+    expect(shown.stdout).toMatch(/orphan\s+numeric\s+\?\s+no cost/);
+    const m = await run(['--model', 'small', '--measure', '--candidates', '20', '--json']);
+    expect(m.code, m.stderr).toBe(0);
+    const body = JSON.parse(m.stdout) as { candidatesPerRequest: number; measurement: { measured: string[] } };
+    expect(body.candidatesPerRequest).toBe(20);
+    expect(body.measurement.measured.sort()).toEqual(['i_price', 'u_age', 'u_recent_cats']);
+    const bad = await run(['--measure']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--line or --model/);
+  });
+});
