@@ -156,6 +156,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.CompareTrial]: unused,
       [JobName.MultiplyTrial]: unused,
       [JobName.MultiplyCompareTrial]: unused,
+      [JobName.ServingWebhook]: unused,
     });
     host.start();
     try {
@@ -272,6 +273,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.CompareTrial]: notRun,
       [JobName.MultiplyTrial]: notRun,
       [JobName.MultiplyCompareTrial]: notRun,
+      [JobName.ServingWebhook]: notRun,
     });
     host.start();
     try {
@@ -343,6 +345,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.CompareTrial]: idle,
       [JobName.MultiplyTrial]: idle,
       [JobName.MultiplyCompareTrial]: idle,
+      [JobName.ServingWebhook]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();

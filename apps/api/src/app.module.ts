@@ -7,6 +7,7 @@ import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService } from '@abacus/access';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
+import { ActiveTierCache, ServingService } from '@abacus/serving';
 import { ExperimentService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
 import { AuthenticateMiddleware } from './common/authenticate.middleware';
@@ -21,6 +22,7 @@ import { HealthController } from './controllers/health.controller';
 import { KeysController } from './controllers/keys.controller';
 import { ModelsController } from './controllers/models.controller';
 import { SampleSetsController } from './controllers/sample-sets.controller';
+import { ServingController } from './controllers/serving.controller';
 import { UiController } from './controllers/ui.controller';
 
 /** Every controller of the API; the access tests enumerate their routes from this list. */
@@ -34,6 +36,7 @@ export const CONTROLLERS: Type[] = [
   EmbeddingsController,
   KeysController,
   AuditController,
+  ServingController,
   UiController,
 ];
 
@@ -71,6 +74,18 @@ export class AppModule implements NestModule {
         { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
+        {
+          provide: ServingService,
+          useFactory: () => {
+            // the cache rebuilds a missing entry from Postgres through the service (cold start, flushed Redis)
+            let service: ServingService | undefined;
+            const cache = new ActiveTierCache(config.ABACUS_REDIS_URL, config.ABACUS_QUEUE_PREFIX, (id) =>
+              service!.loadActive(id),
+            );
+            service = new ServingService(ds, queue, cache, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
+            return service;
+          },
+        },
         // in this order: the rate limit counts refused requests too, then the key's role is checked
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_GUARD, useClass: AccessGuard },

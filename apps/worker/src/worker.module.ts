@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { DataDir } from '@abacus/catalog';
 import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { ServingWebhookHandler } from '@abacus/serving';
 import {
   AblateTrialHandler,
   BuiltSamplesCache,
@@ -72,6 +73,7 @@ export class WorkerModule {
             const compare = new CompareTrialHandler(w);
             const multiply = new MultiplyTrialHandler(w);
             const multiplyCompare = new MultiplyCompareHandler(w);
+            const servingWebhook = new ServingWebhookHandler(ds, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
@@ -81,6 +83,7 @@ export class WorkerModule {
               [JobName.CompareTrial]: (p, ctx) => compare.handle(p, ctx),
               [JobName.MultiplyTrial]: (p, ctx) => multiply.handle(p, ctx),
               [JobName.MultiplyCompareTrial]: (p, ctx) => multiplyCompare.handle(p, ctx),
+              [JobName.ServingWebhook]: (p, ctx) => servingWebhook.handle(p, ctx),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);

@@ -4,6 +4,8 @@ import { z } from 'zod';
 export enum QueueName {
   Experiments = 'experiments',
   Trials = 'trials',
+  /** outgoing webhooks (serving switches), retried with backoff */
+  Webhooks = 'webhooks',
 }
 
 /** Every job name; the worker refuses to start unless each has a handler. */
@@ -24,6 +26,8 @@ export enum JobName {
   MultiplyTrial = 'trial.multiply',
   /** multiply: paired comparison of each strategy × source with the target-only baseline, verdicts */
   MultiplyCompareTrial = 'trial.multiply-compare',
+  /** serving: one attempt to deliver a switch's signed webhook; BullMQ retries it with backoff */
+  ServingWebhook = 'serving.webhook',
 }
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
@@ -35,10 +39,12 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.CompareTrial]: QueueName.Trials,
   [JobName.MultiplyTrial]: QueueName.Trials,
   [JobName.MultiplyCompareTrial]: QueueName.Trials,
+  [JobName.ServingWebhook]: QueueName.Webhooks,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
 const trialJob = z.object({ experimentId: z.string().uuid(), trialId: z.string().uuid() });
+const webhookJob = z.object({ deliveryId: z.string().uuid() });
 
 /** Payload schema per job: the producer builds payloads of these types, the worker re-parses them. */
 export const JOB_PAYLOAD_SCHEMAS = {
@@ -50,6 +56,7 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.CompareTrial]: trialJob,
   [JobName.MultiplyTrial]: trialJob,
   [JobName.MultiplyCompareTrial]: trialJob,
+  [JobName.ServingWebhook]: webhookJob,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };
