@@ -78,12 +78,12 @@ export class AppModule implements NestModule {
           provide: ServingService,
           useFactory: () => {
             // the cache rebuilds a missing entry from Postgres through the service (cold start, flushed Redis)
-            let service: ServingService | undefined;
+            const holder: { service?: ServingService } = {};
             const cache = new ActiveTierCache(config.ABACUS_REDIS_URL, config.ABACUS_QUEUE_PREFIX, (id) =>
-              service!.loadActive(id),
+              holder.service!.loadActive(id),
             );
-            service = new ServingService(ds, queue, cache, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
-            return service;
+            holder.service = new ServingService(ds, queue, cache, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
+            return holder.service;
           },
         },
         // in this order: the rate limit counts refused requests too, then the key's role is checked

@@ -14,6 +14,7 @@ import { registerBenchLoad } from './bench-load.command';
 import { registerKeys } from './keys.command';
 import { registerLogin } from './login.command';
 import { registerAudit } from './audit.command';
+import { registerServing } from './serving.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -21,6 +22,7 @@ export const COMMANDS: RegisterCommand[] = [
   registerSamples,
   registerBank,
   registerEmbeddings,
+  registerServing,
   registerFeatures,
   registerLines,
   registerLogin,
