@@ -10,6 +10,7 @@ import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 import { startReceiver, type ReceivedHook } from '../support/webhook-receiver';
+import { ServingClient, type ServedModel } from '../../examples/serving-client/client';
 
 /**
  * Serving switch hooks end to end: tier rows of a model (as divide publishes them), a served model
@@ -289,5 +290,40 @@ describe('serving switch hooks', () => {
     expect(sig.status).toBe(400);
     expect(sig.body.issues!.map((i) => i.path).sort()).toEqual(['at', 'cpu']);
     expect((await admin.call('GET', '/serving/00000000-0000-0000-0000-000000000000/active')).status).toBe(404);
+  });
+
+  it('the example client registers, verifies webhooks, reports signals and swaps the model it serves', async () => {
+    const client = new ServingClient({ apiUrl: api.url, apiKey: env.adminKey, secret: SECRET });
+    const swaps: [number, number | null][] = [];
+    client.onSwitch((next: ServedModel, prev: ServedModel | null) => {
+      swaps.push([next.tier, prev?.tier ?? null]);
+    });
+    try {
+      await client.register({ model: 'ctr', businessLine: 'feed', tiers: [0, 1, 2], policy });
+      expect(client.currentTier()).toBe(0);
+      expect(client.currentModel()?.artifactUrls.onnx).toBe(`${api.url}/api/v1/models/${tierIds[0]}/export?format=onnx`);
+      const r = await client.reportSignals({ at: new Date(Date.now() + 60_000).toISOString(), cpu: 0.9 });
+      expect(r.tier).toBe(1);
+      await waitUntil(async () => client.currentTier() === 1, 10_000, 'the client to swap to tier 1 on the webhook');
+      expect(client.currentModel()?.features).toEqual(['strong', 'weak', 'color']);
+      await admin.call('POST', `/serving/${client.id}/pin`, { tier: 2, reason: 'client test' });
+      await waitUntil(async () => client.currentTier() === 2, 10_000, 'the client to swap to tier 2 on the pin');
+      expect(swaps).toEqual([
+        [0, null],
+        [1, 0],
+        [2, 1],
+      ]);
+      // a forged webhook is refused
+      const hookUrl = (await admin.call('GET', `/serving/${client.id}`)).body.webhookUrl as string;
+      const forged = await fetch(hookUrl, {
+        method: 'POST',
+        headers: { 'x-abacus-timestamp': String(Math.floor(Date.now() / 1000)), 'x-abacus-signature': 'sha256=00' },
+        body: '{}',
+      });
+      expect(forged.status).toBe(401);
+      expect(client.rejected).toBe(1);
+    } finally {
+      await client.close();
+    }
   });
 });
