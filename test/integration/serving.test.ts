@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
@@ -8,6 +9,7 @@ import { ActiveTierCache, ServingWebhookHandler } from '@abacus/serving';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
+import { cli } from '../support/processes';
 import { apiClient } from '../support/http';
 import { startReceiver, type ReceivedHook } from '../support/webhook-receiver';
 import { ServingClient, type ServedModel } from '../../examples/serving-client/client';
@@ -325,5 +327,64 @@ describe('serving switch hooks', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('the CLI registers, signals, pins and shows the active tier and the log; bad flags are named', async () => {
+    const run = (args: string[]) => cli(args, { ...env.env, ABACUS_API_URL: api.url }, 60_000);
+    const secretFile = path.join(env.dataDir, 'hook-secret');
+    fs.writeFileSync(secretFile, `${SECRET}\n`);
+    const policyFile = path.join(env.dataDir, 'policy.json');
+    fs.writeFileSync(policyFile, JSON.stringify(policy));
+    const reg = await run([
+      'serving',
+      'register',
+      '--model',
+      'ctr',
+      '--line',
+      'feed',
+      '--tiers',
+      '0,1,2',
+      '--webhook-url',
+      receiver.url,
+      '--secret-file',
+      secretFile,
+      '--policy',
+      policyFile,
+      '--json',
+    ]);
+    expect(reg.code, reg.stderr).toBe(0);
+    const id = (JSON.parse(reg.stdout) as { id: string }).id;
+    const at = new Date(Date.now() + 60_000).toISOString();
+    const sig = await run(['serving', 'signal', id, '--at', at, '--cpu', '0.95']);
+    expect(sig.code, sig.stderr).toBe(0);
+    expect(sig.stdout).toMatch(/switch: tier 1 \(step down: cpu 0.95 > 0.8\)/);
+    const pin = await run(['serving', 'pin', id, '--tier', '2', '--reason', 'from the cli']);
+    expect(pin.code, pin.stderr).toBe(0);
+    const active = await run(['serving', 'active', id]);
+    expect(active.stdout).toMatch(/tier 2 since .*pinned by test-admin: from the cli/);
+    expect(active.stdout).toContain(`/api/v1/models/${tierIds[2]}/export?format=safetensors`);
+    expect((await run(['serving', 'unpin', id])).code).toBe(0);
+    const log = await run(['serving', 'log', id]);
+    expect(log.stdout).toMatch(/0 -> 1.*policy/);
+    expect(log.stdout).toMatch(/1 -> 2.*manual \(test-admin\)/);
+    const bad = await run(['serving', 'signal', id, '--cpu', '2']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--cpu/);
+    const badTiers = await run([
+      'serving',
+      'register',
+      '--model',
+      'ctr',
+      '--line',
+      'feed',
+      '--tiers',
+      'a,b',
+      '--webhook-url',
+      receiver.url,
+      '--secret-file',
+      secretFile,
+    ]);
+    expect(badTiers.code).toBe(1);
+    expect(badTiers.stderr).toMatch(/--tiers/);
   });
 });
