@@ -25,6 +25,7 @@ export class Serving1795300800000 implements MigrationInterface {
         pinned_at timestamptz,
         last_signals jsonb,
         last_signal_at timestamptz,
+        state_rev int NOT NULL DEFAULT 0,
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);

@@ -231,6 +231,15 @@ describe('serving switch hooks', () => {
         [1, false, 'policy'],
       ]);
       expect(log[0].reason).toBe('pinned: load test');
+      // a process publishing an older state late does not overwrite a newer one
+      const latest = (await other.get(id))!;
+      await other.put({ ...latest, tier: 2, rev: latest.rev - 1 });
+      const fresh = new ActiveTierCache(env.config.ABACUS_REDIS_URL, env.config.ABACUS_QUEUE_PREFIX, async () => null);
+      try {
+        expect(await fresh.get(id)).toMatchObject({ tier: 1, rev: latest.rev });
+      } finally {
+        await fresh.close();
+      }
     } finally {
       await other.close();
     }

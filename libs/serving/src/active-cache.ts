@@ -12,7 +12,19 @@ export interface ActiveTier {
   artifacts: { safetensors: string; onnx: string };
   since: string;
   pinned: { tier: number; reason: string | null; by: string | null; at: string | null } | null;
+  /** the served model's state revision: a later write of an older state is ignored */
+  rev: number;
 }
+
+/** HSET unless the stored entry has a higher revision (two processes publishing out of order). */
+const PUT_IF_NEWER = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur then
+  local ok, c = pcall(cjson.decode, cur)
+  if ok and type(c) == 'table' and tonumber(c.rev) and tonumber(c.rev) > tonumber(ARGV[3]) then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1`;
 
 /**
  * The active tier of every served model, kept in a Redis hash (`<prefix>:serving:active`) and in
@@ -61,8 +73,11 @@ export class ActiveTierCache {
 
   /** After a switch (or pin): the new state for every process. */
   async put(v: ActiveTier): Promise<void> {
-    await this.redis.hset(this.hashKey, v.servingId, JSON.stringify(v));
-    this.local.set(v.servingId, v);
+    const written = await this.redis.eval(PUT_IF_NEWER, 1, this.hashKey, v.servingId, JSON.stringify(v), String(v.rev));
+    if (Number(written) === 1) {
+      const mine = this.local.get(v.servingId);
+      if (!mine || mine.rev <= v.rev) this.local.set(v.servingId, v);
+    }
     await this.redis.publish(this.channel, v.servingId);
   }
 

@@ -147,9 +147,10 @@ export class ServingService {
   async active(id: string, scope: RequestScope) {
     const a = await this.cache.get(id);
     if (!a || !canSeeLine(scope, a.businessLine)) throw new NotFoundError('served model', id);
-    const { servingId: _s, businessLine: _b, ...rest } = a;
+    const { servingId: _s, businessLine: _b, rev: _r, ...rest } = a;
     void _s;
     void _b;
+    void _r;
     return rest;
   }
 
@@ -170,6 +171,7 @@ export class ServingService {
       features: model.features,
       artifacts: artifactLinks(model.id),
       since: s.tierSince.toISOString(),
+      rev: s.stateRev,
       pinned:
         s.pinnedTier === null
           ? null
@@ -198,6 +200,7 @@ export class ServingService {
     s.activeModelId = model.id;
     s.tierSince = spec.at;
     s.lastSwitchAt = spec.at;
+    s.stateRev += 1;
     const payload = {
       switchId: sw.id,
       servingId: s.id,
@@ -288,6 +291,7 @@ export class ServingService {
       s.pinReason = input.reason;
       s.pinnedBy = scope.user;
       s.pinnedAt = at;
+      s.stateRev += 1;
       const deliveryId =
         s.activeTier === input.tier
           ? null
@@ -322,6 +326,7 @@ export class ServingService {
       s.pinReason = null;
       s.pinnedBy = null;
       s.pinnedAt = null;
+      s.stateRev += 1;
       await m.getRepository(ServingModelEntity).save(s);
       await writeAudit(m, scope, {
         action: 'serving.unpinned',

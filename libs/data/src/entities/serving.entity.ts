@@ -60,6 +60,10 @@ export class ServingModelEntity {
   @Column({ name: 'last_signal_at', type: 'timestamptz', nullable: true })
   lastSignalAt!: Date | null;
 
+  /** bumped by every change of the active state: caches keep the highest they have seen */
+  @Column({ name: 'state_rev', type: 'int', default: 0 })
+  stateRev!: number;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt!: Date;
 
