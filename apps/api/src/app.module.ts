@@ -66,7 +66,7 @@ export class AppModule implements NestModule {
         { provide: DataSource, useValue: ds },
         { provide: QueueService, useValue: queue },
         { provide: DataDir, useValue: dataDir },
-        { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds) },
+        { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds, { cacheMs: config.ABACUS_AUTH_CACHE_MS }) },
         { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
         { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },
