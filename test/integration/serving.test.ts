@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
 import { createDataSource, ModelEntity } from '@abacus/data';
-import { JobName, WorkerHost, type JobHandlers } from '@abacus/queue';
-import { ActiveTierCache, ServingWebhookHandler } from '@abacus/serving';
+import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { ActiveTierCache, DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
@@ -278,6 +278,32 @@ describe('serving switch hooks', () => {
     expect(done.lastError).toBeNull();
     const hook = hooksOf(id).find((x) => x.body.payload.to === 1 && x.body.payload.manual);
     expect(hook && verify(hook.h)).toBe(true);
+  });
+
+  it('a delivery left pending without a job (the API could not enqueue it) is swept up and delivered', async () => {
+    const id = (await register()).body.id as string;
+    await admin.call('POST', `/serving/${id}/pin`, { tier: 1, reason: 'sweep' });
+    const [sw] = (await admin.call('GET', `/serving/${id}/log`)).body as unknown as { id: string }[];
+    const [row] = (await ds.query(
+      `INSERT INTO serving_webhook_deliveries (serving_id, switch_id, event, url, payload, updated_at)
+       VALUES ($1, $2, 'serving.switch', $3, '{"servingId":"${id}","from":0,"to":1,"manual":true}', now() - interval '5 minutes')
+       RETURNING id`,
+      [id, sw.id, receiver.url],
+    )) as { id: string }[];
+    const queue = new QueueService(env.config);
+    try {
+      expect(await new DeliverySweeper(ds, queue, 60_000).sweepOnce()).toEqual([row.id]);
+    } finally {
+      await queue.close();
+    }
+    await waitUntil(
+      async () =>
+        ((await ds.query(`SELECT status FROM serving_webhook_deliveries WHERE id = $1`, [row.id])) as { status: string }[])[0]
+          .status === 'delivered',
+      10_000,
+      'the swept delivery',
+    );
+    expect(received.some((h) => h.headers['x-abacus-delivery'] === row.id && verify(h))).toBe(true);
   });
 
   it('bad input is a 400 naming the field; unknown tiers are 404s naming the tier', async () => {

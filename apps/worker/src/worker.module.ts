@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { DataDir } from '@abacus/catalog';
 import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
-import { ServingWebhookHandler } from '@abacus/serving';
+import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import {
   AblateTrialHandler,
   BuiltSamplesCache,
@@ -45,6 +45,12 @@ export class WorkerModule {
               minAgeMs: config.ABACUS_REAPER_MIN_AGE_MS,
               maxAttempts: config.ABACUS_TRIAL_ATTEMPTS,
             }),
+        },
+        {
+          provide: DeliverySweeper,
+          inject: [QueueService],
+          // deliveries untouched for the reaper's min age; one still retrying keeps its job (same job id: no-op)
+          useFactory: (queue: QueueService) => new DeliverySweeper(ds, queue, config.ABACUS_REAPER_MIN_AGE_MS),
         },
         {
           provide: WORKFLOW_CONTEXT,

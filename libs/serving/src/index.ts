@@ -3,3 +3,4 @@ export { decideTier, type Decision, type Signals, type TierState } from './polic
 export { ActiveTierCache, type ActiveTier } from './active-cache';
 export { ServingService, SWITCH_EVENT, artifactLinks } from './serving.service';
 export { ServingWebhookHandler } from './webhook-delivery.handler';
+export { DeliverySweeper } from './delivery-sweeper';
