@@ -77,6 +77,15 @@ export const configSchema = z
           return z.NEVER;
         }
       }),
+    /**
+     * how long the API may trust a key it has checked without asking Postgres again (0 = never cache).
+     * A key revoked through another API process keeps working there for up to this long.
+     */
+    ABACUS_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(0),
+    /** attempts of one serving switch webhook before it is marked failed */
+    ABACUS_SERVING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
+    /** first retry delay of a serving webhook; doubled on each further attempt */
+    ABACUS_SERVING_WEBHOOK_BACKOFF_MS: z.coerce.number().int().min(10).max(3_600_000).default(2000),
     /** HMAC-SHA256 key for the x-abacus-signature header */
     ABACUS_NOTIFY_WEBHOOK_SECRET: z.string().min(16, 'at least 16 characters').optional(),
     ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),

@@ -6,6 +6,7 @@ import { LabelStats1795300400000 } from './1795300400000-LabelStats';
 import { DataBank1795300500000 } from './1795300500000-DataBank';
 import { SharedEmbeddings1795300600000 } from './1795300600000-SharedEmbeddings';
 import { ModelTiers1795300700000 } from './1795300700000-ModelTiers';
+import { Serving1795300800000 } from './1795300800000-Serving';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   DataBank1795300500000,
   SharedEmbeddings1795300600000,
   ModelTiers1795300700000,
+  Serving1795300800000,
 ];

@@ -30,7 +30,10 @@ let env: TestEnv;
 let api: ApiHandle;
 let ds: DataSource;
 const secrets = {} as Record<Exclude<Cred, 'none'>, string>;
-const ids = {} as Record<Line, { sampleSet: string; feature: string; model: string; experiment: string; embedding: string }>;
+const ids = {} as Record<
+  Line,
+  { sampleSet: string; feature: string; model: string; experiment: string; embedding: string; serving: string }
+>;
 let n = 0;
 const unique = (p: string) => `${p}${++n}`;
 
@@ -91,6 +94,14 @@ const scoreOn = (businessLine: string, sampleSet: string) => ({
   businessLine,
   name: unique('e'),
   spec: { sampleSet },
+});
+/** a served model of the line's "base" model, its tier 0 (the webhook host is public, so allowed) */
+const serving = (businessLine: string) => ({
+  model: 'base',
+  businessLine,
+  tiers: [0],
+  webhookUrl: 'https://hooks.example.com/abacus',
+  secret: 'access-test-secret-0123',
 });
 const freshExperiment = async (line: Line) =>
   (await ok(admin.call('POST', '/experiments', scoreOn(line, ids[line].sampleSet)))).id as string;
@@ -322,6 +333,39 @@ const TABLE: Record<string, Case[]> = {
     },
   ],
   'GET /api/v1/audit': [{ variant: '-', send: (c) => as(c).call('GET', '/audit'), expect: expected('admin', 200) }],
+  'POST /api/v1/serving': perLine((l) => (c) => as(c).call('POST', '/serving', serving(l)), {
+    feed: expected('engineer', 201),
+    search: expected('engineer', 201, 403),
+    mall: expected('engineer', 201, 403),
+  }),
+  'GET /api/v1/serving': perLine((l) => (c) => as(c).call('GET', `/serving?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  ...Object.fromEntries(
+    ['', '/active', '/log'].map((suffix) => [
+      `GET /api/v1/serving/:id${suffix}`,
+      perLine((l) => (c) => as(c).call('GET', `/serving/${ids[l].serving}${suffix}`), {
+        feed: expected('viewer', 200),
+        search: expected('viewer', 200, 404),
+        mall: expected('viewer', 200, 404),
+      }),
+    ]),
+  ),
+  'POST /api/v1/serving/:id/signals': perLine(
+    (l) => (c) => as(c).call('POST', `/serving/${ids[l].serving}/signals`, { cpu: 0.5 }),
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },
+  ),
+  'POST /api/v1/serving/:id/pin': perLine(
+    (l) => (c) => as(c).call('POST', `/serving/${ids[l].serving}/pin`, { tier: 0, reason: unique('r') }),
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },
+  ),
+  'DELETE /api/v1/serving/:id/pin': perLine((l) => (c) => as(c).call('DELETE', `/serving/${ids[l].serving}/pin`), {
+    feed: expected('engineer', 200),
+    search: expected('engineer', 200, 404),
+    mall: expected('engineer', 200, 404),
+  }),
 };
 
 beforeAll(async () => {
@@ -343,6 +387,9 @@ beforeAll(async () => {
     );
     const feature = await ok(admin.call('POST', '/features', { name: `${line}_ctr`, businessLine: line, kind: 'numeric' }));
     const model = await ok(admin.call('POST', '/models', { name: 'base', businessLine: line, sampleSetId: ss.id }));
+    // tier 0 of "base", as divide publishes tiers
+    await ds.query(`UPDATE models SET tier = 0 WHERE id = $1`, [model.id]);
+    const served = await ok(admin.call('POST', '/serving', serving(line)));
     const experiment = await ok(admin.call('POST', '/experiments', scoreOn(line, ss.id)));
     // a shared embedding of the line (multiply creates them; here registered directly), mall's shared with feed
     const rel = path.join('embeddings', `access-${line}`, 'embedding.safetensors');
@@ -375,6 +422,7 @@ beforeAll(async () => {
       model: model.id,
       experiment: experiment.id,
       embedding: `${emb.name}@${emb.version}`,
+      serving: served.id,
     };
   }
   const key = async (name: string, role: string) =>

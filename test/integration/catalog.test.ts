@@ -115,6 +115,9 @@ describe('migrations', () => {
       'features',
       'models',
       'sample_sets',
+      'serving_models',
+      'serving_switches',
+      'serving_webhook_deliveries',
       'shared_embeddings',
       'trials',
     ]);

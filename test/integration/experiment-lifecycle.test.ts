@@ -159,6 +159,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.DivideSelectTrial]: unused,
       [JobName.DivideTierTrial]: unused,
       [JobName.DividePublishTrial]: unused,
+      [JobName.ServingWebhook]: unused,
     });
     host.start();
     try {
@@ -278,6 +279,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.DivideSelectTrial]: notRun,
       [JobName.DivideTierTrial]: notRun,
       [JobName.DividePublishTrial]: notRun,
+      [JobName.ServingWebhook]: notRun,
     });
     host.start();
     try {
@@ -352,6 +354,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.DivideSelectTrial]: idle,
       [JobName.DivideTierTrial]: idle,
       [JobName.DividePublishTrial]: idle,
+      [JobName.ServingWebhook]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();

@@ -7,6 +7,7 @@ import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService } from '@abacus/access';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
+import { ActiveTierCache, ServingService } from '@abacus/serving';
 import { CostLedgerService, ExperimentService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
 import { AuthenticateMiddleware } from './common/authenticate.middleware';
@@ -21,6 +22,7 @@ import { HealthController } from './controllers/health.controller';
 import { KeysController } from './controllers/keys.controller';
 import { ModelsController } from './controllers/models.controller';
 import { SampleSetsController } from './controllers/sample-sets.controller';
+import { ServingController } from './controllers/serving.controller';
 
 /** Every controller of the API; the access tests enumerate their routes from this list. */
 export const CONTROLLERS: Type[] = [
@@ -33,6 +35,7 @@ export const CONTROLLERS: Type[] = [
   EmbeddingsController,
   KeysController,
   AuditController,
+  ServingController,
 ];
 
 /** The API: controllers here, domain services from libs/, wired with an initialised DataSource and queue. */
@@ -61,7 +64,7 @@ export class AppModule implements NestModule {
         { provide: DataSource, useValue: ds },
         { provide: QueueService, useValue: queue },
         { provide: DataDir, useValue: dataDir },
-        { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds) },
+        { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds, { cacheMs: config.ABACUS_AUTH_CACHE_MS }) },
         { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
         { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },
@@ -77,6 +80,18 @@ export class AppModule implements NestModule {
             }),
         },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
+        {
+          provide: ServingService,
+          useFactory: () => {
+            // the cache rebuilds a missing entry from Postgres through the service (cold start, flushed Redis)
+            const holder: { service?: ServingService } = {};
+            const cache = new ActiveTierCache(config.ABACUS_REDIS_URL, config.ABACUS_QUEUE_PREFIX, (id) =>
+              holder.service!.loadActive(id),
+            );
+            holder.service = new ServingService(ds, queue, cache, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
+            return holder.service;
+          },
+        },
         // in this order: the rate limit counts refused requests too, then the key's role is checked
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_GUARD, useClass: AccessGuard },

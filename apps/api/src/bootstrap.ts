@@ -53,7 +53,7 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
   if (config.ABACUS_CORS_ORIGINS.length) {
     app.enableCors({
       origin: config.ABACUS_CORS_ORIGINS,
-      methods: ['GET', 'POST', 'PATCH'],
+      methods: ['GET', 'POST', 'PATCH', 'DELETE'],
       allowedHeaders: ['authorization', 'content-type'],
       exposedHeaders: ['x-request-id', 'retry-after'],
       maxAge: 600,

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
 import { QueueService, WorkerHost } from '@abacus/queue';
+import { DeliverySweeper } from '@abacus/serving';
 import { ExperimentReaper, selectBackend } from '@abacus/workflows';
 import { WorkerModule } from './worker.module';
 
@@ -29,6 +30,8 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
   host.start();
   const reaper = ctx.get(ExperimentReaper);
   reaper.start(config.ABACUS_REAPER_INTERVAL_MS);
+  const sweeper = ctx.get(DeliverySweeper);
+  sweeper.start(config.ABACUS_REAPER_INTERVAL_MS);
   Logger.log(
     `worker up (trial concurrency ${Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices)}, backend ${backend.backend})`,
     'abacus-worker',
@@ -37,6 +40,7 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
     ctx,
     stop: async (graceMs?: number) => {
       await reaper.stop();
+      await sweeper.stop();
       await host.stop(graceMs);
       await ctx.get(QueueService).close();
       await ctx.close();

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { DataDir } from '@abacus/catalog';
 import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import {
   AblateTrialHandler,
   BuiltSamplesCache,
@@ -49,6 +50,12 @@ export class WorkerModule {
             }),
         },
         {
+          provide: DeliverySweeper,
+          inject: [QueueService],
+          // deliveries untouched for the reaper's min age; one still retrying keeps its job (same job id: no-op)
+          useFactory: (queue: QueueService) => new DeliverySweeper(ds, queue, config.ABACUS_REAPER_MIN_AGE_MS),
+        },
+        {
           provide: WORKFLOW_CONTEXT,
           inject: [TrialLedger, DataDir],
           useFactory: (ledger: TrialLedger, dataDir: DataDir): WorkflowContext => ({
@@ -78,6 +85,7 @@ export class WorkerModule {
             const divideSelect = new DivideSelectHandler(w);
             const divideTier = new DivideTierHandler(w);
             const dividePublish = new DividePublishHandler(w);
+            const servingWebhook = new ServingWebhookHandler(ds, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
@@ -90,6 +98,7 @@ export class WorkerModule {
               [JobName.DivideSelectTrial]: (p, ctx) => divideSelect.handle(p, ctx),
               [JobName.DivideTierTrial]: (p, ctx) => divideTier.handle(p, ctx),
               [JobName.DividePublishTrial]: (p, ctx) => dividePublish.handle(p, ctx),
+              [JobName.ServingWebhook]: (p, ctx) => servingWebhook.handle(p, ctx),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);

@@ -25,7 +25,13 @@ export interface CreatedApiKey {
 
 /** Creates, lists, revokes API keys and turns a presented secret into a RequestScope. */
 export class ApiKeyService {
-  constructor(private readonly ds: DataSource) {}
+  /** live keys by hash, for `cacheMs` (off by default): requests then skip Postgres for authentication */
+  private readonly cache = new Map<string, { key: ApiKeyEntity; until: number }>();
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly opts: { cacheMs?: number } = {},
+  ) {}
 
   /** Admin only; the key row and its audit entry are written in one transaction. */
   async create(input: CreateKey, scope: RequestScope): Promise<CreatedApiKey> {
@@ -102,6 +108,9 @@ export class ApiKeyService {
         details: { name: k.name, prefix: k.prefix },
       });
     });
+    // after the commit (a request in between would cache the key again): this process stops accepting
+    // it at once, others within their ABACUS_AUTH_CACHE_MS
+    this.cache.clear();
     return this.get(id);
   }
 
@@ -112,17 +121,33 @@ export class ApiKeyService {
   async authenticate(presented: string): Promise<{ scope: RequestScope; key: ApiKeyEntity }> {
     const secret = parseApiKey(presented);
     if (!secret) throw new UnauthenticatedError('malformed API key: expected "abk_" followed by 43 base64url characters');
-    const key = await this.ds.getRepository(ApiKeyEntity).findOneBy({ hash: hashApiKey(secret) });
-    if (!key) throw new UnauthenticatedError(`unknown API key ${displayPrefix(secret)}…`);
+    const hash = hashApiKey(secret);
+    const cached = this.cache.get(hash);
+    const fromCache = cached !== undefined && cached.until > Date.now();
+    let key: ApiKeyEntity;
+    if (fromCache) {
+      key = cached.key;
+    } else {
+      const found = await this.ds.getRepository(ApiKeyEntity).findOneBy({ hash });
+      if (!found) throw new UnauthenticatedError(`unknown API key ${displayPrefix(secret)}…`);
+      key = found;
+    }
     if (key.revokedAt)
       throw new UnauthenticatedError(`API key ${key.prefix}… (${key.name}) was revoked at ${key.revokedAt.toISOString()}`);
     if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) {
+      this.cache.delete(hash);
       throw new UnauthenticatedError(`API key ${key.prefix}… (${key.name}) expired at ${key.expiresAt.toISOString()}`);
     }
-    await this.ds.query(
-      `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '${LAST_USED_RESOLUTION}')`,
-      [key.id],
-    );
+    if (!fromCache) {
+      await this.ds.query(
+        `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '${LAST_USED_RESOLUTION}')`,
+        [key.id],
+      );
+      if (this.opts.cacheMs) {
+        if (this.cache.size >= 10_000) this.cache.clear();
+        this.cache.set(hash, { key, until: Date.now() + this.opts.cacheMs });
+      }
+    }
     const scope: RequestScope = {
       user: key.name,
       role: key.role,

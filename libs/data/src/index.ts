@@ -20,3 +20,9 @@ export { FeatureResultEntity } from './entities/feature-result.entity';
 export { type ColumnSchema } from './entities/column-schema';
 export { ApiKeyEntity } from './entities/api-key.entity';
 export { AuditLogEntity } from './entities/audit-log.entity';
+export {
+  ServingModelEntity,
+  ServingSwitchEntity,
+  ServingWebhookDeliveryEntity,
+  type WebhookDeliveryStatus,
+} from './entities/serving.entity';

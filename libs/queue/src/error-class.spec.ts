@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { UnrecoverableError } from 'bullmq';
 import { QueryFailedError } from 'typeorm';
 import { z } from 'zod';
-import { classifyError, toJobError } from './error-class';
+import { classifyError, toJobError, TransientError } from './error-class';
 
 class LabelError extends Error {
   constructor() {
@@ -66,6 +66,12 @@ describe('toJobError', () => {
 
   it('passes transient errors through so BullMQ retries them', () => {
     const err = withCode('read ECONNRESET', 'ECONNRESET');
+    expect(toJobError(err)).toBe(err);
+  });
+
+  it('a TransientError is retried whatever its message (e.g. a webhook receiver answering 503)', () => {
+    const err = new TransientError('webhook d1: HTTP 503');
+    expect(classifyError(err).kind).toBe('transient');
     expect(toJobError(err)).toBe(err);
   });
 });

@@ -51,7 +51,12 @@ const TRANSIENT_MESSAGES: RegExp[] = [
 ];
 
 /** Error names that are transient whatever the message says (ioredis and BullMQ). */
-const TRANSIENT_NAMES = new Set(['MaxRetriesPerRequestError']);
+const TRANSIENT_NAMES = new Set(['MaxRetriesPerRequestError', 'TransientError']);
+
+/** A failure the job's own code knows is worth retrying (e.g. a webhook receiver that did not answer 2xx). */
+export class TransientError extends Error {
+  override name = 'TransientError';
+}
 
 function codeOf(err: object): string | undefined {
   const code = (err as { code?: unknown }).code;

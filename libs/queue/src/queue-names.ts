@@ -4,6 +4,8 @@ import { z } from 'zod';
 export enum QueueName {
   Experiments = 'experiments',
   Trials = 'trials',
+  /** outgoing webhooks (serving switches), retried with backoff */
+  Webhooks = 'webhooks',
 }
 
 /** Every job name; the worker refuses to start unless each has a handler. */
@@ -30,6 +32,8 @@ export enum JobName {
   DivideTierTrial = 'trial.divide-tier',
   /** divide: the cost–value frontier; tiers published as model versions */
   DividePublishTrial = 'trial.divide-publish',
+  /** serving: one attempt to deliver a switch's signed webhook; BullMQ retries it with backoff */
+  ServingWebhook = 'serving.webhook',
 }
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
@@ -44,10 +48,12 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.DivideSelectTrial]: QueueName.Trials,
   [JobName.DivideTierTrial]: QueueName.Trials,
   [JobName.DividePublishTrial]: QueueName.Trials,
+  [JobName.ServingWebhook]: QueueName.Webhooks,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
 const trialJob = z.object({ experimentId: z.string().uuid(), trialId: z.string().uuid() });
+const webhookJob = z.object({ deliveryId: z.string().uuid() });
 
 /** Payload schema per job: the producer builds payloads of these types, the worker re-parses them. */
 export const JOB_PAYLOAD_SCHEMAS = {
@@ -62,6 +68,7 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.DivideSelectTrial]: trialJob,
   [JobName.DivideTierTrial]: trialJob,
   [JobName.DividePublishTrial]: trialJob,
+  [JobName.ServingWebhook]: webhookJob,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };

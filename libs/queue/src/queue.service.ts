@@ -4,7 +4,7 @@ import { JOB_QUEUE, JobName, QueueName, type JobPayloads } from './queue-names';
 
 export interface PlannedTrialJob {
   trialId: string;
-  job: Exclude<JobName, JobName.FinalizeExperiment>;
+  job: Exclude<JobName, JobName.FinalizeExperiment | JobName.ServingWebhook>;
   /** index of the trial that must wait for this one; undefined = the experiment's finalize job */
   parent?: number;
 }
@@ -85,6 +85,24 @@ export class QueueService {
       },
       children: trials.flatMap((t, i) => (t.parent === undefined ? [node(i, new Set())] : [])),
     });
+  }
+
+  /**
+   * One webhook delivery (job id = delivery id, so enqueueing it twice is harmless); each attempt is
+   * one POST, retried with exponential backoff up to ABACUS_SERVING_WEBHOOK_ATTEMPTS.
+   */
+  async enqueueWebhook(deliveryId: string): Promise<void> {
+    await this.queue(QueueName.Webhooks).add(
+      JobName.ServingWebhook,
+      { deliveryId } satisfies JobPayloads[JobName.ServingWebhook],
+      {
+        jobId: deliveryId,
+        attempts: this.config.ABACUS_SERVING_WEBHOOK_ATTEMPTS,
+        backoff: { type: 'exponential', delay: this.config.ABACUS_SERVING_WEBHOOK_BACKOFF_MS },
+        removeOnComplete: { age: 7 * 24 * 3600 },
+        removeOnFail: { age: 30 * 24 * 3600 },
+      },
+    );
   }
 
   /** Removes the trial jobs that have not started; running ones stop themselves when they see the cancel. */

@@ -49,7 +49,9 @@ export class WorkerHost {
       });
       worker.on('failed', (job, err) => {
         const final = !job || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
-        const what = `job ${job?.name} ${job?.id} (experiment ${(job?.data as { experimentId?: string })?.experimentId})`;
+        const data = job?.data as { experimentId?: string; deliveryId?: string } | undefined;
+        const of = data?.experimentId ? `experiment ${data.experimentId}` : `delivery ${data?.deliveryId}`;
+        const what = `job ${job?.name} ${job?.id} (${of})`;
         if (final) this.logger.error(`${what} failed for good after attempt ${job?.attemptsMade}: ${err.message}`, err.stack);
         else this.logger.warn(`${what} failed attempt ${job?.attemptsMade}, will retry: ${err.message}`);
       });

@@ -240,7 +240,9 @@ export async function runLoadBench(o: LoadBenchOptions): Promise<Record<string, 
     const perWorker = platform.workers.map((w) => {
       let trials = 0;
       let finals = 0;
-      for (const m of w.out().matchAll(/\[trial ([0-9a-f-]{8,36}) \/ experiment ([0-9a-f-]{8,36})\] started \w+ \(attempt (\d+)\)/g)) {
+      for (const m of w
+        .out()
+        .matchAll(/\[trial ([0-9a-f-]{8,36}) \/ experiment ([0-9a-f-]{8,36})\] started \w+ \(attempt (\d+)\)/g)) {
         trials++;
         started.set(`${m[1]}/${m[2]}`, (started.get(`${m[1]}/${m[2]}`) ?? 0) + 1);
       }

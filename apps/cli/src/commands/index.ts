@@ -15,6 +15,7 @@ import { registerKeys } from './keys.command';
 import { registerLogin } from './login.command';
 import { registerAudit } from './audit.command';
 import { registerModels } from './models.command';
+import { registerServing } from './serving.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -22,6 +23,7 @@ export const COMMANDS: RegisterCommand[] = [
   registerSamples,
   registerBank,
   registerEmbeddings,
+  registerServing,
   registerFeatures,
   registerModels,
   registerLines,

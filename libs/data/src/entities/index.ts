@@ -8,6 +8,7 @@ import { FeatureEntity } from './feature.entity';
 import { ModelEntity } from './model.entity';
 import { SampleSetEntity } from './sample-set.entity';
 import { SharedEmbeddingEntity } from './shared-embedding.entity';
+import { ServingModelEntity, ServingSwitchEntity, ServingWebhookDeliveryEntity } from './serving.entity';
 import { TrialEntity } from './trial.entity';
 
 export const ENTITIES = [
@@ -22,4 +23,7 @@ export const ENTITIES = [
   ApiKeyEntity,
   AuditLogEntity,
   SharedEmbeddingEntity,
+  ServingModelEntity,
+  ServingSwitchEntity,
+  ServingWebhookDeliveryEntity,
 ];

@@ -6,7 +6,7 @@ import type { CreateExperiment } from './experiment.schemas';
 
 export interface PlannedTrial {
   kind: string;
-  job: Exclude<JobName, JobName.FinalizeExperiment>;
+  job: Exclude<JobName, JobName.FinalizeExperiment | JobName.ServingWebhook>;
   params: Record<string, unknown>;
   /** index of the trial that runs after this one (and may read its results); undefined = finalize */
   parent?: number;
