@@ -197,3 +197,17 @@ describe('policy and registration validation', () => {
     expect(ftp.error!.issues[0].path).toEqual(['webhookUrl']);
   });
 });
+
+describe('hold reasons', () => {
+  it('name what keeps a tier from stepping up: a signal in the band, or one not reported', () => {
+    const pol = servingPolicySchema.parse({
+      signals: { cpu: { stepDownAbove: 0.8, stepUpBelow: 0.5 }, gpu: { stepDownAbove: 0.9, stepUpBelow: 0.6 } },
+    });
+    const state = { tier: 1, enteredAt: 0, lastSwitchAt: null, pinnedTier: null };
+    expect(decideTier(pol, [0, 1], state, { cpu: 0.3 }, 1e9).reason).toBe(
+      'inside the band: gpu not reported (stepping up needs every signal with a stepUpBelow)',
+    );
+    expect(decideTier(pol, [0, 1], state, { cpu: 0.7, gpu: 0.2 }, 1e9).reason).toBe('inside the band: cpu 0.7 ≥ 0.5');
+    expect(decideTier(pol, [0, 1], state, { cpu: 0.3, gpu: 0.2 }, 1e9)).toMatchObject({ action: 'switch', tier: 0 });
+  });
+});

@@ -68,7 +68,16 @@ export function decideTier(
     if (target === undefined)
       return { action: 'hold', tier: state.tier, reason: `${why}, but tier ${state.tier} is the best registered` };
   } else {
-    return { action: 'hold', tier: state.tier, reason: 'inside the band' };
+    // say what keeps it from stepping up: signals at or above their stepUpBelow, or not reported
+    const high = upConfigured
+      .filter((s) => signals[s] !== undefined && signals[s] >= policy.signals[s]!.stepUpBelow!)
+      .map((s) => `${s} ${signals[s]} ≥ ${policy.signals[s]!.stepUpBelow}`);
+    const missing = upConfigured.filter((s) => signals[s] === undefined);
+    const parts = [
+      ...(high.length ? [high.join(', ')] : []),
+      ...(missing.length ? [`${missing.join(', ')} not reported (stepping up needs every signal with a stepUpBelow)`] : []),
+    ];
+    return { action: 'hold', tier: state.tier, reason: `inside the band${parts.length ? `: ${parts.join('; ')}` : ''}` };
   }
   if (state.lastSwitchAt !== null && now - state.lastSwitchAt < policy.cooldownSeconds * 1000) {
     return { action: 'hold', tier: state.tier, reason: `${why}, but within the cooldown of ${policy.cooldownSeconds} s` };
