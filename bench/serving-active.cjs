@@ -25,7 +25,7 @@ const { ServingService } = require(`${R}/dist/libs/serving/src/index.js`);
       ABACUS_API_PORT: '0',
       ABACUS_DATA_DIR: path.join(require('node:os').tmpdir(), 'abacus-bench-serving'),
       ABACUS_RATE_LIMIT_PER_MIN: '1000000',
-      ABACUS_AUTH_CACHE_MS: process.env.ABACUS_AUTH_CACHE_MS ?? '0',
+      ABACUS_AUTH_CACHE_MS: process.env.ABACUS_AUTH_CACHE_MS ?? '5000',
     },
     { fresh: true },
   );

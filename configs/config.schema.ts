@@ -79,9 +79,10 @@ export const configSchema = z
       }),
     /**
      * how long the API may trust a key it has checked without asking Postgres again (0 = never cache).
-     * A key revoked through another API process keeps working there for up to this long.
+     * A revocation reaches every API process at once through Redis; this bounds the window only while
+     * Redis is unreachable.
      */
-    ABACUS_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(0),
+    ABACUS_AUTH_CACHE_MS: z.coerce.number().int().min(0).max(300_000).default(5000),
     /** attempts of one serving switch webhook before it is marked failed */
     ABACUS_SERVING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
     /** first retry delay of a serving webhook; doubled on each further attempt */

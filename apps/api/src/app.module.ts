@@ -4,7 +4,7 @@ import { MulterModule } from '@nestjs/platform-express';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
-import { ApiKeyService, AuditService } from '@abacus/access';
+import { ApiKeyService, AuditService, KeyRevocationBus } from '@abacus/access';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
@@ -64,7 +64,16 @@ export class AppModule implements NestModule {
         { provide: DataSource, useValue: ds },
         { provide: QueueService, useValue: queue },
         { provide: DataDir, useValue: dataDir },
-        { provide: ApiKeyService, useFactory: () => new ApiKeyService(ds, { cacheMs: config.ABACUS_AUTH_CACHE_MS }) },
+        {
+          provide: ApiKeyService,
+          useFactory: () =>
+            new ApiKeyService(ds, {
+              cacheMs: config.ABACUS_AUTH_CACHE_MS,
+              ...(config.ABACUS_AUTH_CACHE_MS > 0
+                ? { revocations: new KeyRevocationBus(config.ABACUS_REDIS_URL, config.ABACUS_QUEUE_PREFIX) }
+                : {}),
+            }),
+        },
         { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
         { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },

@@ -25,13 +25,23 @@ export interface CreatedApiKey {
 
 /** Creates, lists, revokes API keys and turns a presented secret into a RequestScope. */
 export class ApiKeyService {
-  /** live keys by hash, for `cacheMs` (off by default): requests then skip Postgres for authentication */
+  /** live keys by hash, for `cacheMs`: requests then skip Postgres for authentication */
   private readonly cache = new Map<string, { key: ApiKeyEntity; until: number }>();
 
   constructor(
     private readonly ds: DataSource,
-    private readonly opts: { cacheMs?: number } = {},
-  ) {}
+    private readonly opts: {
+      cacheMs?: number;
+      /** tells the other API processes about a revocation, and this one about theirs */
+      revocations?: { publish(keyId: string): Promise<void>; onRevoked(fn: () => void): void; close(): Promise<void> };
+    } = {},
+  ) {
+    opts.revocations?.onRevoked(() => this.cache.clear());
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.opts.revocations?.close();
+  }
 
   /** Admin only; the key row and its audit entry are written in one transaction. */
   async create(input: CreateKey, scope: RequestScope): Promise<CreatedApiKey> {
@@ -109,8 +119,9 @@ export class ApiKeyService {
       });
     });
     // after the commit (a request in between would cache the key again): this process stops accepting
-    // it at once, others within their ABACUS_AUTH_CACHE_MS
+    // it at once, the others when the revocation reaches them (at the latest after ABACUS_AUTH_CACHE_MS)
     this.cache.clear();
+    await this.opts.revocations?.publish(id).catch(() => undefined);
     return this.get(id);
   }
 
