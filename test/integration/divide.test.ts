@@ -169,5 +169,21 @@ describe('divide on the simulator: the feed model under storage / communication 
       expect((await res.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     }
     expect(e.result.published.map((p: { tier: number }) => p.tier)).toEqual([0, 1, 2, 3]);
+    // a tier is addressable by its alias in any later model spec
+    const sub = await call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { model: 'feed-tiers@tier-2' } },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    expect(sub.body.spec.resolved.features).toEqual(tiers[2].features);
+    await call('POST', `/experiments/${sub.body.id}/cancel`);
+    const missing = await call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { model: 'feed-tiers@tier-7' } },
+    });
+    expect(missing.status).toBe(400);
+    expect(JSON.stringify(missing.body)).toContain('no model \\"feed-tiers@tier-7\\" in feed');
   });
 });

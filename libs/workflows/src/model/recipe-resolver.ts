@@ -40,9 +40,20 @@ export class RecipeResolver {
 
   async model(ref: string, path: string): Promise<ModelEntity> {
     const repo = this.ds.getRepository(ModelEntity);
+    // `name@tier-N`: the latest version published as tier N (divide); `name@vN`: that version
+    const alias = /^(.+)@(?:tier-(\d{1,3})|v(\d{1,9}))$/.exec(ref);
     const m = UUID.test(ref)
       ? await repo.findOneBy({ id: ref })
-      : await repo.findOne({ where: { businessLine: this.businessLine, name: ref }, order: { version: 'DESC' } });
+      : alias
+        ? await repo.findOne({
+            where: {
+              businessLine: this.businessLine,
+              name: alias[1],
+              ...(alias[2] !== undefined ? { tier: Number(alias[2]) } : { version: Number(alias[3]) }),
+            },
+            order: { version: 'DESC' },
+          })
+        : await repo.findOne({ where: { businessLine: this.businessLine, name: ref }, order: { version: 'DESC' } });
     if (!m) throw new InvalidInputError(path, `no model "${ref}" in ${this.businessLine}`);
     if (m.businessLine !== this.businessLine) {
       // another line's model trains on that line's samples: allowed only where they are shared with this line
