@@ -187,3 +187,42 @@ describe('divide on the simulator: the feed model under storage / communication 
     expect(JSON.stringify(missing.body)).toContain('no model \\"feed-tiers@tier-7\\" in feed');
   });
 });
+
+describe('divide with the values of a finished subtract', () => {
+  it('takes the subtract’s shuffle scores instead of ablating again, and refuses anything but a succeeded subtract', async () => {
+    const model = { sampleSet: 'feed-samples', features: features.slice(0, -1), training: TRAINING };
+    const s = await call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model, scorers: ['shuffle'], folds: 4, repeats: 1, retrainSeeds: 0, confirm: false },
+    });
+    expect(s.status, JSON.stringify(s.body)).toBe(201);
+    const sub = await http.finished(String(s.body.id), 600_000, 'subtract');
+    expect(sub.status, sub.error).toBe('succeeded');
+    const notSubtract = await call('POST', '/experiments', {
+      kind: 'divide',
+      businessLine: 'feed',
+      spec: { model, value: { subtract: (await call('GET', '/experiments?kind=divide')).body.items[0].id } },
+    });
+    expect(notSubtract.status).toBe(400);
+    expect(JSON.stringify(notSubtract.body)).toContain('spec.value.subtract');
+    const r = await call('POST', '/experiments', {
+      kind: 'divide',
+      businessLine: 'feed',
+      spec: { model, value: { subtract: sub.id }, tiers: [1, 0.5], seeds: 1, interactionTop: 0, publishAs: 'feed-from-subtract' },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const e = await http.finished(String(r.body.id), 600_000, 'divide');
+    expect(e.status, e.error).toBe('succeeded');
+    // no ablation of its own: the selection read the subtract's shuffle values
+    expect(e.trials.map((t: { kind: string }) => t.kind)).toEqual(['train', 'select', 'tier', 'tier', 'publish']);
+    const select = e.trials.find((t: { kind: string }) => t.kind === 'select');
+    const shuffle = (await call('GET', `/experiments/${sub.id}/results?scorer=shuffle_auc`)).body as unknown as {
+      featureName: string;
+      value: number;
+    }[];
+    expect(shuffle.length).toBe(features.length - 1);
+    for (const x of shuffle) expect(select.metrics.values[x.featureName].mean).toBeCloseTo(x.value, 12);
+    expect(e.result.frontier.map((f: { tier: number }) => f.tier)).toEqual([0, 1]);
+  });
+});
