@@ -6,7 +6,7 @@ import { chartsFor, groupClass, linearScale, ticks, type Chart, type IntervalCha
  */
 
 const W = 720;
-const fmt = (v: number) => (Math.abs(v) >= 1 || v === 0 ? v.toFixed(2) : v.toPrecision(2));
+const fmt = (v: number) => (Number.isInteger(v) ? String(v) : Math.abs(v) >= 1 ? v.toFixed(2) : v.toPrecision(2));
 
 function Legend({ groups }: { groups: string[] }) {
   return (
@@ -94,7 +94,7 @@ function ScatterSvg({ chart }: { chart: ScatterChart }) {
   return (
     <>
       <svg className="chart" viewBox={`0 0 ${W} ${h}`} role="img" aria-label={chart.title}>
-        {ticks(xs.domain).map((t) => (
+        {ticks(xs.domain, 5, chart.xIntegers).map((t) => (
           <g key={`x${t}`} className="chart-tick">
             <line x1={xs.scale(t)} x2={xs.scale(t)} y1={top} y2={bottom} className="chart-grid" />
             <text x={xs.scale(t)} y={bottom + 14} textAnchor="middle">

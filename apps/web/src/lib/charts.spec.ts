@@ -107,6 +107,7 @@ describe('subtractCharts', () => {
     expect(curve.points.map((p) => p.series)).toEqual(['estimated · accepted', 'retrained · accepted', 'estimated · rejected']);
     expect(curve.points[1]!.low).toBeNull();
     expect(curve.refs.map((r) => r.value)).toEqual([0, 0.005]);
+    expect(curve.xIntegers).toBe(true);
     expect(bars.rows).toEqual([
       { label: 'a', value: 0.0001, low: -0.0001, high: 0.0003, group: 'remove' },
       { label: 'c', value: 0.02, low: null, high: null, group: 'keep' },
@@ -184,6 +185,8 @@ describe('scales', () => {
     expect(ticks([0, 1])).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
     expect(ticks([-0.013, 0.021], 4)).toEqual([-0.01, 0, 0.01, 0.02]);
     expect(ticks([1, 1])).toEqual([]);
+    expect(ticks([0.9, 3.1], 5, true)).toEqual([1, 2, 3]);
+    expect(ticks([0, 40], 5, true)).toEqual([0, 10, 20, 30, 40]);
   });
   it('groupClass makes a class-safe token', () => {
     expect(groupClass('no gain')).toBe('no-gain');

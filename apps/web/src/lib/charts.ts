@@ -42,6 +42,8 @@ export interface ScatterChart {
   /** series whose points are joined in order of x */
   lines: string[];
   refs: { value: number; label: string }[];
+  /** x counts things (features removed): only whole-number ticks */
+  xIntegers?: boolean;
 }
 
 export type Chart = IntervalChart | ScatterChart;
@@ -162,6 +164,7 @@ export function subtractCharts(result: unknown): Chart[] {
       yAxis: 'AUC drop',
       points,
       lines: [],
+      xIntegers: true,
       refs:
         maxDrop === null
           ? [{ value: 0, label: '0' }]
@@ -256,10 +259,10 @@ export function linearScale(
   return { scale: (v: number) => r0 + ((v - lo) / (hi - lo)) * (r1 - r0), domain: [lo, hi] };
 }
 
-/** About `count` round tick values across a domain. */
-export function ticks([lo, hi]: [number, number], count = 5): number[] {
+/** About `count` round tick values across a domain; with `integers`, whole numbers only (step at least 1). */
+export function ticks([lo, hi]: [number, number], count = 5, integers = false): number[] {
   if (!(hi > lo)) return [];
-  const raw = (hi - lo) / count;
+  const raw = integers ? Math.max(1, (hi - lo) / count) : (hi - lo) / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
   const out: number[] = [];
