@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { freePort, startProcess, type Proc } from '../support/processes';
 import { apiClient } from '../support/http';
+import { writeSmallCsv } from '../support/fixtures';
 import { createDataSource, ExperimentEntity } from '@abacus/data';
 import { findChromium, launchChromium, screenshot, watchConsole } from '../support/browser';
 
@@ -105,6 +107,7 @@ const MARKS: Record<string, number[]> = { multiply: [3], divide: [7], subtract: 
 
 let env: TestEnv;
 let api: Proc;
+let worker: Proc | undefined;
 let url = '';
 let browser: Browser;
 let page: Page;
@@ -176,6 +179,7 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
 
   afterAll(async () => {
     await browser?.close();
+    await worker?.stop();
     await api?.stop();
     await env?.teardown();
   });
@@ -232,4 +236,43 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     expect(await page.locator('figure.chart-figure').count()).toBe(0);
     expect(consoleErrors.errors).toEqual([]);
   });
+
+  it('a subtract run by the worker on a small sample set: its pruning curve and shuffle drops as charts', async () => {
+    const csv = path.join(env.dataDir, 'in', 'feed.csv');
+    writeSmallCsv(csv, 2000);
+    const up = await admin.upload('/sample-sets', csv, { name: 'feed-clicks', businessLine: 'feed', label: 'click', time: 'ts' });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const sub = await admin.call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      name: 'charts subtract run',
+      spec: { model: { sampleSet: 'feed-clicks', features: ['strong', 'weak', 'noise', 'color'] }, seed: 2 },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    const id = sub.body.id as string;
+    worker = startProcess('dist/apps/worker/src/main.js', env.env);
+    const e = await waitUntil(
+      async () => {
+        const r = await admin.call('GET', `/experiments/${id}`);
+        return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : null;
+      },
+      90_000,
+      'the subtract experiment',
+    );
+    expect(e.status, `${e.error}\n${worker.output()}`).toBe('succeeded');
+    const result = e.result as { curve: unknown[]; perFeature: { shuffleDrop: number | null }[] };
+    await page.goto(`${url}/experiments/${id}`);
+    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+    const figures = page.locator('figure.chart-figure');
+    expect(await figures.count()).toBe(2);
+    expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(result.curve.length);
+    expect(await figures.nth(1).locator('svg.chart g.chart-mark').count()).toBe(
+      result.perFeature.filter((f) => f.shuffleDrop !== null).length,
+    );
+    expect(await figures.nth(1).locator('.chart-label').allTextContents()).toEqual(
+      expect.arrayContaining(['strong', 'weak', 'noise', 'color']),
+    );
+    await screenshot(page, 'experiment-charts-subtract-run');
+    expect(consoleErrors.errors).toEqual([]);
+  }, 120_000);
 });
