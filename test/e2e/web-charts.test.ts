@@ -225,6 +225,15 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     await page.goto(`${url}/experiments/${ids.add}`);
     await page.locator('svg.chart').waitFor();
     expect(await page.locator('svg.chart .chart-ref text').allTextContents()).toEqual(['0', 'minGain']);
+    // divide: the cost axis is the mean of the three resources, or one chosen resource
+    await page.goto(`${url}/experiments/${ids.divide}`);
+    const axis = page.locator('svg.chart .chart-axis').first();
+    await axis.waitFor();
+    expect(await axis.textContent()).toMatch(/^cost \(mean of storage, communication, compute\)/);
+    await page.getByLabel('Cost axis').selectOption('compute');
+    await waitUntil(async () => /^compute cost/.test((await axis.textContent()) ?? ''), 5_000, 'the compute cost axis');
+    expect(await page.locator('svg.chart g.chart-mark').count()).toBe(7);
+    expect(consoleErrors.errors).toEqual([]);
   });
 
   it('an old result without usable fields and a running experiment without a result: tables only, no crash', async () => {

@@ -1,4 +1,15 @@
-import { chartsFor, groupClass, linearScale, ticks, type Chart, type IntervalChart, type ScatterChart } from './lib/charts';
+import { useState } from 'react';
+import {
+  chartsFor,
+  COST_AXES,
+  groupClass,
+  type CostAxis,
+  linearScale,
+  ticks,
+  type Chart,
+  type IntervalChart,
+  type ScatterChart,
+} from './lib/charts';
 
 /*
  * Charts as SVG drawn by React: geometry in attributes, every colour and stroke from classes in
@@ -166,10 +177,23 @@ export function ChartView({ chart }: { chart: Chart }) {
 
 /** The charts of a result, above its tables; nothing for kinds without charts or results that cannot be read. */
 export function ResultCharts({ kind, result }: { kind: string; result: unknown }) {
-  const charts = chartsFor(kind, result);
+  const [costAxis, setCostAxis] = useState<CostAxis>('mean');
+  const charts = chartsFor(kind, result, costAxis);
   if (!charts.length) return null;
   return (
     <div className="charts">
+      {kind === 'divide' ? (
+        <label className="chart-option">
+          Cost axis{' '}
+          <select value={costAxis} onChange={(ev) => setCostAxis(ev.target.value as CostAxis)}>
+            {COST_AXES.map((a) => (
+              <option key={a} value={a}>
+                {a === 'mean' ? 'mean of the three resources' : a}
+              </option>
+            ))}
+          </select>
+        </label>
+      ) : null}
       {charts.map((c) => (
         <ChartView key={c.title} chart={c} />
       ))}

@@ -146,6 +146,11 @@ describe('addCharts', () => {
 });
 
 describe('chartsFor', () => {
+  it('passes the chosen cost axis to divide', () => {
+    const r = { frontier: [{ tier: 1, milp: { auc: 0.7, costFractions: { storage: 0.1, communication: 0.2, compute: 0.6 } } }] };
+    expect((chartsFor('divide', r, 'storage')[0] as ScatterChart).points[0]!.x).toBe(0.1);
+    expect((chartsFor('divide', r)[0] as ScatterChart).points[0]!.x).toBeCloseTo(0.3);
+  });
   it('no charts for a missing, malformed or partial result, for any kind', () => {
     for (const kind of ['multiply', 'divide', 'subtract', 'add', 'score', 'nope']) {
       for (const r of [

@@ -81,6 +81,7 @@ export function multiplyCharts(result: unknown): Chart[] {
 
 /** The mean of a cost-fraction object's resources, or one of them. */
 export type CostAxis = 'mean' | 'storage' | 'communication' | 'compute';
+export const COST_AXES: readonly CostAxis[] = ['mean', 'storage', 'communication', 'compute'];
 
 function costOf(v: unknown, axis: CostAxis): number | null {
   if (!isObj(v)) return null;
@@ -219,13 +220,13 @@ export function addCharts(result: unknown): Chart[] {
 }
 
 /** The charts of an experiment's result by kind; none for kinds without charts or unusable results. */
-export function chartsFor(kind: string, result: unknown): Chart[] {
+export function chartsFor(kind: string, result: unknown, costAxis: CostAxis = 'mean'): Chart[] {
   try {
     switch (kind) {
       case 'multiply':
         return multiplyCharts(result);
       case 'divide':
-        return divideCharts(result);
+        return divideCharts(result, costAxis);
       case 'subtract':
         return subtractCharts(result);
       case 'add':
