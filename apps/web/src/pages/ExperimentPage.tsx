@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { apiCall, type ExperimentDetail } from '../lib/api';
 import { useKey } from '../lib/auth';
 import { formatDateTime, formatProgress, isTerminal } from '../lib/format';
+import { ResultCharts } from '../charts';
 import { ErrorNotice, KeyValueTable, Loading, Progress, StatusBadge, TableWrap } from '../components';
 
 export const EXPERIMENT_POLL_MS = 2000;
@@ -80,7 +81,10 @@ export function ExperimentPage({ id }: { id: string }) {
           <KeyValueTable value={e.spec} label="spec" />
           <h2>Result</h2>
           {e.result ? (
-            <KeyValueTable value={e.result} label="result" />
+            <>
+              <ResultCharts kind={e.kind} result={e.result} />
+              <KeyValueTable value={e.result} label="result" />
+            </>
           ) : (
             <p className="muted">{isTerminal(e.status) ? 'no result' : 'not finished yet'}</p>
           )}

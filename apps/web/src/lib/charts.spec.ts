@@ -1,0 +1,201 @@
+import { describe, expect, it } from 'vitest';
+import {
+  addCharts,
+  chartsFor,
+  divideCharts,
+  groupClass,
+  linearScale,
+  multiplyCharts,
+  subtractCharts,
+  ticks,
+  type IntervalChart,
+  type ScatterChart,
+} from './charts';
+
+const point = (features: number, storage: number, auc: number, liftKept: number) => ({
+  features,
+  selected: [],
+  estimatedValue: 0,
+  costFractions: { storage, communication: storage, compute: storage },
+  auc,
+  aucPerSeed: [auc],
+  seedSpread: 0.002,
+  liftKept,
+});
+
+describe('multiplyCharts', () => {
+  it('one interval row per strategy × source, verdict as its group, a line at 0', () => {
+    const [c, ...more] = multiplyCharts({
+      results: [
+        { strategy: 'pool', sources: ['a'], deltaAuc: { delta: 0.01, ciLow: 0.005, ciHigh: 0.015 }, verdict: 'recommend' },
+        {
+          strategy: 'finetune',
+          sources: ['a', 'b'],
+          deltaAuc: { delta: -0.01, ciLow: -0.02, ciHigh: -0.001 },
+          verdict: 'harmful',
+        },
+      ],
+    }) as IntervalChart[];
+    expect(more).toHaveLength(0);
+    expect(c!.rows).toEqual([
+      { label: 'pool · a', value: 0.01, low: 0.005, high: 0.015, group: 'recommend' },
+      { label: 'finetune · a + b', value: -0.01, low: -0.02, high: -0.001, group: 'harmful' },
+    ]);
+    expect(c!.refs).toEqual([{ value: 0, label: '0' }]);
+  });
+  it('skips rows without a ΔAUC and keeps those without an interval', () => {
+    const cs = multiplyCharts({ results: [{ strategy: 'pool' }, { strategy: 'x', deltaAuc: { delta: 0.1 } }, 'junk', null] });
+    expect((cs[0] as IntervalChart).rows).toEqual([{ label: 'x · ?', value: 0.1, low: null, high: null, group: 'unknown' }]);
+  });
+});
+
+describe('divideCharts', () => {
+  const result = {
+    frontier: [
+      { tier: 1, alias: 'tier-1', milp: point(3, 0.5, 0.7, 0.8), greedy: point(2, 0.4, 0.68, 0.72) },
+      { tier: 2, alias: 'tier-2', milp: point(2, 0.25, 0.65, 0.6), greedy: { auc: 'n/a' } },
+    ],
+  };
+  it('milp and greedy points per tier at the mean cost, and the full model at 1 from the lift kept', () => {
+    const [c] = divideCharts(result) as ScatterChart[];
+    expect(c!.points.map((p) => [p.series, p.label, p.x, p.y])).toEqual([
+      ['milp', 'tier-1', 0.5, 0.7],
+      ['greedy', 'tier-1', expect.closeTo(0.4, 10), 0.68],
+      ['milp', 'tier-2', 0.25, 0.65],
+      ['full model', 'full', 1, expect.closeTo(0.75, 10)],
+    ]);
+    expect(c!.points[0]!.low).toBeCloseTo(0.699);
+    expect(c!.lines).toEqual(['milp', 'greedy']);
+  });
+  it('one chosen resource as the cost', () => {
+    const r = {
+      frontier: [
+        { tier: 1, milp: { ...point(1, 0.5, 0.7, 0), costFractions: { storage: 0.1, communication: 0.2, compute: 0.9 } } },
+      ],
+    };
+    const [c] = divideCharts(r, 'compute') as ScatterChart[];
+    expect(c!.points).toHaveLength(1); // no lift kept > 0: no full model
+    expect(c!.points[0]!.x).toBe(0.9);
+    expect(c!.points[0]!.label).toBe('tier-1');
+  });
+});
+
+describe('subtractCharts', () => {
+  it('the pruning curve by check and acceptance, max drop as a line, and shuffle drops per feature', () => {
+    const [curve, bars] = subtractCharts({
+      maxDrop: 0.005,
+      curve: [
+        { round: 1, check: 'permutation', removed: 2, added: ['a', 'b'], drop: 0.001, ciLow: 0, ciHigh: 0.002, accepted: true },
+        { round: 2, check: 'retrain', removed: 2, added: [], drop: 0.002, ciLow: null, ciHigh: null, accepted: true },
+        {
+          round: 3,
+          check: 'permutation',
+          removed: 4,
+          added: ['c', 'd'],
+          drop: 0.01,
+          ciLow: 0.008,
+          ciHigh: 0.012,
+          accepted: false,
+        },
+      ],
+      perFeature: [
+        { feature: 'a', shuffleDrop: 0.0001, shuffleCi: [-0.0001, 0.0003], removable: true },
+        { feature: 'c', shuffleDrop: 0.02, shuffleCi: null, removable: false },
+        { feature: 'z', shuffleDrop: null },
+      ],
+    }) as [ScatterChart, IntervalChart];
+    expect(curve.points.map((p) => p.series)).toEqual(['estimated · accepted', 'retrained · accepted', 'estimated · rejected']);
+    expect(curve.points[1]!.low).toBeNull();
+    expect(curve.refs.map((r) => r.value)).toEqual([0, 0.005]);
+    expect(curve.xIntegers).toBe(true);
+    expect(bars.rows).toEqual([
+      { label: 'a', value: 0.0001, low: -0.0001, high: 0.0003, group: 'remove' },
+      { label: 'c', value: 0.02, low: null, high: null, group: 'keep' },
+    ]);
+  });
+  it('an old result with only a per-feature list gets only the bars', () => {
+    const cs = subtractCharts({ perFeature: [{ feature: 'a', shuffleDrop: 0.1 }] });
+    expect(cs.map((c) => c.kind)).toEqual(['interval']);
+  });
+});
+
+describe('addCharts', () => {
+  it('contribution and leave-one-in per candidate against 0 and minGain', () => {
+    const [c] = addCharts({
+      minGain: -0.001,
+      candidates: [
+        {
+          feature: 'x',
+          contribution: { mean: 0.01, ciLow: 0.002, ciHigh: 0.02 },
+          leaveOneIn: { delta: 0.012, ciLow: 0.001, ciHigh: 0.02 },
+          verdict: 'adopt',
+        },
+        { feature: 'y', contribution: { mean: -0.01, ciLow: -0.02, ciHigh: -0.005 }, leaveOneIn: null, verdict: 'reject' },
+      ],
+    }) as IntervalChart[];
+    expect(c!.rows.map((r) => [r.label, r.group])).toEqual([
+      ['x contribution', 'adopt'],
+      ['x leave-one-in', 'adopt'],
+      ['y contribution', 'reject'],
+    ]);
+    expect(c!.refs).toEqual([
+      { value: 0, label: '0' },
+      { value: -0.001, label: 'minGain' },
+    ]);
+  });
+});
+
+describe('chartsFor', () => {
+  it('passes the chosen cost axis to divide', () => {
+    const r = { frontier: [{ tier: 1, milp: { auc: 0.7, costFractions: { storage: 0.1, communication: 0.2, compute: 0.6 } } }] };
+    expect((chartsFor('divide', r, 'storage')[0] as ScatterChart).points[0]!.x).toBe(0.1);
+    expect((chartsFor('divide', r)[0] as ScatterChart).points[0]!.x).toBeCloseTo(0.3);
+  });
+  it('no charts for a missing, malformed or partial result, for any kind', () => {
+    for (const kind of ['multiply', 'divide', 'subtract', 'add', 'score', 'nope']) {
+      for (const r of [
+        null,
+        undefined,
+        42,
+        'x',
+        [],
+        {},
+        { results: 3, frontier: {}, curve: 'x', perFeature: [1], candidates: [null] },
+      ]) {
+        expect(chartsFor(kind, r)).toEqual([]);
+      }
+    }
+  });
+  it('never throws, even on getters that throw', () => {
+    const evil = Object.defineProperty({}, 'results', {
+      get: () => {
+        throw new Error('boom');
+      },
+      enumerable: true,
+    });
+    expect(chartsFor('multiply', evil)).toEqual([]);
+  });
+});
+
+describe('scales', () => {
+  it('linearScale maps the padded domain onto the range and widens a single value', () => {
+    const { scale, domain } = linearScale([0, 10], [0, 110], 0.05);
+    expect(domain).toEqual([-0.5, 10.5]);
+    expect(scale(-0.5)).toBe(0);
+    expect(scale(10.5)).toBe(110);
+    expect(linearScale([3], [0, 1], 0).domain).toEqual([1.5, 4.5]);
+    expect(linearScale([], [0, 1], 0).domain).toEqual([0, 1]);
+  });
+  it('ticks are round numbers inside the domain', () => {
+    expect(ticks([0, 1])).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+    expect(ticks([-0.013, 0.021], 4)).toEqual([-0.01, 0, 0.01, 0.02]);
+    expect(ticks([1, 1])).toEqual([]);
+    expect(ticks([0.9, 3.1], 5, true)).toEqual([1, 2, 3]);
+    expect(ticks([0, 40], 5, true)).toEqual([0, 10, 20, 30, 40]);
+  });
+  it('groupClass makes a class-safe token', () => {
+    expect(groupClass('no gain')).toBe('no-gain');
+    expect(groupClass('estimated · accepted')).toBe('estimated-accepted');
+    expect(groupClass('!!')).toBe('other');
+  });
+});

@@ -1,0 +1,287 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { freePort, startProcess, type Proc } from '../support/processes';
+import { apiClient } from '../support/http';
+import { writeSmallCsv } from '../support/fixtures';
+import { createDataSource, ExperimentEntity } from '@abacus/data';
+import { findChromium, launchChromium, screenshot, watchConsole } from '../support/browser';
+
+/**
+ * The charts of an experiment's result in a real headless Chromium under the app's strict CSP: one
+ * finished experiment of each charted kind (its result, in the shape the workflows write, stored
+ * directly: no training needed), an old result lacking fields and a running experiment without a
+ * result. Counts the marks, checks that the console stays clean (a CSP violation is a console
+ * error), and saves screenshots to .data/screenshots/.
+ */
+
+const CHROMIUM = findChromium();
+if (!CHROMIUM)
+  console.warn('[web-charts e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
+
+const iv = (delta: number, half: number) => ({ delta, ciLow: delta - half, ciHigh: delta + half });
+const point = (features: number, cost: number, auc: number, liftKept: number) => ({
+  features,
+  selected: [],
+  estimatedValue: 0,
+  costFractions: { storage: cost, communication: cost * 0.9, compute: cost * 1.1 },
+  auc,
+  aucPerSeed: [auc - 0.001, auc + 0.001],
+  seedSpread: 0.002,
+  liftKept,
+});
+
+const RESULTS: Record<string, Record<string, unknown>> = {
+  multiply: {
+    testFrom: 0.8,
+    testRows: 100,
+    baseline: { auc: 0.7, logloss: 0.5, trainRows: 400 },
+    sources: [],
+    results: [
+      { strategy: 'pool', sources: ['search'], auc: 0.71, deltaAuc: iv(0.01, 0.004), verdict: 'recommend' },
+      { strategy: 'weighted', sources: ['search'], auc: 0.7, deltaAuc: iv(0.001, 0.006), verdict: 'no gain' },
+      { strategy: 'finetune', sources: ['search', 'ads'], auc: 0.69, deltaAuc: iv(-0.01, 0.003), verdict: 'harmful' },
+    ],
+    rule: 'test',
+  },
+  divide: {
+    frontier: [1, 2, 3].map((tier) => ({
+      tier,
+      alias: `tier-${tier}`,
+      budget: { storage: 1 - tier * 0.25, communication: 1 - tier * 0.25, compute: 1 - tier * 0.25 },
+      solver: { status: 'optimal', gap: 0 },
+      milp: point(6 - tier, 1 - tier * 0.25, 0.75 - tier * 0.02, 1 - tier * 0.08),
+      greedy: point(5 - tier, 1 - tier * 0.27, 0.745 - tier * 0.025, 1 - tier * 0.1),
+      milpVsGreedy: 'milp better',
+    })),
+    published: [],
+    groups: [],
+  },
+  subtract: {
+    features: 4,
+    removable: ['a', 'b'],
+    removedShare: 0.5,
+    maxDrop: 0.005,
+    curve: [
+      { round: 1, check: 'permutation', removed: 1, added: ['a'], drop: 0.0005, ciLow: 0, ciHigh: 0.001, accepted: true },
+      { round: 2, check: 'permutation', removed: 2, added: ['b'], drop: 0.002, ciLow: 0.001, ciHigh: 0.003, accepted: true },
+      { round: 3, check: 'retrain', removed: 2, added: [], drop: 0.0025, ciLow: null, ciHigh: null, accepted: true },
+      { round: 4, check: 'permutation', removed: 3, added: ['c'], drop: 0.02, ciLow: 0.015, ciHigh: 0.025, accepted: false },
+    ],
+    perFeature: ['a', 'b', 'c', 'd'].map((feature, i) => ({
+      feature,
+      combinedRank: i + 1,
+      iv: 0.1 * i,
+      shuffleDrop: 0.0004 * 4 ** i,
+      shuffleCi: [0.0002 * 4 ** i, 0.0006 * 4 ** i],
+      removable: i < 2,
+    })),
+  },
+  add: {
+    minGain: 0.002,
+    base: { auc: 0.7, features: 3 },
+    augmented: { auc: 0.71, features: 5 },
+    candidates: [
+      {
+        feature: 'x',
+        contribution: { mean: 0.008, ciLow: 0.003, ciHigh: 0.012 },
+        leaveOneIn: iv(0.009, 0.004),
+        verdict: 'adopt',
+        reason: '',
+      },
+      {
+        feature: 'y',
+        contribution: { mean: 0.0, ciLow: -0.003, ciHigh: 0.001 },
+        leaveOneIn: null,
+        verdict: 'reject',
+        reason: '',
+      },
+    ],
+  },
+};
+
+/** How many marks (dots with their intervals) each chart of a kind's page draws, in page order. */
+const MARKS: Record<string, number[]> = { multiply: [3], divide: [7], subtract: [4, 4], add: [3] };
+
+let env: TestEnv;
+let api: Proc;
+let worker: Proc | undefined;
+let url = '';
+let browser: Browser;
+let page: Page;
+let consoleErrors: { errors: string[]; expected: string[] };
+const ids: Record<string, string> = {};
+
+const admin = apiClient(
+  () => url,
+  () => env.adminKey,
+);
+
+describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built api)', () => {
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    env = await createTestEnv({ ABACUS_API_PORT: String(port), ABACUS_API_URL: url });
+    api = startProcess('dist/apps/api/src/main.js', env.env);
+    await waitUntil(
+      async () => {
+        if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
+        return fetch(`${url}/api/v1/health`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      60_000,
+      'api health',
+    );
+    expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
+    const ds = createDataSource(env.config);
+    await ds.initialize();
+    try {
+      const repo = ds.getRepository(ExperimentEntity);
+      const stored = (kind: string, name: string, status: 'succeeded' | 'running', result: Record<string, unknown> | null) =>
+        repo.save(
+          repo.create({
+            id: randomUUID(),
+            kind,
+            name,
+            businessLine: 'feed',
+            owner: 'test-admin',
+            spec: {},
+            status,
+            progress: status === 'succeeded' ? 1 : 0.3,
+            result,
+            startedAt: new Date(),
+            finishedAt: status === 'succeeded' ? new Date() : null,
+          }),
+        );
+      for (const [kind, result] of Object.entries(RESULTS))
+        ids[kind] = (await stored(kind, `charts ${kind}`, 'succeeded', result)).id;
+      ids.old = (
+        await stored('multiply', 'charts old', 'succeeded', { results: [{ strategy: 'pool' }], note: 'an older shape' })
+      ).id;
+      ids.running = (await stored('subtract', 'charts running', 'running', null)).id;
+    } finally {
+      await ds.destroy();
+    }
+    browser = await launchChromium(CHROMIUM!);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    consoleErrors = watchConsole(page);
+    await page.goto(`${url}/signin`);
+    await page.getByLabel('API key').fill(env.adminKey);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/experiments$/);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.stop();
+    await api?.stop();
+    await env?.teardown();
+  });
+
+  for (const kind of Object.keys(RESULTS)) {
+    it(`draws the ${kind} result as SVG charts above its table`, async () => {
+      await page.goto(`${url}/experiments/${ids[kind]}`);
+      await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+      const figures = page.locator('figure.chart-figure');
+      await figures.first().waitFor();
+      const marks: number[] = [];
+      for (let i = 0; i < (await figures.count()); i++)
+        marks.push(await figures.nth(i).locator('svg.chart g.chart-mark').count());
+      expect(marks).toEqual(MARKS[kind]);
+      // the charts come before the result's table
+      const order = await page.evaluate<boolean>(
+        "!!(document.querySelector('figure.chart-figure').compareDocumentPosition(document.querySelector('table[aria-label=\"result\"]')) & Node.DOCUMENT_POSITION_FOLLOWING)",
+      );
+      expect(order).toBe(true);
+      // styled by the stylesheet (a dot is filled with a colour, not black) with no inline style anywhere
+      const fill = await page.evaluate<string>("getComputedStyle(document.querySelector('svg.chart .chart-dot')).fill");
+      expect(fill).not.toMatch(/^rgb\(0, 0, 0\)$/);
+      expect(await page.locator('svg.chart [style]').count()).toBe(0);
+      await screenshot(page, `experiment-charts-${kind}`);
+      expect(consoleErrors.errors).toEqual([]);
+    });
+  }
+
+  it('shows the multiply labels and the reference lines (0 and minGain)', async () => {
+    await page.goto(`${url}/experiments/${ids.multiply}`);
+    const svg = page.locator('svg.chart').first();
+    await svg.waitFor();
+    expect(await svg.locator('.chart-label').allTextContents()).toEqual([
+      'pool · search',
+      'weighted · search',
+      'finetune · search + ads',
+    ]);
+    expect((await page.locator('.chart-legend li').allInnerTexts()).map((t) => t.trim())).toEqual([
+      'recommend',
+      'no gain',
+      'harmful',
+    ]);
+    await page.goto(`${url}/experiments/${ids.add}`);
+    await page.locator('svg.chart').waitFor();
+    expect(await page.locator('svg.chart .chart-ref text').allTextContents()).toEqual(['0', 'minGain']);
+    // divide: the cost axis is the mean of the three resources, or one chosen resource
+    await page.goto(`${url}/experiments/${ids.divide}`);
+    const axis = page.locator('svg.chart .chart-axis').first();
+    await axis.waitFor();
+    expect(await axis.textContent()).toMatch(/^cost \(mean of storage, communication, compute\)/);
+    await page.getByLabel('Cost axis').selectOption('compute');
+    await waitUntil(async () => /^compute cost/.test((await axis.textContent()) ?? ''), 5_000, 'the compute cost axis');
+    expect(await page.locator('svg.chart g.chart-mark').count()).toBe(7);
+    expect(consoleErrors.errors).toEqual([]);
+  });
+
+  it('an old result without usable fields and a running experiment without a result: tables only, no crash', async () => {
+    await page.goto(`${url}/experiments/${ids.old}`);
+    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+    expect(await page.locator('figure.chart-figure').count()).toBe(0);
+    await page.goto(`${url}/experiments/${ids.running}`);
+    await page.getByText('not finished yet').waitFor();
+    expect(await page.locator('figure.chart-figure').count()).toBe(0);
+    expect(consoleErrors.errors).toEqual([]);
+  });
+
+  it('a subtract run by the worker on a small sample set: its pruning curve and shuffle drops as charts', async () => {
+    const csv = path.join(env.dataDir, 'in', 'feed.csv');
+    writeSmallCsv(csv, 2000);
+    const up = await admin.upload('/sample-sets', csv, { name: 'feed-clicks', businessLine: 'feed', label: 'click', time: 'ts' });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const sub = await admin.call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      name: 'charts subtract run',
+      spec: { model: { sampleSet: 'feed-clicks', features: ['strong', 'weak', 'noise', 'color'] }, seed: 2 },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    const id = sub.body.id as string;
+    worker = startProcess('dist/apps/worker/src/main.js', env.env);
+    const e = await waitUntil(
+      async () => {
+        const r = await admin.call('GET', `/experiments/${id}`);
+        return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : null;
+      },
+      90_000,
+      'the subtract experiment',
+    );
+    expect(e.status, `${e.error}\n${worker.output()}`).toBe('succeeded');
+    const result = e.result as { curve: unknown[]; perFeature: { shuffleDrop: number | null }[] };
+    await page.goto(`${url}/experiments/${id}`);
+    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+    const figures = page.locator('figure.chart-figure');
+    expect(await figures.count()).toBe(2);
+    expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(result.curve.length);
+    expect(await figures.nth(1).locator('svg.chart g.chart-mark').count()).toBe(
+      result.perFeature.filter((f) => f.shuffleDrop !== null).length,
+    );
+    expect(await figures.nth(1).locator('.chart-label').allTextContents()).toEqual(
+      expect.arrayContaining(['strong', 'weak', 'noise', 'color']),
+    );
+    await screenshot(page, 'experiment-charts-subtract-run');
+    expect(consoleErrors.errors).toEqual([]);
+  }, 120_000);
+});
