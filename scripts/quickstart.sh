@@ -81,6 +81,8 @@ cat <<MSG
     npx abacus experiment submit configs/examples/score.json --wait      # WOE/IV + PSI of every feature
     npx abacus experiment submit configs/examples/subtract.json --wait   # prune the feed model
     npx abacus experiment submit configs/examples/add.json --wait        # features proven in other lines
+    npx abacus experiment submit configs/examples/multiply.json --wait   # borrow feed's and search's samples for mall
+    npx abacus experiment submit configs/examples/divide.json --wait     # the feed model under cost budgets, as tiers
     npx abacus experiment list
     npx abacus iv $DEMO/samples/mall.parquet --label click
     npx abacus samples list

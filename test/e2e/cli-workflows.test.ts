@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '@abacus/data';
 import type { GroundTruth } from '@abacus/samples';
 import { createTestEnv, queueKeys, waitUntil, type TestEnv } from '../support/test-env';
-import { cli, freePort, startProcess, type Proc } from '../support/processes';
+import { cli, freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { listDir, writeMalformedCsv, writeSmallCsv } from '../support/fixtures';
 
 let env: TestEnv;
@@ -27,17 +27,7 @@ beforeAll(async () => {
   await ds.initialize();
   api = startProcess('dist/apps/api/src/main.js', env.env);
   worker = startProcess('dist/apps/worker/src/main.js', env.env);
-  await waitUntil(
-    async () => {
-      if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
-      return fetch(`http://127.0.0.1:${port}/api/v1/health`).then(
-        (r) => r.ok,
-        () => false,
-      );
-    },
-    60_000,
-    'api health',
-  );
+  await waitForApi(api, `http://127.0.0.1:${port}`);
   const boot = await cli(['keys', 'bootstrap'], cliEnv);
   expect(boot.code, boot.stderr).toBe(0);
   expect(boot.stdout).toMatch(/created admin key/);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
-import { freePort, startProcess, type Proc } from '../support/processes';
+import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 import { createDataSource } from '@abacus/data';
@@ -89,17 +89,7 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     url = `http://127.0.0.1:${port}`;
     env = await createTestEnv({ ABACUS_API_PORT: String(port), ABACUS_API_URL: url });
     api = startProcess('dist/apps/api/src/main.js', env.env);
-    await waitUntil(
-      async () => {
-        if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
-        return fetch(`${url}/api/v1/health`).then(
-          (r) => r.ok,
-          () => false,
-        );
-      },
-      60_000,
-      'api health',
-    );
+    await waitForApi(api, url);
     for (const name of ['feed', 'search', 'ads', 'lab'])
       expect((await admin.call('POST', '/business-lines', { name })).status).toBe(201);
     const feedCsv = path.join(env.dataDir, 'in', 'feed.csv');

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
-import { freePort, startProcess, type Proc } from '../support/processes';
+import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { apiClient } from '../support/http';
 import { writeSmallCsv } from '../support/fixtures';
 import { createDataSource, ExperimentEntity } from '@abacus/data';
@@ -125,17 +125,7 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     url = `http://127.0.0.1:${port}`;
     env = await createTestEnv({ ABACUS_API_PORT: String(port), ABACUS_API_URL: url });
     api = startProcess('dist/apps/api/src/main.js', env.env);
-    await waitUntil(
-      async () => {
-        if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
-        return fetch(`${url}/api/v1/health`).then(
-          (r) => r.ok,
-          () => false,
-        );
-      },
-      60_000,
-      'api health',
-    );
+    await waitForApi(api, url);
     expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
     const ds = createDataSource(env.config);
     await ds.initialize();

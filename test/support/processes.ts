@@ -71,3 +71,18 @@ export function cli(args: string[], env: Record<string, string>, timeoutMs = 300
     });
   });
 }
+
+/** Waits until the api process answers its health check (fails at once, with its output, if it exits). */
+export async function waitForApi(api: Proc, url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
+    const ok = await fetch(`${url}/api/v1/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`the api at ${url} did not become healthy:\n${api.output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

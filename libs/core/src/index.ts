@@ -14,3 +14,4 @@ export {
 export { lineName } from './line-name';
 export { paginationSchema, type Pagination, type Page } from './pagination.schema';
 export { NotFoundError, ConflictError, InvalidInputError, ForbiddenError, UnauthenticatedError } from './domain-errors';
+export { PeriodicPass } from './periodic-pass';

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { PeriodicPass } from '@abacus/core';
 import type { DataSource } from 'typeorm';
 import type { QueueService } from '@abacus/queue';
 
@@ -9,8 +10,7 @@ import type { QueueService } from '@abacus/queue';
  */
 export class DeliverySweeper {
   private readonly logger = new Logger(DeliverySweeper.name);
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
+  private readonly periodic = new PeriodicPass('webhook sweep', () => this.sweepOnce(), DeliverySweeper.name);
 
   constructor(
     private readonly ds: DataSource,
@@ -18,20 +18,13 @@ export class DeliverySweeper {
     private readonly minAgeMs: number,
   ) {}
 
+  /** Runs a pass every intervalMs (0 = never); a pass never overlaps the previous one. */
   start(intervalMs: number): void {
-    if (intervalMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.sweepOnce()
-        .catch((err: Error) => this.logger.warn(`webhook sweep failed (will try again): ${err.message}`))
-        .finally(() => (this.running = null));
-    }, intervalMs);
+    this.periodic.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** Returns the ids it queued. */

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { PeriodicPass } from '@abacus/core';
 import type { DataSource, EntityManager } from 'typeorm';
 import { ExperimentEntity, TERMINAL_STATUSES, TrialEntity } from '@abacus/data';
 import { JobName, QueueName, isJobName, type PlannedTrialJob, type QueueService } from '@abacus/queue';
@@ -31,9 +32,7 @@ const REAPER_LOCK = 0x41626163;
  * or, for trials that have had all their attempts, fails them with the reason.
  */
 export class ExperimentReaper {
-  private readonly logger = new Logger(ExperimentReaper.name);
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
+  private readonly periodic = new PeriodicPass('reaper pass', () => this.reapOnce(), ExperimentReaper.name);
 
   constructor(
     private readonly ds: DataSource,
@@ -41,21 +40,13 @@ export class ExperimentReaper {
     private readonly opts: ReaperOptions,
   ) {}
 
-  /** Runs reapOnce every intervalMs (0 = never); a pass never overlaps the previous one. */
+  /** Runs a pass every intervalMs (0 = never); a pass never overlaps the previous one. */
   start(intervalMs: number): void {
-    if (intervalMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.reapOnce()
-        .catch((err: Error) => this.logger.warn(`reaper pass failed (will try again): ${err.message}`))
-        .finally(() => (this.running = null));
-    }, intervalMs);
+    this.periodic.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   async reapOnce(): Promise<ReapReport> {
