@@ -79,6 +79,15 @@ const RESULTS: Record<string, Record<string, unknown>> = {
       removable: i < 2,
     })),
   },
+  score: {
+    features: 3,
+    trials: 1,
+    ranking: [
+      { rank: 1, feature: 'strong', kind: 'numeric', iv: 0.42, strength: 'strong', psi: 0.01 },
+      { rank: 2, feature: 'weak', kind: 'numeric', iv: 0.05, strength: 'weak', psi: null },
+      { rank: 3, feature: 'noise', kind: 'categorical', iv: 0.001, strength: 'useless', psi: 0.2 },
+    ],
+  },
   add: {
     minGain: 0.002,
     base: { auc: 0.7, features: 3 },
@@ -103,7 +112,7 @@ const RESULTS: Record<string, Record<string, unknown>> = {
 };
 
 /** How many marks (dots with their intervals) each chart of a kind's page draws, in page order. */
-const MARKS: Record<string, number[]> = { multiply: [3], divide: [7], subtract: [4, 4], add: [3] };
+const MARKS: Record<string, number[]> = { multiply: [3], divide: [7], subtract: [4, 4, 4], add: [3], score: [3] };
 
 let env: TestEnv;
 let api: Proc;
@@ -190,7 +199,9 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
       );
       expect(order).toBe(true);
       // styled by the stylesheet (a dot is filled with a colour, not black) with no inline style anywhere
-      const fill = await page.evaluate<string>("getComputedStyle(document.querySelector('svg.chart .chart-dot')).fill");
+      const fill = await page.evaluate<string>(
+        "getComputedStyle(document.querySelector('svg.chart .chart-dot, svg.chart .chart-rect')).fill",
+      );
       expect(fill).not.toMatch(/^rgb\(0, 0, 0\)$/);
       expect(await page.locator('svg.chart [style]').count()).toBe(0);
       await screenshot(page, `experiment-charts-${kind}`);
@@ -263,7 +274,7 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     await page.goto(`${url}/experiments/${id}`);
     await page.getByRole('table', { name: 'result', exact: true }).waitFor();
     const figures = page.locator('figure.chart-figure');
-    expect(await figures.count()).toBe(2);
+    expect(await figures.count()).toBe(3);
     expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(result.curve.length);
     expect(await figures.nth(1).locator('svg.chart g.chart-mark').count()).toBe(
       result.perFeature.filter((f) => f.shuffleDrop !== null).length,
@@ -271,7 +282,58 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     expect(await figures.nth(1).locator('.chart-label').allTextContents()).toEqual(
       expect.arrayContaining(['strong', 'weak', 'noise', 'color']),
     );
+    // the IV bars: one per feature with an IV
+    expect(await figures.nth(2).locator('figcaption').textContent()).toBe('Information value per feature');
+    expect(await figures.nth(2).locator('svg.chart g.chart-mark').count()).toBe(
+      (result.perFeature as { iv: number | null }[]).filter((f) => f.iv !== null).length,
+    );
     await screenshot(page, 'experiment-charts-subtract-run');
     expect(consoleErrors.errors).toEqual([]);
   }, 120_000);
+
+  it('a score run by the worker: IV bars per feature and the WOE per bin of a chosen feature, with its bins table', async () => {
+    const sub = await admin.call('POST', '/experiments', {
+      kind: 'score',
+      businessLine: 'feed',
+      name: 'charts score run',
+      spec: { sampleSet: 'feed-clicks', features: ['strong', 'weak', 'noise', 'color'] },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    const id = sub.body.id as string;
+    const e = await waitUntil(
+      async () => {
+        const r = await admin.call('GET', `/experiments/${id}`);
+        return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : null;
+      },
+      60_000,
+      'the score experiment',
+    );
+    expect(e.status, String(e.error)).toBe('succeeded');
+    const stored = (await admin.call('GET', `/experiments/${id}/results?scorer=iv`)).body as {
+      featureName: string;
+      value: number;
+      details: { bins: unknown[] };
+    }[];
+    const strongest = [...stored].sort((a, b) => b.value - a.value)[0]!;
+    await page.goto(`${url}/experiments/${id}`);
+    const figures = page.locator('figure.chart-figure');
+    await page.getByLabel('Feature', { exact: true }).waitFor();
+    expect(await figures.count()).toBe(2);
+    expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(4);
+    // the strongest feature's bins first: one bar and one table row per stored bin
+    const woe = figures.nth(1);
+    expect(await woe.locator('figcaption').textContent()).toBe(`WOE per bin of ${strongest.featureName}`);
+    expect(await woe.locator('svg.chart g.chart-mark').count()).toBe(strongest.details.bins.length);
+    expect(await page.getByRole('table', { name: `bins of ${strongest.featureName}` }).locator('tbody tr').count()).toBe(
+      strongest.details.bins.length,
+    );
+    // another feature from the list: its own bins
+    const other = stored.find((r) => r.featureName === 'color')!;
+    await page.getByLabel('Feature', { exact: true }).selectOption('color');
+    await woe.locator('figcaption', { hasText: 'WOE per bin of color' }).waitFor();
+    expect(await woe.locator('svg.chart g.chart-mark').count()).toBe(other.details.bins.length);
+    expect(await page.locator('svg.chart [style]').count()).toBe(0);
+    await screenshot(page, 'experiment-charts-score-run');
+    expect(consoleErrors.errors).toEqual([]);
+  }, 90_000);
 });

@@ -7,6 +7,7 @@ import {
   linearScale,
   ticks,
   type Chart,
+  type BarChart,
   type IntervalChart,
   type ScatterChart,
 } from './lib/charts';
@@ -166,11 +167,85 @@ function ScatterSvg({ chart }: { chart: ScatterChart }) {
   );
 }
 
+/** Reference lines with a label only where it has room (labels closer than 48 px to the last one drawn keep their line and tooltip). */
+function spacedRefs(refs: { value: number; label: string }[], scale: (v: number) => number) {
+  let last = -Infinity;
+  return [...refs]
+    .sort((a, b) => a.value - b.value)
+    .map((ref) => {
+      const x = scale(ref.value);
+      const labelled = x - last >= 48;
+      if (labelled) last = x;
+      return { ref, labelled };
+    });
+}
+
+function BarsSvg({ chart }: { chart: BarChart }) {
+  const left = 220;
+  const right = W - 20;
+  const rowH = 22;
+  const top = 14;
+  const h = top + chart.rows.length * rowH + 36;
+  // bars start at 0, so 0 is always on the axis
+  const { scale, domain } = linearScale(chart.rows.map((r) => r.value).concat(chart.refs.map((r) => r.value), [0]), [left, right]);
+  const bottom = top + chart.rows.length * rowH;
+  const groups = [...new Set(chart.rows.map((r) => r.group))];
+  const x0 = scale(0);
+  return (
+    <>
+      <svg className="chart" viewBox={`0 0 ${W} ${h}`} role="img" aria-label={chart.title}>
+        {ticks(domain).map((t) => (
+          <g key={t} className="chart-tick">
+            <line x1={scale(t)} x2={scale(t)} y1={top} y2={bottom} className="chart-grid" />
+            <text x={scale(t)} y={bottom + 14} textAnchor="middle">
+              {fmt(t)}
+            </text>
+          </g>
+        ))}
+        {chart.rows.map((r, i) => {
+          const y = top + i * rowH + 4;
+          const x = scale(r.value);
+          return (
+            <g key={`${r.label}-${i}`} className={`chart-mark g-${groupClass(r.group)}`}>
+              <title>{`${r.label}: ${r.value} (${r.group})${r.note ? `; ${r.note}` : ''}`}</title>
+              <text x={left - 8} y={y + rowH / 2} textAnchor="end" className="chart-label">
+                {r.label}
+              </text>
+              <rect x={Math.min(x, x0)} y={y} width={Math.max(1, Math.abs(x - x0))} height={rowH - 8} className="chart-rect" />
+            </g>
+          );
+        })}
+        {spacedRefs(chart.refs, scale).map(({ ref: r, labelled }) => (
+          <g key={r.label} className="chart-ref">
+            <title>{`${r.label}: ${r.value}`}</title>
+            <line x1={scale(r.value)} x2={scale(r.value)} y1={top - 4} y2={bottom} />
+            {labelled ? (
+              <text x={scale(r.value)} y={top - 4} textAnchor="middle">
+                {r.label}
+              </text>
+            ) : null}
+          </g>
+        ))}
+        <text x={(left + right) / 2} y={h - 4} textAnchor="middle" className="chart-axis">
+          {chart.axis}
+        </text>
+      </svg>
+      <Legend groups={groups} />
+    </>
+  );
+}
+
 export function ChartView({ chart }: { chart: Chart }) {
   return (
     <figure className="chart-figure" data-chart={chart.kind}>
       <figcaption>{chart.title}</figcaption>
-      {chart.kind === 'interval' ? <IntervalSvg chart={chart} /> : <ScatterSvg chart={chart} />}
+      {chart.kind === 'interval' ? (
+        <IntervalSvg chart={chart} />
+      ) : chart.kind === 'bars' ? (
+        <BarsSvg chart={chart} />
+      ) : (
+        <ScatterSvg chart={chart} />
+      )}
     </figure>
   );
 }

@@ -6,8 +6,12 @@ import {
   groupClass,
   linearScale,
   multiplyCharts,
+  scoreCharts,
   subtractCharts,
   ticks,
+  woeBins,
+  woeChart,
+  type BarChart,
   type IntervalChart,
   type ScatterChart,
 } from './charts';
@@ -197,5 +201,76 @@ describe('scales', () => {
     expect(groupClass('no gain')).toBe('no-gain');
     expect(groupClass('estimated · accepted')).toBe('estimated-accepted');
     expect(groupClass('!!')).toBe('other');
+  });
+});
+
+describe('scoreCharts', () => {
+  it('one bar per ranked feature, its strength as the group, the IV cut points as references', () => {
+    const [c, ...more] = scoreCharts({
+      ranking: [
+        { rank: 1, feature: 'strong', iv: 0.41, strength: 'strong', psi: 0.012 },
+        { rank: 2, feature: 'noise', iv: 0.001, strength: 'useless', psi: null },
+        { rank: 3, feature: 'broken', iv: 'n/a', strength: 'weak' },
+      ],
+    }) as BarChart[];
+    expect(more).toHaveLength(0);
+    expect(c!.kind).toBe('bars');
+    expect(c!.rows.map((r) => [r.label, r.value, r.group])).toEqual([
+      ['strong', 0.41, 'strong'],
+      ['noise', 0.001, 'useless'],
+    ]);
+    expect(c!.rows[0]!.note).toBe('PSI 0.0120');
+    expect(c!.refs.map((r) => r.value)).toEqual([0.02, 0.1, 0.3]);
+    expect(chartsFor('score', { ranking: [] })).toEqual([]);
+    expect(chartsFor('score', null)).toEqual([]);
+  });
+});
+
+describe('woeBins and woeChart', () => {
+  const details = {
+    kind: 'numeric',
+    bins: [
+      { range_or_values: '[-inf, 0.5)', count: 300, events: 30, woe: -0.4, iv: 0.03 },
+      { range_or_values: ['a', 'b'], count: 100, events: 40, woe: 0.9, iv: 0.12 },
+      { range_or_values: 'Missing', count: 'x', events: 1, woe: 0.1, iv: 0 },
+    ],
+  };
+  it('reads the stored bins, joins pooled categories and drops unusable bins', () => {
+    expect(woeBins(details)).toEqual([
+      { label: '[-inf, 0.5)', count: 300, events: 30, woe: -0.4, iv: 0.03 },
+      { label: 'a, b', count: 100, events: 40, woe: 0.9, iv: 0.12 },
+    ]);
+    expect(woeBins(null)).toEqual([]);
+    expect(woeBins({ bins: 'no' })).toEqual([]);
+    expect(woeBins({ bins: [{ range_or_values: 'x'.repeat(60), count: 1, events: 0, woe: 0 }] })[0]!.label).toHaveLength(40);
+  });
+  it('a bar per bin, signed by WOE, with its share of rows and event rate in the note', () => {
+    const c = woeChart('f', woeBins(details))!;
+    expect(c.title).toBe('WOE per bin of f');
+    expect(c.rows.map((r) => [r.label, r.value, r.group])).toEqual([
+      ['[-inf, 0.5)', -0.4, 'negative WOE'],
+      ['a, b', 0.9, 'positive WOE'],
+    ]);
+    expect(c.rows[0]!.note).toBe('75.0% of rows, event rate 10.00%, IV term 0.0300');
+    expect(woeChart('f', [])).toBeNull();
+  });
+});
+
+describe('subtractCharts IV bars', () => {
+  it('adds the per-feature IV as bars, remove/keep as the group', () => {
+    const charts = subtractCharts({
+      perFeature: [
+        { feature: 'a', iv: 0.01, shuffleDrop: null, removable: true },
+        { feature: 'b', iv: 0.2, shuffleDrop: null, removable: false },
+        { feature: 'c', iv: null, shuffleDrop: null, removable: false },
+      ],
+    });
+    expect(charts).toHaveLength(1);
+    const bars = charts[0] as BarChart;
+    expect(bars.kind).toBe('bars');
+    expect(bars.rows.map((r) => [r.label, r.group])).toEqual([
+      ['a', 'remove'],
+      ['b', 'keep'],
+    ]);
   });
 });

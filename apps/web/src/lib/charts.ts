@@ -46,7 +46,25 @@ export interface ScatterChart {
   xIntegers?: boolean;
 }
 
-export type Chart = IntervalChart | ScatterChart;
+/** One bar from 0 (negative values to the left), e.g. a feature's IV or a bin's WOE. */
+export interface BarRow {
+  label: string;
+  value: number;
+  group: string;
+  /** extra words for the bar's tooltip (rows in a bin, event rate) */
+  note?: string;
+}
+
+/** Horizontal bars from 0 with reference lines (IV strength thresholds). */
+export interface BarChart {
+  kind: 'bars';
+  title: string;
+  axis: string;
+  rows: BarRow[];
+  refs: { value: number; label: string }[];
+}
+
+export type Chart = IntervalChart | ScatterChart | BarChart;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -135,7 +153,7 @@ export function divideCharts(result: unknown, axis: CostAxis = 'mean'): Chart[] 
   ];
 }
 
-/** subtract: the pruning curve (removed features vs AUC drop) and the per-feature shuffle drops. */
+/** subtract: the pruning curve (removed features vs AUC drop), the per-feature shuffle drops and IVs. */
 export function subtractCharts(result: unknown): Chart[] {
   if (!isObj(result)) return [];
   const charts: Chart[] = [];
@@ -197,7 +215,81 @@ export function subtractCharts(result: unknown): Chart[] {
       refs: [{ value: 0, label: '0' }],
     });
   }
+  const ivRows: BarRow[] = [];
+  for (const f of objs(result.perFeature)) {
+    const value = num(f.iv);
+    if (value !== null) ivRows.push({ label: str(f.feature, '?'), value, group: f.removable === true ? 'remove' : 'keep' });
+  }
+  if (ivRows.length) charts.push({ kind: 'bars', title: 'Information value per feature', axis: 'IV', rows: ivRows, refs: IV_REFS });
   return charts;
+}
+
+/** Siddiqi's conventional reading of IV (the same cut points as the score workflow's `strength`). */
+export const IV_REFS = [
+  { value: 0.02, label: 'weak' },
+  { value: 0.1, label: 'medium' },
+  { value: 0.3, label: 'strong' },
+];
+
+/** score: every feature's IV, strongest first, coloured by its strength. */
+export function scoreCharts(result: unknown): Chart[] {
+  if (!isObj(result)) return [];
+  const rows: BarRow[] = [];
+  for (const r of objs(result.ranking)) {
+    const value = num(r.iv);
+    if (value === null) continue;
+    const psi = num(r.psi);
+    rows.push({
+      label: str(r.feature, '?'),
+      value,
+      group: str(r.strength, 'unknown'),
+      note: psi === null ? undefined : `PSI ${psi.toPrecision(3)}`,
+    });
+  }
+  if (!rows.length) return [];
+  return [{ kind: 'bars', title: 'Information value per feature', axis: 'IV', rows, refs: IV_REFS }];
+}
+
+/** A bin as the score workflow stores it (per feature, in the `iv` result's details). */
+export interface WoeBin {
+  label: string;
+  count: number;
+  events: number;
+  woe: number;
+  iv: number;
+}
+
+/** The bins of one feature's `iv` result row (`details.bins`), readable or dropped. */
+export function woeBins(details: unknown): WoeBin[] {
+  if (!isObj(details)) return [];
+  const out: WoeBin[] = [];
+  for (const b of objs(details.bins)) {
+    const woe = num(b.woe);
+    const count = num(b.count);
+    if (woe === null || count === null) continue;
+    const rv = b.range_or_values;
+    const label = Array.isArray(rv) ? rv.map(String).join(', ') : str(rv, '?');
+    out.push({ label: label.length > 40 ? `${label.slice(0, 39)}…` : label, count, events: num(b.events) ?? 0, woe, iv: num(b.iv) ?? 0 });
+  }
+  return out;
+}
+
+/** One feature's WOE per bin: positive (above-average event rate under the stored convention) and negative bars. */
+export function woeChart(feature: string, bins: WoeBin[]): BarChart | null {
+  if (!bins.length) return null;
+  const total = bins.reduce((a, b) => a + b.count, 0) || 1;
+  return {
+    kind: 'bars',
+    title: `WOE per bin of ${feature}`,
+    axis: 'WOE',
+    rows: bins.map((b) => ({
+      label: b.label,
+      value: b.woe,
+      group: b.woe >= 0 ? 'positive WOE' : 'negative WOE',
+      note: `${((100 * b.count) / total).toFixed(1)}% of rows, event rate ${b.count > 0 ? ((100 * b.events) / b.count).toFixed(2) : '0'}%, IV term ${b.iv.toPrecision(3)}`,
+    })),
+    refs: [{ value: 0, label: '0' }],
+  };
 }
 
 /** add: each candidate's contribution (and leave-one-in ΔAUC) against 0 and minGain. */
@@ -231,6 +323,8 @@ export function chartsFor(kind: string, result: unknown, costAxis: CostAxis = 'm
         return subtractCharts(result);
       case 'add':
         return addCharts(result);
+      case 'score':
+        return scoreCharts(result);
       default:
         return [];
     }

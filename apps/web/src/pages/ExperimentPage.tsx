@@ -4,6 +4,7 @@ import { apiCall, type ExperimentDetail } from '../lib/api';
 import { useKey } from '../lib/auth';
 import { formatDateTime, formatProgress, isTerminal } from '../lib/format';
 import { ResultCharts } from '../charts';
+import { ScoreBins } from '../ScoreBins';
 import { ErrorNotice, KeyValueTable, Loading, Progress, StatusBadge, TableWrap } from '../components';
 
 export const EXPERIMENT_POLL_MS = 2000;
@@ -83,6 +84,7 @@ export function ExperimentPage({ id }: { id: string }) {
           {e.result ? (
             <>
               <ResultCharts kind={e.kind} result={e.result} />
+              {e.kind === 'score' && e.status === 'succeeded' ? <ScoreBins experimentId={e.id} /> : null}
               <KeyValueTable value={e.result} label="result" />
             </>
           ) : (
