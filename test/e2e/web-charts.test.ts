@@ -324,9 +324,12 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     const woe = figures.nth(1);
     expect(await woe.locator('figcaption').textContent()).toBe(`WOE per bin of ${strongest.featureName}`);
     expect(await woe.locator('svg.chart g.chart-mark').count()).toBe(strongest.details.bins.length);
-    expect(await page.getByRole('table', { name: `bins of ${strongest.featureName}` }).locator('tbody tr').count()).toBe(
-      strongest.details.bins.length,
-    );
+    expect(
+      await page
+        .getByRole('table', { name: `bins of ${strongest.featureName}` })
+        .locator('tbody tr')
+        .count(),
+    ).toBe(strongest.details.bins.length);
     // another feature from the list: its own bins
     const other = stored.find((r) => r.featureName === 'color')!;
     await page.getByLabel('Feature', { exact: true }).selectOption('color');

@@ -187,7 +187,15 @@ function BarsSvg({ chart }: { chart: BarChart }) {
   const top = 14;
   const h = top + chart.rows.length * rowH + 36;
   // bars start at 0, so 0 is always on the axis
-  const { scale, domain } = linearScale(chart.rows.map((r) => r.value).concat(chart.refs.map((r) => r.value), [0]), [left, right]);
+  const { scale, domain } = linearScale(
+    chart.rows
+      .map((r) => r.value)
+      .concat(
+        chart.refs.map((r) => r.value),
+        [0],
+      ),
+    [left, right],
+  );
   const bottom = top + chart.rows.length * rowH;
   const groups = [...new Set(chart.rows.map((r) => r.group))];
   const x0 = scale(0);

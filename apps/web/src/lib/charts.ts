@@ -220,7 +220,8 @@ export function subtractCharts(result: unknown): Chart[] {
     const value = num(f.iv);
     if (value !== null) ivRows.push({ label: str(f.feature, '?'), value, group: f.removable === true ? 'remove' : 'keep' });
   }
-  if (ivRows.length) charts.push({ kind: 'bars', title: 'Information value per feature', axis: 'IV', rows: ivRows, refs: IV_REFS });
+  if (ivRows.length)
+    charts.push({ kind: 'bars', title: 'Information value per feature', axis: 'IV', rows: ivRows, refs: IV_REFS });
   return charts;
 }
 
@@ -269,7 +270,13 @@ export function woeBins(details: unknown): WoeBin[] {
     if (woe === null || count === null) continue;
     const rv = b.range_or_values;
     const label = Array.isArray(rv) ? rv.map(String).join(', ') : str(rv, '?');
-    out.push({ label: label.length > 40 ? `${label.slice(0, 39)}…` : label, count, events: num(b.events) ?? 0, woe, iv: num(b.iv) ?? 0 });
+    out.push({
+      label: label.length > 40 ? `${label.slice(0, 39)}…` : label,
+      count,
+      events: num(b.events) ?? 0,
+      woe,
+      iv: num(b.iv) ?? 0,
+    });
   }
   return out;
 }
