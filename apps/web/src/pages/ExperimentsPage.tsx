@@ -69,7 +69,11 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
                     </td>
                     <td className="nowrap">{formatDateTime(e.createdAt)}</td>
                     <td>
-                      <Link to="/experiments/$id" params={{ id: e.id }} aria-label={`open experiment ${e.name || e.id}`}>
+                      <Link
+                        to="/experiments/$id"
+                        params={{ id: e.id }}
+                        aria-label={`${e.id.slice(0, 8)}: open experiment ${e.name || e.id}`}
+                      >
                         {e.id.slice(0, 8)}
                       </Link>
                     </td>

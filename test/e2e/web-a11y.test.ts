@@ -1,0 +1,139 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
+import { apiClient } from '../support/http';
+import { writeSmallCsv } from '../support/fixtures';
+import { findChromium, launchChromium, watchConsole } from '../support/browser';
+import { axeViolations } from '../support/axe';
+
+/**
+ * Accessibility of every main page of the web app, in headless Chromium: axe-core's WCAG 2.1 A/AA
+ * rules (labelled fields, names of links and buttons, colour contrast, landmarks, ARIA use) at 1280 px
+ * and at 390 px, with real data behind each page (a score and a subtract run by the worker), and the
+ * keyboard path through the frame (skip link, navigation). No console errors on any page.
+ */
+
+const CHROMIUM = findChromium();
+if (!CHROMIUM)
+  console.warn('[web-a11y e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
+
+let env: TestEnv;
+let api: Proc;
+let worker: Proc;
+let url = '';
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let consoleErrors: { errors: string[]; expected: string[] };
+const ids: Record<string, string> = {};
+
+const admin = apiClient(
+  () => url,
+  () => env.adminKey,
+);
+
+async function finished(id: string): Promise<Record<string, unknown>> {
+  return waitUntil(
+    async () => {
+      const r = await admin.call('GET', `/experiments/${id}`);
+      return r.body.status === 'succeeded' || r.body.status === 'failed' ? (r.body as Record<string, unknown>) : null;
+    },
+    120_000,
+    `experiment ${id}`,
+  );
+}
+
+/** The pages every signed-in user reaches, by path (filled in once the data exists). */
+const pages = (): [string, string, string][] => [
+  ['experiments', '/experiments', 'Experiments'],
+  ['experiment (score)', `/experiments/${ids.score}`, 'a11y score'],
+  ['experiment (subtract)', `/experiments/${ids.subtract}`, 'a11y subtract'],
+  ['data', '/data', 'DataBank'],
+  ['sample set', `/data/${ids.set}`, 'feed-clicks'],
+];
+
+describe.skipIf(!CHROMIUM)('web app accessibility in headless Chromium (built api + worker)', () => {
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    env = await createTestEnv({ ABACUS_API_PORT: String(port), ABACUS_API_URL: url });
+    api = startProcess('dist/apps/api/src/main.js', env.env);
+    await waitForApi(api, url);
+    expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
+    const csv = path.join(env.dataDir, 'in', 'feed.csv');
+    writeSmallCsv(csv, 2000);
+    const up = await admin.upload('/sample-sets', csv, { name: 'feed-clicks', businessLine: 'feed', label: 'click', time: 'ts' });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    ids.set = up.body.id as string;
+    worker = startProcess('dist/apps/worker/src/main.js', env.env);
+    for (const [kind, spec] of [
+      ['score', { sampleSet: 'feed-clicks' }],
+      ['subtract', { model: { sampleSet: 'feed-clicks', features: ['strong', 'weak', 'noise', 'color'] }, seed: 3 }],
+    ] as const) {
+      const r = await admin.call('POST', '/experiments', { kind, businessLine: 'feed', name: `a11y ${kind}`, spec });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      ids[kind] = r.body.id as string;
+    }
+    for (const kind of ['score', 'subtract']) expect((await finished(ids[kind]!)).status).toBe('succeeded');
+    browser = await launchChromium(CHROMIUM!);
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    consoleErrors = watchConsole(page);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.stop();
+    await api?.stop();
+    await env?.teardown();
+  });
+
+  it('the sign-in form has no WCAG A/AA violations', async () => {
+    await page.goto(`${url}/signin`);
+    await page.getByLabel('API key').waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await page.getByLabel('API key').fill(env.adminKey);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/experiments$/);
+  });
+
+  for (const width of [1280, 390]) {
+    it(`every main page at ${width} px has no WCAG A/AA violations`, async () => {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [name, href, text] of pages()) {
+        await page.goto(`${url}${href}`);
+        await page.getByText(text, { exact: false }).first().waitFor();
+        // charts and tables that load after the page's own data
+        await page.waitForLoadState('networkidle');
+        const v = await axeViolations(page);
+        expect(v, `${name} (${href}) at ${width} px: ${JSON.stringify(v, null, 1)}`).toEqual([]);
+      }
+      expect(consoleErrors.errors).toEqual([]);
+    }, 120_000);
+  }
+
+  it('the keyboard reaches the skip link first, then the navigation, and follows a link', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${url}/experiments`);
+    await page.locator('table tbody tr').first().waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string>('document.activeElement.textContent')).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate<string>('document.activeElement.id')).toBe('main');
+    // from the top again: Tab through the frame until the Data link has focus, then Enter follows it
+    await page.goto(`${url}/experiments`);
+    await page.locator('table tbody tr').first().waitFor();
+    let reached = false;
+    for (let i = 0; i < 10 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = (await page.evaluate<string>('document.activeElement.textContent')) === 'Data';
+    }
+    expect(reached).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/data$/);
+    expect(consoleErrors.errors).toEqual([]);
+  });
+});
