@@ -270,7 +270,7 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
       'the subtract experiment',
     );
     expect(e.status, `${e.error}\n${worker.output()}`).toBe('succeeded');
-    const result = e.result as { curve: unknown[]; perFeature: { shuffleDrop: number | null }[] };
+    const result = e.result as { curve: unknown[]; perFeature: { shuffleDrop: number | null; iv: number | null }[] };
     await page.goto(`${url}/experiments/${id}`);
     await page.getByRole('table', { name: 'result', exact: true }).waitFor();
     const figures = page.locator('figure.chart-figure');
@@ -285,7 +285,7 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     // the IV bars: one per feature with an IV
     expect(await figures.nth(2).locator('figcaption').textContent()).toBe('Information value per feature');
     expect(await figures.nth(2).locator('svg.chart g.chart-mark').count()).toBe(
-      (result.perFeature as { iv: number | null }[]).filter((f) => f.iv !== null).length,
+      result.perFeature.filter((f) => f.iv !== null).length,
     );
     await screenshot(page, 'experiment-charts-subtract-run');
     expect(consoleErrors.errors).toEqual([]);
