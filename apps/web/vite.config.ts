@@ -21,6 +21,13 @@ export default defineConfig({
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
     chunkSizeWarningLimit: 1024,
+    rollupOptions: {
+      onwarn(warning, warn) {
+        // zod 4 places a /* @__PURE__ */ comment where Rollup cannot use it; Rollup drops it, harmlessly
+        if (warning.code === 'INVALID_ANNOTATION' && warning.id?.includes('/node_modules/zod/')) return;
+        warn(warning);
+      },
+    },
   },
   server: { proxy: { '/api': 'http://127.0.0.1:3000' } },
 });

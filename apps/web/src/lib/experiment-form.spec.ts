@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { issuesOf } from './api';
 import {
   buildBody,
   deepMerge,
@@ -7,7 +8,6 @@ import {
   fieldFor,
   groupIssues,
   initialState,
-  issuesOfBody,
   knobDefaults,
   parseAdvanced,
   placeIssues,
@@ -164,7 +164,7 @@ describe('validation issues placed next to their fields', () => {
     expect(fieldFor('spec.sources.1', { ...initialState('multiply', 'feed') })).toBe('sources');
   });
 
-  it('issuesOfBody reads the api error body, placeIssues and groupIssues sort them', () => {
+  it('issuesOf reads the api error body, placeIssues and groupIssues sort them', () => {
     const body = {
       statusCode: 400,
       message: 'Validation failed',
@@ -174,13 +174,13 @@ describe('validation issues placed next to their fields', () => {
         { bad: true },
       ],
     };
-    const issues = issuesOfBody(body);
+    const issues = issuesOf(body);
     expect(issues).toHaveLength(2);
     const grouped = groupIssues(placeIssues(issues, subtract({ extraFeatures: 'nope' })));
     expect(grouped.byField).toEqual({ extraFeatures: [issues[0].message] });
     expect(grouped.summary.map((i) => i.path)).toEqual(['(root)']);
-    expect(issuesOfBody({ message: 'x' })).toEqual([]);
-    expect(issuesOfBody(null)).toEqual([]);
+    expect(issuesOf({ message: 'x' })).toEqual([]);
+    expect(issuesOf(null)).toEqual([]);
   });
 });
 

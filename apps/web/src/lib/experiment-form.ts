@@ -338,14 +338,6 @@ export function validateForm(s: FormState): BuildResult {
   return { ok: false, issues: placeIssues(formatZodIssues(parsed.error), s) };
 }
 
-/** The issues of an api 400 body ({ issues: [{ path, message }] }), or [] when it has none. */
-export function issuesOfBody(body: unknown): { path: string; message: string }[] {
-  if (!isRecord(body) || !Array.isArray(body.issues)) return [];
-  return body.issues
-    .filter((i): i is Record<string, unknown> => isRecord(i) && typeof i.path === 'string' && typeof i.message === 'string')
-    .map((i) => ({ path: String(i.path), message: String(i.message) }));
-}
-
 /** The messages per field (in order) and those of no field, for the page. */
 export function groupIssues(issues: PlacedIssue[]): { byField: Record<string, string[]>; summary: PlacedIssue[] } {
   const byField: Record<string, string[]> = {};

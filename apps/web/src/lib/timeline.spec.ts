@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, layoutTimeline, tickOffsets, type TimelineTrial } from './timeline';
+import { formatClock, formatDuration, layoutTimeline, tickOffsets, type TimelineTrial } from './timeline';
 
 const T0 = Date.parse('2026-11-23T10:00:00.000Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
@@ -99,5 +99,12 @@ describe('ticks and durations', () => {
     expect(formatDuration(120_000)).toBe('2 min');
     expect(formatDuration(3_720_000)).toBe('1 h 2 min');
     expect(formatDuration(-1)).toBe('—');
+  });
+});
+
+describe('formatClock', () => {
+  it('UTC time of day with seconds', () => {
+    expect(formatClock('2026-11-23T10:04:05.123Z')).toBe('10:04:05 UTC');
+    expect(formatClock(null)).toBe('—');
   });
 });

@@ -128,3 +128,9 @@ export function layoutTimeline(trials: TimelineTrial[], now: number, left: numbe
   const ticks = tickOffsets(end - start).map((o) => ({ x: scale(start + o), label: tickLabel(o) }));
   return { rows, start, end, ticks };
 }
+
+/** An ISO timestamp as "10:04:05 UTC" (trials start and end seconds apart; the date is the experiment's). */
+export function formatClock(iso: string | null | undefined): string {
+  const t = time(iso);
+  return t === null ? '—' : `${new Date(t).toISOString().slice(11, 19)} UTC`;
+}
