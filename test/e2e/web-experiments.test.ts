@@ -9,7 +9,7 @@ import { findChromium, launchChromium, screenshot, watchConsole } from '../suppo
 
 /**
  * Launching and following experiments in the web app, in a real headless Chromium against the built
- * api and worker: a subtract launched from the form on a 2,000-row sample set and followed to its
+ * api and worker: a subtract launched from the form on a 12,000-row sample set and followed to its
  * verdict, pruning curve and trial timeline; a bad value caught in the browser by the api's own
  * schema (nothing sent); an error only the server can find (a feature the set lacks) shown next to
  * its field; a 403 with its reason; the whole form filled and submitted with the keyboard; the
@@ -36,6 +36,8 @@ let viewerKey = '';
 /** POST /api/v1/experiments requests the page sent */
 const posts: string[] = [];
 let subtractId = '';
+/** a few thousand rows: the subtract runs for a few seconds on two cores, long enough to be seen running */
+const ROWS = 12_000;
 
 const admin = apiClient(
   () => url,
@@ -82,13 +84,13 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
     // demo-like data: strong and weak drive the click, noise does not, color has one clicky value
     const csv = path.join(env.dataDir, 'in', 'feed.csv');
-    writeSmallCsv(csv, 2000);
+    writeSmallCsv(csv, ROWS);
     const up = await admin.upload('/sample-sets', csv, { name: 'feed-clicks', businessLine: 'feed', label: 'click', time: 'ts' });
     expect(up.status, JSON.stringify(up.body)).toBe(201);
     const k = await admin.call('POST', '/keys', { name: 'feed-viewer', role: 'viewer', lines: ['feed'] });
     expect(k.status).toBe(201);
     viewerKey = k.body.secret as string;
-    worker = startProcess('dist/apps/worker/src/main.js', env.env);
+    // the worker starts once the first experiment is on its page, queued
 
     browser = await launchChromium(CHROMIUM!);
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -137,9 +139,8 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     expect(await page.getByLabel('Retrain seeds').inputValue()).toBe('3');
     expect(await page.getByLabel('Confirm by retraining').isChecked()).toBe(true);
     await page.getByLabel('Max AUC drop').fill('0.005');
-    await page.getByLabel('Retrain seeds').fill('2');
     await page.locator('details.advanced summary').click();
-    await page.getByLabel('Advanced (JSON)').fill('{"seed": 2, "folds": 5}');
+    await page.getByLabel('Advanced (JSON)').fill('{"seed": 2, "folds": 5, "model": {"training": {"epochs": 30, "patience": 20}}}');
     await screenshot(page, 'experiment-new-subtract');
 
     await page.getByRole('button', { name: 'Launch subtract experiment' }).click();
@@ -150,8 +151,20 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
 
     // what was stored: the form's values with the advanced JSON merged over them
     const stored = (await admin.call('GET', `/experiments/${subtractId}`)).body;
-    expect(stored.spec).toMatchObject({ maxDrop: 0.005, retrainSeeds: 2, folds: 5, seed: 2, confirm: true, scorers: ['iv', 'shuffle'] });
-    expect(stored.spec.model).toMatchObject({ sampleSet: 'feed-clicks', features: ['strong', 'weak', 'noise', 'color'] });
+    expect(stored.spec).toMatchObject({ maxDrop: 0.005, retrainSeeds: 3, folds: 5, seed: 2, confirm: true, scorers: ['iv', 'shuffle'] });
+    expect(stored.spec.model).toMatchObject({
+      sampleSet: 'feed-clicks',
+      features: ['strong', 'weak', 'noise', 'color'],
+      training: { epochs: 30, patience: 20 },
+    });
+
+    // queued, with no worker yet: the timeline shows each trial waiting, up to now
+    await page.locator('dl.facts .status', { hasText: 'queued' }).waitFor();
+    await page.locator('svg.timeline rect.span-open').first().waitFor();
+    expect(await page.locator('svg.timeline g.timeline-row').count()).toBe(stored.trials.length);
+    expect(await page.getByRole('button', { name: 'Cancel experiment' }).count()).toBe(1);
+    await screenshot(page, 'experiment-queued');
+    worker = startProcess('dist/apps/worker/src/main.js', env.env);
 
     // follow it on the page: status, progress and the timeline move while it runs
     const seen = new Set<string>();
@@ -175,8 +188,8 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
       120_000,
       'the subtract experiment on its page',
     ).then((s) => expect(s, worker.output()).toBe('succeeded'));
-    expect([...seen].some((s) => s === 'queued' || s === 'running')).toBe(true);
-    expect(sawOpenSpan).toBe(true);
+    expect(seen.has('running'), [...seen].join(', ')).toBe(true);
+    expect(sawOpenSpan && shotRunning).toBe(true);
     expect(progress[progress.length - 1]).toBe(1);
     // progress never went backwards on the page
     expect(progress.every((p, i) => i === 0 || p >= progress[i - 1] - 1e-9)).toBe(true);
