@@ -26,7 +26,8 @@ export function bundleGuard(): Plugin {
     apply: 'build',
     generateBundle(_options, bundle) {
       const bad = new Set<string>();
-      for (const out of Object.values(bundle)) if (out.type === 'chunk') for (const id of forbiddenModules(out.moduleIds)) bad.add(id);
+      for (const out of Object.values(bundle))
+        if (out.type === 'chunk') for (const id of forbiddenModules(out.moduleIds)) bad.add(id);
       if (bad.size)
         this.error(`the browser bundle must not include Node or server modules; it includes: ${[...bad].sort().join(', ')}`);
     },

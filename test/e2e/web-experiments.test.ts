@@ -18,7 +18,9 @@ import { findChromium, launchChromium, screenshot, watchConsole } from '../suppo
 
 const CHROMIUM = findChromium();
 if (!CHROMIUM)
-  console.warn('[web-experiments e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
+  console.warn(
+    '[web-experiments e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).',
+  );
 
 // Chromium logs every non-2xx answer itself ("Failed to load resource: … 400"): expected exactly
 // where a test makes the server refuse on purpose; any other console error fails the test.
@@ -119,20 +121,25 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     await page.getByRole('link', { name: 'New experiment' }).click();
     await page.waitForURL(/\/experiments\/new$/);
     // subtract is the default kind, its tab marked current
-    expect(await page.getByRole('navigation', { name: 'experiment kind' }).getByRole('link', { name: 'subtract' }).getAttribute('aria-current')).toBe(
-      'page',
-    );
+    expect(
+      await page
+        .getByRole('navigation', { name: 'experiment kind' })
+        .getByRole('link', { name: 'subtract' })
+        .getAttribute('aria-current'),
+    ).toBe('page');
     await page.getByLabel('Name', { exact: true }).fill('prune feed from the form');
     await page.getByLabel('Sample set', { exact: true }).selectOption('feed-clicks');
     // every feature column checked to start with; label and time are not offered
     const checks = page.locator('#f-features-group input[type=checkbox]');
     await checks.first().waitFor();
-    expect(await checks.evaluateAll((els) => els.map((e) => (e as unknown as { value: string; checked: boolean }).value + ':' + (e as unknown as { checked: boolean }).checked))).toEqual([
-      'strong:true',
-      'weak:true',
-      'noise:true',
-      'color:true',
-    ]);
+    expect(
+      await checks.evaluateAll((els) =>
+        els.map(
+          (e) =>
+            (e as unknown as { value: string; checked: boolean }).value + ':' + (e as unknown as { checked: boolean }).checked,
+        ),
+      ),
+    ).toEqual(['strong:true', 'weak:true', 'noise:true', 'color:true']);
     // the defaults come from the api's schema
     expect(await page.getByLabel('Max AUC drop').inputValue()).toBe('0.001');
     expect(await page.getByLabel('Batch fraction').inputValue()).toBe('0.1');
@@ -140,7 +147,9 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     expect(await page.getByLabel('Confirm by retraining').isChecked()).toBe(true);
     await page.getByLabel('Max AUC drop').fill('0.005');
     await page.locator('details.advanced summary').click();
-    await page.getByLabel('Advanced (JSON)').fill('{"seed": 2, "folds": 5, "model": {"training": {"epochs": 30, "patience": 20}}}');
+    await page
+      .getByLabel('Advanced (JSON)')
+      .fill('{"seed": 2, "folds": 5, "model": {"training": {"epochs": 30, "patience": 20}}}');
     await screenshot(page, 'experiment-new-subtract');
 
     await page.getByRole('button', { name: 'Launch subtract experiment' }).click();
@@ -151,7 +160,14 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
 
     // what was stored: the form's values with the advanced JSON merged over them
     const stored = (await admin.call('GET', `/experiments/${subtractId}`)).body;
-    expect(stored.spec).toMatchObject({ maxDrop: 0.005, retrainSeeds: 3, folds: 5, seed: 2, confirm: true, scorers: ['iv', 'shuffle'] });
+    expect(stored.spec).toMatchObject({
+      maxDrop: 0.005,
+      retrainSeeds: 3,
+      folds: 5,
+      seed: 2,
+      confirm: true,
+      scorers: ['iv', 'shuffle'],
+    });
     expect(stored.spec.model).toMatchObject({
       sampleSet: 'feed-clicks',
       features: ['strong', 'weak', 'noise', 'color'],
@@ -213,18 +229,34 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(result.curve.length);
 
     // the timeline: one row per trial, each ended (an end mark), with a running span; the same in the table
-    const trials = done.trials as { seq: number; status: string; startedAt: string | null; finishedAt: string | null; createdAt: string }[];
+    const trials = done.trials as {
+      seq: number;
+      status: string;
+      startedAt: string | null;
+      finishedAt: string | null;
+      createdAt: string;
+    }[];
     expect(trials.length).toBeGreaterThanOrEqual(4);
-    for (const t of trials) expect([t.status, typeof t.createdAt, typeof t.startedAt, typeof t.finishedAt]).toEqual(['succeeded', 'string', 'string', 'string']);
+    for (const t of trials)
+      expect([t.status, typeof t.createdAt, typeof t.startedAt, typeof t.finishedAt]).toEqual([
+        'succeeded',
+        'string',
+        'string',
+        'string',
+      ]);
     const timeline = page.locator('svg.timeline');
     expect(await timeline.getAttribute('role')).toBe('img');
     expect(await timeline.locator('title#timeline-title').textContent()).toBe('Trials of prune feed from the form over time');
-    expect(await timeline.locator('desc').textContent()).toMatch(new RegExp(`^${trials.length} trials \\(${trials.length} succeeded\\)`));
+    expect(await timeline.locator('desc').textContent()).toMatch(
+      new RegExp(`^${trials.length} trials \\(${trials.length} succeeded\\)`),
+    );
     expect(await timeline.locator('g.timeline-row').count()).toBe(trials.length);
     expect(await timeline.locator('g.timeline-row rect.span-running').count()).toBe(trials.length);
     expect(await timeline.locator('g.timeline-row circle.span-end').count()).toBe(trials.length);
     expect(await timeline.locator('rect.span-open').count()).toBe(0);
-    expect(await timeline.locator('g.timeline-row title').first().textContent()).toMatch(/^trial 0 \(train\): succeeded, waited .*, ran .*, 1 attempt, backend cpu$/);
+    expect(await timeline.locator('g.timeline-row title').first().textContent()).toMatch(
+      /^trial 0 \(train\): succeeded, waited .*, ran .*, 1 attempt, backend cpu$/,
+    );
     expect(await page.locator('table.trials tbody tr').count()).toBe(trials.length);
     await timeline.scrollIntoViewIfNeeded();
     await screenshot(page, 'experiment-timeline');
@@ -289,7 +321,13 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     await page.locator('#f-extraFeatures-error').waitFor();
     // the browser found nothing wrong: the request went out, and the api refused it
     expect(posts.length).toBe(postsBefore + 1);
-    expect(JSON.parse(posts[posts.length - 1]).spec.model.features).toEqual(['strong', 'weak', 'noise', 'color', 'not_a_feature']);
+    expect(JSON.parse(posts[posts.length - 1]).spec.model.features).toEqual([
+      'strong',
+      'weak',
+      'noise',
+      'color',
+      'not_a_feature',
+    ]);
     const extra = await fieldError(page, '#f-extraFeatures');
     expect(extra.invalid).toBe('true');
     expect(extra.message).toBe('"not_a_feature" is neither a column of sample set feed-clicks nor a registered feature');
@@ -328,7 +366,11 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     await tabTo(page, 'f-sampleSet');
     // a focused select picks the option whose text starts with what is typed
     await page.keyboard.type('feed');
-    await waitUntil(async () => (await page.locator('#f-sampleSet').inputValue()) === 'feed-clicks', 5_000, 'the sample set chosen by typing');
+    await waitUntil(
+      async () => (await page.locator('#f-sampleSet').inputValue()) === 'feed-clicks',
+      5_000,
+      'the sample set chosen by typing',
+    );
     // on through the features and the settings to the button: space unchecks "noise", maxBins becomes 8
     for (let i = 0; i < 40; i++) {
       await page.keyboard.press('Tab');
@@ -343,7 +385,9 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
       }
       if (type === 'submit') break;
     }
-    expect(visited).toEqual(expect.arrayContaining(['checkbox:strong', 'checkbox:noise', 'f-extraFeatures', 'f-maxBins', 'f-prebins', 'f-minBinShare']));
+    expect(visited).toEqual(
+      expect.arrayContaining(['checkbox:strong', 'checkbox:noise', 'f-extraFeatures', 'f-maxBins', 'f-prebins', 'f-minBinShare']),
+    );
     expect(visited[visited.length - 1]).toBe('submit:');
     expect(await page.locator('#f-features-group input[value=noise]').isChecked()).toBe(false);
     await page.keyboard.press('Enter');
@@ -353,7 +397,10 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     expect(e.status, worker.output()).toBe('succeeded');
     expect(e.name).toBe('score by keyboard');
     expect(e.spec).toMatchObject({ features: ['strong', 'weak', 'color'], binning: { maxBins: 8 } });
-    await page.getByRole('region', { name: 'Verdict' }).getByText(/Most informative: strong/).waitFor({ timeout: 15_000 });
+    await page
+      .getByRole('region', { name: 'Verdict' })
+      .getByText(/Most informative: strong/)
+      .waitFor({ timeout: 15_000 });
     expect(consoleErrors.errors).toEqual([]);
   }, 120_000);
 

@@ -32,9 +32,9 @@ describe('the web bundle', () => {
     };
     const chunk = (moduleIds: string[]) => ({ type: 'chunk', moduleIds });
     expect(() => hook.call(ctx, {}, { 'a.js': chunk(['/r/node_modules/react/index.js']) })).not.toThrow();
-    expect(() => hook.call(ctx, {}, { 'a.js': chunk(['/r/node_modules/react/index.js', '/r/node_modules/typeorm/index.js']) })).toThrow(
-      /must not include Node or server modules; it includes: \/r\/node_modules\/typeorm\/index.js/,
-    );
+    expect(() =>
+      hook.call(ctx, {}, { 'a.js': chunk(['/r/node_modules/react/index.js', '/r/node_modules/typeorm/index.js']) }),
+    ).toThrow(/must not include Node or server modules; it includes: \/r\/node_modules\/typeorm\/index.js/);
   });
 
   it('vite build succeeds with the api’s experiment schemas in it and no Node or server module', async () => {

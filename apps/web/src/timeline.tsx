@@ -85,7 +85,13 @@ export function TrialTimeline({ trials, now, experimentName }: { trials: Timelin
 }
 
 /** The same trials as a table: timestamps, how long each waited and ran, attempts, backend, error. */
-export function TrialTable({ trials, now }: { trials: (TimelineTrial & { progress: number; error: string | null })[]; now: number }) {
+export function TrialTable({
+  trials,
+  now,
+}: {
+  trials: (TimelineTrial & { progress: number; error: string | null })[];
+  now: number;
+}) {
   const layout = layoutTimeline(trials, now, 0, 1);
   const byId = new Map(layout.rows.map((r) => [r.trial.id, r]));
   return (

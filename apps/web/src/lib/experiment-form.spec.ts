@@ -55,7 +55,9 @@ describe('knob defaults come from the api schemas', () => {
 
 describe('buildBody', () => {
   it('subtract from a sample set: the model, its checked columns plus named features, the knobs', () => {
-    const r = buildBody(subtract({ extraFeatures: 'u_age, strong , ', knobs: { ...knobDefaults('subtract'), maxDrop: '0.005' } }));
+    const r = buildBody(
+      subtract({ extraFeatures: 'u_age, strong , ', knobs: { ...knobDefaults('subtract'), maxDrop: '0.005' } }),
+    );
     expect(r).toEqual({
       body: {
         kind: 'subtract',
@@ -92,9 +94,19 @@ describe('buildBody', () => {
   });
 
   it('names: auto or a list; numbers: a list', () => {
-    const add = buildBody({ ...initialState('add', 'feed'), sampleSet: 's', features: ['a'], knobs: { ...knobDefaults('add'), candidates: 'x, y' } });
+    const add = buildBody({
+      ...initialState('add', 'feed'),
+      sampleSet: 's',
+      features: ['a'],
+      knobs: { ...knobDefaults('add'), candidates: 'x, y' },
+    });
     expect('body' in add && (add.body.spec as Record<string, unknown>).candidates).toEqual(['x', 'y']);
-    const div = buildBody({ ...initialState('divide', 'feed'), sampleSet: 's', features: ['a'], knobs: { ...knobDefaults('divide'), tiers: '1, 0.5' } });
+    const div = buildBody({
+      ...initialState('divide', 'feed'),
+      sampleSet: 's',
+      features: ['a'],
+      knobs: { ...knobDefaults('divide'), tiers: '1, 0.5' },
+    });
     expect('body' in div && (div.body.spec as Record<string, unknown>).tiers).toEqual([1, 0.5]);
   });
 
@@ -110,7 +122,10 @@ describe('buildBody', () => {
     expect(parseAdvanced('')).toEqual({ ok: true, value: {} });
     expect(parseAdvanced('[1]')).toEqual({ ok: false, message: 'must be a JSON object, e.g. {"folds": 5}' });
     expect(parseAdvanced('{oops')).toMatchObject({ ok: false, message: expect.stringMatching(/^not valid JSON/) });
-    expect(validateForm(subtract({ advanced: '{oops' }))).toMatchObject({ ok: false, issues: [{ field: 'advanced', path: 'advanced' }] });
+    expect(validateForm(subtract({ advanced: '{oops' }))).toMatchObject({
+      ok: false,
+      issues: [{ field: 'advanced', path: 'advanced' }],
+    });
   });
 
   it('deepMerge replaces arrays and scalars, merges objects', () => {
@@ -134,9 +149,16 @@ describe('validation issues placed next to their fields', () => {
   });
 
   it('a bad name, a bad line, no scorer, a bad tier: each on its field', () => {
-    const r = validateForm(subtract({ name: 'x'.repeat(201), businessLine: 'Feed', knobs: { ...knobDefaults('subtract'), scorers: [] } }));
+    const r = validateForm(
+      subtract({ name: 'x'.repeat(201), businessLine: 'Feed', knobs: { ...knobDefaults('subtract'), scorers: [] } }),
+    );
     expect(!r.ok && r.issues.map((i) => i.field).sort()).toEqual(['businessLine', 'name', 'scorers']);
-    const d = validateForm({ ...initialState('divide', 'feed'), sampleSet: 's', features: ['a'], knobs: { ...knobDefaults('divide'), tiers: '1, 0.5, 0.7' } });
+    const d = validateForm({
+      ...initialState('divide', 'feed'),
+      sampleSet: 's',
+      features: ['a'],
+      knobs: { ...knobDefaults('divide'), tiers: '1, 0.5, 0.7' },
+    });
     expect(!d.ok && d.issues.map((i) => [i.path, i.field])).toEqual([['spec.tiers.2', 'tiers']]);
   });
 
@@ -169,7 +191,11 @@ describe('validation issues placed next to their fields', () => {
       statusCode: 400,
       message: 'Validation failed',
       issues: [
-        { path: 'spec.model.features.3', message: '"nope" is neither a column of sample set feed-clicks nor a registered feature', code: 'invalid_input' },
+        {
+          path: 'spec.model.features.3',
+          message: '"nope" is neither a column of sample set feed-clicks nor a registered feature',
+          code: 'invalid_input',
+        },
         { path: '(root)', message: 'odd', code: 'x' },
         { bad: true },
       ],

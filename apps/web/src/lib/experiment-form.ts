@@ -50,7 +50,13 @@ export interface KnobField {
 export const KNOBS: Record<ExperimentKind, KnobField[]> = {
   score: [
     { id: 'maxBins', label: 'Max bins', path: 'spec.binning.maxBins', type: 'number', hint: 'final bins per feature (2–100)' },
-    { id: 'prebins', label: 'Pre-bins', path: 'spec.binning.prebins', type: 'number', hint: 'quantile bins of a numeric feature before merging (2–200)' },
+    {
+      id: 'prebins',
+      label: 'Pre-bins',
+      path: 'spec.binning.prebins',
+      type: 'number',
+      hint: 'quantile bins of a numeric feature before merging (2–200)',
+    },
     {
       id: 'minBinShare',
       label: 'Min bin share',
@@ -61,7 +67,14 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
     },
   ],
   subtract: [
-    { id: 'scorers', label: 'Scorers', path: 'spec.scorers', type: 'checks', options: ['iv', 'shuffle'], hint: 'how features are ranked (both: by mean rank)' },
+    {
+      id: 'scorers',
+      label: 'Scorers',
+      path: 'spec.scorers',
+      type: 'checks',
+      options: ['iv', 'shuffle'],
+      hint: 'how features are ranked (both: by mean rank)',
+    },
     {
       id: 'maxDrop',
       label: 'Max AUC drop',
@@ -70,9 +83,28 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       step: 'any',
       hint: 'the largest accepted AUC drop of all removed features together (0–0.5)',
     },
-    { id: 'batchFraction', label: 'Batch fraction', path: 'spec.batchFraction', type: 'number', step: 'any', hint: 'share of the features removed per round (0–1]' },
-    { id: 'retrainSeeds', label: 'Retrain seeds', path: 'spec.retrainSeeds', type: 'number', hint: 'seeds per retraining check (0 = permutation estimate only, up to 10)' },
-    { id: 'confirm', label: 'Confirm by retraining', path: 'spec.confirm', type: 'checkbox', hint: 'retrain without the removable features on fresh seeds' },
+    {
+      id: 'batchFraction',
+      label: 'Batch fraction',
+      path: 'spec.batchFraction',
+      type: 'number',
+      step: 'any',
+      hint: 'share of the features removed per round (0–1]',
+    },
+    {
+      id: 'retrainSeeds',
+      label: 'Retrain seeds',
+      path: 'spec.retrainSeeds',
+      type: 'number',
+      hint: 'seeds per retraining check (0 = permutation estimate only, up to 10)',
+    },
+    {
+      id: 'confirm',
+      label: 'Confirm by retraining',
+      path: 'spec.confirm',
+      type: 'checkbox',
+      hint: 'retrain without the removable features on fresh seeds',
+    },
   ],
   add: [
     {
@@ -82,8 +114,21 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       type: 'names',
       hint: 'feature names, comma-separated (columns or registered features), or auto: features measured positive in other lines',
     },
-    { id: 'minGain', label: 'Min gain', path: 'spec.minGain', type: 'number', step: 'any', hint: 'the smallest AUC gain worth a feature (0–0.1)' },
-    { id: 'leaveOneIn', label: 'Leave-one-in models', path: 'spec.leaveOneIn', type: 'checkbox', hint: 'also train base + each candidate alone' },
+    {
+      id: 'minGain',
+      label: 'Min gain',
+      path: 'spec.minGain',
+      type: 'number',
+      step: 'any',
+      hint: 'the smallest AUC gain worth a feature (0–0.1)',
+    },
+    {
+      id: 'leaveOneIn',
+      label: 'Leave-one-in models',
+      path: 'spec.leaveOneIn',
+      type: 'checkbox',
+      hint: 'also train base + each candidate alone',
+    },
   ],
   multiply: [
     {
@@ -93,8 +138,21 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       type: 'names',
       hint: 'sample sets to borrow (id or line/name), comma-separated, or auto: every set shared with this line that fits',
     },
-    { id: 'strategies', label: 'Strategies', path: 'spec.strategies', type: 'checks', options: MULTIPLY_STRATEGIES, hint: 'how the borrowed samples are used' },
-    { id: 'seeds', label: 'Seeds', path: 'spec.seeds', type: 'numbers', hint: 'training seeds, comma-separated (every model is trained once per seed)' },
+    {
+      id: 'strategies',
+      label: 'Strategies',
+      path: 'spec.strategies',
+      type: 'checks',
+      options: MULTIPLY_STRATEGIES,
+      hint: 'how the borrowed samples are used',
+    },
+    {
+      id: 'seeds',
+      label: 'Seeds',
+      path: 'spec.seeds',
+      type: 'numbers',
+      hint: 'training seeds, comma-separated (every model is trained once per seed)',
+    },
   ],
   divide: [
     {
@@ -105,7 +163,13 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       hint: "fractions of the full model's cost, decreasing, comma-separated (per-resource budgets: advanced JSON)",
     },
     { id: 'seeds', label: 'Retraining seeds', path: 'spec.seeds', type: 'number', hint: 'seeds per tier (1–10)' },
-    { id: 'publishAs', label: 'Publish as', path: 'spec.publishAs', type: 'text', hint: 'model name the tiers are published under (default: derived)' },
+    {
+      id: 'publishAs',
+      label: 'Publish as',
+      path: 'spec.publishAs',
+      type: 'text',
+      hint: 'model name the tiers are published under (default: derived)',
+    },
   ],
 };
 
@@ -332,7 +396,8 @@ export function placeIssues(issues: { path: string; message: string }[], s: Form
  */
 export function validateForm(s: FormState): BuildResult {
   const built = buildBody(s);
-  if ('advancedError' in built) return { ok: false, issues: [{ path: 'advanced', message: built.advancedError, field: 'advanced' }] };
+  if ('advancedError' in built)
+    return { ok: false, issues: [{ path: 'advanced', message: built.advancedError, field: 'advanced' }] };
   const parsed = createExperimentSchema.safeParse(built.body);
   if (parsed.success) return { ok: true, body: built.body };
   return { ok: false, issues: placeIssues(formatZodIssues(parsed.error), s) };

@@ -85,7 +85,9 @@ const tickLabel = (ms: number): string => {
  * it is never taken before the latest timestamp (a browser clock behind the server's).
  */
 export function layoutTimeline(trials: TimelineTrial[], now: number, left: number, right: number): TimelineLayout {
-  const stamps = trials.flatMap((t) => [time(t.createdAt), time(t.startedAt), time(t.finishedAt)]).filter((v): v is number => v !== null);
+  const stamps = trials
+    .flatMap((t) => [time(t.createdAt), time(t.startedAt), time(t.finishedAt)])
+    .filter((v): v is number => v !== null);
   if (!stamps.length) return { rows: [], start: now, end: now, ticks: [] };
   const start = Math.min(...stamps);
   const latest = Math.max(...stamps);

@@ -19,9 +19,14 @@ describe('verdictOf', () => {
       detail: null,
       tone: 'neutral',
     });
-    expect(verdictOf('subtract', { features: 3, removable: ['a'], maxDrop: 0.001, confirmed: { auc: 0.7, aucDrop: 0.01, withinLimit: false } })?.tone).toBe(
-      'bad',
-    );
+    expect(
+      verdictOf('subtract', {
+        features: 3,
+        removable: ['a'],
+        maxDrop: 0.001,
+        confirmed: { auc: 0.7, aucDrop: 0.01, withinLimit: false },
+      })?.tone,
+    ).toBe('bad');
   });
 
   it('add and multiply: grouped by verdict', () => {
@@ -41,16 +46,25 @@ describe('verdictOf', () => {
           { strategy: 'union', sources: ['ads'], verdict: 'harmful' },
         ],
       }),
-    ).toEqual({ headline: 'Borrowing helps: 1 strategy recommended', detail: 'recommend: union · feed; harmful: union · ads', tone: 'good' });
+    ).toEqual({
+      headline: 'Borrowing helps: 1 strategy recommended',
+      detail: 'recommend: union · feed; harmful: union · ads',
+      tone: 'good',
+    });
   });
 
   it('divide tiers and score ranking', () => {
     expect(verdictOf('divide', { frontier: [{ tier: 1, alias: 'tier-1', milp: { features: 5, liftKept: 0.98 } }] })?.detail).toBe(
       'tier-1: 5 features, 98% of the lift',
     );
-    expect(verdictOf('score', { ranking: [{ feature: 'a', iv: 0.41, strength: 'strong' }, { feature: 'b', iv: 0.01 }] })?.headline).toBe(
-      'Most informative: a (IV 0.410, strong), b (IV 0.010)',
-    );
+    expect(
+      verdictOf('score', {
+        ranking: [
+          { feature: 'a', iv: 0.41, strength: 'strong' },
+          { feature: 'b', iv: 0.01 },
+        ],
+      })?.headline,
+    ).toBe('Most informative: a (IV 0.410, strong), b (IV 0.010)');
   });
 
   it('unreadable results give null, never a throw', () => {

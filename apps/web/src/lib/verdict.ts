@@ -5,9 +5,11 @@
  * (a running experiment, an older shape), like the chart functions in charts.ts.
  */
 
-const rec = (v: unknown): Record<string, unknown> | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+const rec = (v: unknown): Record<string, unknown> | null =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const strs = (v: unknown): string[] | null => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : null);
+const strs = (v: unknown): string[] | null =>
+  Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : null;
 const f4 = (v: number) => (Math.abs(v) >= 0.001 || v === 0 ? v.toFixed(4) : v.toExponential(1));
 
 export interface Verdict {
@@ -71,7 +73,9 @@ export function verdictOf(kind: string, result: unknown): Verdict | null {
     if (!g.size) return null;
     const recd = g.get('recommend') ?? [];
     return {
-      headline: recd.length ? `Borrowing helps: ${recd.length} strateg${recd.length === 1 ? 'y' : 'ies'} recommended` : 'No borrowing recommended',
+      headline: recd.length
+        ? `Borrowing helps: ${recd.length} strateg${recd.length === 1 ? 'y' : 'ies'} recommended`
+        : 'No borrowing recommended',
       detail: listing(g, ['recommend', 'no gain', 'harmful']),
       tone: recd.length ? 'good' : 'neutral',
     };
@@ -84,14 +88,21 @@ export function verdictOf(kind: string, result: unknown): Verdict | null {
       const kept = milp ? num(milp.liftKept) : null;
       return `${String(t.alias ?? `tier-${String(t.tier)}`)}: ${milp && num(milp.features) !== null ? `${num(milp.features)} features` : '—'}${kept !== null ? `, ${Math.round(kept * 100)}% of the lift` : ''}`;
     });
-    return { headline: `${tiers.length} budget tier${tiers.length === 1 ? '' : 's'} published`, detail: parts.join('; '), tone: 'good' };
+    return {
+      headline: `${tiers.length} budget tier${tiers.length === 1 ? '' : 's'} published`,
+      detail: parts.join('; '),
+      tone: 'good',
+    };
   }
   if (kind === 'score' && Array.isArray(r.ranking)) {
     const top = r.ranking
       .map(rec)
       .filter((x): x is Record<string, unknown> => !!x && typeof x.feature === 'string')
       .slice(0, 3)
-      .map((x) => `${String(x.feature)}${num(x.iv) !== null ? ` (IV ${num(x.iv)!.toFixed(3)}${typeof x.strength === 'string' ? `, ${x.strength}` : ''})` : ''}`);
+      .map(
+        (x) =>
+          `${String(x.feature)}${num(x.iv) !== null ? ` (IV ${num(x.iv)!.toFixed(3)}${typeof x.strength === 'string' ? `, ${x.strength}` : ''})` : ''}`,
+      );
     return top.length ? { headline: `Most informative: ${top.join(', ')}`, detail: null, tone: 'neutral' } : null;
   }
   return null;

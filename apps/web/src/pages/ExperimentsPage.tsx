@@ -66,9 +66,9 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
         ) : (
           <div className="empty" role="status">
             <p>
-              <strong>No experiments yet</strong> — <Link to="/experiments/new">launch one</Link> (subtract finds the features
-              you can delete; score ranks them by information value), or run the demo: <code>bash scripts/quickstart.sh</code>{' '}
-              then <code>npx abacus experiment submit configs/examples/score.json --wait</code>.
+              <strong>No experiments yet</strong> — <Link to="/experiments/new">launch one</Link> (subtract finds the features you
+              can delete; score ranks them by information value), or run the demo: <code>bash scripts/quickstart.sh</code> then{' '}
+              <code>npx abacus experiment submit configs/examples/score.json --wait</code>.
             </p>
             <p className="muted">
               An experiment needs a sample set: see <Link to="/data">Data</Link>, or import one with{' '}

@@ -1,7 +1,16 @@
 import { useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { ApiError, apiCall, type BusinessLine, type Experiment, type KeyInfo, type Page, type RegisteredModel, type SampleSet } from '../lib/api';
+import {
+  ApiError,
+  apiCall,
+  type BusinessLine,
+  type Experiment,
+  type KeyInfo,
+  type Page,
+  type RegisteredModel,
+  type SampleSet,
+} from '../lib/api';
 import { useKey } from '../lib/auth';
 import {
   EXPERIMENT_KINDS,
@@ -55,7 +64,19 @@ export function NewExperimentPage({ search }: { search: NewExperimentSearch }) {
 const fid = (id: string) => `f-${id}`;
 
 /** A labelled input with its hint and its issues (aria-describedby names both; aria-invalid when it has issues). */
-function Field({ id, label, hint, errors, children }: { id: string; label: string; hint?: ReactNode; errors?: string[]; children: ReactNode }) {
+function Field({
+  id,
+  label,
+  hint,
+  errors,
+  children,
+}: {
+  id: string;
+  label: string;
+  hint?: ReactNode;
+  errors?: string[];
+  children: ReactNode;
+}) {
   return (
     <div className="field">
       <label htmlFor={fid(id)}>{label}</label>
@@ -108,7 +129,12 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
   const [issues, setIssues] = useState<PlacedIssue[]>([]);
   const summaryRef = useRef<HTMLDivElement>(null);
 
-  const me = useQuery({ queryKey: ['me', key], queryFn: () => apiCall<KeyInfo>(key, '/keys/me'), enabled: key !== '', staleTime: 60_000 });
+  const me = useQuery({
+    queryKey: ['me', key],
+    queryFn: () => apiCall<KeyInfo>(key, '/keys/me'),
+    enabled: key !== '',
+    staleTime: 60_000,
+  });
   const lines = useQuery({
     queryKey: ['business-lines', key],
     queryFn: () => apiCall<BusinessLine[]>(key, '/business-lines'),
@@ -170,7 +196,8 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
     submit.mutate(r.body);
   };
 
-  const failure = submit.error && !(submit.error instanceof ApiError && submit.error.status === 400 && submit.error.issues.length);
+  const failure =
+    submit.error && !(submit.error instanceof ApiError && submit.error.status === 400 && submit.error.issues.length);
   const labelOf = (field: string) => FIELD_LABELS[field] ?? KNOBS[kind].find((k) => k.id === field)?.label ?? field;
   const focusField = (field: string) => {
     const el = document.getElementById(fid(field)) ?? document.querySelector<HTMLElement>(`#${fid(field)}-group input`);
@@ -180,7 +207,13 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
   return (
     <form className="experiment-form" noValidate onSubmit={onSubmit} aria-label={`new ${kind} experiment`}>
       {issues.length ? (
-        <div className="notice notice-error issue-summary" role="alert" tabIndex={-1} ref={summaryRef} aria-labelledby="issue-summary-title">
+        <div
+          className="notice notice-error issue-summary"
+          role="alert"
+          tabIndex={-1}
+          ref={summaryRef}
+          aria-labelledby="issue-summary-title"
+        >
           <strong id="issue-summary-title">
             Not submitted: {issues.length} problem{issues.length === 1 ? '' : 's'}
             {submit.error ? ' (from the server)' : ''}.
@@ -241,7 +274,12 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
               autoComplete="off"
             />
           </Field>
-          <Field id="businessLine" label="Business line" hint="the line it runs for (its sample sets and models)" errors={byField.businessLine}>
+          <Field
+            id="businessLine"
+            label="Business line"
+            hint="the line it runs for (its sample sets and models)"
+            errors={byField.businessLine}
+          >
             <select
               {...described('businessLine', true, byField.businessLine)}
               value={bl}
@@ -259,7 +297,9 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
       </fieldset>
 
       <fieldset>
-        <legend>{kind === 'score' ? 'Sample set' : kind === 'add' ? 'Base model' : kind === 'multiply' ? 'Target' : 'Model'}</legend>
+        <legend>
+          {kind === 'score' ? 'Sample set' : kind === 'add' ? 'Base model' : kind === 'multiply' ? 'Target' : 'Model'}
+        </legend>
         {kind !== 'score' ? (
           <div className="radio-row" role="radiogroup" aria-label="model from">
             <label className="inline">
@@ -288,10 +328,18 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
           <Field
             id="model"
             label="Registered model"
-            hint={models.data && !modelNames.length ? `no models registered in ${bl} yet` : 'its latest version: sample set, features, architecture, training'}
+            hint={
+              models.data && !modelNames.length
+                ? `no models registered in ${bl} yet`
+                : 'its latest version: sample set, features, architecture, training'
+            }
             errors={byField.model}
           >
-            <select {...described('model', true, byField.model)} value={form.model} onChange={(e) => update({ model: e.target.value }, ['model'])}>
+            <select
+              {...described('model', true, byField.model)}
+              value={form.model}
+              onChange={(e) => update({ model: e.target.value }, ['model'])}
+            >
               <option value="">Choose a model…</option>
               {modelNames.map((n) => (
                 <option key={n} value={n}>
@@ -305,7 +353,11 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
             <Field
               id="sampleSet"
               label="Sample set"
-              hint={sets.data && !sets.data.items.length ? `no sample sets in ${bl} yet: import one first (abacus samples import)` : `sample sets of ${bl || 'the line'}`}
+              hint={
+                sets.data && !sets.data.items.length
+                  ? `no sample sets in ${bl} yet: import one first (abacus samples import)`
+                  : `sample sets of ${bl || 'the line'}`
+              }
               errors={byField.sampleSet}
             >
               <select
@@ -314,7 +366,10 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
                 onChange={(e) => {
                   const ss = sets.data?.items.find((s) => s.name === e.target.value);
                   // every feature column checked to start with
-                  update({ sampleSet: e.target.value, features: ss ? featureColumns(ss).map((c) => c.name) : [] }, ['sampleSet', 'features']);
+                  update({ sampleSet: e.target.value, features: ss ? featureColumns(ss).map((c) => c.name) : [] }, [
+                    'sampleSet',
+                    'features',
+                  ]);
                 }}
               >
                 <option value="">Choose a sample set…</option>
@@ -330,7 +385,9 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
                 className="checks"
                 id={`${fid('features')}-group`}
                 aria-invalid={byField.features ? true : undefined}
-                aria-describedby={[`${fid('features')}-hint`, byField.features ? `${fid('features')}-error` : ''].join(' ').trim()}
+                aria-describedby={[`${fid('features')}-hint`, byField.features ? `${fid('features')}-error` : '']
+                  .join(' ')
+                  .trim()}
               >
                 <legend>Features</legend>
                 <div className="check-grid">
@@ -358,7 +415,11 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
                   ))}
                 </div>
                 <div className="check-actions">
-                  <button type="button" className="secondary small-button" onClick={() => update({ features: columns.map((c) => c.name) }, ['features'])}>
+                  <button
+                    type="button"
+                    className="secondary small-button"
+                    onClick={() => update({ features: columns.map((c) => c.name) }, ['features'])}
+                  >
                     All
                   </button>
                   <button type="button" className="secondary small-button" onClick={() => update({ features: [] }, ['features'])}>
@@ -405,8 +466,8 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
           label="Advanced (JSON)"
           hint={
             <>
-              merged over the fields above, e.g. <code>{'{"folds": 5, "model": {"training": {"epochs": 4}}}'}</code>; every key of the{' '}
-              {kind} spec is described in the API docs
+              merged over the fields above, e.g. <code>{'{"folds": 5, "model": {"training": {"epochs": 4}}}'}</code>; every key of
+              the {kind} spec is described in the API docs
             </>
           }
           errors={byField.advanced}
@@ -430,7 +491,17 @@ function ExperimentForm({ kind, line }: { kind: ExperimentKind; line?: string })
   );
 }
 
-function Knob({ field: f, value, errors, onChange }: { field: KnobField; value: KnobValue | undefined; errors?: string[]; onChange: (v: KnobValue) => void }) {
+function Knob({
+  field: f,
+  value,
+  errors,
+  onChange,
+}: {
+  field: KnobField;
+  value: KnobValue | undefined;
+  errors?: string[];
+  onChange: (v: KnobValue) => void;
+}) {
   if (f.type === 'checkbox') {
     return (
       <div className="field">
@@ -469,7 +540,13 @@ function Knob({ field: f, value, errors, onChange }: { field: KnobField; value: 
               value={o}
               checked={chosen.includes(o)}
               aria-invalid={errors?.length ? true : undefined}
-              onChange={(e) => onChange(e.target.checked ? (f.options ?? []).filter((x) => x === o || chosen.includes(x)) : chosen.filter((x) => x !== o))}
+              onChange={(e) =>
+                onChange(
+                  e.target.checked
+                    ? (f.options ?? []).filter((x) => x === o || chosen.includes(x))
+                    : chosen.filter((x) => x !== o),
+                )
+              }
             />{' '}
             {o}
           </label>
