@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -6,6 +7,7 @@ import { freePort, startProcess, waitForApi, type Proc } from '../support/proces
 import { apiClient } from '../support/http';
 import { writeSmallCsv } from '../support/fixtures';
 import { findChromium, launchChromium, screenshot, watchConsole } from '../support/browser';
+import { createDataSource, ExperimentEntity } from '@abacus/data';
 
 /**
  * Launching and following experiments in the web app, in a real headless Chromium against the built
@@ -13,7 +15,7 @@ import { findChromium, launchChromium, screenshot, watchConsole } from '../suppo
  * verdict, pruning curve and trial timeline; a bad value caught in the browser by the api's own
  * schema (nothing sent); an error only the server can find (a feature the set lacks) shown next to
  * its field; a 403 with its reason; the whole form filled and submitted with the keyboard; the
- * experiments list's filters in the URL; a 390 px wide screen. Screenshots in .data/screenshots/.
+ * experiments list's filters in the URL and its pages; a 390 px wide screen. Screenshots in .data/screenshots/.
  */
 
 const CHROMIUM = findChromium();
@@ -448,5 +450,41 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     expect(await np.locator('[style]').count()).toBe(0);
     expect(nConsole.errors).toEqual([]);
     await narrow.close();
+  });
+
+  it('pages through a filtered list, keeping its filters', async () => {
+    // 30 finished add experiments stored directly (their results do not matter here)
+    const ds = createDataSource(env.config);
+    await ds.initialize();
+    try {
+      const repo = ds.getRepository(ExperimentEntity);
+      for (let i = 0; i < 30; i++)
+        await repo.save(
+          repo.create({
+            id: randomUUID(),
+            kind: 'add',
+            name: `stored add ${i}`,
+            businessLine: 'feed',
+            owner: 'test-admin',
+            spec: {},
+            status: 'succeeded',
+            progress: 1,
+            result: null,
+            startedAt: new Date(),
+            finishedAt: new Date(),
+          }),
+        );
+    } finally {
+      await ds.destroy();
+    }
+    await page.goto(`${url}/experiments?kind=add&status=succeeded`);
+    await page.getByText('Page 1 of 2 (1–25 of 30)').waitFor();
+    expect(await page.locator('table.list tbody tr').count()).toBe(25);
+    await page.getByRole('link', { name: 'Next →' }).click();
+    await page.getByText('Page 2 of 2 (26–30 of 30)').waitFor();
+    expect(new URL(page.url()).searchParams.toString()).toBe('kind=add&status=succeeded&page=2');
+    expect(await page.locator('table.list tbody tr').count()).toBe(5);
+    expect(await page.getByLabel('Kind').inputValue()).toBe('add');
+    expect(consoleErrors.errors).toEqual([]);
   });
 });
