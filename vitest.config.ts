@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 
 const libs = ['access', 'core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'serving', 'workflows'];
 const alias: Record<string, string> = {
+  // before '@abacus/workflows' (the first matching alias wins): the web app's browser-safe entry
+  '@abacus/workflows/browser': path.resolve(__dirname, 'libs/workflows/src/browser.ts'),
   '@abacus/configs': path.resolve(__dirname, 'configs/index.ts'),
 };
 for (const lib of libs) alias[`@abacus/${lib}`] = path.resolve(__dirname, `libs/${lib}/src/index.ts`);

@@ -2,10 +2,11 @@ import { QueryCache, MutationCache, QueryClient, useQuery } from '@tanstack/reac
 import { Link, Outlet, createRootRouteWithContext, createRoute, createRouter, redirect } from '@tanstack/react-router';
 import { ApiError, apiCall, type KeyInfo } from './lib/api';
 import { auth, useAuth } from './lib/auth';
-import { parseBankSearch, parseExperimentsSearch, safeRedirect } from './lib/search';
+import { parseBankSearch, parseExperimentsSearch, parseNewExperimentSearch, safeRedirect } from './lib/search';
 import { DataPage } from './pages/DataPage';
 import { ExperimentPage } from './pages/ExperimentPage';
 import { ExperimentsPage } from './pages/ExperimentsPage';
+import { NewExperimentPage } from './pages/NewExperimentPage';
 import { SampleSetPage } from './pages/SampleSetPage';
 import { SignInPage } from './pages/SignInPage';
 
@@ -72,6 +73,15 @@ const experimentsRoute = createRoute({
   },
 });
 
+const newExperimentRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/experiments/new',
+  validateSearch: parseNewExperimentSearch,
+  component: function NewExperimentRoute() {
+    return <NewExperimentPage search={newExperimentRoute.useSearch()} />;
+  },
+});
+
 const experimentRoute = createRoute({
   getParentRoute: () => appRoute,
   path: '/experiments/$id',
@@ -100,7 +110,7 @@ const sampleSetRoute = createRoute({
 const routeTree = rootRoute.addChildren([
   indexRoute,
   signinRoute,
-  appRoute.addChildren([experimentsRoute, experimentRoute, dataRoute, sampleSetRoute]),
+  appRoute.addChildren([experimentsRoute, newExperimentRoute, experimentRoute, dataRoute, sampleSetRoute]),
 ]);
 
 export const router = createRouter({ routeTree, context: { queryClient }, defaultPreload: false, scrollRestoration: true });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { lineName, uuidSchema } from '@abacus/core';
+import { architectureSchema, trainingSchema } from './model-params.schema';
 
 export { lineName };
 
@@ -167,44 +168,7 @@ export const importFeatureTableSchema = z
   })
   .strict();
 
-/** Model architecture; mapped onto the runtime's model spec by the workflows. */
-export const architectureSchema = z
-  .object({
-    embeddingDim: z.number().int().min(1).max(256).default(8),
-    pooling: z.enum(['sum', 'mean']).default('mean'),
-    hidden: z.array(z.number().int().min(1).max(4096)).max(6).default([64, 32]),
-    wide: z.boolean().default(true),
-    /** serving: candidates scored per request (the fan-out of item features in the cost ledger; default 100) */
-    candidatesPerRequest: z.number().int().min(1).max(1_000_000).optional(),
-  })
-  .strict();
-
-export const trainingSchema = z
-  .object({
-    epochs: z.number().int().min(1).max(100).default(10),
-    batchSize: z
-      .number()
-      .int()
-      .min(16)
-      .max(1 << 18)
-      .default(1024),
-    learningRate: z.number().positive().max(1).default(0.001),
-    sparseLearningRate: z.number().positive().max(1).default(0.01),
-    sparseOptimizer: z.enum(['adagrad', 'adam']).default('adam'),
-    /** rows of the training split held out for early stopping (on validation AUC, best epoch restored) */
-    validationFraction: z.number().min(0).max(0.5).default(0.1),
-    patience: z.number().int().min(1).max(20).default(2),
-    seed: z
-      .number()
-      .int()
-      .min(0)
-      .max(2 ** 31)
-      .default(1),
-  })
-  .strict();
-
-export type Architecture = z.output<typeof architectureSchema>;
-export type Training = z.output<typeof trainingSchema>;
+export { architectureSchema, trainingSchema, type Architecture, type Training } from './model-params.schema';
 
 export const createModelSchema = z
   .object({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, errorMessage } from './api';
+import { ApiError, errorMessage, issuesOf } from './api';
 
 describe('api errors', () => {
   it("takes the api's own message, else says the status", () => {
@@ -16,5 +16,13 @@ describe('api errors', () => {
     const e = new ApiError(403, 'viewer may not cancel experiments');
     expect(e).toBeInstanceOf(Error);
     expect([e.status, e.message, e.name]).toEqual([403, 'viewer may not cancel experiments', 'ApiError']);
+    expect(e.issues).toEqual([]);
+  });
+
+  it("keeps a 400's issues (path and message), dropping malformed entries", () => {
+    expect(issuesOf({ issues: [{ path: 'spec.maxDrop', message: 'Too big', code: 'too_big' }, { path: 1 }, null] })).toEqual([
+      { path: 'spec.maxDrop', message: 'Too big' },
+    ]);
+    expect(issuesOf({ issues: 'x' })).toEqual([]);
   });
 });

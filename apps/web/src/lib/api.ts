@@ -44,6 +44,9 @@ export interface Trial {
   attempts: number;
   error: string | null;
   backend: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
 }
 
 export interface ExperimentDetail extends Experiment {
@@ -91,6 +94,17 @@ export interface SampleSet {
   createdAt: string;
 }
 
+/** A registered model version, as GET /api/v1/models lists it. */
+export interface RegisteredModel {
+  id: string;
+  name: string;
+  version: number;
+  businessLine: string;
+  sampleSetId: string;
+  features: string[];
+  tier: number | null;
+}
+
 export interface BusinessLine {
   name: string;
   description?: string;
@@ -101,6 +115,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** a 400's issues, each with its request path (spec.maxDrop) and message */
+    readonly issues: { path: string; message: string }[] = [],
   ) {
     super(message);
     this.name = 'ApiError';
@@ -115,6 +131,15 @@ export function errorMessage(status: number, body: unknown): string {
     if (Array.isArray(m) && m.length) return m.map(String).join('; ');
   }
   return `HTTP ${status}`;
+}
+
+/** The `issues` of an error body ([{ path, message, code }]), or []. */
+export function issuesOf(body: unknown): { path: string; message: string }[] {
+  const raw = body && typeof body === 'object' && 'issues' in body ? (body as { issues: unknown }).issues : null;
+  if (!Array.isArray(raw)) return [];
+  return raw
+    .filter((i): i is { path: string; message: string } => !!i && typeof i.path === 'string' && typeof i.message === 'string')
+    .map((i) => ({ path: i.path, message: i.message }));
 }
 
 /**
@@ -138,6 +163,6 @@ export async function apiCall<T>(key: string, path: string, init: { method?: 'GE
   } catch {
     body = null;
   }
-  if (!res.ok) throw new ApiError(res.status, errorMessage(res.status, body));
+  if (!res.ok) throw new ApiError(res.status, errorMessage(res.status, body), issuesOf(body));
   return body as T;
 }

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   experimentsQuery,
+  hasExperimentFilters,
   hasFilters,
   parseBankSearch,
   parseColumns,
   parseExperimentsSearch,
+  parseNewExperimentSearch,
   safeRedirect,
   sampleSetQuery,
   validateBankFilters,
@@ -65,6 +67,27 @@ describe('data page filters ↔ URL ↔ api query', () => {
     expect(parseExperimentsSearch({ page: '0' })).toEqual({});
     expect(experimentsQuery({})).toBe('page=1&pageSize=25');
     expect(experimentsQuery({ page: 4 }, 10)).toBe('page=4&pageSize=10');
+  });
+
+  it('experiments filters: kind, status, line, owner in the URL; values the api would refuse dropped', () => {
+    expect(parseExperimentsSearch({ kind: 'subtract', status: 'running', line: 'feed', owner: ' ana ', page: 3 })).toEqual({
+      kind: 'subtract',
+      status: 'running',
+      line: 'feed',
+      owner: 'ana',
+      page: 3,
+    });
+    expect(parseExperimentsSearch({ kind: 'bogus', status: 'done', line: 'Feed!', owner: '' })).toEqual({});
+    expect(experimentsQuery({ kind: 'add', status: 'failed', line: 'feed', owner: 'a b' })).toBe(
+      'kind=add&status=failed&businessLine=feed&owner=a+b&page=1&pageSize=25',
+    );
+    expect(hasExperimentFilters({ page: 2 })).toBe(false);
+    expect(hasExperimentFilters({ owner: 'ana' })).toBe(true);
+  });
+
+  it('new experiment: the kind and line in the URL', () => {
+    expect(parseNewExperimentSearch({ kind: 'divide', line: 'search' })).toEqual({ kind: 'divide', line: 'search' });
+    expect(parseNewExperimentSearch({ kind: 'nope', line: 'BAD' })).toEqual({});
   });
 
   it('follows only same-app paths after sign-in', () => {

@@ -79,18 +79,65 @@ export function sampleSetQuery(f: BankSearch, pageSize = BANK_PAGE_SIZE): string
 /** True when any filter is set (the empty state then says "nothing matches", not "nothing yet"). */
 export const hasFilters = (f: BankSearch): boolean => Boolean(f.line || f.semantics || f.columns);
 
-/** The experiments page's URL: /experiments?page=2 */
+export const EXPERIMENT_KIND_VALUES = ['score', 'subtract', 'add', 'multiply', 'divide'] as const;
+export const EXPERIMENT_STATUS_VALUES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+
+/** The experiments page's URL: /experiments?kind=subtract&status=running&line=feed&owner=ana&page=2 */
 export interface ExperimentsSearch {
+  kind?: (typeof EXPERIMENT_KIND_VALUES)[number];
+  status?: (typeof EXPERIMENT_STATUS_VALUES)[number];
+  line?: string;
+  owner?: string;
   page?: number;
 }
 
+const oneOf = <T extends string>(values: readonly T[], v: unknown): T | undefined =>
+  typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as T) : undefined;
+
+/** The router's raw search → the list's filters; values the api would refuse (an unknown kind, a bad line name) are dropped. */
 export function parseExperimentsSearch(raw: Record<string, unknown>): ExperimentsSearch {
+  const out: ExperimentsSearch = {};
+  const kind = oneOf(EXPERIMENT_KIND_VALUES, raw.kind);
+  const status = oneOf(EXPERIMENT_STATUS_VALUES, raw.status);
+  const line = str(raw.line);
+  const owner = str(raw.owner);
   const page = parsePage(raw.page);
-  return page ? { page } : {};
+  if (kind) out.kind = kind;
+  if (status) out.status = status;
+  if (line && LINE_NAME.test(line)) out.line = line;
+  if (owner && owner.length <= 200) out.owner = owner;
+  if (page) out.page = page;
+  return out;
 }
 
+/** The api query of GET /experiments: kind, status, businessLine, owner, page, pageSize. */
 export function experimentsQuery(s: ExperimentsSearch, pageSize = EXPERIMENTS_PAGE_SIZE): string {
-  return new URLSearchParams({ page: String(s.page ?? 1), pageSize: String(pageSize) }).toString();
+  const q = new URLSearchParams();
+  if (s.kind) q.set('kind', s.kind);
+  if (s.status) q.set('status', s.status);
+  if (s.line) q.set('businessLine', s.line);
+  if (s.owner) q.set('owner', s.owner);
+  q.set('page', String(s.page ?? 1));
+  q.set('pageSize', String(pageSize));
+  return q.toString();
+}
+
+/** True when the list is filtered (its empty state then says "nothing matches"). */
+export const hasExperimentFilters = (s: ExperimentsSearch): boolean => Boolean(s.kind || s.status || s.line || s.owner);
+
+/** The new-experiment form's URL: /experiments/new?kind=subtract&line=feed */
+export interface NewExperimentSearch {
+  kind?: (typeof EXPERIMENT_KIND_VALUES)[number];
+  line?: string;
+}
+
+export function parseNewExperimentSearch(raw: Record<string, unknown>): NewExperimentSearch {
+  const out: NewExperimentSearch = {};
+  const kind = oneOf(EXPERIMENT_KIND_VALUES, raw.kind);
+  const line = str(raw.line);
+  if (kind) out.kind = kind;
+  if (line && LINE_NAME.test(line)) out.line = line;
+  return out;
 }
 
 /** Only same-app paths are followed after sign-in (never another origin). */

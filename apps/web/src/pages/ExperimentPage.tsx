@@ -1,11 +1,14 @@
+import { useEffect, useState } from 'react';
 import { Link } from '@tanstack/react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { apiCall, type ExperimentDetail } from '../lib/api';
 import { useKey } from '../lib/auth';
-import { formatDateTime, formatProgress, isTerminal } from '../lib/format';
+import { formatDateTime, isTerminal } from '../lib/format';
+import { verdictOf } from '../lib/verdict';
 import { ResultCharts } from '../charts';
 import { ScoreBins } from '../ScoreBins';
-import { ErrorNotice, KeyValueTable, Loading, Progress, StatusBadge, TableWrap } from '../components';
+import { TrialTable, TrialTimeline } from '../timeline';
+import { ErrorNotice, KeyValueTable, Loading, Progress, StatusBadge } from '../components';
 
 export const EXPERIMENT_POLL_MS = 2000;
 
@@ -28,6 +31,16 @@ export function ExperimentPage({ id }: { id: string }) {
   });
 
   const e = detail.data;
+  const running = e ? !isTerminal(e.status) : false;
+  // the clock the open spans of the timeline run to: ticks each second while the experiment runs
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!running) return;
+    const t = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => window.clearInterval(t);
+  }, [running]);
+  const verdict = e?.result ? verdictOf(e.kind, e.result) : null;
+  const failedTrials = e ? e.trials.filter((t) => t.status === 'failed' && t.error) : [];
   return (
     <>
       <p>
@@ -46,8 +59,9 @@ export function ExperimentPage({ id }: { id: string }) {
               <StatusBadge status={e.status} />
             </dd>
             <dt>Progress</dt>
-            <dd>
+            <dd aria-live="polite">
               <Progress value={e.progress} message={e.progressMessage} />
+              {running ? <span className="muted small"> (refreshes every {EXPERIMENT_POLL_MS / 1000} s)</span> : null}
             </dd>
             <dt>Business line</dt>
             <dd>{e.businessLine}</dd>
@@ -67,7 +81,23 @@ export function ExperimentPage({ id }: { id: string }) {
           {e.error ? (
             <div className="notice notice-error" role="alert">
               <strong>{e.status === 'failed' ? 'Failed' : 'Error'}:</strong> {e.error}
+              {failedTrials.length ? (
+                <ul className="trial-errors">
+                  {failedTrials.map((t) => (
+                    <li key={t.id}>
+                      trial {t.seq} ({t.kind}, {t.attempts} attempt{t.attempts === 1 ? '' : 's'}): {t.error}
+                    </li>
+                  ))}
+                </ul>
+              ) : null}
             </div>
+          ) : null}
+          {verdict ? (
+            <section className={`verdict verdict-${verdict.tone}`} aria-labelledby="verdict-title">
+              <h2 id="verdict-title">Verdict</h2>
+              <p className="verdict-headline">{verdict.headline}</p>
+              {verdict.detail ? <p className="verdict-detail">{verdict.detail}</p> : null}
+            </section>
           ) : null}
           {!isTerminal(e.status) ? (
             <p>
@@ -78,53 +108,25 @@ export function ExperimentPage({ id }: { id: string }) {
           ) : null}
           {cancel.error ? <ErrorNotice title="Could not cancel" error={cancel.error} /> : null}
 
-          <h2>Spec</h2>
-          <KeyValueTable value={e.spec} label="spec" />
-          <h2>Result</h2>
-          {e.result ? (
-            <>
-              <ResultCharts kind={e.kind} result={e.result} />
-              {e.kind === 'score' && e.status === 'succeeded' ? <ScoreBins experimentId={e.id} /> : null}
-              <KeyValueTable value={e.result} label="result" />
-            </>
-          ) : (
-            <p className="muted">{isTerminal(e.status) ? 'no result' : 'not finished yet'}</p>
-          )}
+          {e.result ? <ResultCharts kind={e.kind} result={e.result} /> : null}
+          {e.kind === 'score' && e.status === 'succeeded' ? <ScoreBins experimentId={e.id} /> : null}
           <h2>Trials ({e.trials.length})</h2>
           {e.trials.length ? (
-            <TableWrap label="trials">
-              <table className="list">
-                <thead>
-                  <tr>
-                    <th scope="col">#</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Progress</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Backend</th>
-                    <th scope="col">Error</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {e.trials.map((t) => (
-                    <tr key={t.id}>
-                      <td>{t.seq}</td>
-                      <td>{t.kind}</td>
-                      <td>
-                        <StatusBadge status={t.status} />
-                      </td>
-                      <td>{formatProgress(t.progress)}</td>
-                      <td>{t.attempts}</td>
-                      <td>{t.backend ?? '—'}</td>
-                      <td className="wrap">{t.error ?? ''}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableWrap>
+            <>
+              <TrialTimeline trials={e.trials} now={now} experimentName={e.name || e.id} />
+              <TrialTable trials={e.trials} now={now} />
+            </>
           ) : (
             <p className="muted">no trials</p>
           )}
+          <h2>Result</h2>
+          {e.result ? (
+            <KeyValueTable value={e.result} label="result" />
+          ) : (
+            <p className="muted">{isTerminal(e.status) ? 'no result' : 'not finished yet'}</p>
+          )}
+          <h2>Spec</h2>
+          <KeyValueTable value={e.spec} label="spec" />
         </>
       ) : null}
     </>

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { lineName } from '@abacus/catalog';
+// by file, not through a barrel: this module is part of the browser-safe entry (src/browser.ts)
+import { lineName } from '../../../core/src/line-name';
 import { addSpecSchema } from '../add/add-experiment.schema';
 import { scoreSpecSchema } from '../score/score-experiment.schema';
 import { subtractSpecSchema } from '../subtract/subtract-experiment.schema';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
-import { architectureSchema, trainingSchema, type Architecture, type Training } from '@abacus/catalog';
+// by file, not through the @abacus/catalog barrel: this module is part of the browser-safe entry (src/browser.ts)
+import { architectureSchema, trainingSchema, type Architecture, type Training } from '../../../catalog/src/model-params.schema';
 
 export { architectureSchema, trainingSchema, type Architecture, type Training };
 
