@@ -50,6 +50,8 @@ const pages = (): [string, string, string][] => [
   ['experiments', '/experiments', 'Experiments'],
   ['experiment (score)', `/experiments/${ids.score}`, 'a11y score'],
   ['experiment (subtract)', `/experiments/${ids.subtract}`, 'a11y subtract'],
+  ['new experiment (subtract)', '/experiments/new?kind=subtract', 'New experiment'],
+  ['new experiment (divide)', '/experiments/new?kind=divide', 'New experiment'],
   ['data', '/data', 'DataBank'],
   ['sample set', `/data/${ids.set}`, 'feed-clicks'],
 ];
@@ -114,6 +116,18 @@ describe.skipIf(!CHROMIUM)('web app accessibility in headless Chromium (built ap
       expect(consoleErrors.errors).toEqual([]);
     }, 120_000);
   }
+
+  it('the new-experiment form with its field errors shown has no WCAG A/AA violations', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${url}/experiments/new?kind=subtract`);
+    await page.getByLabel('Sample set', { exact: true }).selectOption('feed-clicks');
+    await page.getByLabel('Max AUC drop').fill('2');
+    await page.getByRole('button', { name: 'Launch subtract experiment' }).click();
+    await page.locator('[aria-invalid="true"]').first().waitFor();
+    expect(await page.getByLabel('Max AUC drop').getAttribute('aria-invalid')).toBe('true');
+    expect(await axeViolations(page)).toEqual([]);
+    expect(consoleErrors.errors).toEqual([]);
+  });
 
   it('the keyboard reaches the skip link first, then the navigation, and follows a link', async () => {
     await page.setViewportSize({ width: 1280, height: 900 });

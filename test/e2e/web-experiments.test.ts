@@ -224,9 +224,10 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
         : /No feature can be removed/,
     );
     expect(verdictText).toMatch(/Confirmed by retraining: AUC [\d.]+ without them/);
-    // the pruning curve: one mark per check
+    // the pruning curve (one mark per check), the shuffle drops and the IVs
     const figures = page.locator('figure.chart-figure');
-    expect(await figures.count()).toBe(2);
+    expect(await figures.count()).toBe(3);
+    expect(await figures.nth(2).locator('figcaption').innerText()).toBe('Information value per feature');
     expect(await figures.nth(0).locator('figcaption').innerText()).toMatch(/pruning/i);
     expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(result.curve.length);
 
