@@ -32,6 +32,7 @@ export class Reports1795300900000 implements MigrationInterface {
         experiment_id uuid NOT NULL,
         sample_set_id uuid,
         previous_report_id uuid REFERENCES reports(id) ON DELETE SET NULL,
+        options jsonb NOT NULL DEFAULT '{}',
         summary jsonb,
         content jsonb,
         html text,

@@ -77,6 +77,10 @@ export class ReportEntity {
   @Column({ name: 'previous_report_id', type: 'uuid', nullable: true })
   previousReportId!: string | null;
 
+  /** what the run used: subtract options, thresholds, e-mail addresses */
+  @Column({ type: 'jsonb', default: () => `'{}'` })
+  options!: Record<string, unknown>;
+
   /** what a list shows: removable count, changes */
   @Column({ type: 'jsonb', nullable: true })
   summary!: Record<string, unknown> | null;
