@@ -2,7 +2,7 @@ import path from 'node:path';
 import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
 
-const libs = ['access', 'core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'serving', 'workflows'];
+const libs = ['access', 'core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'serving', 'workflows', 'reports'];
 const alias: Record<string, string> = {
   '@abacus/configs': path.resolve(__dirname, 'configs/index.ts'),
 };

@@ -15,7 +15,7 @@ import {
 } from '@abacus/data';
 import { classifyError, type JobContext, type JobName, type JobPayloads, type QueueService } from '@abacus/queue';
 import { readTable } from '@abacus/samples';
-import type { CostLedgerService, ExperimentService } from '@abacus/workflows';
+import { createExperimentSchema, type CostLedgerService, type ExperimentService } from '@abacus/workflows';
 import { countOnProfile, profileColumn, type FeatureProfile } from './feature-profile';
 import { latestSampleSet } from './latest-data';
 import { summarize, type CurvePoint, type ReportContent, type ReportFeature, type ResourceSaving } from './report-content';
@@ -101,14 +101,15 @@ export class ReportRunHandler {
       await this.enqueuePending(id);
       return { status: r.status };
     }
-    const options = reportOptionsSchema.parse({ subtract: {}, thresholds: {}, ...(r.options as object), emails: undefined });
+    const { subtract, thresholds } = r.options as { subtract?: unknown; thresholds?: unknown };
+    const options = reportOptionsSchema.parse({ subtract: subtract ?? {}, thresholds: thresholds ?? {} });
     let e = await this.ds.getRepository(ExperimentEntity).findOneBy({ id: r.experimentId });
     if (!e) {
       const model = await this.ds.getRepository(ModelEntity).findOneByOrFail({ id: r.modelId });
       const { set } = await latestSampleSet(this.ds, model);
       await this.ds.getRepository(ReportEntity).update({ id }, { sampleSetId: set.id });
       await this.experiments.create(
-        {
+        createExperimentSchema.parse({
           kind: 'subtract',
           businessLine: r.businessLine,
           name: `report ${model.name} ${r.fireAt.toISOString().slice(0, 16)}`,
@@ -121,7 +122,7 @@ export class ReportRunHandler {
             },
             ...options.subtract,
           },
-        } as never,
+        }),
         this.scopeOf(r),
         { id: r.experimentId },
       );
