@@ -156,7 +156,11 @@ export const configSchema = z
       ctx.addIssue({ code: 'custom', path: ['ABACUS_SMTP_FROM'], message: 'required when ABACUS_SMTP_HOST is set' });
     }
     if (!!c.ABACUS_SMTP_USER !== !!c.ABACUS_SMTP_PASSWORD) {
-      ctx.addIssue({ code: 'custom', path: ['ABACUS_SMTP_PASSWORD'], message: 'give ABACUS_SMTP_USER and ABACUS_SMTP_PASSWORD together' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ABACUS_SMTP_PASSWORD'],
+        message: 'give ABACUS_SMTP_USER and ABACUS_SMTP_PASSWORD together',
+      });
     }
     if (!c.ABACUS_NOTIFY_WEBHOOK_URL) return;
     const problem = webhookUrlProblem(c.ABACUS_NOTIFY_WEBHOOK_URL, c.ABACUS_WEBHOOK_ALLOWED_HOSTS);

@@ -43,7 +43,9 @@ export class Reports1795300900000 implements MigrationInterface {
         finished_at timestamptz
       )`);
     // one report per schedule fire, however many workers see it
-    await q.query(`CREATE UNIQUE INDEX reports_schedule_fire_idx ON reports (schedule_id, fire_at) WHERE schedule_id IS NOT NULL`);
+    await q.query(
+      `CREATE UNIQUE INDEX reports_schedule_fire_idx ON reports (schedule_id, fire_at) WHERE schedule_id IS NOT NULL`,
+    );
     await q.query(`CREATE INDEX reports_line_model_idx ON reports (business_line, model_name, created_at)`);
     await q.query(`
       CREATE TABLE report_deliveries (

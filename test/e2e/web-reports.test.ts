@@ -16,7 +16,8 @@ import { findChromium, launchChromium, screenshot, watchConsole } from '../suppo
  */
 
 const CHROMIUM = findChromium();
-if (!CHROMIUM) console.warn('[web-reports e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
+if (!CHROMIUM)
+  console.warn('[web-reports e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
 
 let env: TestEnv;
 let api: Proc;
@@ -36,13 +37,28 @@ function csv(name: string, shift = 0): string {
   writeSmallCsv(file, 2000);
   if (shift) {
     const [head, ...rows] = fs.readFileSync(file, 'utf8').trim().split('\n');
-    fs.writeFileSync(file, `${[head, ...rows.map((r) => r.split(',').map((c, i) => (i === 1 ? (Number(c) + shift).toFixed(4) : c)).join(','))].join('\n')}\n`);
+    fs.writeFileSync(
+      file,
+      `${[
+        head,
+        ...rows.map((r) =>
+          r
+            .split(',')
+            .map((c, i) => (i === 1 ? (Number(c) + shift).toFixed(4) : c))
+            .join(','),
+        ),
+      ].join('\n')}\n`,
+    );
   }
   return file;
 }
 
 async function runReport(): Promise<Record<string, any>> {
-  const run = await admin.call('POST', '/reports/run', { model: 'ctr', businessLine: 'feed', subtract: { retrainSeeds: 1, confirm: false } });
+  const run = await admin.call('POST', '/reports/run', {
+    model: 'ctr',
+    businessLine: 'feed',
+    subtract: { retrainSeeds: 1, confirm: false },
+  });
   expect(run.status, JSON.stringify(run.body)).toBe(201);
   return waitUntil(
     async () => {
@@ -63,16 +79,35 @@ describe.skipIf(!CHROMIUM)('reports in headless Chromium (built api + worker)', 
     worker = startProcess('dist/apps/worker/src/main.js', env.env);
     await waitForApi(api, url);
     expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
-    const up = await admin.upload('/sample-sets', csv('feed-w1'), { name: 'feed-w1', businessLine: 'feed', label: 'click', time: 'ts' });
+    const up = await admin.upload('/sample-sets', csv('feed-w1'), {
+      name: 'feed-w1',
+      businessLine: 'feed',
+      label: 'click',
+      time: 'ts',
+    });
     expect(up.status).toBe(201);
-    const m = await admin.call('POST', '/models', { name: 'ctr', businessLine: 'feed', sampleSetId: up.body.id, features: ['strong', 'weak', 'noise', 'color'] });
+    const m = await admin.call('POST', '/models', {
+      name: 'ctr',
+      businessLine: 'feed',
+      sampleSetId: up.body.id,
+      features: ['strong', 'weak', 'noise', 'color'],
+    });
     expect(m.status).toBe(201);
-    const s = await admin.call('POST', '/report-schedules', { model: 'ctr', businessLine: 'feed', emails: ['owner@example.com'] });
+    const s = await admin.call('POST', '/report-schedules', {
+      model: 'ctr',
+      businessLine: 'feed',
+      emails: ['owner@example.com'],
+    });
     expect(s.status, JSON.stringify(s.body)).toBe(201);
     const first = await runReport();
     expect(first.status, `${first.error}\n${worker.output()}`).toBe('succeeded');
     reportIds.push(first.id);
-    const up2 = await admin.upload('/sample-sets', csv('feed-w2', 0.8), { name: 'feed-w2', businessLine: 'feed', label: 'click', time: 'ts' });
+    const up2 = await admin.upload('/sample-sets', csv('feed-w2', 0.8), {
+      name: 'feed-w2',
+      businessLine: 'feed',
+      label: 'click',
+      time: 'ts',
+    });
     expect(up2.status).toBe(201);
     const second = await runReport();
     expect(second.status, second.error).toBe('succeeded');
@@ -113,7 +148,9 @@ describe.skipIf(!CHROMIUM)('reports in headless Chromium (built api + worker)', 
   });
 
   it('shows one report: removable features with evidence, changes, savings, the pruning curve', async () => {
-    const r = (await admin.call('GET', `/reports/${reportIds[1]}`)).body as { content: { removable: string[]; curve: unknown[]; features: { shuffleDrop: number | null }[] } };
+    const r = (await admin.call('GET', `/reports/${reportIds[1]}`)).body as {
+      content: { removable: string[]; curve: unknown[]; features: { shuffleDrop: number | null }[] };
+    };
     await page.getByRole('region', { name: 'reports' }).locator('tbody tr').first().getByRole('link').click();
     await page.waitForURL(new RegExp(`/reports/${reportIds[1]}$`));
     await page.getByRole('heading', { name: `${r.content.removable.length} of 4 features removable` }).waitFor();
@@ -128,7 +165,9 @@ describe.skipIf(!CHROMIUM)('reports in headless Chromium (built api + worker)', 
     expect(await figures.count()).toBe(2);
     expect(await figures.nth(0).locator('figcaption').innerText()).toBe('Pruning curve');
     expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(r.content.curve.length);
-    expect(await figures.nth(1).locator('svg.chart g.chart-mark').count()).toBe(r.content.features.filter((f) => f.shuffleDrop !== null).length);
+    expect(await figures.nth(1).locator('svg.chart g.chart-mark').count()).toBe(
+      r.content.features.filter((f) => f.shuffleDrop !== null).length,
+    );
     expect(await page.locator('svg.chart [style]').count()).toBe(0);
     expect(await page.getByRole('region', { name: 'report schedules' }).innerText()).toContain('feed/ctr');
     // the previous report is one click away

@@ -476,7 +476,8 @@ beforeAll(async () => {
     await ds.query('UPDATE models SET checkpoint_path = $1 WHERE id = $2', [CHECKPOINT, model.id]);
     // models whose report schedules the POST row creates (one per credential that may), a schedule of "base",
     // and a finished report (stored as the worker writes it; no worker runs here)
-    for (const c of CREDS) await ok(admin.call('POST', '/models', { name: `sched-${c}`, businessLine: line, sampleSetId: ss.id }));
+    for (const c of CREDS)
+      await ok(admin.call('POST', '/models', { name: `sched-${c}`, businessLine: line, sampleSetId: ss.id }));
     const schedule = await ok(admin.call('POST', '/report-schedules', { model: 'base', businessLine: line }));
     const [report] = (await ds.query(
       `INSERT INTO reports (business_line, model_name, model_id, trigger, fire_at, status, experiment_id, owner, content, summary, html)

@@ -86,7 +86,10 @@ beforeAll(async () => {
   api = await startApi(env.config, { logger: false });
   ds = createDataSource(env.config);
   await ds.initialize();
-  reportsQueue = new Queue(QueueName.Reports, { connection: redisConnection(env.config), prefix: env.config.ABACUS_QUEUE_PREFIX });
+  reportsQueue = new Queue(QueueName.Reports, {
+    connection: redisConnection(env.config),
+    prefix: env.config.ABACUS_QUEUE_PREFIX,
+  });
   expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
   const up = await admin.upload('/sample-sets', sampleCsv(path.join(env.dataDir, 'in', 'feed-w1.csv')), {
     name: 'feed-w1',
@@ -201,7 +204,9 @@ describe('weekly reports', () => {
   it('delivers the report by signed webhook and by e-mail, once each', async () => {
     const hook = await waitUntil(async () => hooksOf('report.ready')[0], 30_000, 'the report webhook');
     const body = JSON.parse(hook.body) as { event: string; deliveryId: string; payload: Record<string, any> };
-    expect(hook.headers['x-abacus-signature']).toBe(WebhookNotifier.sign(SECRET, String(hook.headers['x-abacus-timestamp']), hook.body));
+    expect(hook.headers['x-abacus-signature']).toBe(
+      WebhookNotifier.sign(SECRET, String(hook.headers['x-abacus-timestamp']), hook.body),
+    );
     expect(body.payload.reportId).toBe(firstId);
     expect(body.payload.model.name).toBe('ctr');
     expect(body.payload.owners).toContain('test-admin');
@@ -224,16 +229,33 @@ describe('weekly reports', () => {
     expect(body.deliveryId).toBe(deliveries.find((d) => d.channel === 'webhook')!.id);
 
     // idempotent: the same fire again finds its report; a delivered delivery is not sent again
-    const fire = new ReportFireHandler(ds, { enqueueReportRun: async () => undefined, removeReportScheduler: async () => undefined });
+    const fire = new ReportFireHandler(ds, {
+      enqueueReportRun: async () => undefined,
+      removeReportScheduler: async () => undefined,
+    });
     const again = await fire.handle(
       { scheduleId },
-      { job: { id: `repeat:report-schedule:${scheduleId}:${Date.parse((await ds.getRepository(ReportEntity).findOneByOrFail({ id: firstId })).fireAt.toISOString())}`, timestamp: Date.now(), opts: {} } as never },
+      {
+        job: {
+          id: `repeat:report-schedule:${scheduleId}:${Date.parse((await ds.getRepository(ReportEntity).findOneByOrFail({ id: firstId })).fireAt.toISOString())}`,
+          timestamp: Date.now(),
+          opts: {},
+        } as never,
+      },
     );
     expect(again.reportId).toBe(firstId);
     expect(await ds.getRepository(ReportEntity).countBy({ scheduleId })).toBe(1);
     const mailer = Mailer.fromConfig(env.config)!;
-    const deliver = new ReportDeliveryHandler(ds, { allow: env.config.ABACUS_WEBHOOK_ALLOWED_HOSTS, webhookSecret: SECRET, mailer, apiUrl: 'http://x' });
-    for (const d of deliveries) expect(await deliver.handle({ deliveryId: d.id }, { job: { attemptsMade: 0, opts: { attempts: 1 } } as never })).toEqual({ status: 'delivered' });
+    const deliver = new ReportDeliveryHandler(ds, {
+      allow: env.config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
+      webhookSecret: SECRET,
+      mailer,
+      apiUrl: 'http://x',
+    });
+    for (const d of deliveries)
+      expect(await deliver.handle({ deliveryId: d.id }, { job: { attemptsMade: 0, opts: { attempts: 1 } } as never })).toEqual({
+        status: 'delivered',
+      });
     mailer.close();
     await new Promise((r) => setTimeout(r, 500));
     expect(mails).toHaveLength(1);
@@ -241,7 +263,9 @@ describe('weekly reports', () => {
   }, 90_000);
 
   it('a run now on newer data reports the change since the previous report', async () => {
-    expect((await admin.call('POST', '/features', { name: 'new_signal', businessLine: 'feed', kind: 'numeric' })).status).toBe(201);
+    expect((await admin.call('POST', '/features', { name: 'new_signal', businessLine: 'feed', kind: 'numeric' })).status).toBe(
+      201,
+    );
     const up = await admin.upload('/sample-sets', sampleCsv(path.join(env.dataDir, 'in', 'feed-w2.csv'), 0.8), {
       name: 'feed-w2',
       businessLine: 'feed',
@@ -288,7 +312,9 @@ describe('weekly reports', () => {
     expect(list.body.items[0].summary.psiDrift).toBe(1);
     expect((await admin.call('GET', '/reports?status=nope')).status).toBe(400);
     expect((await admin.call('GET', '/reports/not-a-uuid')).status).toBe(400);
-    const html = await fetch(`${api.url}/api/v1/reports/${firstId}/html`, { headers: { authorization: `Bearer ${env.adminKey}` } });
+    const html = await fetch(`${api.url}/api/v1/reports/${firstId}/html`, {
+      headers: { authorization: `Bearer ${env.adminKey}` },
+    });
     expect(html.status).toBe(200);
     expect(html.headers.get('content-type')).toMatch(/^text\/html/);
     expect(html.headers.get('content-security-policy')).toContain("default-src 'none'");
@@ -304,7 +330,10 @@ describe('weekly reports', () => {
     expect(show.stdout).toContain('feed/ctr');
     expect(show.stdout).toContain('first report of this model');
     expect(fs.readFileSync(out, 'utf8')).toContain('<svg');
-    const missing = await cli(['report', 'show', '00000000-0000-4000-8000-000000000000'], { ...env.env, ABACUS_API_URL: api.url });
+    const missing = await cli(['report', 'show', '00000000-0000-4000-8000-000000000000'], {
+      ...env.env,
+      ABACUS_API_URL: api.url,
+    });
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toMatch(/404|not found/);
     const badFlag = await cli(['report', 'show', 'nope'], { ...env.env, ABACUS_API_URL: api.url });
@@ -313,14 +342,22 @@ describe('weekly reports', () => {
   }, 60_000);
 
   it('changing and deleting a schedule changes and removes its job scheduler', async () => {
-    const patched = await admin.call('PATCH', `/report-schedules/${scheduleId}`, { cron: '0 6 * * 1', timezone: 'Europe/Berlin' });
+    const patched = await admin.call('PATCH', `/report-schedules/${scheduleId}`, {
+      cron: '0 6 * * 1',
+      timezone: 'Europe/Berlin',
+    });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     const s = await reportsQueue.getJobScheduler(`report-schedule:${scheduleId}`);
     expect(s?.pattern).toBe('0 6 * * 1');
     expect(s?.tz).toBe('Europe/Berlin');
-    expect(new Date(s!.next!).toLocaleString('en-GB', { timeZone: 'Europe/Berlin', weekday: 'long', hour: '2-digit', minute: '2-digit' })).toBe(
-      'Monday 06:00',
-    );
+    expect(
+      new Date(s!.next!).toLocaleString('en-GB', {
+        timeZone: 'Europe/Berlin',
+        weekday: 'long',
+        hour: '2-digit',
+        minute: '2-digit',
+      }),
+    ).toBe('Monday 06:00');
     expect((await admin.call('PATCH', `/report-schedules/${scheduleId}`, {})).status).toBe(400);
     expect((await admin.call('DELETE', `/report-schedules/${scheduleId}`)).status).toBe(200);
     expect((await reportsQueue.getJobScheduler(`report-schedule:${scheduleId}`))?.next ?? null).toBeNull();

@@ -100,7 +100,10 @@ export class WorkerModule {
               ds,
               queue,
               new ExperimentService(ds, queue, PLANNERS),
-              new CostLedgerService(ds, dataDir, { backend: config.ABACUS_RUNTIME_BACKEND, threads: config.ABACUS_RUNTIME_THREADS }),
+              new CostLedgerService(ds, dataDir, {
+                backend: config.ABACUS_RUNTIME_BACKEND,
+                threads: config.ABACUS_RUNTIME_THREADS,
+              }),
               dataDir,
               {
                 thresholds: { psi: config.ABACUS_REPORT_PSI_THRESHOLD, ivDrift: config.ABACUS_REPORT_IV_DRIFT },

@@ -109,32 +109,24 @@ export class QueueService {
 
   /** One report run (job id = report id: a report is run by one job at a time, and queueing it again is harmless). */
   async enqueueReportRun(reportId: string): Promise<void> {
-    await this.queue(QueueName.Reports).add(
-      JobName.ReportRun,
-      { reportId } satisfies JobPayloads[JobName.ReportRun],
-      {
-        jobId: reportId,
-        attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
-        backoff: { type: 'exponential', delay: 2000 },
-        removeOnComplete: { age: 7 * 24 * 3600 },
-        removeOnFail: { age: 30 * 24 * 3600 },
-      },
-    );
+    await this.queue(QueueName.Reports).add(JobName.ReportRun, { reportId } satisfies JobPayloads[JobName.ReportRun], {
+      jobId: reportId,
+      attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+      backoff: { type: 'exponential', delay: 2000 },
+      removeOnComplete: { age: 7 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    });
   }
 
   /** One report delivery (job id = delivery id); each attempt is one POST or one e-mail, retried with backoff. */
   async enqueueReportDelivery(deliveryId: string): Promise<void> {
-    await this.queue(QueueName.Reports).add(
-      JobName.ReportDeliver,
-      { deliveryId } satisfies JobPayloads[JobName.ReportDeliver],
-      {
-        jobId: deliveryId,
-        attempts: this.config.ABACUS_SERVING_WEBHOOK_ATTEMPTS,
-        backoff: { type: 'exponential', delay: this.config.ABACUS_SERVING_WEBHOOK_BACKOFF_MS },
-        removeOnComplete: { age: 7 * 24 * 3600 },
-        removeOnFail: { age: 30 * 24 * 3600 },
-      },
-    );
+    await this.queue(QueueName.Reports).add(JobName.ReportDeliver, { deliveryId } satisfies JobPayloads[JobName.ReportDeliver], {
+      jobId: deliveryId,
+      attempts: this.config.ABACUS_SERVING_WEBHOOK_ATTEMPTS,
+      backoff: { type: 'exponential', delay: this.config.ABACUS_SERVING_WEBHOOK_BACKOFF_MS },
+      removeOnComplete: { age: 7 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    });
   }
 
   /**

@@ -51,7 +51,8 @@ export class WorkerHost {
       });
       worker.on('failed', (job, err) => {
         const final = !job || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
-        const data = job?.data as { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string } | undefined;
+        const data = job?.data as
+          { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string } | undefined;
         const of = data?.experimentId
           ? `experiment ${data.experimentId}`
           : data?.reportId

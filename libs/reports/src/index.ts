@@ -1,7 +1,27 @@
 export * from './report.schemas';
-export { profileColumn, countOnProfile, profileCounts, PROFILE_BINS, PROFILE_TOP_VALUES, type FeatureProfile } from './feature-profile';
-export { diffReports, type ReportChanges, type ReportThresholds, type PreviousSnapshot, type CurrentSnapshot } from './report-diff';
-export { summarize, type ReportContent, type ReportSummary, type ReportFeature, type ResourceSaving, type CurvePoint } from './report-content';
+export {
+  profileColumn,
+  countOnProfile,
+  profileCounts,
+  PROFILE_BINS,
+  PROFILE_TOP_VALUES,
+  type FeatureProfile,
+} from './feature-profile';
+export {
+  diffReports,
+  type ReportChanges,
+  type ReportThresholds,
+  type PreviousSnapshot,
+  type CurrentSnapshot,
+} from './report-diff';
+export {
+  summarize,
+  type ReportContent,
+  type ReportSummary,
+  type ReportFeature,
+  type ResourceSaving,
+  type CurvePoint,
+} from './report-content';
 export { renderReportHtml, renderReportText, pruningCurveSvg } from './report-html';
 export { latestSampleSet } from './latest-data';
 export { latestModel } from './model-ref';

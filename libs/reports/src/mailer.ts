@@ -41,7 +41,14 @@ export class Mailer {
   }
 
   async send(m: MailMessage): Promise<void> {
-    await this.transport.sendMail({ from: this.from, to: m.to, subject: m.subject, html: m.html, text: m.text, messageId: m.messageId });
+    await this.transport.sendMail({
+      from: this.from,
+      to: m.to,
+      subject: m.subject,
+      html: m.html,
+      text: m.text,
+      messageId: m.messageId,
+    });
   }
 
   close(): void {

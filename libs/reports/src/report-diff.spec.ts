@@ -16,8 +16,20 @@ function prevSnapshot(profiles: Record<string, FeatureProfile> = {}): PreviousSn
 
 describe('diffReports', () => {
   it('a first report has nothing to compare with', () => {
-    const d = diffReports(null, { removable: ['x'], iv: { x: 0.1 }, countsOnPrevious: {} }, [{ name: 'x', createdAt: new Date() }], T);
-    expect(d).toMatchObject({ previousReportId: null, newlyRemovable: [], noLongerRemovable: [], ivDrift: [], psi: [], featuresAdded: [] });
+    const d = diffReports(
+      null,
+      { removable: ['x'], iv: { x: 0.1 }, countsOnPrevious: {} },
+      [{ name: 'x', createdAt: new Date() }],
+      T,
+    );
+    expect(d).toMatchObject({
+      previousReportId: null,
+      newlyRemovable: [],
+      noLongerRemovable: [],
+      ivDrift: [],
+      psi: [],
+      featuresAdded: [],
+    });
   });
 
   it('newly and no longer removable features, IV drift beyond the threshold only', () => {
@@ -38,7 +50,11 @@ describe('diffReports', () => {
 
   it('PSI over the previous report’s bins with known values; drift at or above the threshold', () => {
     const half: FeatureProfile = { kind: 'numeric', edges: [0], counts: [50, 50], missing: 0 };
-    const prev = prevSnapshot({ shifted: half, stable: half, recoded: { kind: 'categorical', values: ['a'], counts: [10], other: 0, missing: 0 } });
+    const prev = prevSnapshot({
+      shifted: half,
+      stable: half,
+      recoded: { kind: 'categorical', values: ['a'], counts: [10], other: 0, missing: 0 },
+    });
     const d = diffReports(
       prev,
       {
@@ -100,7 +116,13 @@ describe('feature profiles', () => {
   });
 
   it('categorical: top values, other and missing; a kind change gives no counts', () => {
-    const col = { name: 'c', kind: 'categorical' as const, duckdbType: 'VARCHAR', dictionary: ['a', 'b', 'c'], codes: Int32Array.from([0, 0, 0, 1, 1, 2, -1]) };
+    const col = {
+      name: 'c',
+      kind: 'categorical' as const,
+      duckdbType: 'VARCHAR',
+      dictionary: ['a', 'b', 'c'],
+      codes: Int32Array.from([0, 0, 0, 1, 1, 2, -1]),
+    };
     const p = profileColumn(col, 10, 2);
     expect(p).toEqual({ kind: 'categorical', values: ['a', 'b'], counts: [3, 2], other: 1, missing: 1 });
     const later = { ...col, dictionary: ['c', 'a', 'z'], codes: Int32Array.from([0, 1, 2, 2]) };
@@ -109,7 +131,13 @@ describe('feature profiles', () => {
   });
 
   it('multi-id: id occurrences, empty lists as missing', () => {
-    const col = { name: 'm', kind: 'multi_id' as const, duckdbType: 'INTEGER[]', offsets: Int32Array.from([0, 2, 2, 5]), ids: Int32Array.from([1, 2, 1, 1, 3]) };
+    const col = {
+      name: 'm',
+      kind: 'multi_id' as const,
+      duckdbType: 'INTEGER[]',
+      offsets: Int32Array.from([0, 2, 2, 5]),
+      ids: Int32Array.from([1, 2, 1, 1, 3]),
+    };
     expect(profileColumn(col, 10, 2)).toEqual({ kind: 'multi_id', values: [1, 2], counts: [3, 1], other: 1, missing: 1 });
   });
 });

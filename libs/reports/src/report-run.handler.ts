@@ -45,7 +45,14 @@ interface SubtractResult {
   confirmed?: ReportContent['confirmed'];
   maxDrop: number;
   curve?: CurvePoint[];
-  perFeature: { feature: string; combinedRank: number; iv: number | null; shuffleDrop: number | null; shuffleCi: [number | null, number | null] | null; removable: boolean }[];
+  perFeature: {
+    feature: string;
+    combinedRank: number;
+    iv: number | null;
+    shuffleDrop: number | null;
+    shuffleCi: [number | null, number | null] | null;
+    removable: boolean;
+  }[];
 }
 
 export const reportLink = (apiUrl: string, id: string) => `${apiUrl.replace(/\/$/, '')}/reports/${id}`;
@@ -183,7 +190,10 @@ export class ReportRunHandler {
 
   /** The report's content: the experiment's result, drift against the previous report, savings. */
   async build(r: ReportEntity, e: ExperimentEntity, t: { psi?: number; ivDrift?: number }): Promise<ReportContent> {
-    const thresholds: ReportThresholds = { psi: t.psi ?? this.opts.thresholds.psi, ivDrift: t.ivDrift ?? this.opts.thresholds.ivDrift };
+    const thresholds: ReportThresholds = {
+      psi: t.psi ?? this.opts.thresholds.psi,
+      ivDrift: t.ivDrift ?? this.opts.thresholds.ivDrift,
+    };
     const res = e.result as unknown as SubtractResult;
     const model = await this.ds.getRepository(ModelEntity).findOneByOrFail({ id: r.modelId });
     const ssId = (e.spec as { resolved?: { sampleSetId?: string } }).resolved?.sampleSetId ?? r.sampleSetId ?? model.sampleSetId;
@@ -269,7 +279,9 @@ export class ReportRunHandler {
       experimentId: e.id,
       maxDrop: res.maxDrop,
       full: { auc: res.full?.auc ?? null, logloss: res.full?.logloss ?? null },
-      estimatedDrop: res.estimatedDrop ? { mean: res.estimatedDrop.mean, ciLow: res.estimatedDrop.ciLow, ciHigh: res.estimatedDrop.ciHigh } : null,
+      estimatedDrop: res.estimatedDrop
+        ? { mean: res.estimatedDrop.mean, ciLow: res.estimatedDrop.ciLow, ciHigh: res.estimatedDrop.ciHigh }
+        : null,
       retrainCheck: res.retrainCheck ?? null,
       confirmed: res.confirmed ?? null,
       features,

@@ -50,7 +50,9 @@ export class ReportScheduleService {
     if (problem) throw new InvalidInputError('cron', problem);
     const repo = this.ds.getRepository(ReportScheduleEntity);
     if (await repo.existsBy({ businessLine: model.businessLine, modelName: model.name })) {
-      throw new ConflictError(`model "${model.name}" in business line "${model.businessLine}" already has a report schedule: change it with PATCH`);
+      throw new ConflictError(
+        `model "${model.name}" in business line "${model.businessLine}" already has a report schedule: change it with PATCH`,
+      );
     }
     try {
       const saved = await this.ds.transaction(async (m) => {
@@ -77,7 +79,8 @@ export class ReportScheduleService {
       });
       return this.view(saved);
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw new ConflictError(`model "${model.name}" already has a report schedule`);
+      if ((err as { code?: string }).code === '23505')
+        throw new ConflictError(`model "${model.name}" already has a report schedule`);
       throw err;
     }
   }
@@ -95,7 +98,11 @@ export class ReportScheduleService {
   }
 
   async list(scope: RequestScope, q: ScheduleListQuery) {
-    const qb = this.ds.getRepository(ReportScheduleEntity).createQueryBuilder('s').orderBy('s.business_line').addOrderBy('s.model_name');
+    const qb = this.ds
+      .getRepository(ReportScheduleEntity)
+      .createQueryBuilder('s')
+      .orderBy('s.business_line')
+      .addOrderBy('s.model_name');
     if (scope.lines) qb.andWhere('s.business_line = ANY(:lines)', { lines: scope.lines });
     if (q.businessLine) qb.andWhere('s.business_line = :bl', { bl: q.businessLine });
     if (q.model) qb.andWhere('s.model_name = :model', { model: q.model });
@@ -114,7 +121,10 @@ export class ReportScheduleService {
       s.cron = cron;
       s.timezone = timezone;
       if (input.emails) s.emails = input.emails;
-      s.options = { subtract: input.subtract ?? options.subtract ?? {}, thresholds: input.thresholds ?? options.thresholds ?? {} };
+      s.options = {
+        subtract: input.subtract ?? options.subtract ?? {},
+        thresholds: input.thresholds ?? options.thresholds ?? {},
+      };
       await m.getRepository(ReportScheduleEntity).save(s);
       await writeAudit(m, scope, {
         action: 'report_schedule.updated',

@@ -4,7 +4,10 @@ import { PeriodicPass } from '@abacus/core';
 import { ReportScheduleEntity } from '@abacus/data';
 import type { QueueService } from '@abacus/queue';
 
-type SweepQueue = Pick<QueueService, 'enqueueReportRun' | 'enqueueReportDelivery' | 'upsertReportScheduler' | 'reportSchedulerNext'>;
+type SweepQueue = Pick<
+  QueueService,
+  'enqueueReportRun' | 'enqueueReportDelivery' | 'upsertReportScheduler' | 'reportSchedulerNext'
+>;
 
 /**
  * Postgres is the record of reports, Redis only runs them. Each pass: re-queues reports still running

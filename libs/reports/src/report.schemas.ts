@@ -42,7 +42,8 @@ const emails = z.array(z.string().email().max(320)).max(50);
 /** Checks a cron pattern (5 fields, or 6 with seconds) in a time zone; the message of the parser otherwise. */
 export function cronProblem(cron: string, tz: string): string | null {
   const fields = cron.trim().split(/\s+/).length;
-  if (fields < 5 || fields > 6) return `a cron pattern has 5 fields (minute hour day month weekday) or 6 (seconds first); got ${fields}`;
+  if (fields < 5 || fields > 6)
+    return `a cron pattern has 5 fields (minute hour day month weekday) or 6 (seconds first); got ${fields}`;
   try {
     parser.parseExpression(cron, { tz }).next();
     return null;
@@ -93,7 +94,9 @@ export const updateScheduleSchema = z
 export type UpdateSchedule = z.output<typeof updateScheduleSchema>;
 
 /** GET /report-schedules */
-export const scheduleListQuerySchema = z.object({ businessLine: lineName.optional(), model: z.string().min(1).max(200).optional() }).strict();
+export const scheduleListQuerySchema = z
+  .object({ businessLine: lineName.optional(), model: z.string().min(1).max(200).optional() })
+  .strict();
 export type ScheduleListQuery = z.output<typeof scheduleListQuerySchema>;
 
 /** POST /reports/run: a report now, outside the schedule */

@@ -63,7 +63,9 @@ export class ReportService {
 
   async get(id: string, scope: RequestScope) {
     const r = await this.find(id, scope);
-    const deliveries = await this.ds.getRepository(ReportDeliveryEntity).find({ where: { reportId: id }, order: { createdAt: 'ASC' } });
+    const deliveries = await this.ds
+      .getRepository(ReportDeliveryEntity)
+      .find({ where: { reportId: id }, order: { createdAt: 'ASC' } });
     return { ...r, deliveries };
   }
 

@@ -16,7 +16,9 @@ export class ReportsController {
 
   @Post('run')
   @Access('engineer')
-  @ApiOperation({ summary: "a report of the model now: a subtract in report mode on the model's latest data, rendered and delivered" })
+  @ApiOperation({
+    summary: "a report of the model now: a subtract in report mode on the model's latest data, rendered and delivered",
+  })
   @ApiBody({ schema: openApiSchema(runReportSchema) })
   run(@Body(new ZodValidationPipe(runReportSchema)) body: RunReport, @Scope() scope: RequestScope) {
     return this.reports.runNow(body, scope);

@@ -73,7 +73,10 @@ export function changesLine(s: ReportSummary | null): string {
 
 /** The text of `report show`. */
 export function renderReport(r: ReportEntry): string {
-  const head = [`report ${r.id}  ${r.businessLine}/${r.modelName}  ${r.status}  (${r.trigger}, ${r.fireAt})`, `  experiment: ${r.experimentId}`];
+  const head = [
+    `report ${r.id}  ${r.businessLine}/${r.modelName}  ${r.status}  (${r.trigger}, ${r.fireAt})`,
+    `  experiment: ${r.experimentId}`,
+  ];
   if (r.error) head.push(`  error: ${r.error}`);
   const c = r.content;
   if (!c) return head.join('\n');
@@ -99,12 +102,22 @@ export function renderReport(r: ReportEntry): string {
       ['feature', 'removable', 'iv', 'shuffle drop', 'psi'],
     ),
     ...(r.deliveries?.length
-      ? ['', table(r.deliveries.map((d) => [d.channel, d.target, d.status, d.attempts, d.lastError ?? '']), ['delivery', 'to', 'status', 'attempts', 'error'])]
+      ? [
+          '',
+          table(
+            r.deliveries.map((d) => [d.channel, d.target, d.status, d.attempts, d.lastError ?? '']),
+            ['delivery', 'to', 'status', 'attempts', 'error'],
+          ),
+        ]
       : []),
   ].join('\n');
 }
 
-const listFlags = z.object({ line: lineName.optional(), model: z.string().min(1).max(200).optional(), json: z.boolean().optional() });
+const listFlags = z.object({
+  line: lineName.optional(),
+  model: z.string().min(1).max(200).optional(),
+  json: z.boolean().optional(),
+});
 const showFlags = z.object({
   id: z.string().uuid('a report id (UUID)'),
   json: z.boolean().optional(),
@@ -113,7 +126,12 @@ const showFlags = z.object({
 const runFlags = z.object({ model: z.string().min(1).max(200), line: lineName, json: z.boolean().optional() });
 const emails = z
   .string()
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.string().email()));
 const scheduleFlags = z.object({
   model: z.string().min(1).max(200),
@@ -143,7 +161,14 @@ export const registerReport: RegisterCommand = (program) => {
       if (o.json) return printJson(page);
       process.stdout.write(
         `${table(
-          page.items.map((r) => [r.id, `${r.businessLine}/${r.modelName}`, r.fireAt, r.status, r.summary ? `${r.summary.removable}/${r.summary.features}` : '', changesLine(r.summary)]),
+          page.items.map((r) => [
+            r.id,
+            `${r.businessLine}/${r.modelName}`,
+            r.fireAt,
+            r.status,
+            r.summary ? `${r.summary.removable}/${r.summary.features}` : '',
+            changesLine(r.summary),
+          ]),
           ['report', 'model', 'date', 'status', 'removable', 'changes'],
         )}\n`,
       );
@@ -203,7 +228,9 @@ export const registerReport: RegisterCommand = (program) => {
         ? await api.patch<ScheduleEntry>(`/report-schedules/${existing[0].id}`, body)
         : await api.post<ScheduleEntry>('/report-schedules', { model: o.model, businessLine: o.line, ...body });
       if (o.json) return printJson(s);
-      process.stdout.write(`schedule ${s.id}: ${s.businessLine}/${s.modelName} "${s.cron}" (${s.timezone}), next ${s.nextRunAt ?? '—'}\n`);
+      process.stdout.write(
+        `schedule ${s.id}: ${s.businessLine}/${s.modelName} "${s.cron}" (${s.timezone}), next ${s.nextRunAt ?? '—'}\n`,
+      );
     });
   schedule
     .command('list')

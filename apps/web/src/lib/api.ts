@@ -177,7 +177,10 @@ export interface ReportContent {
   features: ReportFeature[];
   removable: string[];
   curve: unknown[];
-  savings: { resources: { resource: string; unit: string; saved: number; total: number; share: number | null }[]; withoutCosts: string[] };
+  savings: {
+    resources: { resource: string; unit: string; saved: number; total: number; share: number | null }[];
+    withoutCosts: string[];
+  };
   changes: {
     previousReportId: string | null;
     previousGeneratedAt: string | null;

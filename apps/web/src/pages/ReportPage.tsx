@@ -28,9 +28,16 @@ function Changes({ c }: { c: ReportContent }) {
         <dt>No longer removable</dt>
         <dd>{names(ch.noLongerRemovable)}</dd>
         <dt>IV drift</dt>
-        <dd>{ch.ivDrift.length ? ch.ivDrift.map((d) => `${d.feature} (${fmt(d.before)} → ${fmt(d.after)})`).join(', ') : 'none'}</dd>
+        <dd>
+          {ch.ivDrift.length ? ch.ivDrift.map((d) => `${d.feature} (${fmt(d.before)} → ${fmt(d.after)})`).join(', ') : 'none'}
+        </dd>
         <dt>PSI drift</dt>
-        <dd>{ch.psi.filter((p) => p.drift).map((p) => `${p.feature} (${fmt(p.psi)})`).join(', ') || 'none'}</dd>
+        <dd>
+          {ch.psi
+            .filter((p) => p.drift)
+            .map((p) => `${p.feature} (${fmt(p.psi)})`)
+            .join(', ') || 'none'}
+        </dd>
         <dt>Features added</dt>
         <dd>{names(ch.featuresAdded.map((f) => f.name))}</dd>
       </dl>
@@ -50,7 +57,10 @@ export function ReportPage({ id }: { id: string }) {
   const schedule = useQuery({
     queryKey: ['report-schedules', key, r?.businessLine, r?.modelName],
     queryFn: () =>
-      apiCall<ReportSchedule[]>(key, `/report-schedules?${new URLSearchParams({ businessLine: r!.businessLine, model: r!.modelName }).toString()}`),
+      apiCall<ReportSchedule[]>(
+        key,
+        `/report-schedules?${new URLSearchParams({ businessLine: r!.businessLine, model: r!.modelName }).toString()}`,
+      ),
     enabled: key !== '' && !!r,
   });
   if (q.error) return <ErrorNotice title="Could not load the report" error={q.error} />;
@@ -72,13 +82,17 @@ export function ReportPage({ id }: { id: string }) {
         </Link>
       </p>
       {r.error ? <ErrorNotice title="The report failed" error={r.error} /> : null}
-      {r.status === 'running' ? <p className="muted">The subtract is running; this page refreshes until the report is ready.</p> : null}
+      {r.status === 'running' ? (
+        <p className="muted">The subtract is running; this page refreshes until the report is ready.</p>
+      ) : null}
       {c ? (
         <>
           <p className="muted">
-            Model v{c.model.version} on sample set {c.sampleSet.name} ({c.sampleSet.rows} rows, {c.sampleSet.dataVersion ?? 'no data version'}
-            {c.sampleSet.latest ? ', newer than the model’s own' : ''}). Full AUC {fmt(c.full.auc)}; estimated drop without the removable
-            features {fmt(c.estimatedDrop?.mean)} [{fmt(c.estimatedDrop?.ciLow)}, {fmt(c.estimatedDrop?.ciHigh)}] (limit {fmt(c.maxDrop)})
+            Model v{c.model.version} on sample set {c.sampleSet.name} ({c.sampleSet.rows} rows,{' '}
+            {c.sampleSet.dataVersion ?? 'no data version'}
+            {c.sampleSet.latest ? ', newer than the model’s own' : ''}). Full AUC {fmt(c.full.auc)}; estimated drop without the
+            removable features {fmt(c.estimatedDrop?.mean)} [{fmt(c.estimatedDrop?.ciLow)}, {fmt(c.estimatedDrop?.ciHigh)}] (limit{' '}
+            {fmt(c.maxDrop)})
             {c.retrainCheck ? `; retrained ${fmt(c.retrainCheck.fullAuc)} → ${fmt(c.retrainCheck.prunedAuc)}` : ''}.
           </p>
           <h2>
