@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { parseHostAllowList, webhookUrlProblem } from './webhook-target';
 
+/** True for a time zone name the runtime's Intl knows (IANA names, UTC). */
+export function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const bool = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
   .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes');
@@ -87,6 +97,26 @@ export const configSchema = z
     ABACUS_SERVING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
     /** first retry delay of a serving webhook; doubled on each further attempt */
     ABACUS_SERVING_WEBHOOK_BACKOFF_MS: z.coerce.number().int().min(10).max(3_600_000).default(2000),
+    /** time zone of report schedules that name none (IANA name, e.g. Europe/Berlin) */
+    ABACUS_REPORT_TZ: z
+      .string()
+      .default('UTC')
+      .refine((tz) => isTimeZone(tz), 'an IANA time zone such as UTC or Europe/Berlin'),
+    /** cron of report schedules that name none: weekly, Monday 06:00 */
+    ABACUS_REPORT_CRON: z.string().min(1).default('0 6 * * 1'),
+    /** a feature's PSI between the previous report's data and this one's at or above this is reported as drift */
+    ABACUS_REPORT_PSI_THRESHOLD: z.coerce.number().gt(0).max(10).default(0.1),
+    /** a change of a feature's IV (absolute) at or above this since the previous report is reported as drift */
+    ABACUS_REPORT_IV_DRIFT: z.coerce.number().gt(0).max(10).default(0.02),
+    /** SMTP server for report e-mails; unset = no e-mail */
+    ABACUS_SMTP_HOST: z.string().min(1).optional(),
+    ABACUS_SMTP_PORT: z.coerce.number().int().min(1).max(65535).default(587),
+    /** true: TLS from the start (port 465); false: STARTTLS when the server offers it */
+    ABACUS_SMTP_SECURE: bool.default(false),
+    ABACUS_SMTP_USER: z.string().min(1).optional(),
+    ABACUS_SMTP_PASSWORD: z.string().min(1).optional(),
+    /** the From address of report e-mails (required with ABACUS_SMTP_HOST) */
+    ABACUS_SMTP_FROM: z.string().email().optional(),
     /** HMAC-SHA256 key for the x-abacus-signature header */
     ABACUS_NOTIFY_WEBHOOK_SECRET: z.string().min(16, 'at least 16 characters').optional(),
     ABACUS_UPLOAD_LIMIT_MB: z.coerce.number().int().min(1).max(102_400).default(2048),
@@ -122,6 +152,16 @@ export const configSchema = z
       ),
   })
   .superRefine((c, ctx) => {
+    if (c.ABACUS_SMTP_HOST && !c.ABACUS_SMTP_FROM) {
+      ctx.addIssue({ code: 'custom', path: ['ABACUS_SMTP_FROM'], message: 'required when ABACUS_SMTP_HOST is set' });
+    }
+    if (!!c.ABACUS_SMTP_USER !== !!c.ABACUS_SMTP_PASSWORD) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ABACUS_SMTP_PASSWORD'],
+        message: 'give ABACUS_SMTP_USER and ABACUS_SMTP_PASSWORD together',
+      });
+    }
     if (!c.ABACUS_NOTIFY_WEBHOOK_URL) return;
     const problem = webhookUrlProblem(c.ABACUS_NOTIFY_WEBHOOK_URL, c.ABACUS_WEBHOOK_ALLOWED_HOSTS);
     if (problem) ctx.addIssue({ code: 'custom', path: ['ABACUS_NOTIFY_WEBHOOK_URL'], message: problem });

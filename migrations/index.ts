@@ -7,6 +7,7 @@ import { DataBank1795300500000 } from './1795300500000-DataBank';
 import { SharedEmbeddings1795300600000 } from './1795300600000-SharedEmbeddings';
 import { ModelTiers1795300700000 } from './1795300700000-ModelTiers';
 import { Serving1795300800000 } from './1795300800000-Serving';
+import { Reports1795300900000 } from './1795300900000-Reports';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   SharedEmbeddings1795300600000,
   ModelTiers1795300700000,
   Serving1795300800000,
+  Reports1795300900000,
 ];

@@ -32,7 +32,16 @@ let ds: DataSource;
 const secrets = {} as Record<Exclude<Cred, 'none'>, string>;
 const ids = {} as Record<
   Line,
-  { sampleSet: string; feature: string; model: string; experiment: string; embedding: string; serving: string }
+  {
+    sampleSet: string;
+    feature: string;
+    model: string;
+    experiment: string;
+    embedding: string;
+    serving: string;
+    schedule: string;
+    report: string;
+  }
 >;
 let n = 0;
 const unique = (p: string) => `${p}${++n}`;
@@ -366,6 +375,55 @@ const TABLE: Record<string, Case[]> = {
     search: expected('engineer', 200, 404),
     mall: expected('engineer', 200, 404),
   }),
+  'POST /api/v1/report-schedules': perLine(
+    // the line's second model "m2" has no schedule yet; each call after the first success is a 409
+    (l) => (c) => as(c).call('POST', '/report-schedules', { model: `sched-${c}`, businessLine: l }),
+    { feed: expected('engineer', 201), search: expected('engineer', 201, 403), mall: expected('engineer', 201, 403) },
+  ),
+  'GET /api/v1/report-schedules': perLine((l) => (c) => as(c).call('GET', `/report-schedules?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  'GET /api/v1/report-schedules/:id': perLine((l) => (c) => as(c).call('GET', `/report-schedules/${ids[l].schedule}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
+  'PATCH /api/v1/report-schedules/:id': perLine(
+    (l) => (c) => as(c).call('PATCH', `/report-schedules/${ids[l].schedule}`, { cron: '0 7 * * 1' }),
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },
+  ),
+  'DELETE /api/v1/report-schedules/:id': perLine(
+    (l) => async (c) => {
+      // a fresh schedule per call (its own model), so every allowed delete has something to delete
+      const model = unique('del');
+      await ok(admin.call('POST', '/models', { name: model, businessLine: l, sampleSetId: ids[l].sampleSet }));
+      const s = await ok(admin.call('POST', '/report-schedules', { model, businessLine: l }));
+      return as(c).call('DELETE', `/report-schedules/${s.id}`);
+    },
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },
+  ),
+  'POST /api/v1/reports/run': perLine((l) => (c) => as(c).call('POST', '/reports/run', { model: 'base', businessLine: l }), {
+    feed: expected('engineer', 201),
+    search: expected('engineer', 201, 403),
+    mall: expected('engineer', 201, 403),
+  }),
+  'GET /api/v1/reports': perLine((l) => (c) => as(c).call('GET', `/reports?businessLine=${l}`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200),
+    mall: expected('viewer', 200),
+  }),
+  ...Object.fromEntries(
+    ['', '/html'].map((suffix) => [
+      `GET /api/v1/reports/:id${suffix}`,
+      perLine((l) => (c) => as(c).call('GET', `/reports/${ids[l].report}${suffix}`), {
+        feed: expected('viewer', 200),
+        search: expected('viewer', 200, 404),
+        mall: expected('viewer', 200, 404),
+      }),
+    ]),
+  ),
 };
 
 beforeAll(async () => {
@@ -416,7 +474,20 @@ beforeAll(async () => {
     });
     // the line's model version has a trained checkpoint (the worker sets checkpoint_path after training)
     await ds.query('UPDATE models SET checkpoint_path = $1 WHERE id = $2', [CHECKPOINT, model.id]);
+    // models whose report schedules the POST row creates (one per credential that may), a schedule of "base",
+    // and a finished report (stored as the worker writes it; no worker runs here)
+    for (const c of CREDS)
+      await ok(admin.call('POST', '/models', { name: `sched-${c}`, businessLine: line, sampleSetId: ss.id }));
+    const schedule = await ok(admin.call('POST', '/report-schedules', { model: 'base', businessLine: line }));
+    const [report] = (await ds.query(
+      `INSERT INTO reports (business_line, model_name, model_id, trigger, fire_at, status, experiment_id, owner, content, summary, html)
+       VALUES ($1, 'base', $2, 'manual', now(), 'succeeded', gen_random_uuid(), 'test', '{}', '{}', '<!doctype html><p>report</p>')
+       RETURNING id`,
+      [line, model.id],
+    )) as { id: string }[];
     ids[line] = {
+      schedule: schedule.id,
+      report: report.id,
       sampleSet: ss.id,
       feature: feature.id,
       model: model.id,

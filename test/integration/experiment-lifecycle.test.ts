@@ -160,6 +160,9 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.DivideTierTrial]: unused,
       [JobName.DividePublishTrial]: unused,
       [JobName.ServingWebhook]: unused,
+      [JobName.ReportFire]: unused,
+      [JobName.ReportRun]: unused,
+      [JobName.ReportDeliver]: unused,
     });
     host.start();
     try {
@@ -280,6 +283,9 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.DivideTierTrial]: notRun,
       [JobName.DividePublishTrial]: notRun,
       [JobName.ServingWebhook]: notRun,
+      [JobName.ReportFire]: notRun,
+      [JobName.ReportRun]: notRun,
+      [JobName.ReportDeliver]: notRun,
     });
     host.start();
     try {
@@ -355,6 +361,9 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.DivideTierTrial]: idle,
       [JobName.DividePublishTrial]: idle,
       [JobName.ServingWebhook]: idle,
+      [JobName.ReportFire]: idle,
+      [JobName.ReportRun]: idle,
+      [JobName.ReportDeliver]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();

@@ -95,6 +95,9 @@ beforeAll(async () => {
     [JobName.DivideTierTrial]: unused,
     [JobName.DividePublishTrial]: unused,
     [JobName.ServingWebhook]: (p, ctx) => handler.handle(p, ctx),
+    [JobName.ReportFire]: unused,
+    [JobName.ReportRun]: unused,
+    [JobName.ReportDeliver]: unused,
   };
   host = new WorkerHost(env.config, handlers);
   host.start();

@@ -8,6 +8,7 @@ import { ApiKeyService, AuditService, KeyRevocationBus } from '@abacus/access';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
+import { ReportScheduleService, ReportService } from '@abacus/reports';
 import { CostLedgerService, ExperimentService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
 import { AuthenticateMiddleware } from './common/authenticate.middleware';
@@ -23,6 +24,8 @@ import { KeysController } from './controllers/keys.controller';
 import { ModelsController } from './controllers/models.controller';
 import { SampleSetsController } from './controllers/sample-sets.controller';
 import { ServingController } from './controllers/serving.controller';
+import { ReportSchedulesController } from './controllers/report-schedules.controller';
+import { ReportsController } from './controllers/reports.controller';
 
 /** Every controller of the API; the access tests enumerate their routes from this list. */
 export const CONTROLLERS: Type[] = [
@@ -36,6 +39,8 @@ export const CONTROLLERS: Type[] = [
   KeysController,
   AuditController,
   ServingController,
+  ReportSchedulesController,
+  ReportsController,
 ];
 
 /** The API: controllers here, domain services from libs/, wired with an initialised DataSource and queue. */
@@ -101,6 +106,12 @@ export class AppModule implements NestModule {
             return holder.service;
           },
         },
+        {
+          provide: ReportScheduleService,
+          useFactory: () =>
+            new ReportScheduleService(ds, queue, { cron: config.ABACUS_REPORT_CRON, timezone: config.ABACUS_REPORT_TZ }),
+        },
+        { provide: ReportService, useFactory: () => new ReportService(ds, queue) },
         // in this order: the rate limit counts refused requests too, then the key's role is checked
         { provide: APP_GUARD, useClass: RateLimitGuard },
         { provide: APP_GUARD, useClass: AccessGuard },

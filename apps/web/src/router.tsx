@@ -7,6 +7,8 @@ import { DataPage } from './pages/DataPage';
 import { ExperimentPage } from './pages/ExperimentPage';
 import { ExperimentsPage } from './pages/ExperimentsPage';
 import { NewExperimentPage } from './pages/NewExperimentPage';
+import { ReportPage } from './pages/ReportPage';
+import { ReportsPage } from './pages/ReportsPage';
 import { SampleSetPage } from './pages/SampleSetPage';
 import { SignInPage } from './pages/SignInPage';
 
@@ -107,10 +109,24 @@ const sampleSetRoute = createRoute({
   },
 });
 
+const reportsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/reports',
+  component: ReportsPage,
+});
+
+const reportRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/reports/$id',
+  component: function ReportRoute() {
+    return <ReportPage id={reportRoute.useParams().id} />;
+  },
+});
+
 const routeTree = rootRoute.addChildren([
   indexRoute,
   signinRoute,
-  appRoute.addChildren([experimentsRoute, newExperimentRoute, experimentRoute, dataRoute, sampleSetRoute]),
+  appRoute.addChildren([experimentsRoute, newExperimentRoute, experimentRoute, dataRoute, sampleSetRoute, reportsRoute, reportRoute]),
 ]);
 
 export const router = createRouter({ routeTree, context: { queryClient }, defaultPreload: false, scrollRestoration: true });
@@ -156,6 +172,9 @@ function AppLayout() {
           </Link>
           <Link to="/data" activeProps={{ className: 'active', 'aria-current': 'page' }}>
             Data
+          </Link>
+          <Link to="/reports" activeProps={{ className: 'active', 'aria-current': 'page' }}>
+            Reports
           </Link>
           <a href="/api/docs">API docs</a>
         </nav>

@@ -5,6 +5,7 @@ import type { AppConfig } from '@abacus/configs';
 import { createDataSource } from '@abacus/data';
 import { QueueService, WorkerHost } from '@abacus/queue';
 import { DeliverySweeper } from '@abacus/serving';
+import { Mailer, ReportSweeper } from '@abacus/reports';
 import { ExperimentReaper, selectBackend } from '@abacus/workflows';
 import { WorkerModule } from './worker.module';
 
@@ -32,6 +33,10 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
   reaper.start(config.ABACUS_REAPER_INTERVAL_MS);
   const sweeper = ctx.get(DeliverySweeper);
   sweeper.start(config.ABACUS_REAPER_INTERVAL_MS);
+  const reports = ctx.get(ReportSweeper);
+  // schedules whose scheduler Redis lost are restored at start-up, then on every pass
+  await reports.sweepOnce().catch((err: Error) => Logger.warn(`report sweep failed: ${err.message}`, 'abacus-worker'));
+  reports.start(config.ABACUS_REAPER_INTERVAL_MS);
   Logger.log(
     `worker up (trial concurrency ${Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices)}, backend ${backend.backend})`,
     'abacus-worker',
@@ -41,8 +46,10 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
     stop: async (graceMs?: number) => {
       await reaper.stop();
       await sweeper.stop();
+      await reports.stop();
       await host.stop(graceMs);
       await ctx.get(QueueService).close();
+      ctx.get<typeof Mailer, Mailer | null>(Mailer)?.close();
       await ctx.close();
       await ds.destroy();
     },

@@ -4,10 +4,13 @@ import type { AppConfig } from '@abacus/configs';
 import { DataDir } from '@abacus/catalog';
 import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
+import { Mailer, ReportDeliveryHandler, ReportFireHandler, ReportRunHandler, ReportSweeper } from '@abacus/reports';
 import {
   AblateTrialHandler,
   BuiltSamplesCache,
   CompareTrialHandler,
+  CostLedgerService,
+  ExperimentService,
   MultiplyTrialHandler,
   DivideSelectHandler,
   DivideTierHandler,
@@ -56,6 +59,12 @@ export class WorkerModule {
           useFactory: (queue: QueueService) => new DeliverySweeper(ds, queue, config.ABACUS_REAPER_MIN_AGE_MS),
         },
         {
+          provide: ReportSweeper,
+          inject: [QueueService],
+          useFactory: (queue: QueueService) => new ReportSweeper(ds, queue, config.ABACUS_REAPER_MIN_AGE_MS),
+        },
+        { provide: Mailer, useFactory: () => Mailer.fromConfig(config) },
+        {
           provide: WORKFLOW_CONTEXT,
           inject: [TrialLedger, DataDir],
           useFactory: (ledger: TrialLedger, dataDir: DataDir): WorkflowContext => ({
@@ -72,8 +81,8 @@ export class WorkerModule {
         },
         {
           provide: WorkerHost,
-          inject: [TrialLedger, DataDir, WORKFLOW_CONTEXT],
-          useFactory: (ledger: TrialLedger, dataDir: DataDir, w: WorkflowContext) => {
+          inject: [TrialLedger, DataDir, WORKFLOW_CONTEXT, QueueService, Mailer],
+          useFactory: (ledger: TrialLedger, dataDir: DataDir, w: WorkflowContext, queue: QueueService, mailer: Mailer | null) => {
             const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
             const score = new ScoreTrialHandler(ds, ledger, dataDir);
             const train = new TrainTrialHandler(w);
@@ -86,6 +95,29 @@ export class WorkerModule {
             const divideTier = new DivideTierHandler(w);
             const dividePublish = new DividePublishHandler(w);
             const servingWebhook = new ServingWebhookHandler(ds, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
+            const reportFire = new ReportFireHandler(ds, queue);
+            const reportRun = new ReportRunHandler(
+              ds,
+              queue,
+              new ExperimentService(ds, queue, PLANNERS),
+              new CostLedgerService(ds, dataDir, {
+                backend: config.ABACUS_RUNTIME_BACKEND,
+                threads: config.ABACUS_RUNTIME_THREADS,
+              }),
+              dataDir,
+              {
+                thresholds: { psi: config.ABACUS_REPORT_PSI_THRESHOLD, ivDrift: config.ABACUS_REPORT_IV_DRIFT },
+                webhookUrl: config.ABACUS_NOTIFY_WEBHOOK_URL,
+                smtp: mailer !== null,
+                apiUrl: config.ABACUS_API_URL,
+              },
+            );
+            const reportDeliver = new ReportDeliveryHandler(ds, {
+              allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
+              webhookSecret: config.ABACUS_NOTIFY_WEBHOOK_SECRET,
+              mailer,
+              apiUrl: config.ABACUS_API_URL,
+            });
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
@@ -99,6 +131,9 @@ export class WorkerModule {
               [JobName.DivideTierTrial]: (p, ctx) => divideTier.handle(p, ctx),
               [JobName.DividePublishTrial]: (p, ctx) => dividePublish.handle(p, ctx),
               [JobName.ServingWebhook]: (p, ctx) => servingWebhook.handle(p, ctx),
+              [JobName.ReportFire]: (p, ctx) => reportFire.handle(p, ctx),
+              [JobName.ReportRun]: (p, ctx) => reportRun.handle(p, ctx),
+              [JobName.ReportDeliver]: (p, ctx) => reportDeliver.handle(p, ctx),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);

@@ -26,3 +26,4 @@ export {
   ServingWebhookDeliveryEntity,
   type WebhookDeliveryStatus,
 } from './entities/serving.entity';
+export { ReportScheduleEntity, ReportEntity, ReportDeliveryEntity, type ReportStatus } from './entities/report.entity';

@@ -6,6 +6,8 @@ export enum QueueName {
   Trials = 'trials',
   /** outgoing webhooks (serving switches), retried with backoff */
   Webhooks = 'webhooks',
+  /** auto-pruning reports: schedule fires, report runs, deliveries */
+  Reports = 'reports',
 }
 
 /** Every job name; the worker refuses to start unless each has a handler. */
@@ -34,7 +36,19 @@ export enum JobName {
   DividePublishTrial = 'trial.divide-publish',
   /** serving: one attempt to deliver a switch's signed webhook; BullMQ retries it with backoff */
   ServingWebhook = 'serving.webhook',
+  /** reports: one fire of a model's report schedule (made by BullMQ's job scheduler); creates the report row */
+  ReportFire = 'report.fire',
+  /** reports: runs the subtract in report mode, waits for it, renders the report, queues its deliveries */
+  ReportRun = 'report.run',
+  /** reports: one attempt to deliver a report (webhook or e-mail); BullMQ retries it with backoff */
+  ReportDeliver = 'report.deliver',
 }
+
+/** Jobs that are trials of an experiment's flow (everything but finalize, webhooks and reports). */
+export type TrialJobName = Exclude<
+  JobName,
+  JobName.FinalizeExperiment | JobName.ServingWebhook | JobName.ReportFire | JobName.ReportRun | JobName.ReportDeliver
+>;
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.FinalizeExperiment]: QueueName.Experiments,
@@ -49,11 +63,16 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.DivideTierTrial]: QueueName.Trials,
   [JobName.DividePublishTrial]: QueueName.Trials,
   [JobName.ServingWebhook]: QueueName.Webhooks,
+  [JobName.ReportFire]: QueueName.Reports,
+  [JobName.ReportRun]: QueueName.Reports,
+  [JobName.ReportDeliver]: QueueName.Reports,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
 const trialJob = z.object({ experimentId: z.string().uuid(), trialId: z.string().uuid() });
 const webhookJob = z.object({ deliveryId: z.string().uuid() });
+const reportFireJob = z.object({ scheduleId: z.string().uuid() });
+const reportRunJob = z.object({ reportId: z.string().uuid() });
 
 /** Payload schema per job: the producer builds payloads of these types, the worker re-parses them. */
 export const JOB_PAYLOAD_SCHEMAS = {
@@ -69,6 +88,9 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.DivideTierTrial]: trialJob,
   [JobName.DividePublishTrial]: trialJob,
   [JobName.ServingWebhook]: webhookJob,
+  [JobName.ReportFire]: reportFireJob,
+  [JobName.ReportRun]: reportRunJob,
+  [JobName.ReportDeliver]: webhookJob,
 } satisfies Record<JobName, z.ZodType>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };

@@ -1,13 +1,15 @@
 import { FlowProducer, Job, Queue, type ConnectionOptions, type FlowJob } from 'bullmq';
 import type { AppConfig } from '@abacus/configs';
-import { JOB_QUEUE, JobName, QueueName, type JobPayloads } from './queue-names';
+import { JOB_QUEUE, JobName, QueueName, type JobPayloads, type TrialJobName } from './queue-names';
 
 export interface PlannedTrialJob {
   trialId: string;
-  job: Exclude<JobName, JobName.FinalizeExperiment | JobName.ServingWebhook>;
+  job: TrialJobName;
   /** index of the trial that must wait for this one; undefined = the experiment's finalize job */
   parent?: number;
 }
+
+export const reportSchedulerId = (scheduleId: string) => `report-schedule:${scheduleId}`;
 
 export function redisConnection(config: Pick<AppConfig, 'ABACUS_REDIS_URL'>): ConnectionOptions {
   const u = new URL(config.ABACUS_REDIS_URL);
@@ -103,6 +105,59 @@ export class QueueService {
         removeOnFail: { age: 30 * 24 * 3600 },
       },
     );
+  }
+
+  /** One report run (job id = report id: a report is run by one job at a time, and queueing it again is harmless). */
+  async enqueueReportRun(reportId: string): Promise<void> {
+    await this.queue(QueueName.Reports).add(JobName.ReportRun, { reportId } satisfies JobPayloads[JobName.ReportRun], {
+      jobId: reportId,
+      attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+      backoff: { type: 'exponential', delay: 2000 },
+      removeOnComplete: { age: 7 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    });
+  }
+
+  /** One report delivery (job id = delivery id); each attempt is one POST or one e-mail, retried with backoff. */
+  async enqueueReportDelivery(deliveryId: string): Promise<void> {
+    await this.queue(QueueName.Reports).add(JobName.ReportDeliver, { deliveryId } satisfies JobPayloads[JobName.ReportDeliver], {
+      jobId: deliveryId,
+      attempts: this.config.ABACUS_SERVING_WEBHOOK_ATTEMPTS,
+      backoff: { type: 'exponential', delay: this.config.ABACUS_SERVING_WEBHOOK_BACKOFF_MS },
+      removeOnComplete: { age: 7 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    });
+  }
+
+  /**
+   * The BullMQ job scheduler of a report schedule: one `report.fire` job per cron tick, kept in Redis
+   * (it outlives worker restarts) and handed to exactly one worker per tick.
+   */
+  async upsertReportScheduler(scheduleId: string, cron: string, tz: string): Promise<void> {
+    await this.queue(QueueName.Reports).upsertJobScheduler(
+      reportSchedulerId(scheduleId),
+      { pattern: cron, tz },
+      {
+        name: JobName.ReportFire,
+        data: { scheduleId } satisfies JobPayloads[JobName.ReportFire],
+        opts: {
+          attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+          backoff: { type: 'exponential', delay: 1000 },
+          removeOnComplete: { age: 30 * 24 * 3600 },
+          removeOnFail: { age: 30 * 24 * 3600 },
+        },
+      },
+    );
+  }
+
+  async removeReportScheduler(scheduleId: string): Promise<void> {
+    await this.queue(QueueName.Reports).removeJobScheduler(reportSchedulerId(scheduleId));
+  }
+
+  /** The scheduler's next fire time (ms), or null when Redis holds no scheduler for it. */
+  async reportSchedulerNext(scheduleId: string): Promise<number | null> {
+    const s = await this.queue(QueueName.Reports).getJobScheduler(reportSchedulerId(scheduleId));
+    return s ? (s.next ?? null) : null;
   }
 
   /** Removes the trial jobs that have not started; running ones stop themselves when they see the cancel. */

@@ -10,6 +10,8 @@ export interface JobContext {
   job: Job;
   /** aborted when the worker shuts down before the job finished; the job is then released, not failed */
   signal: AbortSignal;
+  /** the job's lock token: a handler that waits on other work moves its job to delayed with it */
+  token?: string;
 }
 
 export type JobHandler<N extends JobName> = (payload: JobPayloads[N], ctx: JobContext) => Promise<unknown>;
@@ -49,8 +51,15 @@ export class WorkerHost {
       });
       worker.on('failed', (job, err) => {
         const final = !job || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
-        const data = job?.data as { experimentId?: string; deliveryId?: string } | undefined;
-        const of = data?.experimentId ? `experiment ${data.experimentId}` : `delivery ${data?.deliveryId}`;
+        const data = job?.data as
+          { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string } | undefined;
+        const of = data?.experimentId
+          ? `experiment ${data.experimentId}`
+          : data?.reportId
+            ? `report ${data.reportId}`
+            : data?.scheduleId
+              ? `report schedule ${data.scheduleId}`
+              : `delivery ${data?.deliveryId}`;
         const what = `job ${job?.name} ${job?.id} (${of})`;
         if (final) this.logger.error(`${what} failed for good after attempt ${job?.attemptsMade}: ${err.message}`, err.stack);
         else this.logger.warn(`${what} failed attempt ${job?.attemptsMade}, will retry: ${err.message}`);
@@ -73,8 +82,10 @@ export class WorkerHost {
     this.active.set(key, controller);
     try {
       const handler = this.handlers[name] as JobHandler<JobName>;
-      return await handler(parsed.data as JobPayloads[JobName], { job, signal: controller.signal });
+      return await handler(parsed.data as JobPayloads[JobName], { job, signal: controller.signal, token });
     } catch (err) {
+      // the handler parked its job to look again later (it moved it to delayed itself)
+      if (err instanceof DelayedError) throw err;
       if (controller.signal.aborted && controller.signal.reason === SHUTDOWN && token) {
         // released, not failed: another worker (or this one after restart) picks it up again
         await job.moveToDelayed(Date.now() + 500, token);

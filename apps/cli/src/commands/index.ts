@@ -16,6 +16,7 @@ import { registerLogin } from './login.command';
 import { registerAudit } from './audit.command';
 import { registerModels } from './models.command';
 import { registerServing } from './serving.command';
+import { registerReport } from './report.command';
 
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
@@ -24,6 +25,7 @@ export const COMMANDS: RegisterCommand[] = [
   registerBank,
   registerEmbeddings,
   registerServing,
+  registerReport,
   registerFeatures,
   registerModels,
   registerLines,

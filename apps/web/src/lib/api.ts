@@ -166,3 +166,87 @@ export async function apiCall<T>(key: string, path: string, init: { method?: 'GE
   if (!res.ok) throw new ApiError(res.status, errorMessage(res.status, body), issuesOf(body));
   return body as T;
 }
+
+export interface ReportSummary {
+  features: number;
+  removable: number;
+  newlyRemovable: number;
+  noLongerRemovable: number;
+  ivDrift: number;
+  psiDrift: number;
+  featuresAdded: number;
+}
+
+export interface ReportFeature {
+  feature: string;
+  removable: boolean;
+  combinedRank: number | null;
+  iv: number | null;
+  shuffleDrop: number | null;
+  shuffleCi: [number | null, number | null] | null;
+  psi: number | null;
+}
+
+export interface ReportContent {
+  generatedAt: string;
+  fireAt: string;
+  trigger: string;
+  model: { id: string; name: string; version: number; businessLine: string; owner: string };
+  sampleSet: { id: string; name: string; dataVersion: string | null; rows: number; latest: boolean };
+  experimentId: string;
+  maxDrop: number;
+  full: { auc: number | null; logloss: number | null };
+  estimatedDrop: { mean: number; ciLow: number; ciHigh: number } | null;
+  retrainCheck: { fullAuc: number; prunedAuc: number; drop: number; seeds: number[] } | null;
+  confirmed: { auc: number; fullAuc: number; aucDrop: number; withinLimit: boolean } | null;
+  features: ReportFeature[];
+  removable: string[];
+  curve: unknown[];
+  savings: {
+    resources: { resource: string; unit: string; saved: number; total: number; share: number | null }[];
+    withoutCosts: string[];
+  };
+  changes: {
+    previousReportId: string | null;
+    previousGeneratedAt: string | null;
+    newlyRemovable: string[];
+    noLongerRemovable: string[];
+    ivDrift: { feature: string; before: number; after: number; change: number }[];
+    psi: { feature: string; psi: number; drift: boolean }[];
+    psiDrift: string[];
+    featuresAdded: { name: string; createdAt: string }[];
+    thresholds: { psi: number; ivDrift: number };
+  };
+}
+
+export interface Report {
+  id: string;
+  businessLine: string;
+  modelName: string;
+  modelId: string;
+  scheduleId: string | null;
+  trigger: 'schedule' | 'manual';
+  fireAt: string;
+  status: 'running' | 'succeeded' | 'failed';
+  experimentId: string;
+  previousReportId: string | null;
+  summary: ReportSummary | null;
+  error: string | null;
+  owner: string;
+  createdAt: string;
+  finishedAt: string | null;
+  content?: ReportContent | null;
+  deliveries?: { id: string; channel: string; target: string; status: string; attempts: number; lastError: string | null }[];
+}
+
+export interface ReportSchedule {
+  id: string;
+  businessLine: string;
+  modelName: string;
+  cron: string;
+  timezone: string;
+  emails: string[];
+  owner: string;
+  nextRunAt: string | null;
+  scheduled: boolean;
+}

@@ -10,6 +10,7 @@ import { SampleSetEntity } from './sample-set.entity';
 import { SharedEmbeddingEntity } from './shared-embedding.entity';
 import { ServingModelEntity, ServingSwitchEntity, ServingWebhookDeliveryEntity } from './serving.entity';
 import { TrialEntity } from './trial.entity';
+import { ReportDeliveryEntity, ReportEntity, ReportScheduleEntity } from './report.entity';
 
 export const ENTITIES = [
   BusinessLineEntity,
@@ -26,4 +27,7 @@ export const ENTITIES = [
   ServingModelEntity,
   ServingSwitchEntity,
   ServingWebhookDeliveryEntity,
+  ReportScheduleEntity,
+  ReportEntity,
+  ReportDeliveryEntity,
 ];

@@ -1,12 +1,12 @@
 import type { DataSource } from 'typeorm';
 import type { RequestScope } from '@abacus/core';
 import type { ExperimentEntity, FeatureResultEntity, TrialEntity } from '@abacus/data';
-import type { JobName } from '@abacus/queue';
+import type { TrialJobName } from '@abacus/queue';
 import type { CreateExperiment } from './experiment.schemas';
 
 export interface PlannedTrial {
   kind: string;
-  job: Exclude<JobName, JobName.FinalizeExperiment | JobName.ServingWebhook>;
+  job: TrialJobName;
   params: Record<string, unknown>;
   /** index of the trial that runs after this one (and may read its results); undefined = finalize */
   parent?: number;

@@ -49,13 +49,14 @@ export class ExperimentService {
     return p;
   }
 
-  async create(input: CreateExperiment, scope: RequestScope): Promise<ExperimentDetail> {
+  /** `opts.id`: the id to give it (a report run chooses its experiment's id up front, so a rerun finds it). */
+  async create(input: CreateExperiment, scope: RequestScope, opts: { id?: string } = {}): Promise<ExperimentDetail> {
     requireWrite(scope, input.businessLine, 'submit experiments');
     if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: input.businessLine }))) {
       throw new InvalidInputError('businessLine', `unknown business line "${input.businessLine}"`);
     }
     const plan = await this.planner(input.kind).plan(input as never, this.ds, scope);
-    const id = randomUUID();
+    const id = opts.id ?? randomUUID();
     const trials = plan.trials.map((t, seq) => ({ ...t, id: randomUUID(), seq }));
     const auditId = await this.ds.transaction(async (m) => {
       await m.getRepository(ExperimentEntity).insert({
