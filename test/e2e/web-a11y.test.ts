@@ -54,6 +54,8 @@ const pages = (): [string, string, string][] => [
   ['new experiment (divide)', '/experiments/new?kind=divide', 'New experiment'],
   ['data', '/data', 'DataBank'],
   ['sample set', `/data/${ids.set}`, 'feed-clicks'],
+  ['reports', '/reports', 'Reports'],
+  ['report', `/reports/${ids.report}`, 'Report: feed/ctr'],
 ];
 
 describe.skipIf(!CHROMIUM)('web app accessibility in headless Chromium (built api + worker)', () => {
@@ -79,6 +81,28 @@ describe.skipIf(!CHROMIUM)('web app accessibility in headless Chromium (built ap
       ids[kind] = r.body.id as string;
     }
     for (const kind of ['score', 'subtract']) expect((await finished(ids[kind]!)).status).toBe('succeeded');
+    // a registered model, its weekly schedule and one report run now
+    const m = await admin.call('POST', '/models', {
+      name: 'ctr',
+      businessLine: 'feed',
+      sampleSetId: ids.set,
+      features: ['strong', 'weak', 'noise', 'color'],
+    });
+    expect(m.status, JSON.stringify(m.body)).toBe(201);
+    const sched = await admin.call('POST', '/report-schedules', { model: 'ctr', businessLine: 'feed' });
+    expect(sched.status, JSON.stringify(sched.body)).toBe(201);
+    const run = await admin.call('POST', '/reports/run', { model: 'ctr', businessLine: 'feed', subtract: { retrainSeeds: 1 } });
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    ids.report = run.body.id as string;
+    const report = await waitUntil(
+      async () => {
+        const r = await admin.call('GET', `/reports/${ids.report}`);
+        return r.body.status === 'succeeded' || r.body.status === 'failed' ? r.body : null;
+      },
+      120_000,
+      'the report',
+    );
+    expect(report.status, String(report.error)).toBe('succeeded');
     browser = await launchChromium(CHROMIUM!);
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();

@@ -162,8 +162,9 @@ describe.skipIf(!CHROMIUM)('reports in headless Chromium (built api + worker)', 
     expect(await page.locator('dl.changes').innerText()).toMatch(/Features added\s+none/);
     expect(await page.getByRole('list', { name: 'savings' }).locator('li').count()).toBe(3);
     const figures = page.locator('figure.chart-figure');
-    expect(await figures.count()).toBe(2);
+    expect(await figures.count()).toBe(3);
     expect(await figures.nth(0).locator('figcaption').innerText()).toBe('Pruning curve');
+    expect(await figures.nth(2).locator('figcaption').innerText()).toBe('Information value per feature');
     expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(r.content.curve.length);
     expect(await figures.nth(1).locator('svg.chart g.chart-mark').count()).toBe(
       r.content.features.filter((f) => f.shuffleDrop !== null).length,
