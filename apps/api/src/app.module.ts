@@ -8,7 +8,7 @@ import { ApiKeyService, AuditService, KeyRevocationBus } from '@abacus/access';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
-import { CostLedgerService, ExperimentService, PLANNERS } from '@abacus/workflows';
+import { CostLedgerService, ExperimentService, FeatureProvenanceService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
 import { AuthenticateMiddleware } from './common/authenticate.middleware';
 import { RateLimitGuard } from './common/rate-limit.guard';
@@ -89,6 +89,7 @@ export class AppModule implements NestModule {
             }),
         },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
+        { provide: FeatureProvenanceService, useFactory: () => new FeatureProvenanceService(ds) },
         {
           provide: ServingService,
           useFactory: () => {
