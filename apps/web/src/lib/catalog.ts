@@ -168,3 +168,13 @@ export function placeFieldIssues(
   }
   return { byField, summary };
 }
+
+/** The models page's URL: /models?line=feed */
+export interface ModelsSearch {
+  line?: string;
+}
+
+export function parseModelsSearch(raw: Record<string, unknown>): ModelsSearch {
+  const line = text(raw.line);
+  return line && LINE_NAME.test(line) ? { line } : {};
+}
