@@ -172,9 +172,9 @@ export function UploadSampleSet({ lineOptions }: { lineOptions: string[] }) {
             <input id="set-file" ref={fileRef} type="file" accept=".csv,.parquet" {...ariaFor('set-file', by.file)} />
             <FieldMessages id="set-file-error" messages={by.file} />
           </div>
-          {text('name', 'Name')}
+          {text('name', 'Set name')}
           <div className="field">
-            <label htmlFor="set-businessLine">Business line</label>
+            <label htmlFor="set-businessLine">Line of the new set</label>
             <select id="set-businessLine" value={line} onChange={set('businessLine')} {...ariaFor('set-businessLine', by.businessLine)}>
               {lineOptions.map((l) => (
                 <option key={l} value={l}>
@@ -189,7 +189,7 @@ export function UploadSampleSet({ lineOptions }: { lineOptions: string[] }) {
           {text('time', 'Time column (optional)')}
           {text('keys', 'Key columns (optional)', 'comma-separated, e.g. user_id,item_id')}
           {text('shareWith', 'Share with lines (optional)', 'comma-separated line names, or * for all; empty: private')}
-          {text('labelSemantics', 'Label semantics', 'event->outcome, e.g. exposure->click')}
+          {text('labelSemantics', 'Meaning of the label', 'event->outcome, e.g. exposure->click')}
         </div>
         <div className="form-actions">
           <button type="submit" disabled={busy}>

@@ -110,7 +110,7 @@ function UploadTableForm({ lineOptions }: { lineOptions: string[] }) {
           <FieldMessages id="table-name-error" messages={by.name} />
         </div>
         <div className="field">
-          <label htmlFor="table-line">Business line</label>
+          <label htmlFor="table-line">Line to register in</label>
           <select id="table-line" value={chosenLine} onChange={(e) => setLine(e.target.value)} {...ariaFor('table-line', by.businessLine)}>
             {lineOptions.map((l) => (
               <option key={l} value={l}>
@@ -228,7 +228,7 @@ function ColumnForm({ lineOptions }: { lineOptions: string[] }) {
           <FieldMessages id="col-name-error" messages={by.name} />
         </div>
         <div className="field">
-          <label htmlFor="col-line">Business line</label>
+          <label htmlFor="col-line">Line to register in</label>
           <select
             id="col-line"
             value={chosenLine}
