@@ -1,6 +1,6 @@
 import { Link } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
-import { apiCall, type ModelVersion, type Page } from '../lib/api';
+import { apiCall, type ModelVersion, type Page, type SampleSet } from '../lib/api';
 import { useKey } from '../lib/auth';
 import { formatDateTime } from '../lib/format';
 import { formatFractions, formatMetric, groupModels, versionLabel, type ModelsSearch } from '../lib/catalog';
@@ -25,6 +25,14 @@ export function ModelsPage({ search }: { search: ModelsSearch }) {
     queryFn: () => apiCall<Page<ModelVersion>>(key, `/models?${q}`),
     enabled: key !== '',
   });
+  // the sets' names for the links (a set the key may not read keeps its id)
+  const sets = useQuery({
+    queryKey: ['sample-sets', key, 'pageSize=500'],
+    queryFn: () => apiCall<Page<SampleSet>>(key, '/sample-sets?pageSize=500'),
+    enabled: key !== '',
+    staleTime: 60_000,
+  });
+  const setName = new Map((sets.data?.items ?? []).map((x) => [x.id, `${x.businessLine}/${x.name}`]));
   const groups = groupModels(list.data?.items ?? []);
   return (
     <>
@@ -87,7 +95,7 @@ export function ModelsPage({ search }: { search: ModelsSearch }) {
                     </td>
                     <td>
                       <Link to="/data/$id" params={{ id: m.sampleSetId }}>
-                        sample set
+                        {setName.get(m.sampleSetId) ?? `set ${m.sampleSetId.slice(0, 8)}`}
                       </Link>
                     </td>
                     <td>{architectureSummary(m.architecture)}</td>
