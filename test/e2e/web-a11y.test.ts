@@ -119,7 +119,10 @@ describe.skipIf(!CHROMIUM)('web app accessibility in headless Chromium (built ap
     });
     expect(served.status, JSON.stringify(served.body)).toBe(201);
     ids.serving = served.body.id as string;
-    const sig = await admin.call('POST', `/serving/${ids.serving}/signals`, { at: new Date(Date.now() + 30_000).toISOString(), cpu: 0.95 });
+    const sig = await admin.call('POST', `/serving/${ids.serving}/signals`, {
+      at: new Date(Date.now() + 30_000).toISOString(),
+      cpu: 0.95,
+    });
     expect(sig.body.decision?.action, JSON.stringify(sig.body)).toBe('switch');
     browser = await launchChromium(CHROMIUM!);
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

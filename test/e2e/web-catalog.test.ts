@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { createDataSource, ModelEntity } from '@abacus/data';
+import type { ModelEntity } from '@abacus/data';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { writeSmallCsv } from '../support/fixtures';
@@ -20,7 +20,8 @@ import { findChromium, launchChromium, screenshot, watchConsole } from '../suppo
  */
 
 const CHROMIUM = findChromium();
-if (!CHROMIUM) console.warn('[web-catalog e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
+if (!CHROMIUM)
+  console.warn('[web-catalog e2e] SKIPPED: no Chromium on this machine (apt-get install -y chromium, or set ABACUS_CHROMIUM).');
 
 let env: TestEnv;
 let api: Proc;
@@ -141,7 +142,11 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
       [30, 0.95],
       [90, 0.97],
     ] as const) {
-      const s = await admin.call('POST', `/serving/${servingId}/signals`, { at: new Date(t0 + dt * 1000).toISOString(), cpu, qps: 1200 });
+      const s = await admin.call('POST', `/serving/${servingId}/signals`, {
+        at: new Date(t0 + dt * 1000).toISOString(),
+        cpu,
+        qps: 1200,
+      });
       expect(s.status, JSON.stringify(s.body)).toBe(200);
       expect(s.body.decision.action).toBe('switch');
     }
@@ -172,7 +177,9 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     await page.locator('tr[data-feature="strong"]').waitFor();
     const names = await page.locator('table.features tbody tr td:first-child').allInnerTexts();
     expect(names.sort()).toEqual(['color', 'noise', 'strong', 'weak']);
-    expect(await page.locator('tr[data-feature="color"]').innerText()).toMatch(/color\s+feed\s+categorical\s+sample-set column color/);
+    expect(await page.locator('tr[data-feature="color"]').innerText()).toMatch(
+      /color\s+feed\s+categorical\s+sample-set column color/,
+    );
     const nav = page.getByRole('navigation', { name: 'main' });
     for (const name of ['Experiments', 'Features', 'Data', 'Models', 'Serving'])
       expect(await nav.getByRole('link', { name, exact: true }).count()).toBe(1);
@@ -232,7 +239,9 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     expect(await page.getByText('Upload complete').count()).toBe(1);
     // in the registry (the list refreshed itself) and through the api
     await page.locator('tr[data-feature="u_city"]').waitFor();
-    expect(await page.locator('tr[data-feature="u_city"]').innerText()).toMatch(/u_city\s+feed\s+categorical\s+users\.u_city \(key user_id\)/);
+    expect(await page.locator('tr[data-feature="u_city"]').innerText()).toMatch(
+      /u_city\s+feed\s+categorical\s+users\.u_city \(key user_id\)/,
+    );
     const api = (await admin.call('GET', '/features?name=u_')).body;
     expect(api.items.map((f: { name: string }) => f.name)).toEqual(['u_age', 'u_city']);
     // its own page: the definition; not measured yet
@@ -256,7 +265,9 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
       .toBe('color,u_city');
     // the deep link: part of a name, a role, an owner
     await page.goto(`${url}/features?q=u_&role=candidate&owner=test-admin`);
-    await expect.poll(async () => (await page.locator('table.features tbody tr td:first-child').allInnerTexts()).join()).toBe('u_age,u_city');
+    await expect
+      .poll(async () => (await page.locator('table.features tbody tr td:first-child').allInnerTexts()).join())
+      .toBe('u_age,u_city');
     expect(await page.getByLabel('Name contains').inputValue()).toBe('u_');
     expect(await page.getByLabel('Role').inputValue()).toBe('candidate');
     // the divide tiers name strong: it is in a model, not a candidate
@@ -270,7 +281,10 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
 
   it("a feature's page shows its costs and its provenance: the real experiments with their verdicts", async () => {
     await page.goto(`${url}/features/${ids.strong}`);
-    await page.getByRole('heading', { name: /strong/ }).first().waitFor();
+    await page
+      .getByRole('heading', { name: /strong/ })
+      .first()
+      .waitFor();
     const costs = page.locator('table.costs');
     await costs.waitFor();
     expect(await costs.locator('tr[data-resource="storage"]').innerText()).toMatch(/storage\s+4 bytes\/entity\s+declared/);
@@ -310,7 +324,10 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     await page.getByRole('heading', { name: /ctr/ }).first().waitFor();
     expect(await page.locator('dl.facts').innerText()).toMatch(/Reference\s+ctr@v2 or ctr@tier-1/);
     expect(await page.locator('dl.facts').innerText()).toMatch(/Sample set\s+feed\/feed-clicks/);
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download ONNX' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download ONNX' }).click(),
+    ]);
     expect(download.suggestedFilename()).toMatch(/\.onnx$/);
     const saved = path.join(env.dataDir, 'export.onnx');
     await download.saveAs(saved);
@@ -362,7 +379,9 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     expect((await admin.call('POST', `/serving/${servingId}/pin`, { tier: 0, reason: 'catalog test' })).status).toBe(200);
     await expect.poll(() => active.getAttribute('data-active-tier'), { timeout: 15_000 }).toBe('0');
     await page.getByText(/tier-0 by test-admin: catalog test/).waitFor();
-    await expect.poll(async () => (await log.locator('tbody').innerText()).includes('test-admin (manual)'), { timeout: 15_000 }).toBe(true);
+    await expect
+      .poll(async () => (await log.locator('tbody').innerText()).includes('test-admin (manual)'), { timeout: 15_000 })
+      .toBe(true);
   });
 
   it('the data page lists feature tables per line and uploads a sample set with progress', async () => {
@@ -390,7 +409,7 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     const done = page.getByText(/^Stored search\/search-clicks \(60,000 rows\)\.$/);
     await done.waitFor({ timeout: 30_000 });
     await throttleUploads(null);
-    await expect.poll(async () => (await page.locator('tr[data-sample-set="search-clicks"]').count())).toBe(1);
+    await expect.poll(async () => await page.locator('tr[data-sample-set="search-clicks"]').count()).toBe(1);
     expect(await page.locator('tr[data-sample-set="search-clicks"]').innerText()).toMatch(/shared with feed/);
 
     // a bad one: the api's issue lands on its field, nothing stored

@@ -151,7 +151,7 @@ describe('GET /features/:id/experiments', () => {
     expect(p2.body.total).toBe(4);
     const bad = await call('GET', `/features/${featureIds.strong}/experiments?pageSize=0`);
     expect(bad.status).toBe(400);
-    expect(bad.body.issues[0].path).toBe('pageSize');
+    expect(bad.body.issues?.[0]?.path).toBe('pageSize');
     const unknown = await call('GET', `/features/00000000-0000-4000-8000-000000000000/experiments`);
     expect(unknown.status).toBe(404);
   });
@@ -159,7 +159,11 @@ describe('GET /features/:id/experiments', () => {
   it("is line-scoped: a key without the feature's line gets a 404, a viewer of it the list", async () => {
     const other = await call('POST', '/keys', { name: 'search-only', role: 'viewer', lines: ['search'] });
     const viewer = await call('POST', '/keys', { name: 'feed-viewer', role: 'viewer', lines: ['feed'] });
-    const as = (secret: string) => apiClient(() => api.url, () => secret).call;
+    const as = (secret: string) =>
+      apiClient(
+        () => api.url,
+        () => secret,
+      ).call;
     const hidden = await as(String(other.body.secret))('GET', `/features/${featureIds.strong}/experiments`);
     expect(hidden.status).toBe(404);
     const seen = await as(String(viewer.body.secret))('GET', `/features/${featureIds.strong}/experiments`);
@@ -187,6 +191,6 @@ describe('GET /features filters', () => {
     expect(await names('role=candidate&kind=categorical')).toEqual([]);
     const bad = await call('GET', '/features?role=maybe');
     expect(bad.status).toBe(400);
-    expect(bad.body.issues[0].path).toBe('role');
+    expect(bad.body.issues?.[0]?.path).toBe('role');
   });
 });

@@ -235,7 +235,8 @@ export class FeatureService {
     if (q.name) qb.andWhere(`f.name ILIKE :pattern ESCAPE '\\'`, { pattern: `%${q.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%` });
     if (q.owner) qb.andWhere('f.owner = :owner', { owner: q.owner });
     if (q.role) {
-      const inModel = 'EXISTS (SELECT 1 FROM models m WHERE m.business_line = f.business_line AND m.features @> jsonb_build_array(f.name))';
+      const inModel =
+        'EXISTS (SELECT 1 FROM models m WHERE m.business_line = f.business_line AND m.features @> jsonb_build_array(f.name))';
       qb.andWhere(q.role === 'in-model' ? inModel : `NOT ${inModel}`);
     }
     const [items, total] = await qb

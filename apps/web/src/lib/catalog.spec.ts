@@ -64,10 +64,21 @@ describe('provenance', () => {
 });
 
 describe('models', () => {
-  const m = (businessLine: string, name: string, version: number, tier: number | null = null) => ({ businessLine, name, version, tier });
+  const m = (businessLine: string, name: string, version: number, tier: number | null = null) => ({
+    businessLine,
+    name,
+    version,
+    tier,
+  });
 
   it('groups versions by line and name, newest version first', () => {
-    const groups = groupModels([m('feed', 'ctr', 1), m('search', 'ctr', 1), m('feed', 'ctr', 3, 1), m('feed', 'base', 2), m('feed', 'ctr', 2, 0)]);
+    const groups = groupModels([
+      m('feed', 'ctr', 1),
+      m('search', 'ctr', 1),
+      m('feed', 'ctr', 3, 1),
+      m('feed', 'base', 2),
+      m('feed', 'ctr', 2, 0),
+    ]);
     expect(groups.map((g) => g.key)).toEqual(['feed/base', 'feed/ctr', 'search/ctr']);
     expect(groups[1].versions.map((v) => v.version)).toEqual([3, 2, 1]);
   });
@@ -79,7 +90,9 @@ describe('models', () => {
   });
 
   it('formats cost fractions per resource', () => {
-    expect(formatFractions({ storage: 0.5, communication: 0.504, compute: 0.4 })).toBe('storage 50% · communication 50% · compute 40%');
+    expect(formatFractions({ storage: 0.5, communication: 0.504, compute: 0.4 })).toBe(
+      'storage 50% · communication 50% · compute 40%',
+    );
     expect(formatFractions(null)).toBe('—');
     expect(formatFractions({ storage: 'x' })).toBe('—');
   });

@@ -142,7 +142,11 @@ export function formatDelivery(d: ServingSwitch['deliveries'][number]): string {
 export const SWITCH_LOG_PAGE_SIZE = 20;
 
 /** The switch log (oldest first from the api) as pages, newest first. */
-export function switchLogPage<T>(log: T[], page: number, pageSize = SWITCH_LOG_PAGE_SIZE): { items: T[]; pages: number; page: number } {
+export function switchLogPage<T>(
+  log: T[],
+  page: number,
+  pageSize = SWITCH_LOG_PAGE_SIZE,
+): { items: T[]; pages: number; page: number } {
   const pages = Math.max(1, Math.ceil(log.length / pageSize));
   const p = Math.min(Math.max(1, Math.floor(page) || 1), pages);
   const newest = [...log].reverse();
@@ -160,9 +164,7 @@ export function placeFieldIssues(
   const byField: Record<string, string[]> = {};
   const summary: { path: string; message: string }[] = [];
   for (const i of issues) {
-    const field = fields
-      .filter((f) => i.path === f || i.path.startsWith(`${f}.`))
-      .sort((a, b) => b.length - a.length)[0];
+    const field = fields.filter((f) => i.path === f || i.path.startsWith(`${f}.`)).sort((a, b) => b.length - a.length)[0];
     if (field) (byField[field] ??= []).push(i.message);
     else summary.push(i);
   }

@@ -1,12 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { describeUpload, formatBytes, uploadActive, uploadFraction, uploadReducer, type UploadEvent, type UploadState } from './upload';
+import {
+  describeUpload,
+  formatBytes,
+  uploadActive,
+  uploadFraction,
+  uploadReducer,
+  type UploadEvent,
+  type UploadState,
+} from './upload';
 import { dispositionName } from './download';
 
 const run = (events: UploadEvent[], from: UploadState = { phase: 'idle' }) => events.reduce(uploadReducer, from);
 
 describe('upload progress state', () => {
   it('goes idle → sending → processing → done, progress never going back', () => {
-    const s1 = run([{ type: 'start', total: 1000 }, { type: 'progress', loaded: 400, total: 1000 }]);
+    const s1 = run([
+      { type: 'start', total: 1000 },
+      { type: 'progress', loaded: 400, total: 1000 },
+    ]);
     expect(s1).toEqual({ phase: 'sending', loaded: 400, total: 1000 });
     expect(uploadFraction(s1)).toBe(0.4);
     expect(describeUpload(s1)).toBe('Uploading 400 B of 1000 B (40%)');
@@ -21,22 +32,28 @@ describe('upload progress state', () => {
   });
 
   it('ends on a failure or a cancel, and late events change nothing after the end', () => {
-    const failed = run([{ type: 'start', total: 10 }, { type: 'failed', message: 'HTTP 400' }]);
+    const failed = run([
+      { type: 'start', total: 10 },
+      { type: 'failed', message: 'HTTP 400' },
+    ]);
     expect(failed).toEqual({ phase: 'failed', message: 'HTTP 400' });
     expect(describeUpload(failed)).toBe('Upload failed: HTTP 400');
     expect(uploadActive(failed)).toBe(false);
     const cancelled = run([{ type: 'start', total: 10 }, { type: 'progress', loaded: 5, total: 10 }, { type: 'cancelled' }]);
     expect(cancelled).toEqual({ phase: 'cancelled' });
     // an abort is followed by no other outcome, and a stray progress event does not revive it
-    expect(run([{ type: 'progress', loaded: 9, total: 10 }, { type: 'failed', message: 'x' }, { type: 'done' }], cancelled)).toEqual(
-      cancelled,
-    );
+    expect(
+      run([{ type: 'progress', loaded: 9, total: 10 }, { type: 'failed', message: 'x' }, { type: 'done' }], cancelled),
+    ).toEqual(cancelled);
     expect(describeUpload(cancelled)).toBe('Upload cancelled; nothing was stored');
     expect(run([{ type: 'reset' }], cancelled)).toEqual({ phase: 'idle' });
   });
 
   it('has no fraction when the size is unknown', () => {
-    const s = run([{ type: 'start', total: null }, { type: 'progress', loaded: 2048, total: null }]);
+    const s = run([
+      { type: 'start', total: null },
+      { type: 'progress', loaded: 2048, total: null },
+    ]);
     expect(uploadFraction(s)).toBeNull();
     expect(describeUpload(s)).toBe('Uploading 2.0 KB');
     // a later event that knows the size fills it in
@@ -55,7 +72,7 @@ describe('upload progress state', () => {
 describe('download file names', () => {
   it('reads Content-Disposition, preferring filename*', () => {
     expect(dispositionName('attachment; filename="ctr-v3.onnx"')).toBe('ctr-v3.onnx');
-    expect(dispositionName("attachment; filename*=UTF-8''ctr%20v3.onnx; filename=\"x\"")).toBe('ctr v3.onnx');
+    expect(dispositionName('attachment; filename*=UTF-8\'\'ctr%20v3.onnx; filename="x"')).toBe('ctr v3.onnx');
     expect(dispositionName('attachment; filename=model.safetensors')).toBe('model.safetensors');
     expect(dispositionName(null)).toBeNull();
     expect(dispositionName('inline')).toBeNull();

@@ -31,7 +31,11 @@ export function FeatureTablesSection({ line }: { line?: string }) {
       {tables.data && tables.data.length === 0 ? (
         <div className="empty" role="status">
           <p>
-            No feature tables yet — <Link to="/features" hash="register">upload one</Link> or run the demo.
+            No feature tables yet —{' '}
+            <Link to="/features" hash="register">
+              upload one
+            </Link>{' '}
+            or run the demo.
           </p>
         </div>
       ) : null}
@@ -122,7 +126,8 @@ export function UploadSampleSet({ lineOptions }: { lineOptions: string[] }) {
     form.append('name', v.name.trim());
     form.append('businessLine', line);
     form.append('label', v.label.trim());
-    for (const k of ['positive', 'time', 'keys', 'shareWith', 'labelSemantics'] as const) if (v[k].trim()) form.append(k, v[k].trim());
+    for (const k of ['positive', 'time', 'keys', 'shareWith', 'labelSemantics'] as const)
+      if (v[k].trim()) form.append(k, v[k].trim());
     form.append('file', file, file.name);
     setIssues({ byField: {}, summary: [] });
     try {
@@ -143,7 +148,13 @@ export function UploadSampleSet({ lineOptions }: { lineOptions: string[] }) {
   const text = (k: (typeof SET_FIELDS)[number], label: string, hint?: string) => (
     <div className="field">
       <label htmlFor={`set-${k}`}>{label}</label>
-      <input id={`set-${k}`} value={v[k]} onChange={set(k)} autoComplete="off" {...ariaFor(`set-${k}`, by[k], hint ? `set-${k}-help` : undefined)} />
+      <input
+        id={`set-${k}`}
+        value={v[k]}
+        onChange={set(k)}
+        autoComplete="off"
+        {...ariaFor(`set-${k}`, by[k], hint ? `set-${k}-help` : undefined)}
+      />
       {hint ? (
         <span id={`set-${k}-help`} className="muted small hint">
           {hint}
@@ -175,7 +186,12 @@ export function UploadSampleSet({ lineOptions }: { lineOptions: string[] }) {
           {text('name', 'Set name')}
           <div className="field">
             <label htmlFor="set-businessLine">Line of the new set</label>
-            <select id="set-businessLine" value={line} onChange={set('businessLine')} {...ariaFor('set-businessLine', by.businessLine)}>
+            <select
+              id="set-businessLine"
+              value={line}
+              onChange={set('businessLine')}
+              {...ariaFor('set-businessLine', by.businessLine)}
+            >
               {lineOptions.map((l) => (
                 <option key={l} value={l}>
                   {l}

@@ -121,8 +121,8 @@ function Costs({ feature }: { feature: Feature }) {
       ) : null}
       {ledger.data ? (
         <p className="muted small">
-          Entity level {row?.entity ?? 'unknown'}; communication counts {ledger.data.candidatesPerRequest} candidates per
-          request for an item feature.
+          Entity level {row?.entity ?? 'unknown'}; communication counts {ledger.data.candidatesPerRequest} candidates per request
+          for an item feature.
         </p>
       ) : null}
     </section>
@@ -204,7 +204,13 @@ function Provenance({ feature }: { feature: Feature }) {
               </tbody>
             </table>
           </TableWrap>
-          <LocalPager page={page} pageSize={PROVENANCE_PAGE_SIZE} total={list.data.total} onPage={setPage} label="experiment pages" />
+          <LocalPager
+            page={page}
+            pageSize={PROVENANCE_PAGE_SIZE}
+            total={list.data.total}
+            onPage={setPage}
+            label="experiment pages"
+          />
         </>
       ) : null}
     </section>

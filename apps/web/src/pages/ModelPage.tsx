@@ -34,7 +34,10 @@ export function ModelPage({ id }: { id: string }) {
       {m ? (
         <>
           <h1>
-            {m.name} <span className="muted h-sub">{versionLabel(m)} · {m.businessLine}</span>
+            {m.name}{' '}
+            <span className="muted h-sub">
+              {versionLabel(m)} · {m.businessLine}
+            </span>
           </h1>
           <dl className="facts">
             <dt>Reference</dt>
@@ -94,7 +97,10 @@ export function ModelPage({ id }: { id: string }) {
           </section>
           <section aria-labelledby="model-architecture">
             <h2 id="model-architecture">Architecture and training</h2>
-            <KeyValueTable value={{ architecture: m.architecture, trainingParams: m.trainingParams }} label="architecture and training" />
+            <KeyValueTable
+              value={{ architecture: m.architecture, trainingParams: m.trainingParams }}
+              label="architecture and training"
+            />
           </section>
           {m.metrics || m.costs ? (
             <section aria-labelledby="model-metrics">
@@ -129,7 +135,9 @@ function Export({ model }: { model: ModelVersion }) {
       <h2 id="model-export">Export</h2>
       {model.checkpointPath ? (
         <>
-          <p className="muted">The trained checkpoint: safetensors as stored, or ONNX for a serving system that does not run the runtime.</p>
+          <p className="muted">
+            The trained checkpoint: safetensors as stored, or ONNX for a serving system that does not run the runtime.
+          </p>
           <div className="form-actions">
             <button type="button" onClick={() => void download('onnx')} disabled={!!state.busy}>
               Download ONNX

@@ -66,7 +66,10 @@ export function ModelsPage({ search }: { search: ModelsSearch }) {
       {groups.map((g) => (
         <section key={g.key} aria-labelledby={`model-${g.key}`} data-model-name={g.name}>
           <h2 id={`model-${g.key}`}>
-            {g.name} <span className="muted h-sub">{g.businessLine} · {g.versions.length} version{g.versions.length === 1 ? '' : 's'}</span>
+            {g.name}{' '}
+            <span className="muted h-sub">
+              {g.businessLine} · {g.versions.length} version{g.versions.length === 1 ? '' : 's'}
+            </span>
           </h2>
           <TableWrap label={`versions of ${g.name}`}>
             <table className="list models">

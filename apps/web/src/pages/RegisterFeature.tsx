@@ -23,8 +23,7 @@ function Summary({ issues, title }: { issues: Issues; title: string }) {
   if (!issues.summary.length) return null;
   return (
     <div className="notice notice-error" role="alert">
-      <strong>{title}:</strong>{' '}
-      {issues.summary.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}
+      <strong>{title}:</strong> {issues.summary.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}
     </div>
   );
 }
@@ -81,7 +80,11 @@ function UploadTableForm({ lineOptions }: { lineOptions: string[] }) {
     form.append('file', file, file.name);
     setIssues(NO_ISSUES);
     try {
-      const out = await upload.start<{ table: FeatureTable; features: Feature[]; warnings?: string[] }>(key, '/feature-tables', form);
+      const out = await upload.start<{ table: FeatureTable; features: Feature[]; warnings?: string[] }>(
+        key,
+        '/feature-tables',
+        form,
+      );
       setDone(out);
       void client.invalidateQueries({ queryKey: ['features'] });
       void client.invalidateQueries({ queryKey: ['feature-tables'] });
@@ -94,24 +97,42 @@ function UploadTableForm({ lineOptions }: { lineOptions: string[] }) {
   return (
     <form className="register-form" onSubmit={submit} aria-label="upload a feature table" noValidate>
       <p className="muted">
-        Every column but the entity key and the time becomes a registered feature of the line (numeric, categorical or
-        multi-id, read from the file), joined onto samples by the key. Same as <code>abacus features import</code>.
+        Every column but the entity key and the time becomes a registered feature of the line (numeric, categorical or multi-id,
+        read from the file), joined onto samples by the key. Same as <code>abacus features import</code>.
       </p>
       <Summary issues={issues} title="The table was not registered" />
       <div className="form-grid">
         <div className="field">
           <label htmlFor="table-file">File (CSV or Parquet)</label>
-          <input id="table-file" ref={fileRef} type="file" accept=".csv,.parquet" name="file" {...ariaFor('table-file', by.file)} />
+          <input
+            id="table-file"
+            ref={fileRef}
+            type="file"
+            accept=".csv,.parquet"
+            name="file"
+            {...ariaFor('table-file', by.file)}
+          />
           <FieldMessages id="table-file-error" messages={by.file} />
         </div>
         <div className="field">
           <label htmlFor="table-name">Table name</label>
-          <input id="table-name" value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" {...ariaFor('table-name', by.name)} />
+          <input
+            id="table-name"
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            autoComplete="off"
+            {...ariaFor('table-name', by.name)}
+          />
           <FieldMessages id="table-name-error" messages={by.name} />
         </div>
         <div className="field">
           <label htmlFor="table-line">Line to register in</label>
-          <select id="table-line" value={chosenLine} onChange={(e) => setLine(e.target.value)} {...ariaFor('table-line', by.businessLine)}>
+          <select
+            id="table-line"
+            value={chosenLine}
+            onChange={(e) => setLine(e.target.value)}
+            {...ariaFor('table-line', by.businessLine)}
+          >
             {lineOptions.map((l) => (
               <option key={l} value={l}>
                 {l}
@@ -217,14 +238,20 @@ function ColumnForm({ lineOptions }: { lineOptions: string[] }) {
   return (
     <form className="register-form" onSubmit={submit} aria-label="register a feature from a column" noValidate>
       <p className="muted">
-        A column of one of the line&apos;s feature tables (joined by its key), or, with no table, a column of the line&apos;s sample
-        sets.
+        A column of one of the line&apos;s feature tables (joined by its key), or, with no table, a column of the line&apos;s
+        sample sets.
       </p>
       <Summary issues={issues} title="The feature was not registered" />
       <div className="form-grid">
         <div className="field">
           <label htmlFor="col-name">Feature name</label>
-          <input id="col-name" value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" {...ariaFor('col-name', by.name)} />
+          <input
+            id="col-name"
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            autoComplete="off"
+            {...ariaFor('col-name', by.name)}
+          />
           <FieldMessages id="col-name-error" messages={by.name} />
         </div>
         <div className="field">
@@ -259,7 +286,12 @@ function ColumnForm({ lineOptions }: { lineOptions: string[] }) {
         </div>
         <div className="field">
           <label htmlFor="col-table">Feature table</label>
-          <select id="col-table" value={tableId} onChange={(e) => setTableId(e.target.value)} {...ariaFor('col-table', by.featureTableId)}>
+          <select
+            id="col-table"
+            value={tableId}
+            onChange={(e) => setTableId(e.target.value)}
+            {...ariaFor('col-table', by.featureTableId)}
+          >
             <option value="">none: a sample-set column</option>
             {(tables.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>

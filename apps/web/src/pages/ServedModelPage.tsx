@@ -147,7 +147,13 @@ function SwitchLog({ id }: { id: string }) {
               </tbody>
             </table>
           </TableWrap>
-          <LocalPager page={view.page} pageSize={SWITCH_LOG_PAGE_SIZE} total={log.data.length} onPage={setPage} label="switch log pages" />
+          <LocalPager
+            page={view.page}
+            pageSize={SWITCH_LOG_PAGE_SIZE}
+            total={log.data.length}
+            onPage={setPage}
+            label="switch log pages"
+          />
         </>
       ) : null}
     </section>

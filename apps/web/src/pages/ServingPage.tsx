@@ -31,8 +31,8 @@ export function ServingPage() {
       {list.data && list.data.length === 0 ? (
         <div className="empty" role="status">
           <p>
-            <strong>No served models yet</strong> — run a <code>divide</code> experiment to publish tiers, then register them
-            with <code>POST /api/v1/serving</code> (see <code>examples/serving-client</code>).
+            <strong>No served models yet</strong> — run a <code>divide</code> experiment to publish tiers, then register them with{' '}
+            <code>POST /api/v1/serving</code> (see <code>examples/serving-client</code>).
           </p>
         </div>
       ) : null}

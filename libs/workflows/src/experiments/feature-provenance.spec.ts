@@ -37,7 +37,13 @@ describe('featureVerdict', () => {
     const spec = { resolved: { base: ['x'], candidates: ['c', 'd'] } };
     const result = {
       candidates: [
-        { feature: 'c', verdict: 'adopt', contribution: { mean: 0.02, ciLow: 0.01, ciHigh: 0.03 }, leaveOneIn: null, evidence: 'shuffle' },
+        {
+          feature: 'c',
+          verdict: 'adopt',
+          contribution: { mean: 0.02, ciLow: 0.01, ciHigh: 0.03 },
+          leaveOneIn: null,
+          evidence: 'shuffle',
+        },
         {
           feature: 'd',
           verdict: 'reject',
@@ -68,12 +74,17 @@ describe('featureVerdict', () => {
       verdict: 'in tiers',
       values: { tiers: ['tier-0', 'tier-1'], of: 3 },
     });
-    expect(featureVerdict('divide', 'succeeded', 'b', {}, result)).toMatchObject({ verdict: 'in no tier', values: { tiers: ['tier-0'] } });
+    expect(featureVerdict('divide', 'succeeded', 'b', {}, result)).toMatchObject({
+      verdict: 'in no tier',
+      values: { tiers: ['tier-0'] },
+    });
   });
 
   it("multiply: a feature of the target model, with the experiment's best strategy", () => {
     const spec = { resolved: { target: { features: ['a'] } } };
-    const v = featureVerdict('multiply', 'succeeded', 'a', spec, { best: { strategy: 'union', sources: ['search'], deltaAuc: 0.004 } });
+    const v = featureVerdict('multiply', 'succeeded', 'a', spec, {
+      best: { strategy: 'union', sources: ['search'], deltaAuc: 0.004 },
+    });
     expect(v.verdict).toBe('used as a feature');
     expect(v.detail).toBe('a feature of the target model; best: union from search (ΔAUC 0.0040)');
     expect(featureVerdict('multiply', 'succeeded', 'a', spec, { best: null }).detail).toContain('no strategy recommended');
@@ -86,9 +97,9 @@ describe('featureVerdict', () => {
       values: {},
       detail: 'the experiment failed without a result',
     });
-    expect(featureVerdict('score', 'succeeded', 'zz', {}, { ranking: [{ feature: 'a', iv: 1, strength: 'strong' }] }).verdict).toBe(
-      'mentioned',
-    );
+    expect(
+      featureVerdict('score', 'succeeded', 'zz', {}, { ranking: [{ feature: 'a', iv: 1, strength: 'strong' }] }).verdict,
+    ).toBe('mentioned');
     // malformed shapes are read as absent, never thrown on
     expect(featureVerdict('subtract', 'succeeded', 'a', {}, { perFeature: 'x', removable: 3 }).verdict).toBe('mentioned');
     expect(featureVerdict('divide', 'succeeded', 'a', {}, { frontier: [null, { milp: 1 }] }).verdict).toBe('mentioned');

@@ -46,13 +46,7 @@ const fmt = (v: number | null, digits = 4): string => (v === null ? '—' : v.to
 const SCORE_STRENGTHS = ['useless', 'weak', 'medium', 'strong', 'suspicious'] as const;
 const ADD_VERDICTS = ['adopt', 'reject', 'inconclusive'] as const;
 
-export function featureVerdict(
-  kind: string,
-  status: string,
-  feature: string,
-  spec: unknown,
-  result: unknown,
-): FeatureVerdict {
+export function featureVerdict(kind: string, status: string, feature: string, spec: unknown, result: unknown): FeatureVerdict {
   if (status !== 'succeeded' || !isRec(result)) {
     return status === 'queued' || status === 'running'
       ? { verdict: 'pending', values: {}, detail: `the experiment is ${status}` }
@@ -70,7 +64,13 @@ export function featureVerdict(
             : kind === 'multiply'
               ? fromMultiply(feature, spec, result)
               : null;
-  return found ?? { verdict: 'mentioned', values: {}, detail: `the ${kind} experiment names the feature but its result has no figure for it` };
+  return (
+    found ?? {
+      verdict: 'mentioned',
+      values: {},
+      detail: `the ${kind} experiment names the feature but its result has no figure for it`,
+    }
+  );
 }
 
 function fromScore(feature: string, r: Rec): FeatureVerdict | null {
