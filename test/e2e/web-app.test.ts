@@ -357,7 +357,8 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.getByLabel('API key').fill(emptyKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
-    await page.getByRole('link', { name: 'Data', exact: true }).click();
+    // the navigation's link (the experiments page's empty state links to Data too)
+    await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Data', exact: true }).click();
     await page.waitForURL(/\/data$/);
     const empty = page.getByText(/No sample sets yet/);
     await empty.waitFor();

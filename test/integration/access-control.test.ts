@@ -211,6 +211,11 @@ const TABLE: Record<string, Case[]> = {
     search: expected('viewer', 200, 404),
     mall: expected('viewer', 200, 404),
   }),
+  'GET /api/v1/features/:id/experiments': perLine((l) => (c) => as(c).call('GET', `/features/${ids[l].feature}/experiments`), {
+    feed: expected('viewer', 200),
+    search: expected('viewer', 200, 404),
+    mall: expected('viewer', 200, 404),
+  }),
   'PATCH /api/v1/features/:id': perLine(
     (l) => (c) => as(c).call('PATCH', `/features/${ids[l].feature}`, { description: unique('d') }),
     { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 404) },

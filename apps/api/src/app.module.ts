@@ -9,7 +9,7 @@ import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelSe
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
 import { ReportScheduleService, ReportService } from '@abacus/reports';
-import { CostLedgerService, ExperimentService, PLANNERS } from '@abacus/workflows';
+import { CostLedgerService, ExperimentService, FeatureProvenanceService, PLANNERS } from '@abacus/workflows';
 import { AccessGuard } from './common/access.guard';
 import { AuthenticateMiddleware } from './common/authenticate.middleware';
 import { RateLimitGuard } from './common/rate-limit.guard';
@@ -94,6 +94,7 @@ export class AppModule implements NestModule {
             }),
         },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },
+        { provide: FeatureProvenanceService, useFactory: () => new FeatureProvenanceService(ds) },
         {
           provide: ServingService,
           useFactory: () => {

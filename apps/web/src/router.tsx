@@ -11,6 +11,13 @@ import { ReportPage } from './pages/ReportPage';
 import { ReportsPage } from './pages/ReportsPage';
 import { SampleSetPage } from './pages/SampleSetPage';
 import { SignInPage } from './pages/SignInPage';
+import { parseFeaturesSearch, parseModelsSearch } from './lib/catalog';
+import { FeaturePage } from './pages/FeaturePage';
+import { FeaturesPage } from './pages/FeaturesPage';
+import { ModelPage } from './pages/ModelPage';
+import { ModelsPage } from './pages/ModelsPage';
+import { ServedModelPage } from './pages/ServedModelPage';
+import { ServingPage } from './pages/ServingPage';
 
 /** A 401 from any call signs the browser out (the key was revoked, expired or is unknown) and says why. */
 const onError = (err: unknown) => {
@@ -123,10 +130,69 @@ const reportRoute = createRoute({
   },
 });
 
+const featuresRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/features',
+  validateSearch: parseFeaturesSearch,
+  component: function FeaturesRoute() {
+    return <FeaturesPage search={featuresRoute.useSearch()} />;
+  },
+});
+
+const featureRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/features/$id',
+  component: function FeatureRoute() {
+    return <FeaturePage id={featureRoute.useParams().id} />;
+  },
+});
+
+const modelsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/models',
+  validateSearch: parseModelsSearch,
+  component: function ModelsRoute() {
+    return <ModelsPage search={modelsRoute.useSearch()} />;
+  },
+});
+
+const modelRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/models/$id',
+  component: function ModelRoute() {
+    return <ModelPage id={modelRoute.useParams().id} />;
+  },
+});
+
+const servingRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/serving',
+  component: ServingPage,
+});
+
+const servedModelRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: '/serving/$id',
+  component: function ServedModelRoute() {
+    return <ServedModelPage id={servedModelRoute.useParams().id} />;
+  },
+});
+
+const catalogRoutes = [featuresRoute, featureRoute, modelsRoute, modelRoute, servingRoute, servedModelRoute];
+
 const routeTree = rootRoute.addChildren([
   indexRoute,
   signinRoute,
-  appRoute.addChildren([experimentsRoute, newExperimentRoute, experimentRoute, dataRoute, sampleSetRoute, reportsRoute, reportRoute]),
+  appRoute.addChildren([
+    experimentsRoute,
+    newExperimentRoute,
+    experimentRoute,
+    dataRoute,
+    sampleSetRoute,
+    ...catalogRoutes,
+    reportsRoute,
+    reportRoute,
+  ]),
 ]);
 
 export const router = createRouter({ routeTree, context: { queryClient }, defaultPreload: false, scrollRestoration: true });
@@ -170,8 +236,17 @@ function AppLayout() {
           <Link to="/experiments" activeProps={{ className: 'active', 'aria-current': 'page' }}>
             Experiments
           </Link>
+          <Link to="/features" activeProps={{ className: 'active', 'aria-current': 'page' }}>
+            Features
+          </Link>
           <Link to="/data" activeProps={{ className: 'active', 'aria-current': 'page' }}>
             Data
+          </Link>
+          <Link to="/models" activeProps={{ className: 'active', 'aria-current': 'page' }}>
+            Models
+          </Link>
+          <Link to="/serving" activeProps={{ className: 'active', 'aria-current': 'page' }}>
+            Serving
           </Link>
           <Link to="/reports" activeProps={{ className: 'active', 'aria-current': 'page' }}>
             Reports

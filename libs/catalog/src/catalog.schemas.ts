@@ -91,6 +91,11 @@ export const featureListQuerySchema = z
     businessLine: lineName.optional(),
     kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
     featureTableId: uuidSchema.optional(),
+    /** part of the name, any case */
+    name: z.string().trim().min(1).max(200).optional(),
+    owner: z.string().min(1).max(200).optional(),
+    /** in-model: named by a registered model of its line; candidate: by none */
+    role: z.enum(['candidate', 'in-model']).optional(),
     page: z.coerce.number().int().min(1).default(1),
     pageSize: z.coerce.number().int().min(1).max(500).default(100),
   })

@@ -232,6 +232,13 @@ export class FeatureService {
     if (q.businessLine) qb.andWhere('f.business_line = :bl', { bl: q.businessLine });
     if (q.kind) qb.andWhere('f.kind = :kind', { kind: q.kind });
     if (q.featureTableId) qb.andWhere('f.feature_table_id = :t', { t: q.featureTableId });
+    if (q.name) qb.andWhere(`f.name ILIKE :pattern ESCAPE '\\'`, { pattern: `%${q.name.replace(/[\\%_]/g, (c) => `\\${c}`)}%` });
+    if (q.owner) qb.andWhere('f.owner = :owner', { owner: q.owner });
+    if (q.role) {
+      const inModel =
+        'EXISTS (SELECT 1 FROM models m WHERE m.business_line = f.business_line AND m.features @> jsonb_build_array(f.name))';
+      qb.andWhere(q.role === 'in-model' ? inModel : `NOT ${inModel}`);
+    }
     const [items, total] = await qb
       .skip((q.page - 1) * q.pageSize)
       .take(q.pageSize)

@@ -6,6 +6,8 @@ export {
 } from './experiments/experiment.schemas';
 export { type ExperimentPlanner, type ExperimentPlan, type PlannedTrial } from './experiments/experiment-planner';
 export { ExperimentService, QueueUnavailableError, type ExperimentDetail } from './experiments/experiment.service';
+export { FeatureProvenanceService, type FeatureExperiment } from './experiments/feature-provenance.service';
+export { featureVerdict, type FeatureVerdict, type ProvenanceVerdict } from './experiments/feature-provenance';
 export { FinalizeExperimentHandler } from './experiments/finalize.handler';
 export { TrialLedger } from './trials/trial-ledger';
 export { runTrial, TrialCancelledError, type TrialScope, type TrialOutcome } from './trials/trial-runner';

@@ -26,9 +26,10 @@ import {
   type FeatureListQuery,
   type ImportFeatureTable,
 } from '@abacus/catalog';
-import { ZodValidationPipe, uuidParam, type RequestScope } from '@abacus/core';
+import { ZodValidationPipe, paginationSchema, uuidParam, type Pagination, type RequestScope } from '@abacus/core';
 import {
   CostLedgerService,
+  FeatureProvenanceService,
   costLedgerQuerySchema,
   measureCostsSchema,
   type CostLedgerQuery,
@@ -47,6 +48,7 @@ export class FeaturesController {
   constructor(
     @Inject(FeatureService) private readonly features: FeatureService,
     @Inject(CostLedgerService) private readonly costs: CostLedgerService,
+    @Inject(FeatureProvenanceService) private readonly provenance: FeatureProvenanceService,
   ) {}
 
   @Post('features')
@@ -78,6 +80,16 @@ export class FeaturesController {
   @Get('features/:id')
   get(@Param('id', uuidParam('id')) id: string, @Scope() scope: RequestScope) {
     return this.features.get(id, scope);
+  }
+
+  /** Provenance: the experiments of the feature's line that measured it, each with its verdict on it. */
+  @Get('features/:id/experiments')
+  experiments(
+    @Param('id', uuidParam('id')) id: string,
+    @Query(new ZodValidationPipe(paginationSchema.strict())) q: Pagination,
+    @Scope() scope: RequestScope,
+  ) {
+    return this.provenance.experiments(id, scope, q);
   }
 
   @Patch('features/:id')

@@ -249,4 +249,134 @@ export interface ReportSchedule {
   owner: string;
   nextRunAt: string | null;
   scheduled: boolean;
+
+/** A registered feature, as GET /api/v1/features lists it. */
+export interface Feature {
+  id: string;
+  name: string;
+  businessLine: string;
+  owner: string;
+  kind: 'numeric' | 'categorical' | 'multi_id';
+  description: string;
+  featureTableId: string | null;
+  sourceTable: string | null;
+  sourceColumn: string | null;
+  entityKey: string | null;
+  transform: { type: string } & Record<string, unknown>;
+  costs: Record<string, unknown>;
+  provenance: { businessLine: string; experimentId?: string; gain?: number; measuredAt?: string }[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** An entity-keyed feature table (GET /api/v1/feature-tables). */
+export interface FeatureTable {
+  id: string;
+  name: string;
+  businessLine: string;
+  owner: string;
+  entityKey: string;
+  timeColumn: string | null;
+  schema: SchemaColumn[];
+  rowCount: number;
+  createdAt: string;
+}
+
+/** One experiment that measured a feature, with its verdict on it (GET /api/v1/features/:id/experiments). */
+export interface FeatureExperiment {
+  id: string;
+  kind: string;
+  name: string;
+  status: ExperimentStatus;
+  owner: string;
+  createdAt: string;
+  finishedAt: string | null;
+  verdict: string;
+  values: Record<string, unknown>;
+  detail: string;
+}
+
+export interface LedgerFigure {
+  value: number | null;
+  unit: string;
+  source: 'measured' | 'declared' | null;
+  measuredAt: string | null;
+  how: string | null;
+}
+
+/** A feature's row of the cost ledger (GET /api/v1/features/costs). */
+export interface LedgerEntry {
+  id: string;
+  name: string;
+  businessLine: string;
+  entity: string | null;
+  storage: LedgerFigure;
+  communication: LedgerFigure;
+  compute: LedgerFigure;
+  noCost: boolean;
+}
+
+/** A registered model version with everything GET /api/v1/models/:id gives. */
+export interface ModelVersion extends RegisteredModel {
+  owner: string;
+  architecture: Record<string, unknown>;
+  trainingParams: Record<string, unknown>;
+  checkpointPath: string | null;
+  metrics: Record<string, number> | null;
+  experimentId: string | null;
+  costs: (Record<string, unknown> & { fractions?: Record<string, number> }) | null;
+  createdAt: string;
+}
+
+/** A served model (GET /api/v1/serving). */
+export interface ServedModel {
+  id: string;
+  businessLine: string;
+  modelName: string;
+  tiers: number[];
+  webhookUrl: string;
+  policy: Record<string, unknown>;
+  owner: string;
+  activeTier: number;
+  activeModelId: string;
+  tierSince: string;
+  lastSwitchAt: string | null;
+  pinnedTier: number | null;
+  pinReason: string | null;
+  pinnedBy: string | null;
+  lastSignals: Record<string, number> | null;
+  lastSignalAt: string | null;
+  createdAt: string;
+}
+
+/** GET /api/v1/serving/:id/active */
+export interface ActiveTier {
+  tier: number;
+  modelId: string;
+  version: number;
+  features: string[];
+  artifacts: { safetensors: string; onnx: string };
+  since: string;
+  pinned: { tier: number; reason: string | null; by: string | null; at: string | null } | null;
+}
+
+/** One switch of the log (GET /api/v1/serving/:id/log), with its webhook deliveries. */
+export interface ServingSwitch {
+  id: string;
+  at: string;
+  fromTier: number | null;
+  toTier: number;
+  modelId: string;
+  reason: string;
+  signals: Record<string, number> | null;
+  manual: boolean;
+  actor: string;
+  deliveries: {
+    id: string;
+    status: 'pending' | 'delivered' | 'failed';
+    attempts: number;
+    statusCodes: number[];
+    lastError: string | null;
+    deliveredAt: string | null;
+  }[];
 }

@@ -14,6 +14,7 @@ import {
   type BankSearch,
 } from '../lib/search';
 import { ErrorNotice, Loading, Pager, TableWrap } from '../components';
+import { FeatureTablesSection, UploadSampleSet } from './DataUploads';
 
 /** Label meanings offered in the filter (any other event->outcome can be typed). */
 const KNOWN_SEMANTICS = ['exposure->click', 'click->order', 'exposure->order'];
@@ -69,8 +70,8 @@ export function DataPage({ search }: { search: BankSearch }) {
         ) : (
           <div className="empty" role="status">
             <p>
-              <strong>No sample sets yet</strong> — upload one with{' '}
-              <code>abacus samples import data.csv --name my-set --domain feed --label click</code> or run the demo (
+              <strong>No sample sets yet</strong> — upload one (the form below, or{' '}
+              <code>abacus samples import data.csv --name my-set --domain feed --label click</code>) or run the demo (
               <code>bash scripts/quickstart.sh</code>, or <code>abacus sim</code> then <code>abacus demo</code>).
             </p>
           </div>
@@ -96,6 +97,8 @@ export function DataPage({ search }: { search: BankSearch }) {
         </>
       ) : null}
       <Embeddings line={search.line} />
+      <FeatureTablesSection line={search.line} />
+      <UploadSampleSet lineOptions={(lines.data ?? []).map((l) => l.name)} />
     </>
   );
 }
