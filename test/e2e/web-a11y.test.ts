@@ -136,7 +136,11 @@ describe.skipIf(!CHROMIUM)('web app accessibility in headless Chromium (built ap
     expect(m.status, JSON.stringify(m.body)).toBe(201);
     const sched = await admin.call('POST', '/report-schedules', { model: 'ctr-weekly', businessLine: 'feed' });
     expect(sched.status, JSON.stringify(sched.body)).toBe(201);
-    const run = await admin.call('POST', '/reports/run', { model: 'ctr-weekly', businessLine: 'feed', subtract: { retrainSeeds: 1 } });
+    const run = await admin.call('POST', '/reports/run', {
+      model: 'ctr-weekly',
+      businessLine: 'feed',
+      subtract: { retrainSeeds: 1 },
+    });
     expect(run.status, JSON.stringify(run.body)).toBe(201);
     ids.report = run.body.id as string;
     const report = await waitUntil(

@@ -249,6 +249,7 @@ export interface ReportSchedule {
   owner: string;
   nextRunAt: string | null;
   scheduled: boolean;
+}
 
 /** A registered feature, as GET /api/v1/features lists it. */
 export interface Feature {
