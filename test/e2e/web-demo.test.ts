@@ -113,7 +113,7 @@ describe.skipIf(!CHROMIUM)('the demo world in the browser, with two worker proce
     const report = await waitUntil(
       async () => {
         const r = await admin.call('GET', '/reports?businessLine=feed');
-        const done = (r.body.items as { status: string }[]).find((x) => x.status !== 'running');
+        const done = (r.body.items as { id: string; status: string }[]).find((x) => x.status !== 'running');
         return done ?? null;
       },
       300_000,
@@ -127,7 +127,7 @@ describe.skipIf(!CHROMIUM)('the demo world in the browser, with two worker proce
     };
     expect(all.total).toBe(1);
     expect(all.items[0]).toMatchObject({ status: 'succeeded', trigger: 'schedule', fireAt: fireAt.toISOString() });
-    expect((report as { id: string }).id).toBe(all.items[0]!.id);
+    expect(report.id).toBe(all.items[0]!.id);
     await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Reports' }).click();
     await page.locator(`a[href="/reports/${all.items[0]!.id}"]`).first().click();
     await page.getByRole('heading', { name: /Report: feed\/base/ }).waitFor();
