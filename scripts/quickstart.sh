@@ -71,7 +71,8 @@ cat <<MSG
   Abacus is running.
     API            $API_URL/api/v1        (health: $API_URL/api/v1/health)
     API docs       $API_URL/api/docs
-    Web app        $API_URL/  (experiments: $API_URL/experiments, DataBank: $API_URL/data)
+    Web app        $API_URL/  (experiments, features, data, models, serving, reports;
+                   launch one: $API_URL/experiments/new?kind=subtract)
     Logs           $LOG_DIR/api.log, $LOG_DIR/worker.log
     Demo world     $DEMO/ (ground truth: $DEMO/ground_truth.json)
     API key        stored for $API_URL by \`abacus keys bootstrap\` (\`npx abacus keys whoami\`);
