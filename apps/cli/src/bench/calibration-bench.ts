@@ -57,6 +57,8 @@ export interface WorldOutcome {
     maxDrop: number;
     /** permutation estimate of the removable set's drop, validation split */
     estimatedDrop: number | null;
+    /** the retraining check's drop of the removable set (mean over the pruning's seeds), validation split */
+    retrainDrop: number | null;
     /** retrained on fresh seeds, test split */
     confirmedDrop: number | null;
     withinLimit: boolean | null;
@@ -135,6 +137,7 @@ async function runWorld(
       features: number;
       maxDrop: number;
       estimatedDrop: { mean: number } | null;
+      retrainCheck: { drop: number } | null;
       confirmed: { aucDrop: number; withinLimit: boolean } | null;
     };
     const removed = new Set(r.removable);
@@ -175,6 +178,7 @@ async function runWorld(
         redundant: role('redundant').length,
         maxDrop: r.maxDrop,
         estimatedDrop: r.removable.length ? (r.estimatedDrop?.mean ?? null) : 0,
+        retrainDrop: r.removable.length ? (r.retrainCheck?.drop ?? null) : 0,
         confirmedDrop: r.confirmed?.aucDrop ?? (r.removable.length ? null : 0),
         withinLimit: r.confirmed?.withinLimit ?? (r.removable.length ? null : true),
       },
@@ -259,6 +263,10 @@ export function summarizeCalibration(worlds: WorldOutcome[]) {
       estimated: meanInterval(paired.map((s) => s.estimatedDrop!)),
       confirmed: meanInterval(paired.map((s) => s.confirmedDrop!)),
       confirmedMinusEstimated: meanInterval(paired.map((s) => s.confirmedDrop! - s.estimatedDrop!)),
+      retrainCheck: meanInterval(subs.filter((s) => s.retrainDrop !== null).map((s) => s.retrainDrop!)),
+      confirmedMinusRetrainCheck: meanInterval(
+        subs.filter((s) => s.retrainDrop !== null && s.confirmedDrop !== null).map((s) => s.confirmedDrop! - s.retrainDrop!),
+      ),
       removedShare: meanInterval(subs.map((s) => s.removed.length / s.features)),
       weakRemoved: wilsonInterval(sum(subs.map((s) => s.weakRemoved)), sum(subs.map((s) => s.weak))),
       redundantRemoved: wilsonInterval(sum(subs.map((s) => s.redundantRemoved)), sum(subs.map((s) => s.redundant))),
