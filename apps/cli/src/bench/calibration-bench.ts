@@ -62,6 +62,8 @@ export interface WorldOutcome {
     /** retrained on fresh seeds, test split */
     confirmedDrop: number | null;
     withinLimit: boolean | null;
+    /** the pruning curve with each added feature's planted role */
+    curve: { check: string; added: string[]; removed: number; drop: number; accepted: boolean }[];
   };
 }
 
@@ -139,7 +141,9 @@ async function runWorld(
       estimatedDrop: { mean: number } | null;
       retrainCheck: { drop: number } | null;
       confirmed: { aucDrop: number; withinLimit: boolean } | null;
+      curve: { check: string; added: string[]; removed: number; drop: number; accepted: boolean }[];
     };
+    const roleOf = (n: string) => t.features.find((f) => f.name === n)?.role ?? '?';
     const removed = new Set(r.removable);
     const count = (names: string[]) => names.filter((n) => removed.has(n)).length;
     return {
@@ -181,6 +185,13 @@ async function runWorld(
         retrainDrop: r.removable.length ? (r.retrainCheck?.drop ?? null) : 0,
         confirmedDrop: r.confirmed?.aucDrop ?? (r.removable.length ? null : 0),
         withinLimit: r.confirmed?.withinLimit ?? (r.removable.length ? null : true),
+        curve: r.curve.map((c) => ({
+          check: c.check,
+          added: c.added.map((n) => `${n}:${roleOf(n)}`),
+          removed: c.removed,
+          drop: c.drop,
+          accepted: c.accepted,
+        })),
       },
     };
   } finally {

@@ -29,7 +29,7 @@ export const addSpecSchema = z
      */
     leaveOneIn: z.boolean().default(false),
     /** training seeds of the leave-one-in check, each paired with the base model on the same seed */
-    seeds: z.number().int().min(2).max(10).default(3),
+    seeds: z.number().int().min(2).max(10).default(5),
     /** POST the verdicts to the configured webhook */
     notify: z.boolean().default(true),
     seed: z

@@ -30,7 +30,7 @@ export const subtractSpecSchema = z
      * seeds per retraining check: the removal set is checked by retraining with and without it on
      * this many seeds (mean AUC), backing off until the real drop is within maxDrop; 0 = estimate only
      */
-    retrainSeeds: z.number().int().min(0).max(10).default(3),
+    retrainSeeds: z.number().int().min(0).max(10).default(5),
     /** retrain without the removable features on fresh seeds and report the real metrics */
     confirm: z.boolean().default(true),
     seed: z
