@@ -47,7 +47,8 @@ export function rankFeatures(features: string[], iv: Map<string, number>, shuffl
  * per validation fold). A round whose estimated AUC drop exceeds maxDrop gets a second opinion from
  * retraining without the group (mean validation AUC over `retrainSeeds` seeds): permutation
  * overstates the loss of features the model leans on when others can stand in for them. Rounds go
- * on while accepted; the first rejected batch is tried one feature at a time (back-off). Then the
+ * on while accepted; the first rejected batch is tried one feature at a time (back-off), then the rest
+ * of the ranking one feature at a time (retrained only where the estimate cannot tell). Then the
  * accepted set is checked by retraining as a whole (backing off to its largest prefix within the
  * limit), and the weaker of each strongly correlated numeric pair is tried on top, one at a time.
  * Retrained drops are taken against the best retrained model seen so far, not only the full one.
@@ -181,11 +182,13 @@ export class PruneTrialHandler {
     let accepted: string[] = [];
     let acceptedEstimate: FoldEstimate = { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
     let failedBatch: string[] = [];
+    let rest: string[] = [];
     for (let start = 0; start + p.batchSize < names.length; start += p.batchSize) {
       const batch = order.slice(start, start + p.batchSize);
       const v = await verify([...accepted, ...batch], batch);
       if (!v.ok) {
         failedBatch = batch;
+        rest = order.slice(start + p.batchSize);
         break;
       }
       accepted = [...accepted, ...batch];
@@ -198,6 +201,22 @@ export class PruneTrialHandler {
       if (v.ok) {
         accepted = [...accepted, f];
         acceptedEstimate = v.estimate;
+      }
+    }
+    // the rest of the ranking, one feature at a time: a noise feature that the ranking put above a
+    // useful one is still reached (a model that memorised a high-cardinality noise column gives it IV
+    // and shuffle importance). A feature whose permutation interval lies wholly above maxDrop is kept
+    // without retraining: retraining only settles what the estimate cannot tell from the limit.
+    for (const f of rest) {
+      if (accepted.length + 1 >= names.length) break;
+      await progress(progressAt(), `verifying the removal of ${accepted.length + 1} feature(s)`);
+      const set = [...accepted, f];
+      const est = await estimate(set);
+      let ok = point('permutation', set, [f], est.mean, [est.ciLow, est.ciHigh]);
+      if (!ok && useRetrain && est.ciLow <= p.maxDrop) ok = point('retrain', set, [f], await retrainDrop(set), null);
+      if (ok) {
+        accepted = set;
+        acceptedEstimate = est;
       }
     }
 
