@@ -205,15 +205,15 @@ export class PruneTrialHandler {
     }
     // the rest of the ranking, one feature at a time: a noise feature that the ranking put above a
     // useful one is still reached (a model that memorised a high-cardinality noise column gives it IV
-    // and shuffle importance). A feature whose permutation interval lies wholly above maxDrop is kept
-    // without retraining: retraining only settles what the estimate cannot tell from the limit.
+    // and shuffle importance, and permuting it can cost several times maxDrop). Only a feature whose
+    // permutation interval lies wholly above retrainScanBelow is kept without retraining.
     for (const f of rest) {
       if (accepted.length + 1 >= names.length) break;
       await progress(progressAt(), `verifying the removal of ${accepted.length + 1} feature(s)`);
       const set = [...accepted, f];
       const est = await estimate(set);
       let ok = point('permutation', set, [f], est.mean, [est.ciLow, est.ciHigh]);
-      if (!ok && useRetrain && est.ciLow <= p.maxDrop) ok = point('retrain', set, [f], await retrainDrop(set), null);
+      if (!ok && useRetrain && est.ciLow < p.retrainScanBelow) ok = point('retrain', set, [f], await retrainDrop(set), null);
       if (ok) {
         accepted = set;
         acceptedEstimate = est;

@@ -84,6 +84,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         seed: spec.seed,
         redundancyThreshold: spec.redundancyThreshold,
         retrainSeeds: Array.from({ length: spec.retrainSeeds }, (_, k) => recipe.training.seed + k),
+        retrainScanBelow: spec.retrainScanBelow,
       } satisfies PruneTrialParams,
     });
     const confirm = spec.confirm
