@@ -117,7 +117,9 @@ export class TrainTrialHandler {
           : {}),
         testRows: built.test.rows,
         validationRows: built.validation.rows,
-        trainRows: built.train.rows,
+        // the training split; models fit on fitRows of it (the rest is the validation split)
+        trainRows: built.train.rows + built.validation.rows,
+        fitRows: built.train.rows,
         steps: trained.metrics.steps,
         epochs: trained.metrics.epochs,
         stoppedEarly: trained.metrics.stoppedEarly,
