@@ -239,7 +239,19 @@ export class ModelTrainer {
     writeF32(path.join(tmp, 'validation-labels.f32'), built.validation.labels);
     fs.writeFileSync(
       path.join(tmp, 'meta.json'),
-      JSON.stringify({ metrics, samples: built.key, training, arch, ...(init !== undefined ? { init } : {}) }, null, 2),
+      JSON.stringify(
+        {
+          metrics,
+          // the built samples' directory (ids, id spaces) and the key of the split the model saw
+          samples: path.basename(built.dir),
+          split: built.key,
+          training,
+          arch,
+          ...(init !== undefined ? { init } : {}),
+        },
+        null,
+        2,
+      ),
     );
     try {
       fs.renameSync(tmp, dir);
