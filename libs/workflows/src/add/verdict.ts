@@ -10,13 +10,21 @@ export type Verdict = 'adopt' | 'reject' | 'inconclusive';
  * `lower bound > minGain` would be the stricter alternative; it treats minGain as a null to reject and
  * adopts a candidate with a true gain of twice minGain only when the interval is narrower than minGain.
  */
-export function verdictFor(estimate: number, ciLow: number, ciHigh: number, minGain: number): { verdict: Verdict; reason: string } {
+export function verdictFor(
+  estimate: number,
+  ciLow: number,
+  ciHigh: number,
+  minGain: number,
+): { verdict: Verdict; reason: string } {
   const iv = `[${fmt(ciLow)}, ${fmt(ciHigh)}]`;
   if (ciLow > 0 && estimate >= minGain)
     return { verdict: 'adopt', reason: `gain ${fmt(estimate)} is at least ${minGain} and its interval ${iv} is above 0` };
   if (ciHigh < minGain) return { verdict: 'reject', reason: `gain interval ${iv} is below the minimum gain ${minGain}` };
   if (ciLow > 0)
-    return { verdict: 'inconclusive', reason: `gain ${fmt(estimate)} is significant (${iv}) but below the minimum gain ${minGain}` };
+    return {
+      verdict: 'inconclusive',
+      reason: `gain ${fmt(estimate)} is significant (${iv}) but below the minimum gain ${minGain}`,
+    };
   return { verdict: 'inconclusive', reason: `gain interval ${iv} includes 0 and gains of at least ${minGain}` };
 }
 
