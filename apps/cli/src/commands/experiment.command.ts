@@ -170,7 +170,7 @@ function renderSubtract(r: Record<string, unknown>): string[] {
       : 'no confirmatory retrain',
     `resources saved: ${round2(res.resourcesSaved.storageBytesPerEntity)} B stored per entity, ${round2(res.resourcesSaved.fetchBytesPerRequest)} B fetched per request, compute ${round2(res.resourcesSaved.computeCost)}${res.featuresWithoutCosts.length ? ` (no costs known for ${res.featuresWithoutCosts.join(', ')})` : ''}`,
     '',
-    'pruning curve (validation):',
+    'pruning curve: (validation split)',
     table(
       res.curve.map((c) => [
         c.round,
