@@ -125,9 +125,14 @@ describe('subtract on the simulator ground truth', () => {
       expect(kept.length <= 1 || needed, `${copy.name} / ${copy.copyOf} both kept`).toBe(true);
     }
     expect(r.curve.length).toBeGreaterThan(0);
+    // decisions on the validation split, the confirmation on the test split
+    expect(r.splits).toEqual({ decisions: 'validation', reported: 'test' });
+    expect(r.estimatedDrop.split).toBe('validation');
+    expect(r.confirmed.split).toBe('test');
     expect(r.resourcesSaved.storageBytesPerEntity).toBeGreaterThan(0);
     expect(e.trials.map((t: { kind: string }) => t.kind)).toEqual(['train', 'ablate', 'score', 'prune', 'train']);
-  });
+    // five seeds per retraining check and the scan past the first rejected batch: 136 s to 255 s on two shared cores
+  }, 600_000);
 });
 
 describe('add on the simulator ground truth', () => {
@@ -152,6 +157,17 @@ describe('add on the simulator ground truth', () => {
       expect(c.contribution.ciHigh).toBeGreaterThanOrEqual(0);
     }
     expect(first.result.delta.auc.ciLow).toBeGreaterThan(0);
+    expect(first.result.delta.split).toBe('test');
+    for (const c of first.result.candidates) {
+      expect(c.gain.split).toBe('test');
+      expect(c.screen.split).toBe('validation');
+      // an adopt rests on base + candidate retrained on every seed, paired with the base model's seeds
+      if (c.verdict === 'adopt') {
+        expect(c.leaveOneIn).toMatchObject({ split: 'validation', seeds: [1, 2, 3, 4, 5] });
+        expect(c.leaveOneIn.ciLow).toBeGreaterThan(0);
+        expect(c.leaveOneIn.mean).toBeGreaterThanOrEqual(first.result.minGain);
+      }
+    }
     const f = await ds.getRepository(FeatureEntity).findOneByOrFail({ businessLine: 'feed', name: 'u_member_level' });
     expect(f.provenance).toEqual([expect.objectContaining({ businessLine: 'feed', experimentId: first.id, metric: 'auc' })]);
     expect(f.provenance[0].gain).toBeGreaterThan(0);

@@ -123,7 +123,7 @@ describe('multiply: the shared-embedding strategy', () => {
     expect(
       first.trials.find((t: { metrics: { strategy?: string } }) => t.metrics?.strategy === 'shared_embedding').metrics
         .finetuneRows,
-    ).toBe(r.baseline.trainRows);
+    ).toBe(r.baseline.fitRows);
     for (const x of r.results) {
       expect({ verdict: x.verdict, reason: x.reason }).toEqual(
         multiplyVerdict(

@@ -287,7 +287,8 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     const built = await samples.get(recipe);
     const trained = await trainer.trainOrReuse(built, recipe.architecture, recipe.training);
     expect(built.test.rows).toBe(e.result.testRows);
-    expect(built.train.rows).toBe(e.result.baseline.trainRows);
+    // the training split: the rows fitted on and the validation rows carved off its end
+    expect(built.train.rows + built.validation.rows).toBe(e.result.baseline.trainRows);
     expect(trained.metrics.auc).toBeCloseTo(e.result.baseline.perSeed[0].auc, 6);
   });
 });

@@ -14,6 +14,7 @@ export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-o
 export type * from './io/table.types';
 export { flatToTable } from './io/flat-to-table';
 export { runSim, formatSimSummary, type SimSummary } from './simulator/sim-runner';
+export * from './calibration/calibration-world';
 // sample building: labelled samples + feature definitions -> encoded train/test datasets for the runtime
 export type * from './build/sample-build.types';
 export { buildSamples, sampleBuildKey } from './build/sample-builder';

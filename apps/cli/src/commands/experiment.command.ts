@@ -159,18 +159,18 @@ function renderSubtract(r: Record<string, unknown>): string[] {
   return [
     `removable: ${res.removable.length} of ${res.features} features (${Math.round(res.removedShare * 100)}%) at max AUC drop ${res.maxDrop}`,
     `  ${res.removable.join(', ') || '(none)'}`,
-    `full model AUC ${f4(res.full.auc)}; permuting all removable features together on it: drop ${f5(res.estimatedDrop.mean)} [${f5(res.estimatedDrop.ciLow)}, ${f5(res.estimatedDrop.ciHigh)}]`,
+    `full model test AUC ${f4(res.full.auc)}; permuting all removable features together on it (validation): drop ${f5(res.estimatedDrop.mean)} [${f5(res.estimatedDrop.ciLow)}, ${f5(res.estimatedDrop.ciHigh)}]`,
     ...(res.retrainCheck
       ? [
-          `retraining check (seeds ${res.retrainCheck.seeds.join(', ')}): full ${f4(res.retrainCheck.fullAuc)} → pruned ${f4(res.retrainCheck.prunedAuc)} (best seen ${f4(res.retrainCheck.bestAuc)})`,
+          `retraining check (validation, seeds ${res.retrainCheck.seeds.join(', ')}): full ${f4(res.retrainCheck.fullAuc)} → pruned ${f4(res.retrainCheck.prunedAuc)} (best seen ${f4(res.retrainCheck.bestAuc)})`,
         ]
       : []),
     res.confirmed
-      ? `confirmed on fresh seeds: full ${f4(res.confirmed.fullAuc)} → pruned ${f4(res.confirmed.auc)} (drop ${f5(res.confirmed.aucDrop)}, ${res.confirmed.withinLimit ? 'within' : 'OUTSIDE'} the limit)`
+      ? `confirmed on fresh seeds (test): full ${f4(res.confirmed.fullAuc)} → pruned ${f4(res.confirmed.auc)} (drop ${f5(res.confirmed.aucDrop)}, ${res.confirmed.withinLimit ? 'within' : 'OUTSIDE'} the limit)`
       : 'no confirmatory retrain',
     `resources saved: ${round2(res.resourcesSaved.storageBytesPerEntity)} B stored per entity, ${round2(res.resourcesSaved.fetchBytesPerRequest)} B fetched per request, compute ${round2(res.resourcesSaved.computeCost)}${res.featuresWithoutCosts.length ? ` (no costs known for ${res.featuresWithoutCosts.join(', ')})` : ''}`,
     '',
-    'pruning curve:',
+    'pruning curve: (validation split)',
     table(
       res.curve.map((c) => [
         c.round,
@@ -194,7 +194,7 @@ function renderSubtract(r: Record<string, unknown>): string[] {
         f.shuffleCi ? `[${f5(f.shuffleCi[0])}, ${f5(f.shuffleCi[1])}]` : '',
         f.removable ? 'remove' : 'keep',
       ]),
-      ['rank', 'feature', 'iv', 'shuffle drop', 'interval', ''],
+      ['rank', 'feature', 'iv', 'shuffle drop (validation)', 'interval', ''],
     ),
   ];
 }
@@ -207,7 +207,9 @@ function renderAdd(r: Record<string, unknown>): string[] {
     candidates: {
       feature: string;
       contribution: { mean: number; ciLow: number; ciHigh: number };
+      screen?: { mean: number; ciLow: number; ciHigh: number };
       leaveOneIn: { delta: number; ciLow: number; ciHigh: number } | null;
+      gain?: { delta: number; ciLow: number; ciHigh: number; source: string };
       verdict: string;
       reason: string;
     }[];
@@ -215,18 +217,20 @@ function renderAdd(r: Record<string, unknown>): string[] {
   };
   if (!res.candidates) return [];
   return [
-    `base AUC ${f4(res.base.auc)} (${res.base.features} features) → augmented ${f4(res.augmented.auc)} (${res.augmented.features})`,
+    `test split: base AUC ${f4(res.base.auc)} (${res.base.features} features) → augmented ${f4(res.augmented.auc)} (${res.augmented.features})`,
     `ΔAUC ${f5(res.delta.auc.delta)} [${f5(res.delta.auc.ciLow)}, ${f5(res.delta.auc.ciHigh)}], Δlogloss ${f5(res.delta.logloss.delta)} [${f5(res.delta.logloss.ciLow)}, ${f5(res.delta.logloss.ciHigh)}]`,
     '',
     table(
       res.candidates.map((c) => [
         c.feature,
-        f5(c.contribution.mean),
-        `[${f5(c.contribution.ciLow)}, ${f5(c.contribution.ciHigh)}]`,
+        c.screen ? `${f5(c.screen.mean)} [${f5(c.screen.ciLow)}, ${f5(c.screen.ciHigh)}]` : '',
         c.leaveOneIn ? `${f5(c.leaveOneIn.delta)} [${f5(c.leaveOneIn.ciLow)}, ${f5(c.leaveOneIn.ciHigh)}]` : '',
         c.verdict,
+        c.gain
+          ? `${f5(c.gain.delta)} [${f5(c.gain.ciLow)}, ${f5(c.gain.ciHigh)}] (${c.gain.source})`
+          : `${f5(c.contribution.mean)} [${f5(c.contribution.ciLow)}, ${f5(c.contribution.ciHigh)}] (shuffle)`,
       ]),
-      ['candidate', 'contribution', 'interval', 'leave-one-in', 'verdict'],
+      ['candidate', 'shuffle screen (validation)', 'leave-one-in (validation)', 'verdict', 'gain (test)'],
     ),
     ...(res.notification
       ? ['', `notification: ${res.notification.status}${res.notification.error ? ` (${res.notification.error})` : ''}`]

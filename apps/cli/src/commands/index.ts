@@ -11,6 +11,7 @@ import { registerIv } from './iv.command';
 import { registerBench } from './bench.command';
 import { registerBenchExperiment } from './bench-experiment.command';
 import { registerBenchLoad } from './bench-load.command';
+import { registerBenchCalibration } from './bench-calibration.command';
 import { registerKeys } from './keys.command';
 import { registerLogin } from './login.command';
 import { registerAudit } from './audit.command';
@@ -38,4 +39,5 @@ export const COMMANDS: RegisterCommand[] = [
   registerBench,
   registerBenchExperiment,
   registerBenchLoad,
+  registerBenchCalibration,
 ];

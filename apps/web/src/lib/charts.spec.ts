@@ -147,6 +147,20 @@ describe('addCharts', () => {
       { value: -0.001, label: 'minGain' },
     ]);
   });
+
+  it('names the split of results that carry one', () => {
+    const [c] = addCharts({
+      candidates: [
+        {
+          feature: 'x',
+          contribution: { split: 'test', mean: 0.01, ciLow: 0.002, ciHigh: 0.02 },
+          leaveOneIn: { split: 'validation', delta: 0.012, ciLow: 0.001, ciHigh: 0.02 },
+          verdict: 'adopt',
+        },
+      ],
+    }) as IntervalChart[];
+    expect(c!.rows.map((r) => r.label)).toEqual(['x contribution (test)', 'x leave-one-in (validation)']);
+  });
 });
 
 describe('chartsFor', () => {

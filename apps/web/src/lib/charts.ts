@@ -306,10 +306,12 @@ export function addCharts(result: unknown): Chart[] {
   for (const c of objs(result.candidates)) {
     const feature = str(c.feature, '?');
     const verdict = str(c.verdict, 'unknown');
+    // results that name their split (validation: what the verdict read; test: reported) say it in the label
+    const split = (o: unknown) => (isObj(o) && typeof o.split === 'string' ? ` (${o.split})` : '');
     const contribution = interval(c.contribution, 'mean');
-    if (contribution) rows.push({ label: `${feature} contribution`, ...contribution, group: verdict });
+    if (contribution) rows.push({ label: `${feature} contribution${split(c.contribution)}`, ...contribution, group: verdict });
     const loi = interval(c.leaveOneIn, 'delta');
-    if (loi) rows.push({ label: `${feature} leave-one-in`, ...loi, group: verdict });
+    if (loi) rows.push({ label: `${feature} leave-one-in${split(c.leaveOneIn)}`, ...loi, group: verdict });
   }
   if (!rows.length) return [];
   const refs = [{ value: 0, label: '0' }];

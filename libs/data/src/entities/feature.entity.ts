@@ -48,6 +48,11 @@ export interface FeatureProvenance {
   gain: number;
   ciLow?: number;
   ciHigh?: number;
+  /** the split gain and interval were measured on (validation: the decision's evidence); older entries: test */
+  split?: 'validation' | 'test';
+  verdict?: string;
+  /** the reported gain on the untouched test split */
+  test?: { gain: number; ciLow: number; ciHigh: number };
   measuredAt: string;
 }
 

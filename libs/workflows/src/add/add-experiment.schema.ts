@@ -18,10 +18,18 @@ export const addSpecSchema = z
     alpha: z.number().gt(0).max(0.5).default(0.05),
     /** bootstrap replicates of the paired base-vs-augmented comparison */
     bootstrap: z.number().int().min(50).max(5000).default(300),
-    /** the smallest AUC gain worth a feature (the same scale as subtract's maxDrop): reject when the interval's upper end is below it */
+    /**
+     * the smallest AUC gain worth a feature (the same scale as subtract's maxDrop): adopt needs a gain
+     * estimate at least this large; reject when the interval's upper end is below it
+     */
     minGain: z.number().min(0).max(0.1).default(0.001),
-    /** also train base + each candidate alone (one model per candidate) */
+    /**
+     * base + candidate models for every candidate, even those the validation shuffle screen already
+     * rejects (a candidate the screen does not reject always gets them before it can be adopted)
+     */
     leaveOneIn: z.boolean().default(false),
+    /** training seeds of the leave-one-in check, each paired with the base model on the same seed */
+    seeds: z.number().int().min(2).max(10).default(5),
     /** POST the verdicts to the configured webhook */
     notify: z.boolean().default(true),
     seed: z
@@ -38,8 +46,14 @@ export type AddSpec = z.output<typeof addSpecSchema>;
 export const compareTrialParamsSchema = z.object({
   baseSeq: z.number().int(),
   augmentedSeq: z.number().int(),
+  /** shuffle contributions on the validation split (the screen) */
+  screenSeq: z.number().int(),
+  /** shuffle contributions on the test split (reported) */
   ablateSeq: z.number().int(),
-  leaveOneIn: z.array(z.object({ feature: z.string(), seq: z.number().int() })),
+  /** leave-one-in check for every candidate, not only those the screen does not reject */
+  leaveOneInAll: z.boolean(),
+  /** training seeds of the leave-one-in check (the first is the base model's) */
+  seeds: z.array(z.number().int()).min(2),
   candidates: z.array(z.string()).min(1),
   alpha: z.number(),
   /** per-candidate level (alpha / candidates) */

@@ -12,11 +12,12 @@ import type { CompareTrialParams } from './add-experiment.schema';
 type AddInput = Extract<CreateExperiment, { kind: 'add' }>;
 
 /**
- * add: train the base model and the base + all candidates model on the same split, measure each
- * candidate's contribution by shuffling it in the augmented model (and optionally base + candidate
- * models), compare with a paired bootstrap, and give each candidate a verdict.
+ * add: train the base model and the base + all candidates model on the same split; screen each
+ * candidate by shuffling it in the augmented model on the validation split; the compare step retrains
+ * base + candidate on several seeds (paired with the base model's) for every candidate the screen does
+ * not reject and decides on that validation evidence; the gains it reports are measured on the test split.
  *
- * Flow:  finalize ← compare ← { base, shuffle ← augmented, leave-one-in... }
+ * Flow:  finalize ← compare ← { base, test shuffle ← validation shuffle ← augmented }
  */
 export class AddPlanner implements ExperimentPlanner<'add'> {
   readonly kind = 'add' as const;
@@ -65,41 +66,34 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
       job: JobName.TrainTrial,
       params: { role: 'augmented', recipe: augmented } satisfies TrainTrialParams,
     });
-    const shuffle = add({
-      kind: 'ablate',
-      job: JobName.AblateTrial,
-      params: {
-        modelSeq: aug,
-        groups: candidates.map((c) => [c.name]),
-        folds: spec.folds,
-        repeats: spec.repeats,
-        alpha: spec.alpha / candidates.length,
-        seed: spec.seed,
-        scorer: 'add_contribution',
-      } satisfies AblateTrialParams,
-    });
-    const loi = spec.leaveOneIn
-      ? candidates.map((c) => ({
-          feature: c.name,
-          seq: add({
-            kind: 'train',
-            job: JobName.TrainTrial,
-            params: {
-              role: 'leave-one-in',
-              candidate: c.name,
-              recipe: { ...recipe, features: [...recipe.features, c] },
-            } satisfies TrainTrialParams,
-          }),
-        }))
-      : [];
+    const ablation = (split: 'validation' | 'test', scorer: string) =>
+      add({
+        kind: 'ablate',
+        job: JobName.AblateTrial,
+        params: {
+          modelSeq: aug,
+          groups: candidates.map((c) => [c.name]),
+          folds: spec.folds,
+          repeats: spec.repeats,
+          alpha: spec.alpha / candidates.length,
+          seed: spec.seed,
+          scorer,
+          split,
+        } satisfies AblateTrialParams,
+      });
+    // the screen decides which candidates get the leave-one-in check; the test one is only reported
+    const screen = ablation('validation', 'add_screen');
+    const shuffle = ablation('test', 'add_contribution');
     const compare = add({
       kind: 'compare',
       job: JobName.CompareTrial,
       params: {
         baseSeq: base,
         augmentedSeq: aug,
+        screenSeq: screen,
         ablateSeq: shuffle,
-        leaveOneIn: loi,
+        leaveOneInAll: spec.leaveOneIn,
+        seeds: Array.from({ length: spec.seeds }, (_, k) => recipe.training.seed + k),
         candidates: candidates.map((c) => c.name),
         alpha: spec.alpha,
         candidateAlpha: spec.alpha / candidates.length,
@@ -110,9 +104,10 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
       } satisfies CompareTrialParams,
     });
     trials[base].parent = compare;
-    trials[aug].parent = shuffle;
+    // the augmented model feeds both ablations; a trial has one parent, so they run one after the other
+    trials[aug].parent = screen;
+    trials[screen].parent = shuffle;
     trials[shuffle].parent = compare;
-    for (const l of loi) trials[l.seq].parent = compare;
     return {
       spec: {
         ...spec,

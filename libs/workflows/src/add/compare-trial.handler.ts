@@ -3,144 +3,257 @@ import path from 'node:path';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureEntity, FeatureResultEntity, ModelEntity } from '@abacus/data';
 import { readF32 } from '../model/model-trainer';
-import { pairedBootstrap } from '../stats/paired-bootstrap';
-import { runTrial } from '../trials/trial-runner';
-import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
+import { recipeInit } from '../embeddings/recipe-init';
+import type { ResolvedFeature } from '../model/model-recipe.schema';
+import { pairedBootstrap, pairedSeedBootstrap } from '../stats/paired-bootstrap';
+import { seedRowInterval, type SeedRowInterval } from '../stats/seed-row-interval';
+import { trainTrialParamsSchema } from '../trials/train-trial.schema';
+import { runTrial, type TrialScope } from '../trials/trial-runner';
+import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { compareTrialParamsSchema } from './add-experiment.schema';
 import { verdictFor } from './verdict';
 
+type Interval = { mean: number; std: number; ciLow: number; ciHigh: number };
+type Predictions = { pred: Float32Array; labels: Float32Array };
+
 /**
- * add's last step: paired bootstrap of base vs augmented on the same test rows, a verdict per
- * candidate from its shuffle contribution (or its leave-one-in model), provenance on the registry,
- * and a signed notification to the owners.
+ * add's last step. Decisions read the validation split only: each candidate's shuffle contribution
+ * there screens it (an interval below minGain rejects it); every other candidate gets base +
+ * candidate models on `seeds`, each paired with the base model of the same seed, and its verdict is
+ * taken on that leave-one-in gain with an interval covering validation rows and training seeds. The
+ * numbers reported as the result — ΔAUC of augmented vs base, each candidate's gain — are measured
+ * on the untouched test split. Then provenance on the registry and a signed notification.
  */
 export class CompareTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
 
-  private predictions(modelDir: string): { pred: Float32Array; labels: Float32Array } {
+  private predictions(modelDir: string, split: 'validation' | 'test'): Predictions {
     const dir = this.w.dataDir.abs(modelDir);
-    if (!fs.existsSync(path.join(dir, 'test-predictions.f32')))
-      throw new Error(`model ${modelDir} has no stored test predictions`);
-    return { pred: readF32(path.join(dir, 'test-predictions.f32')), labels: readF32(path.join(dir, 'test-labels.f32')) };
+    if (!fs.existsSync(path.join(dir, `${split}-predictions.f32`)))
+      throw new Error(`model ${modelDir} has no stored ${split} predictions`);
+    return { pred: readF32(path.join(dir, `${split}-predictions.f32`)), labels: readF32(path.join(dir, `${split}-labels.f32`)) };
   }
 
   handle(payload: JobPayloads[JobName.CompareTrial], ctx: JobContext) {
-    return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
-      const p = compareTrialParamsSchema.parse(trial.params);
-      const base = await trialBySeq(this.w.ds, experiment.id, p.baseSeq);
-      const aug = await trialBySeq(this.w.ds, experiment.id, p.augmentedSeq);
-      const shuffle = await trialBySeq(this.w.ds, experiment.id, p.ablateSeq);
-      const b = this.predictions(base.metrics!.modelDir as string);
-      const a = this.predictions(aug.metrics!.modelDir as string);
-      if (b.labels.length !== a.labels.length || b.labels.some((y, i) => y !== a.labels[i])) {
-        throw new Error('base and augmented models were evaluated on different test rows');
-      }
-      await progress(0.2, `paired bootstrap (${p.bootstrap} replicates)`);
-      const overall = pairedBootstrap(b.labels, b.pred, a.pred, { replicates: p.bootstrap, seed: p.seed, alpha: p.alpha });
+    return runTrial(this.w.ledger, payload, ctx, (scope) => withDevice(this.w, (device) => this.run(scope, device)));
+  }
+
+  private async run({ trial, experiment, checkpoint, progress, signal }: TrialScope, device: number | undefined) {
+    const p = compareTrialParamsSchema.parse(trial.params);
+    const base = await trialBySeq(this.w.ds, experiment.id, p.baseSeq);
+    const aug = await trialBySeq(this.w.ds, experiment.id, p.augmentedSeq);
+    const screen = await trialBySeq(this.w.ds, experiment.id, p.screenSeq);
+    const shuffle = await trialBySeq(this.w.ds, experiment.id, p.ablateSeq);
+    const b = this.predictions(base.metrics!.modelDir as string, 'test');
+    const a = this.predictions(aug.metrics!.modelDir as string, 'test');
+    if (b.labels.length !== a.labels.length || b.labels.some((y, i) => y !== a.labels[i])) {
+      throw new Error('base and augmented models were evaluated on different test rows');
+    }
+    await progress(0.05, `paired bootstrap (${p.bootstrap} replicates)`);
+    const overall = pairedBootstrap(b.labels, b.pred, a.pred, { replicates: p.bootstrap, seed: p.seed, alpha: p.alpha });
+    checkpoint();
+    type Group = Interval & { inputs: string[] };
+    const groupOf = (t: typeof screen, name: string) =>
+      (t.metrics!.groups as Group[]).find((x) => x.inputs.length === 1 && x.inputs[0] === name)!;
+
+    // the leave-one-in models: base and base + candidate on every seed (the base's first seed is the base trial's)
+    const baseRecipe = trainTrialParamsSchema.parse(base.params).recipe;
+    const augRecipe = trainTrialParamsSchema.parse(aug.params).recipe;
+    const recipe = { ...baseRecipe, features: baseRecipe.features as ResolvedFeature[] };
+    const train = async (features: ResolvedFeature[], seed: number, what: string, at: number) => {
       checkpoint();
-      const groups = shuffle.metrics!.groups as { inputs: string[]; mean: number; std: number; ciLow: number; ciHigh: number }[];
-      const candidates = [];
-      for (const [i, name] of p.candidates.entries()) {
-        const g = groups.find((x) => x.inputs.length === 1 && x.inputs[0] === name)!;
-        let loi: { auc: number; delta: number; ciLow: number; ciHigh: number } | null = null;
-        const l = p.leaveOneIn.find((x) => x.feature === name);
-        if (l) {
-          const t = await trialBySeq(this.w.ds, experiment.id, l.seq);
-          const m = this.predictions(t.metrics!.modelDir as string);
-          const d = pairedBootstrap(b.labels, b.pred, m.pred, {
-            replicates: p.bootstrap,
-            seed: p.seed + 1 + i,
-            alpha: p.candidateAlpha,
-          });
-          loi = { auc: t.metrics!.auc as number, delta: d.auc.delta, ciLow: d.auc.ciLow, ciHigh: d.auc.ciHigh };
-        }
-        // the leave-one-in model measures the gain itself; the shuffle contribution is the fallback
-        const evidence = loi
-          ? { ciLow: loi.ciLow, ciHigh: loi.ciHigh, source: 'leave-one-in' }
-          : { ciLow: g.ciLow, ciHigh: g.ciHigh, source: 'shuffle' };
-        const v = verdictFor(evidence.ciLow, evidence.ciHigh, p.minGain);
-        candidates.push({
-          feature: name,
-          contribution: { mean: g.mean, std: g.std, ciLow: g.ciLow, ciHigh: g.ciHigh },
-          leaveOneIn: loi,
-          evidence: evidence.source,
-          ...v,
-        });
-        await progress(0.2 + (0.5 * (i + 1)) / p.candidates.length, `verdict for ${name}: ${v.verdict}`);
-      }
-      checkpoint();
-
-      // verdicts next to the contributions the ablate trial stored
-      for (const c of candidates) {
-        await this.w.ds
-          .getRepository(FeatureResultEntity)
-          .createQueryBuilder()
-          .update()
-          .set({ details: () => 'details || CAST(:patch AS jsonb)' })
-          .where('experiment_id = :e AND feature_name = :f AND scorer = :s', {
-            e: experiment.id,
-            f: c.feature,
-            s: 'add_contribution',
-          })
-          .setParameter('patch', JSON.stringify({ verdict: c.verdict, reason: c.reason, leaveOneIn: c.leaveOneIn }))
-          .execute();
-      }
-
-      // provenance: where the feature was measured and what it gave (one entry per experiment, so a retry replaces it)
-      const measuredAt = new Date().toISOString();
-      const model = base.params && (base.params as { recipe?: { modelId?: string | null } }).recipe?.modelId;
-      const modelRow = model ? await this.w.ds.getRepository(ModelEntity).findOneBy({ id: model }) : null;
-      const recorded: string[] = [];
-      for (const c of candidates) {
-        const repo = this.w.ds.getRepository(FeatureEntity);
-        const f =
-          (await repo.findOneBy({ businessLine: experiment.businessLine, name: c.feature })) ??
-          (await repo.findOne({ where: { name: c.feature }, order: { createdAt: 'ASC' } }));
-        if (!f) continue;
-        const gain = c.leaveOneIn?.delta ?? c.contribution.mean;
-        f.provenance = [
-          ...f.provenance.filter((x) => x.experimentId !== experiment.id),
-          {
-            businessLine: experiment.businessLine,
-            experimentId: experiment.id,
-            model: modelRow ? `${modelRow.name}@v${modelRow.version}` : undefined,
-            metric: 'auc',
-            gain,
-            ciLow: c.leaveOneIn?.ciLow ?? c.contribution.ciLow,
-            ciHigh: c.leaveOneIn?.ciHigh ?? c.contribution.ciHigh,
-            measuredAt,
-          },
-        ];
-        await repo.save(f);
-        recorded.push(c.feature);
-      }
-
-      const result = {
-        base: { auc: base.metrics!.auc, logloss: base.metrics!.logloss, features: (base.metrics!.features as string[]).length },
-        augmented: { auc: aug.metrics!.auc, logloss: aug.metrics!.logloss, features: (aug.metrics!.features as string[]).length },
-        delta: { auc: overall.auc, logloss: overall.logloss },
-        alpha: p.alpha,
-        candidateAlpha: p.candidateAlpha,
-        minGain: p.minGain,
-        rule: 'per candidate, at level alpha / candidates: adopt when its contribution interval is above 0; reject when it is below minGain; otherwise inconclusive',
-        candidates,
-        adopted: candidates.filter((c) => c.verdict === 'adopt').map((c) => c.feature),
-        rejected: candidates.filter((c) => c.verdict === 'reject').map((c) => c.feature),
-        inconclusive: candidates.filter((c) => c.verdict === 'inconclusive').map((c) => c.feature),
-        provenanceRecorded: recorded,
+      await progress(at, `${what}, seed ${seed}`);
+      const built = await this.w.samples.get(recipe, features);
+      const t = await this.w.trainer.trainOrReuse(
+        built,
+        recipe.architecture,
+        { ...recipe.training, seed },
+        { signal, device },
+        recipeInit(this.w.dataDir, recipe, built),
+      );
+      const run: Record<'validation' | 'test', Predictions> = {
+        validation: { pred: t.validation.predictions, labels: t.validation.labels },
+        test: { pred: t.predictions, labels: t.labels },
       };
-      await progress(0.9, 'notifying the owner');
-      const owners = [...new Set([experiment.owner, modelRow?.owner].filter((o): o is string => !!o))];
-      const notification = p.notify
-        ? await this.w.notifier.send('experiment.add.verdicts', experiment.id, {
-            experimentId: experiment.id,
-            businessLine: experiment.businessLine,
-            owners,
-            model: modelRow ? { id: modelRow.id, name: modelRow.name, version: modelRow.version } : null,
-            ...result,
-          })
-        : { status: 'skipped', url: null, attempts: 0, error: 'notify: false' };
-      return { metrics: { ...result, notification } };
-    });
+      return run;
+    };
+    let baseRuns: Record<'validation' | 'test', Predictions>[] | null = null;
+    const timings = { leaveOneInMs: 0, bootstrapMs: 0 };
+
+    const candidates = [];
+    for (const [i, name] of p.candidates.entries()) {
+      const at = 0.1 + (0.7 * i) / p.candidates.length;
+      const sc = groupOf(screen, name);
+      const te = groupOf(shuffle, name);
+      const screenInterval = {
+        split: 'validation',
+        covers: ['evaluation rows'],
+        mean: sc.mean,
+        std: sc.std,
+        ciLow: sc.ciLow,
+        ciHigh: sc.ciHigh,
+      };
+      const contribution = {
+        split: 'test',
+        covers: ['evaluation rows'],
+        mean: te.mean,
+        std: te.std,
+        ciLow: te.ciLow,
+        ciHigh: te.ciHigh,
+      };
+      const screenedOut = sc.ciHigh < p.minGain;
+      let loi: (SeedRowInterval & { split: 'validation'; delta: number; seeds: number[]; perSeed: number[] }) | null = null;
+      let gain: { split: 'test'; source: string; delta: number; ciLow: number; ciHigh: number; covers: string[] };
+      if (!screenedOut || p.leaveOneInAll) {
+        const t0 = Date.now();
+        const feature = augRecipe.features.find((f) => f.name === name) as ResolvedFeature;
+        if (!baseRuns) {
+          baseRuns = [];
+          for (const seed of p.seeds) baseRuns.push(await train(recipe.features, seed, 'base model', at));
+        }
+        const bases = baseRuns;
+        const runs: Record<'validation' | 'test', Predictions>[] = [];
+        for (const seed of p.seeds) runs.push(await train([...recipe.features, feature], seed, `base + ${name}`, at));
+        timings.leaveOneInMs += Date.now() - t0;
+        const t1 = Date.now();
+        const paired = (split: 'validation' | 'test', seed: number) => {
+          const d = pairedSeedBootstrap(
+            bases[0][split].labels,
+            bases.map((r) => r[split].pred),
+            runs.map((r) => r[split].pred),
+            { replicates: p.bootstrap, seed, alpha: p.candidateAlpha },
+          );
+          return { ...seedRowInterval(d.perSeed, d.auc.std, p.candidateAlpha), perSeed: d.perSeed };
+        };
+        const v = paired('validation', p.seed + 1 + i);
+        loi = { ...v, split: 'validation', delta: v.mean, seeds: p.seeds };
+        const t = paired('test', p.seed + 1001 + i);
+        gain = { split: 'test', source: 'leave-one-in', delta: t.mean, ciLow: t.ciLow, ciHigh: t.ciHigh, covers: t.covers };
+        timings.bootstrapMs += Date.now() - t1;
+      } else {
+        gain = {
+          split: 'test',
+          source: 'shuffle',
+          delta: te.mean,
+          ciLow: te.ciLow,
+          ciHigh: te.ciHigh,
+          covers: ['evaluation rows'],
+        };
+      }
+      // the verdict: the leave-one-in evidence when there is some (always before an adopt), else the screen's reject
+      const v = loi
+        ? verdictFor(loi.mean, loi.ciLow, loi.ciHigh, p.minGain)
+        : {
+            verdict: 'reject' as const,
+            reason: `validation shuffle interval [${sc.ciLow.toFixed(5)}, ${sc.ciHigh.toFixed(5)}] is below the minimum gain ${p.minGain}`,
+          };
+      candidates.push({
+        feature: name,
+        screen: screenInterval,
+        contribution,
+        leaveOneIn: loi,
+        evidence: loi ? 'leave-one-in' : 'shuffle',
+        evidenceSplit: 'validation',
+        gain,
+        ...v,
+      });
+      await progress(0.1 + (0.7 * (i + 1)) / p.candidates.length, `verdict for ${name}: ${v.verdict}`);
+    }
+    checkpoint();
+
+    // verdicts next to the contributions the ablate trial stored
+    for (const c of candidates) {
+      await this.w.ds
+        .getRepository(FeatureResultEntity)
+        .createQueryBuilder()
+        .update()
+        .set({ details: () => 'details || CAST(:patch AS jsonb)' })
+        .where('experiment_id = :e AND feature_name = :f AND scorer = :s', {
+          e: experiment.id,
+          f: c.feature,
+          s: 'add_contribution',
+        })
+        .setParameter('patch', JSON.stringify({ verdict: c.verdict, reason: c.reason, leaveOneIn: c.leaveOneIn, gain: c.gain }))
+        .execute();
+    }
+
+    // provenance: where the feature was measured and what it gave (one entry per experiment, so a retry replaces it)
+    const measuredAt = new Date().toISOString();
+    const model = base.params && (base.params as { recipe?: { modelId?: string | null } }).recipe?.modelId;
+    const modelRow = model ? await this.w.ds.getRepository(ModelEntity).findOneBy({ id: model }) : null;
+    const recorded: string[] = [];
+    for (const c of candidates) {
+      const repo = this.w.ds.getRepository(FeatureEntity);
+      const f =
+        (await repo.findOneBy({ businessLine: experiment.businessLine, name: c.feature })) ??
+        (await repo.findOne({ where: { name: c.feature }, order: { createdAt: 'ASC' } }));
+      if (!f) continue;
+      // the decision's evidence (validation), which `auto` in other lines reads, and the reported test gain
+      const evidence = c.leaveOneIn ?? c.screen;
+      f.provenance = [
+        ...f.provenance.filter((x) => x.experimentId !== experiment.id),
+        {
+          businessLine: experiment.businessLine,
+          experimentId: experiment.id,
+          model: modelRow ? `${modelRow.name}@v${modelRow.version}` : undefined,
+          metric: 'auc',
+          gain: evidence.mean,
+          ciLow: evidence.ciLow,
+          ciHigh: evidence.ciHigh,
+          split: 'validation',
+          verdict: c.verdict,
+          test: { gain: c.gain.delta, ciLow: c.gain.ciLow, ciHigh: c.gain.ciHigh },
+          measuredAt,
+        },
+      ];
+      await repo.save(f);
+      recorded.push(c.feature);
+    }
+
+    const result = {
+      // base, augmented, delta, each candidate's contribution and gain: test split; screen and leaveOneIn: validation
+      splits: { decisions: 'validation', reported: 'test' },
+      base: {
+        split: 'test',
+        auc: base.metrics!.auc,
+        logloss: base.metrics!.logloss,
+        features: (base.metrics!.features as string[]).length,
+      },
+      augmented: {
+        split: 'test',
+        auc: aug.metrics!.auc,
+        logloss: aug.metrics!.logloss,
+        features: (aug.metrics!.features as string[]).length,
+      },
+      delta: { split: 'test', auc: overall.auc, logloss: overall.logloss },
+      alpha: p.alpha,
+      candidateAlpha: p.candidateAlpha,
+      minGain: p.minGain,
+      seeds: p.seeds,
+      rule: RULE,
+      candidates,
+      adopted: candidates.filter((c) => c.verdict === 'adopt').map((c) => c.feature),
+      rejected: candidates.filter((c) => c.verdict === 'reject').map((c) => c.feature),
+      inconclusive: candidates.filter((c) => c.verdict === 'inconclusive').map((c) => c.feature),
+      provenanceRecorded: recorded,
+    };
+    await progress(0.9, 'notifying the owner');
+    const owners = [...new Set([experiment.owner, modelRow?.owner].filter((o): o is string => !!o))];
+    const notification = p.notify
+      ? await this.w.notifier.send('experiment.add.verdicts', experiment.id, {
+          experimentId: experiment.id,
+          businessLine: experiment.businessLine,
+          owners,
+          model: modelRow ? { id: modelRow.id, name: modelRow.name, version: modelRow.version } : null,
+          ...result,
+        })
+      : { status: 'skipped', url: null, attempts: 0, error: 'notify: false' };
+    return { metrics: { ...result, notification, timings } };
   }
 }
+
+export const RULE =
+  'decided on the validation split, per candidate at level alpha / candidates: reject when its shuffle contribution interval is below minGain; ' +
+  'otherwise base + candidate is retrained on every seed (paired with the base model on the same seed) and the candidate is adopted when that ' +
+  'gain is at least minGain and its interval (validation rows and training seeds) is above 0, rejected when the interval is below minGain, ' +
+  'inconclusive otherwise; the gains reported are measured on the test split';

@@ -55,7 +55,7 @@ export class DivideSelectHandler {
         const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
         const recipe = trainTrialParamsSchema.parse(modelTrial.params).recipe;
         const features = recipe.features.map((f) => f.name);
-        // value of each feature: its shuffle AUC drop (mean over test folds) with the fold interval
+        // value of each feature: its shuffle AUC drop (mean over validation folds) with the fold interval
         const values: Record<string, { mean: number; ciLow: number; ciHigh: number }> = {};
         if (p.ablateSeq !== null) {
           const ab = await trialBySeq(this.w.ds, experiment.id, p.ablateSeq);
@@ -88,7 +88,8 @@ export class DivideSelectHandler {
             { device },
             recipeInit(this.w.dataDir, recipe, built),
           );
-          const folds = foldIndices(built.test.rows, p.folds, p.seed).map((idx) => subsetDataset(built.test, idx));
+          // the grouping is part of the selection: validation split
+          const folds = foldIndices(built.validation.rows, p.folds, p.seed).map((idx) => subsetDataset(built.validation, idx));
           const drops = await groupDrops(trained.model, folds, pairs, p.repeats, p.seed + 101, async (k) => {
             checkpoint();
             await progress(0.05 + (0.7 * k) / folds.length, `joint ablation: fold ${k + 1}/${folds.length}`);
@@ -138,6 +139,8 @@ export class DivideSelectHandler {
         return {
           metrics: {
             features,
+            // values from a subtract's shuffle scores come from its validation split too (older ones: test)
+            valueSplit: 'validation',
             values,
             costs: p.costs,
             total,
@@ -318,6 +321,8 @@ export class DividePublishHandler {
           groups: select.metrics!.groups,
           frontier,
           published,
+          // the selection (values, interacting pairs) read the validation split; the tiers' retrained AUCs are test-split numbers
+          splits: { selection: 'validation', tierMetrics: 'test' },
           rule: 'per tier: maximise the summed shuffle value of the selected features (HiGHS MILP) under every resource budget, interacting features together; greedy: value per summed budget share; every selection retrained on the seeds',
         },
       };

@@ -107,6 +107,8 @@ export class DividePlanner implements ExperimentPlanner<'divide'> {
               alpha: spec.alpha,
               seed: spec.seed,
               scorer: 'shuffle_auc',
+              // values drive the selection: validation split
+              split: 'validation',
             } satisfies AblateTrialParams,
           })
         : null;

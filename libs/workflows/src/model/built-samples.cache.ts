@@ -5,11 +5,17 @@ import type { DataDir } from '@abacus/catalog';
 import { readShardSync, writeShard, type ColumnarDataset } from '@abacus/runtime';
 import { buildSamples, sampleBuildKey, type SampleBuildRequest, type SlotIdSpace } from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
+import { carveValidation, threeWayKey } from './validation-split';
 
 export interface BuiltSet {
+  /** the samples' key with the validation carve (models are cached under it) */
   key: string;
   cached: boolean;
+  /** the rows models fit on: the training split less the validation split */
   train: ColumnarDataset;
+  /** decisions read this: the last part of the training time range (see validation-split.ts) */
+  validation: ColumnarDataset;
+  /** reported results only */
   test: ColumnarDataset;
   inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
   meta: Record<string, unknown>;
@@ -61,6 +67,7 @@ export class BuiltSamplesCache {
     const key = sampleBuildKey(req);
     const hit = this.memo.get(key);
     if (hit) return { ...hit, cached: true };
+    const splitKey = threeWayKey(key);
     const rel = path.join('built', key);
     const dir = this.dataDir.abs(rel);
     let set: BuiltSet;
@@ -69,9 +76,9 @@ export class BuiltSamplesCache {
         inputs: BuiltSet['inputs'];
       };
       set = {
-        key,
         cached: true,
-        train: readShardSync(path.join(dir, 'train.shard')),
+        key: splitKey,
+        ...carveValidation(readShardSync(path.join(dir, 'train.shard')), recipe.time !== null),
         test: readShardSync(path.join(dir, 'test.shard')),
         inputs: meta.inputs,
         meta,
@@ -98,7 +105,15 @@ export class BuiltSamplesCache {
           fs.rmSync(tmp, { recursive: true, force: true });
         }
       }
-      set = { key, cached: false, train: built.train, test: built.test, inputs: built.inputs, meta, dir: rel };
+      set = {
+        key: splitKey,
+        cached: false,
+        ...carveValidation(built.train, recipe.time !== null),
+        test: built.test,
+        inputs: built.inputs,
+        meta,
+        dir: rel,
+      };
     }
     this.memo.clear(); // keep one set in memory: trials of one experiment follow each other
     this.memo.set(key, set);

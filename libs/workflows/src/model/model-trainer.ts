@@ -21,7 +21,9 @@ export interface TrainedModel {
   cached: boolean;
   backend: string;
   model: RuntimeModel;
+  /** test metrics at the top (the reported numbers); `validation`: the same on the validation split (for decisions) */
   metrics: EvaluationResult & {
+    validation: EvaluationResult;
     trainMs: number;
     steps: number;
     epochs: number;
@@ -29,8 +31,11 @@ export interface TrainedModel {
     bestEpoch: number;
     samplesPerSecond: number;
   };
+  /** test predictions and labels */
   predictions: Float32Array;
   labels: Float32Array;
+  /** validation predictions and labels */
+  validation: { predictions: Float32Array; labels: Float32Array };
   /** what the model's initialisation did (e.g. rows carried from a shared embedding), when it had one */
   init?: unknown;
 }
@@ -165,6 +170,10 @@ export class ModelTrainer {
         metrics: meta.metrics,
         predictions: readF32(path.join(dir, 'test-predictions.f32')),
         labels: readF32(path.join(dir, 'test-labels.f32')),
+        validation: {
+          predictions: readF32(path.join(dir, 'validation-predictions.f32')),
+          labels: readF32(path.join(dir, 'validation-labels.f32')),
+        },
         ...(meta.init !== undefined ? { init: meta.init } : {}),
       };
     }
@@ -208,9 +217,12 @@ export class ModelTrainer {
     const trainMs = Date.now() - t0;
     const evaluation = await model.evaluate(built.test);
     const predictions = await model.predict(built.test);
+    const validation = await model.evaluate(built.validation);
+    const validationPredictions = await model.predict(built.validation);
     if (last.cancelled) throw new Error('training cancelled');
     const metrics: TrainedModel['metrics'] = {
       ...evaluation,
+      validation,
       trainMs,
       steps,
       epochs: last.epochs,
@@ -223,9 +235,23 @@ export class ModelTrainer {
     await model.save(tmp);
     writeF32(path.join(tmp, 'test-predictions.f32'), predictions);
     writeF32(path.join(tmp, 'test-labels.f32'), built.test.labels);
+    writeF32(path.join(tmp, 'validation-predictions.f32'), validationPredictions);
+    writeF32(path.join(tmp, 'validation-labels.f32'), built.validation.labels);
     fs.writeFileSync(
       path.join(tmp, 'meta.json'),
-      JSON.stringify({ metrics, samples: built.key, training, arch, ...(init !== undefined ? { init } : {}) }, null, 2),
+      JSON.stringify(
+        {
+          metrics,
+          // the built samples' directory (ids, id spaces) and the key of the split the model saw
+          samples: path.basename(built.dir),
+          split: built.key,
+          training,
+          arch,
+          ...(init !== undefined ? { init } : {}),
+        },
+        null,
+        2,
+      ),
     );
     try {
       fs.renameSync(tmp, dir);
@@ -241,6 +267,7 @@ export class ModelTrainer {
       metrics,
       predictions,
       labels: built.test.labels,
+      validation: { predictions: validationPredictions, labels: built.validation.labels },
       ...(init !== undefined ? { init } : {}),
     };
   }

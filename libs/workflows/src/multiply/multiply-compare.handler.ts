@@ -145,6 +145,7 @@ export class MultiplyCompareHandler {
             auc: baseTrial.metrics!.auc,
             logloss: baseTrial.metrics!.logloss,
             trainRows: baseTrial.metrics!.trainRows,
+            fitRows: baseTrial.metrics!.fitRows,
             perSeed: baseRuns.map((r) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss })),
           },
           // leakage check: borrowed rows at or after the target's test start were dropped before training

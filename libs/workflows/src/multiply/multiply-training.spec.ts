@@ -52,6 +52,7 @@ describe('pretrain → fine-tune with frozen embeddings', () => {
       key: 'ptf-test',
       cached: false,
       train: pre,
+      validation: dataset(500, [5, 6, 7, 8], 4),
       test: dataset(500, [5, 6, 7, 8], 3),
       inputs: { numeric: [], slots: [{ name: 'x', vocab: 9 }] },
       meta: {},

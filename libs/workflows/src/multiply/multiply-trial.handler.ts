@@ -92,7 +92,9 @@ export class MultiplyTrialHandler {
         logloss: mean('logloss'),
         perSeed,
         testRows: built.test.rows,
-        trainRows: built.train.rows,
+        // the training split; models fit on fitRows of it (the rest is the validation split)
+        trainRows: built.train.rows + built.validation.rows,
+        fitRows: built.train.rows,
         ...(split ? { pretrainRows: split.pretrain.rows, finetuneRows: split.finetune.rows } : {}),
         ...(p.weights && Object.keys(p.weights).length ? { weights: p.weights } : {}),
         ...(p.freezeEmbeddings !== undefined ? { freezeEmbeddings: p.freezeEmbeddings } : {}),
@@ -193,7 +195,9 @@ export class MultiplyTrialHandler {
             seed: seed0,
             model: pooled.dir,
             unionTestAuc: pooled.metrics.auc,
-            trainRows: built.train.rows,
+            // the training split; models fit on fitRows of it (the rest is the validation split)
+            trainRows: built.train.rows + built.validation.rows,
+            fitRows: built.train.rows,
             experimentId: experiment.id,
             trialId: trial.id,
           },
@@ -266,7 +270,9 @@ export class MultiplyTrialHandler {
         perSeed,
         testRows: targetBuilt.test.rows,
         // rows the model learned from: the union's (its embeddings) and the target's (the rest)
-        trainRows: built.train.rows,
+        // the training split; models fit on fitRows of it (the rest is the validation split)
+        trainRows: built.train.rows + built.validation.rows,
+        fitRows: built.train.rows,
         finetuneRows: targetBuilt.train.rows,
         parts: union.parts,
         samplesKey: targetBuilt.key,

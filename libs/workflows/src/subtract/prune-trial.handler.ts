@@ -44,13 +44,15 @@ export function rankFeatures(features: string[], iv: Map<string, number>, shuffl
 /**
  * The pruning rounds: each round adds the next `batchSize` lowest-ranked features to the removed
  * group and verifies the whole group on the trained model (one permutation of the group per repeat,
- * per test fold). A round whose estimated AUC drop exceeds maxDrop gets a second opinion from
- * retraining without the group (mean test AUC over `retrainSeeds` seeds, same split): permutation
+ * per validation fold). A round whose estimated AUC drop exceeds maxDrop gets a second opinion from
+ * retraining without the group (mean validation AUC over `retrainSeeds` seeds): permutation
  * overstates the loss of features the model leans on when others can stand in for them. Rounds go
- * on while accepted; the first rejected batch is tried one feature at a time (back-off). Then the
+ * on while accepted; the first rejected batch is tried one feature at a time (back-off), then the rest
+ * of the ranking one feature at a time (retrained only where the estimate cannot tell). Then the
  * accepted set is checked by retraining as a whole (backing off to its largest prefix within the
  * limit), and the weaker of each strongly correlated numeric pair is tried on top, one at a time.
  * Retrained drops are taken against the best retrained model seen so far, not only the full one.
+ * Every decision here reads the validation split only; the test split is left to the confirm step.
  */
 export class PruneTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
@@ -90,7 +92,7 @@ export class PruneTrialHandler {
       { device },
       recipeInit(this.w.dataDir, recipe, built),
     );
-    const folds = foldIndices(built.test.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.test, idx));
+    const folds = foldIndices(built.validation.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.validation, idx));
     checkpoint();
 
     type CurvePoint = {
@@ -120,7 +122,7 @@ export class PruneTrialHandler {
     };
     const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
 
-    // the estimate: permute the whole removed group together on the trained model, per test fold
+    // the estimate: permute the whole removed group together on the trained model, per validation fold
     const timings = { ablateMs: 0, retrainMs: 0, writeMs: 0 };
     const estimate = async (set: string[]): Promise<FoldEstimate> => {
       const t0 = Date.now();
@@ -128,7 +130,7 @@ export class PruneTrialHandler {
       timings.ablateMs += Date.now() - t0;
       return foldInterval(d.auc[0], p.alpha);
     };
-    // the arbiter: retrain with and without the set on the same seeds, compare mean test AUC
+    // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC
     const retrainAuc = new Map<string, number>();
     const aucWithout = async (set: string[]): Promise<number> => {
       const key = [...set].sort().join('|');
@@ -149,7 +151,7 @@ export class PruneTrialHandler {
           { signal, device },
           recipeInit(this.w.dataDir, recipe, b),
         );
-        aucs.push(t.metrics.auc);
+        aucs.push(t.metrics.validation.auc);
       }
       const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
       retrainAuc.set(key, auc);
@@ -180,11 +182,13 @@ export class PruneTrialHandler {
     let accepted: string[] = [];
     let acceptedEstimate: FoldEstimate = { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
     let failedBatch: string[] = [];
+    let rest: string[] = [];
     for (let start = 0; start + p.batchSize < names.length; start += p.batchSize) {
       const batch = order.slice(start, start + p.batchSize);
       const v = await verify([...accepted, ...batch], batch);
       if (!v.ok) {
         failedBatch = batch;
+        rest = order.slice(start + p.batchSize);
         break;
       }
       accepted = [...accepted, ...batch];
@@ -197,6 +201,22 @@ export class PruneTrialHandler {
       if (v.ok) {
         accepted = [...accepted, f];
         acceptedEstimate = v.estimate;
+      }
+    }
+    // the rest of the ranking, one feature at a time: a noise feature that the ranking put above a
+    // useful one is still reached (a model that memorised a high-cardinality noise column gives it IV
+    // and shuffle importance, and permuting it can cost several times maxDrop). Only a feature whose
+    // permutation interval lies wholly above retrainScanBelow is kept without retraining.
+    for (const f of rest) {
+      if (accepted.length + 1 >= names.length) break;
+      await progress(progressAt(), `verifying the removal of ${accepted.length + 1} feature(s)`);
+      const set = [...accepted, f];
+      const est = await estimate(set);
+      let ok = point('permutation', set, [f], est.mean, [est.ciLow, est.ciHigh]);
+      if (!ok && useRetrain && est.ciLow < p.retrainScanBelow) ok = point('retrain', set, [f], await retrainDrop(set), null);
+      if (ok) {
+        accepted = set;
+        acceptedEstimate = est;
       }
     }
 
@@ -282,10 +302,13 @@ export class PruneTrialHandler {
         curve,
         removable: accepted,
         kept: names.filter((n) => !accepted.includes(n)),
+        // every number of the pruning (curve, estimate, retraining checks) is on the validation split
+        split: 'validation',
         estimatedDrop: acceptedEstimate,
         redundant,
         retrain,
-        baseAuc: trained.metrics.auc,
+        baseAuc: trained.metrics.validation.auc,
+        baseTestAuc: trained.metrics.auc,
         maxDrop: p.maxDrop,
         batchSize: p.batchSize,
         costs,

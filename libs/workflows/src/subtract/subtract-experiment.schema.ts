@@ -30,7 +30,14 @@ export const subtractSpecSchema = z
      * seeds per retraining check: the removal set is checked by retraining with and without it on
      * this many seeds (mean AUC), backing off until the real drop is within maxDrop; 0 = estimate only
      */
-    retrainSeeds: z.number().int().min(0).max(10).default(3),
+    retrainSeeds: z.number().int().min(0).max(10).default(5),
+    /**
+     * past the first rejected batch the rest of the ranking is tried one feature at a time; a feature
+     * whose permutation estimate's lower end is at least this is kept without a retraining check
+     * (permuting a column the model memorised can cost several times maxDrop without the column being
+     * worth anything, so the bar sits well above maxDrop)
+     */
+    retrainScanBelow: z.number().min(0).max(0.5).default(0.01),
     /** retrain without the removable features on fresh seeds and report the real metrics */
     confirm: z.boolean().default(true),
     seed: z
@@ -61,5 +68,6 @@ export const pruneTrialParamsSchema = z.object({
   redundancyThreshold: z.number(),
   /** training seeds of the retraining checks (the first is the base model's) */
   retrainSeeds: z.array(z.number().int()),
+  retrainScanBelow: z.number().default(0.01),
 });
 export type PruneTrialParams = z.output<typeof pruneTrialParamsSchema>;

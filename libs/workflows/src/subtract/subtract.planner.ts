@@ -49,6 +49,8 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
             alpha: spec.alpha,
             seed: spec.seed,
             scorer: 'shuffle_auc',
+            // the ranking is a decision: it reads the validation split
+            split: 'validation',
           } satisfies AblateTrialParams,
         })
       : null;
@@ -82,6 +84,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         seed: spec.seed,
         redundancyThreshold: spec.redundancyThreshold,
         retrainSeeds: Array.from({ length: spec.retrainSeeds }, (_, k) => recipe.training.seed + k),
+        retrainScanBelow: spec.retrainScanBelow,
       } satisfies PruneTrialParams,
     });
     const confirm = spec.confirm
@@ -130,12 +133,16 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
       removable: prune.removable,
       removedShare: prune.removable.length / prune.ranking.length,
       kept: prune.kept,
-      full: { auc: base.auc, logloss: base.logloss },
-      estimatedDrop: prune.estimatedDrop,
-      retrainCheck: prune.retrain,
+      // decisions (curve, estimate, retraining checks, shuffle scores) read the validation split; the
+      // full model's metrics and the confirmation are measured on the test split, once
+      splits: { decisions: 'validation', reported: 'test' },
+      full: { split: 'test', auc: base.auc, logloss: base.logloss },
+      estimatedDrop: { split: 'validation', ...prune.estimatedDrop },
+      retrainCheck: prune.retrain ? { split: 'validation', ...prune.retrain } : null,
       redundant: prune.redundant,
       confirmed: pruned
         ? {
+            split: 'test',
             auc: pruned.auc,
             logloss: pruned.logloss,
             fullAuc: pruned.fullAuc,
@@ -154,6 +161,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
           iv: score(r.feature, 'iv')?.value ?? null,
           shuffleDrop: sh?.value ?? null,
           shuffleCi: sh ? [sh.ciLow, sh.ciHigh] : null,
+          shuffleSplit: (sh?.details as { split?: string } | undefined)?.split ?? null,
           removable: prune.removable.includes(r.feature),
         };
       }),

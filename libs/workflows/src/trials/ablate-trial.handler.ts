@@ -10,7 +10,8 @@ import { groupDrops } from './group-ablation';
 import { recipeInit } from '../embeddings/recipe-init';
 
 /**
- * Permutation importance of input groups on a trained model. The test split is cut into folds;
+ * Permutation importance of input groups on a trained model. The chosen split (validation when a
+ * decision reads the result, test when it is only reported) is cut into folds;
  * each fold is ablated (`repeats` seeded permutations inside the lookup), and the spread of the
  * per-fold AUC drops gives the interval, so it covers test-set sampling, not only the permutations.
  */
@@ -40,7 +41,8 @@ export class AblateTrialHandler {
     );
     checkpoint();
     const t0 = Date.now();
-    const folds = foldIndices(built.test.rows, params.folds, params.seed).map((idx) => subsetDataset(built.test, idx));
+    const rows = params.split === 'validation' ? built.validation : built.test;
+    const folds = foldIndices(rows.rows, params.folds, params.seed).map((idx) => subsetDataset(rows, idx));
     const drops = await groupDrops(trained.model, folds, params.groups, params.repeats, params.seed, async (k) => {
       checkpoint();
       await progress(0.1 + (0.8 * k) / folds.length, `ablating ${params.groups.length} group(s): fold ${k + 1}/${folds.length}`);
@@ -75,6 +77,7 @@ export class AblateTrialHandler {
               repeats: params.repeats,
               loglossIncrease: g.loglossIncrease,
               alpha: params.alpha,
+              split: params.split,
             },
           })) as never[],
         )
@@ -85,7 +88,9 @@ export class AblateTrialHandler {
       backend: trained.backend,
       metrics: {
         modelSeq: params.modelSeq,
-        baseAuc: trained.metrics.auc,
+        // the split the folds (and baseAuc) come from
+        split: params.split,
+        baseAuc: params.split === 'validation' ? trained.metrics.validation.auc : trained.metrics.auc,
         folds: params.folds,
         repeats: params.repeats,
         groups,

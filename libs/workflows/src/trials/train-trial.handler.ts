@@ -29,7 +29,16 @@ export class TrainTrialHandler {
       ...(params.compareWithFull ? [{ label: 'full model', features: params.recipe.features as ResolvedFeature[] }] : []),
     ];
     const total = runs.length * seeds.length;
-    const results: { label: string; seed: number; auc: number; logloss: number; calibration: number; cached: boolean }[] = [];
+    const results: {
+      label: string;
+      seed: number;
+      auc: number;
+      logloss: number;
+      calibration: number;
+      validationAuc: number;
+      validationLogloss: number;
+      cached: boolean;
+    }[] = [];
     const timings = { buildMs: 0, trainMs: 0 };
     let first: {
       built: Awaited<ReturnType<WorkflowContext['samples']['get']>>;
@@ -64,12 +73,14 @@ export class TrainTrialHandler {
           auc: trained.metrics.auc,
           logloss: trained.metrics.logloss,
           calibration: trained.metrics.calibration,
+          validationAuc: trained.metrics.validation.auc,
+          validationLogloss: trained.metrics.validation.logloss,
           cached: trained.cached,
         });
         if (!first) first = { built, trained };
       }
     }
-    const mean = (label: string, k: 'auc' | 'logloss' | 'calibration') => {
+    const mean = (label: string, k: 'auc' | 'logloss' | 'calibration' | 'validationAuc' | 'validationLogloss') => {
       const xs = results.filter((r) => r.label === label).map((r) => r[k]);
       return xs.reduce((a, b) => a + b, 0) / xs.length;
     };
@@ -84,9 +95,17 @@ export class TrainTrialHandler {
         candidate: params.candidate ?? null,
         features: features.map((f) => f.name),
         dropped,
+        // auc, logloss, calibration (and fullAuc, aucDrop): the test split, read only for reporting
+        split: 'test',
         auc: mean('model', 'auc'),
         logloss: mean('model', 'logloss'),
         calibration: mean('model', 'calibration'),
+        validation: {
+          split: 'validation',
+          auc: mean('model', 'validationAuc'),
+          logloss: mean('model', 'validationLogloss'),
+          rows: built.validation.rows,
+        },
         seeds,
         perSeed: results,
         ...(params.compareWithFull
@@ -97,7 +116,10 @@ export class TrainTrialHandler {
             }
           : {}),
         testRows: built.test.rows,
-        trainRows: built.train.rows,
+        validationRows: built.validation.rows,
+        // the training split; models fit on fitRows of it (the rest is the validation split)
+        trainRows: built.train.rows + built.validation.rows,
+        fitRows: built.train.rows,
         steps: trained.metrics.steps,
         epochs: trained.metrics.epochs,
         stoppedEarly: trained.metrics.stoppedEarly,

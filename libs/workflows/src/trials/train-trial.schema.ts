@@ -88,5 +88,7 @@ export const ablateTrialParamsSchema = z.object({
   seed: z.number().int(),
   /** write one feature_results row per single-feature group under this scorer */
   scorer: z.string(),
+  /** the rows permuted: validation when a decision reads the result, test when it is reported */
+  split: z.enum(['validation', 'test']).default('test'),
 });
 export type AblateTrialParams = z.output<typeof ablateTrialParamsSchema>;

@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { runCalibrationBench } from '../bench/calibration-bench';
+import { startPlatform } from '../bench/private-platform';
+import { apiFrom, printJson } from '../cli-context';
+import { parseFlags } from '../flags';
+import type { RegisterCommand } from './command.types';
+
+const flags = z.object({
+  worlds: z.coerce.number().int().min(1).max(100_000).default(20),
+  rows: z.coerce.number().int().min(2_000).max(10_000_000).default(50_000),
+  concurrency: z.coerce.number().int().min(1).max(256).default(1),
+  seed: z.coerce.number().int().min(0).default(1),
+  resume: z.string().min(1).optional(),
+  out: z.string().min(1).optional(),
+  private: z.boolean().optional(),
+  json: z.boolean().optional(),
+});
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+/** `abacus bench calibration`: false-adopt, adopt and pruning rates of the verdict rules over many generated worlds. */
+export const registerBenchCalibration: RegisterCommand = (program) => {
+  const bench = program.commands.find((c) => c.name() === 'bench') ?? program.command('bench').description('benchmarks');
+  bench
+    .command('calibration')
+    .description(
+      'generates N flat worlds with planted strong, weak, redundant and noise features and one useful plus one pure-noise add candidate each, ' +
+        'runs add and subtract on each through the API, and reports the false-adopt rate, the useful-adopt rate, strong features removed, ' +
+        'the share of noise removed and how often the confirmed drop stays within maxDrop, with 95% intervals',
+    )
+    .option('--worlds <n>', 'worlds to generate', '20')
+    .option('--rows <n>', 'rows per world (each world varies it by up to 25%)', '50000')
+    .option('--concurrency <k>', 'worlds in flight at once (with --private: also the worker processes)', '1')
+    .option('--seed <n>', "the first world's seed (world i: seed + i)", '1')
+    .option('--resume <file>', 'JSON lines of finished worlds: appended as they finish, skipped when rerun')
+    .option('--out <file>', 'also write the JSON to this file')
+    .option(
+      '--private',
+      'start a private api + workers (own database, queue prefix and data dir) from dist/ instead of using the running API',
+    )
+    .option('--json', 'print JSON')
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('bench calibration', flags, raw);
+      const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
+      const platform = o.private
+        ? await startPlatform({ workers: o.concurrency, name: 'calibration', env: { ABACUS_RUNTIME_THREADS: '1' } }, log)
+        : null;
+      let res: Awaited<ReturnType<typeof runCalibrationBench>>;
+      try {
+        res = await runCalibrationBench(platform?.api ?? apiFrom(cmd), { ...o, onStatus: log });
+      } finally {
+        await platform?.stop();
+      }
+      const doc = {
+        ...res,
+        platform: o.private ? `private api + ${o.concurrency} worker process(es)` : 'the running api',
+        command: `abacus ${process.argv.slice(2).join(' ')}`,
+      };
+      if (o.out) {
+        fs.mkdirSync(path.dirname(o.out), { recursive: true });
+        fs.writeFileSync(o.out, `${JSON.stringify(doc, null, 2)}\n`);
+      }
+      if (o.json) return printJson(doc);
+      const s = res.summary;
+      const line = (k: keyof typeof s.rates, what: string) => {
+        const r = s.rates[k];
+        const t = s.targets[k] as { met: boolean; min?: number; max?: number };
+        const target = t.max !== undefined ? `≤ ${pct(t.max)}` : `≥ ${pct(t.min!)}`;
+        return `  ${what.padEnd(34)} ${String(r.k).padStart(5)}/${String(r.n).padEnd(5)} ${pct(r.rate).padStart(6)}  [${pct(r.ciLow)}, ${pct(r.ciHigh)}]  target ${target} ${t.met ? 'met' : 'MISSED'}`;
+      };
+      process.stdout.write(
+        [
+          `${s.succeeded} of ${s.worlds} worlds succeeded in ${Math.round(res.wallMs / 1000)} s`,
+          line('falseAdoptRate', 'noise candidate adopted'),
+          line('usefulAdoptRate', 'useful candidate adopted'),
+          line('strongRemovedRate', 'strong features removed'),
+          line('noiseRemovedShare', 'noise features removed'),
+          line('confirmedWithinMaxDropRate', 'confirmed test drop within maxDrop'),
+          `  confirmed - estimated drop: ${s.drops.confirmedMinusEstimated ? `${s.drops.confirmedMinusEstimated.mean.toFixed(5)} [${s.drops.confirmedMinusEstimated.ciLow.toFixed(5)}, ${s.drops.confirmedMinusEstimated.ciHigh.toFixed(5)}]` : 'n/a'}`,
+          '',
+        ].join('\n'),
+      );
+    });
+};
