@@ -145,7 +145,7 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     // the defaults come from the api's schema
     expect(await page.getByLabel('Max AUC drop').inputValue()).toBe('0.001');
     expect(await page.getByLabel('Batch fraction').inputValue()).toBe('0.1');
-    expect(await page.getByLabel('Retrain seeds').inputValue()).toBe('3');
+    expect(await page.getByLabel('Retrain seeds').inputValue()).toBe('5');
     expect(await page.getByLabel('Confirm by retraining').isChecked()).toBe(true);
     await page.getByLabel('Max AUC drop').fill('0.005');
     await page.locator('details.advanced summary').click();
@@ -164,7 +164,7 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     const stored = (await admin.call('GET', `/experiments/${subtractId}`)).body;
     expect(stored.spec).toMatchObject({
       maxDrop: 0.005,
-      retrainSeeds: 3,
+      retrainSeeds: 5,
       folds: 5,
       seed: 2,
       confirm: true,

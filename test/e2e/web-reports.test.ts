@@ -57,7 +57,7 @@ async function runReport(): Promise<Record<string, any>> {
   const run = await admin.call('POST', '/reports/run', {
     model: 'ctr',
     businessLine: 'feed',
-    subtract: { retrainSeeds: 1, confirm: false },
+    subtract: { retrainSeeds: 3, confirm: false },
   });
   expect(run.status, JSON.stringify(run.body)).toBe(201);
   return waitUntil(

@@ -151,7 +151,7 @@ describe('weekly reports', () => {
       cron: cronAt(fireAt),
       timezone: 'UTC',
       emails: ['owner@example.com'],
-      subtract: { retrainSeeds: 1, confirm: false },
+      subtract: { retrainSeeds: 3, confirm: false },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     scheduleId = res.body.id as string;

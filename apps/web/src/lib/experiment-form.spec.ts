@@ -29,7 +29,7 @@ describe('knob defaults come from the api schemas', () => {
       scorers: ['iv', 'shuffle'],
       maxDrop: '0.001',
       batchFraction: '0.1',
-      retrainSeeds: '3',
+      retrainSeeds: '5',
       confirm: true,
     });
   });
@@ -68,7 +68,7 @@ describe('buildBody', () => {
           scorers: ['iv', 'shuffle'],
           maxDrop: 0.005,
           batchFraction: 0.1,
-          retrainSeeds: 3,
+          retrainSeeds: 5,
           confirm: true,
         },
       },
