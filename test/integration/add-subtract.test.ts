@@ -163,7 +163,9 @@ describe('add on the simulator ground truth', () => {
       expect(c.screen.split).toBe('validation');
       // an adopt rests on base + candidate retrained on every seed, paired with the base model's seeds
       if (c.verdict === 'adopt') {
-        expect(c.leaveOneIn).toMatchObject({ split: 'validation', seeds: [1, 2, 3, 4, 5] });
+        expect(c.leaveOneIn).toMatchObject({ split: 'validation', seeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], df: 9 });
+        // cross-fitted: seed k judged on its own tenth of the training range, together the whole of it
+        expect(c.leaveOneIn.foldRows).toHaveLength(10);
         expect(c.leaveOneIn.ciLow).toBeGreaterThan(0);
         expect(c.leaveOneIn.mean).toBeGreaterThanOrEqual(first.result.minGain);
       }

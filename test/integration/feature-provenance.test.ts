@@ -68,6 +68,7 @@ beforeAll(async () => {
     base: { sampleSet: 'small', features: ['strong', 'color'], training },
     candidates: ['weak', 'noise'],
     folds: 4,
+    seeds: 3,
   });
   const divide = await run('divide', 'feed', {
     model: { sampleSet: 'small', training },

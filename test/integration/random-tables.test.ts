@@ -73,6 +73,7 @@ describe(`subtract and add on ${TABLES} generated tables`, () => {
           candidates,
           bootstrap: 50,
           leaveOneIn: i % 3 === 0,
+          seeds: 3,
           notify: false,
           seed: i,
         },

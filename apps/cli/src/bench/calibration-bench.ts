@@ -13,6 +13,10 @@ export interface CalibrationBenchOptions {
   concurrency: number;
   /** the first world's seed; world i has seed + i */
   seed: number;
+  /** these worlds instead of `worlds` from `seed` (e.g. to rerun the ones a report names) */
+  seeds?: number[];
+  /** which workflows to run on each world (both by default); a rate whose workflow did not run is not reported */
+  only?: 'add' | 'subtract';
   /** one JSON line per finished world: appended as worlds finish, read back to skip them on a rerun */
   resume?: string;
   onStatus?: (line: string) => void;
@@ -104,37 +108,44 @@ async function runWorld(
       label: world.label,
       time: world.time,
     });
-    const add = await api.post<{ id: string }>('/experiments', {
-      kind: 'add',
-      businessLine: 'calibration',
-      name: `calibration world ${seed}: add`,
-      spec: { base: { sampleSet: ss.id, features: t.base }, candidates: t.candidates, notify: false, seed },
-    });
-    const sub = await api.post<{ id: string }>('/experiments', {
-      kind: 'subtract',
-      businessLine: 'calibration',
-      name: `calibration world ${seed}: subtract`,
-      spec: { model: { sampleSet: ss.id, features: t.base }, seed },
-    });
-    const [a, s] = await Promise.all([waitFor(api, add.id, 3_600_000), waitFor(api, sub.id, 3_600_000)]);
-    if (a.status !== 'succeeded' || s.status !== 'succeeded') {
+    const add =
+      o.only !== 'subtract'
+        ? await api.post<{ id: string }>('/experiments', {
+            kind: 'add',
+            businessLine: 'calibration',
+            name: `calibration world ${seed}: add`,
+            spec: { base: { sampleSet: ss.id, features: t.base }, candidates: t.candidates, notify: false, seed },
+          })
+        : null;
+    const sub =
+      o.only !== 'add'
+        ? await api.post<{ id: string }>('/experiments', {
+            kind: 'subtract',
+            businessLine: 'calibration',
+            name: `calibration world ${seed}: subtract`,
+            spec: { model: { sampleSet: ss.id, features: t.base }, seed },
+          })
+        : null;
+    const [a, s] = await Promise.all([
+      add ? waitFor(api, add.id, 3_600_000) : null,
+      sub ? waitFor(api, sub.id, 3_600_000) : null,
+    ]);
+    const failed = [a, s].filter((e): e is Experiment => !!e && e.status !== 'succeeded');
+    if (failed.length) {
       return {
         seed,
         rows: t.rows,
         ok: false,
-        error: [a, s]
-          .filter((e) => e.status !== 'succeeded')
-          .map((e) => `${e.id} ${e.status}: ${e.error ?? ''}`)
-          .join('; '),
+        error: failed.map((e) => `${e.id} ${e.status}: ${e.error ?? ''}`).join('; '),
       };
     }
     const role = (r: string) => t.features.filter((f) => f.role === r).map((f) => f.name);
     const usefulName = role('useful-candidate')[0]!;
     const noiseName = role('noise-candidate')[0]!;
     type Cand = { feature: string; verdict: Verdict; leaveOneIn: unknown; screen: unknown; gain: unknown };
-    const cands = (a.result!.candidates as Cand[]) ?? [];
+    const cands = ((a?.result?.candidates as Cand[] | undefined) ?? []) as Cand[];
     const cand = (name: string) => cands.find((c) => c.feature === name)!;
-    const r = s.result as {
+    const r = s?.result as {
       removable: string[];
       features: number;
       maxDrop: number;
@@ -144,55 +155,59 @@ async function runWorld(
       curve: { check: string; added: string[]; removed: number; drop: number; accepted: boolean }[];
     };
     const roleOf = (n: string) => t.features.find((f) => f.name === n)?.role ?? '?';
-    const removed = new Set(r.removable);
+    const removed = new Set(r?.removable ?? []);
     const count = (names: string[]) => names.filter((n) => removed.has(n)).length;
     return {
       seed,
       rows: t.rows,
       ok: true,
-      add: {
-        experimentId: a.id,
-        ms: span(a),
-        useful: {
-          feature: usefulName,
-          verdict: cand(usefulName).verdict,
-          evidence: cand(usefulName).leaveOneIn ?? cand(usefulName).screen,
-          testGain: cand(usefulName).gain,
-          oracleGain: t.oracle.usefulGain,
-        },
-        noise: {
-          feature: noiseName,
-          verdict: cand(noiseName).verdict,
-          evidence: cand(noiseName).leaveOneIn ?? cand(noiseName).screen,
-          testGain: cand(noiseName).gain,
-        },
-      },
-      subtract: {
-        experimentId: s.id,
-        ms: span(s),
-        features: r.features,
-        removed: r.removable,
-        strongRemoved: role('strong').filter((n) => removed.has(n)),
-        strong: role('strong').length,
-        noiseRemoved: count(role('noise')),
-        noise: role('noise').length,
-        weakRemoved: count(role('weak')),
-        weak: role('weak').length,
-        redundantRemoved: count(role('redundant')),
-        redundant: role('redundant').length,
-        maxDrop: r.maxDrop,
-        estimatedDrop: r.removable.length ? (r.estimatedDrop?.mean ?? null) : 0,
-        retrainDrop: r.removable.length ? (r.retrainCheck?.drop ?? null) : 0,
-        confirmedDrop: r.confirmed?.aucDrop ?? (r.removable.length ? null : 0),
-        withinLimit: r.confirmed?.withinLimit ?? (r.removable.length ? null : true),
-        curve: r.curve.map((c) => ({
-          check: c.check,
-          added: c.added.map((n) => `${n}:${roleOf(n)}`),
-          removed: c.removed,
-          drop: c.drop,
-          accepted: c.accepted,
-        })),
-      },
+      add: !a
+        ? undefined
+        : {
+            experimentId: a.id,
+            ms: span(a),
+            useful: {
+              feature: usefulName,
+              verdict: cand(usefulName).verdict,
+              evidence: cand(usefulName).leaveOneIn ?? cand(usefulName).screen,
+              testGain: cand(usefulName).gain,
+              oracleGain: t.oracle.usefulGain,
+            },
+            noise: {
+              feature: noiseName,
+              verdict: cand(noiseName).verdict,
+              evidence: cand(noiseName).leaveOneIn ?? cand(noiseName).screen,
+              testGain: cand(noiseName).gain,
+            },
+          },
+      subtract: !s
+        ? undefined
+        : {
+            experimentId: s.id,
+            ms: span(s),
+            features: r.features,
+            removed: r.removable,
+            strongRemoved: role('strong').filter((n) => removed.has(n)),
+            strong: role('strong').length,
+            noiseRemoved: count(role('noise')),
+            noise: role('noise').length,
+            weakRemoved: count(role('weak')),
+            weak: role('weak').length,
+            redundantRemoved: count(role('redundant')),
+            redundant: role('redundant').length,
+            maxDrop: r.maxDrop,
+            estimatedDrop: r.removable.length ? (r.estimatedDrop?.mean ?? null) : 0,
+            retrainDrop: r.removable.length ? (r.retrainCheck?.drop ?? null) : 0,
+            confirmedDrop: r.confirmed?.aucDrop ?? (r.removable.length ? null : 0),
+            withinLimit: r.confirmed?.withinLimit ?? (r.removable.length ? null : true),
+            curve: r.curve.map((c) => ({
+              check: c.check,
+              added: c.added.map((n) => `${n}:${roleOf(n)}`),
+              removed: c.removed,
+              drop: c.drop,
+              accepted: c.accepted,
+            })),
+          },
     };
   } finally {
     fs.rmSync(world.file, { force: true });
@@ -227,22 +242,23 @@ function meanInterval(xs: number[]): { n: number; mean: number; ciLow: number; c
 
 /** The rates the verdict rules are calibrated on, each with its 95% interval, and the targets. */
 export function summarizeCalibration(worlds: WorldOutcome[]) {
-  const ok = worlds.filter((w) => w.ok && w.add && w.subtract);
+  const ok = worlds.filter((w) => w.ok && (w.add || w.subtract));
   const n = ok.length;
-  const adds = ok.map((w) => w.add!);
-  const subs = ok.map((w) => w.subtract!);
+  const adds = ok.filter((w) => w.add).map((w) => w.add!);
+  const subs = ok.filter((w) => w.subtract).map((w) => w.subtract!);
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   const rates: Record<keyof typeof TARGETS, RateInterval> = {
-    falseAdoptRate: wilsonInterval(adds.filter((a) => a.noise.verdict === 'adopt').length, n),
-    usefulAdoptRate: wilsonInterval(adds.filter((a) => a.useful.verdict === 'adopt').length, n),
+    falseAdoptRate: wilsonInterval(adds.filter((a) => a.noise.verdict === 'adopt').length, adds.length),
+    usefulAdoptRate: wilsonInterval(adds.filter((a) => a.useful.verdict === 'adopt').length, adds.length),
     strongRemovedRate: wilsonInterval(sum(subs.map((s) => s.strongRemoved.length)), sum(subs.map((s) => s.strong))),
     noiseRemovedShare: wilsonInterval(sum(subs.map((s) => s.noiseRemoved)), sum(subs.map((s) => s.noise))),
-    confirmedWithinMaxDropRate: wilsonInterval(subs.filter((s) => s.withinLimit === true).length, n),
+    confirmedWithinMaxDropRate: wilsonInterval(subs.filter((s) => s.withinLimit === true).length, subs.length),
   };
   const targets = Object.fromEntries(
     (Object.keys(TARGETS) as (keyof typeof TARGETS)[]).map((k) => {
       const t = TARGETS[k] as { min?: number; max?: number };
       const r = rates[k];
+      if (r.n === 0) return [k, { ...t, met: null, certain: null, note: 'not run' }];
       return [
         k,
         {
@@ -261,8 +277,8 @@ export function summarizeCalibration(worlds: WorldOutcome[]) {
     failed: worlds.filter((w) => !w.ok).map((w) => ({ seed: w.seed, error: w.error })),
     rates,
     // per world as well: the noise features of one world are not independent draws
-    worldsWithStrongRemoved: wilsonInterval(subs.filter((s) => s.strongRemoved.length > 0).length, n),
-    worldsWithAllNoiseRemoved: wilsonInterval(subs.filter((s) => s.noiseRemoved === s.noise).length, n),
+    worldsWithStrongRemoved: wilsonInterval(subs.filter((s) => s.strongRemoved.length > 0).length, subs.length),
+    worldsWithAllNoiseRemoved: wilsonInterval(subs.filter((s) => s.noiseRemoved === s.noise).length, subs.length),
     adopt: {
       useful: {
         verdicts: countBy(adds.map((a) => a.useful.verdict)),
@@ -307,7 +323,7 @@ export async function runCalibrationBench(api: ApiClient, o: CalibrationBenchOpt
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-calibration-'));
   const t0 = Date.now();
   const done = readResume(o.resume);
-  const seeds = Array.from({ length: o.worlds }, (_, i) => o.seed + i);
+  const seeds = o.seeds?.length ? [...new Set(o.seeds)] : Array.from({ length: o.worlds }, (_, i) => o.seed + i);
   const todo = seeds.filter((s) => !done.has(s));
   if (done.size) log(`resuming: ${seeds.length - todo.length} of ${seeds.length} worlds already done`);
   const lines = await api.get<{ name: string }[]>('/business-lines');
@@ -330,9 +346,15 @@ export async function runCalibrationBench(api: ApiClient, o: CalibrationBenchOpt
       if (o.resume) fs.appendFileSync(o.resume, `${JSON.stringify(r)}\n`);
       log(
         r.ok
-          ? `world ${seed} (${r.rows} rows, ${Math.round((Date.now() - w0) / 1000)} s): useful ${r.add!.useful.verdict}, noise ${r.add!.noise.verdict}; ` +
-              `removed ${r.subtract!.removed.length}/${r.subtract!.features} (strong ${r.subtract!.strongRemoved.length}, noise ${r.subtract!.noiseRemoved}/${r.subtract!.noise}), ` +
-              `confirmed drop ${r.subtract!.confirmedDrop?.toFixed(5)} [${results.length}/${seeds.length}]`
+          ? [
+              `world ${seed} (${r.rows} rows, ${Math.round((Date.now() - w0) / 1000)} s)`,
+              r.add && `useful ${r.add.useful.verdict}, noise ${r.add.noise.verdict}`,
+              r.subtract &&
+                `removed ${r.subtract.removed.length}/${r.subtract.features} (strong ${r.subtract.strongRemoved.length}, noise ${r.subtract.noiseRemoved}/${r.subtract.noise}), ` +
+                  `confirmed drop ${r.subtract.confirmedDrop?.toFixed(5)}`,
+            ]
+              .filter(Boolean)
+              .join('; ') + ` [${results.length}/${seeds.length}]`
           : `world ${seed} failed: ${r.error}`,
       );
     }
@@ -345,7 +367,14 @@ export async function runCalibrationBench(api: ApiClient, o: CalibrationBenchOpt
   results.sort((a, b) => a.seed - b.seed);
   return {
     bench: 'calibration',
-    options: { worlds: o.worlds, rows: o.rows, concurrency: o.concurrency, seed: o.seed },
+    options: {
+      worlds: seeds.length,
+      rows: o.rows,
+      concurrency: o.concurrency,
+      seed: o.seed,
+      ...(o.seeds?.length ? { seeds } : {}),
+      ...(o.only ? { only: o.only } : {}),
+    },
     summary: summarizeCalibration(results),
     worldResults: results,
     wallMs: Date.now() - t0,

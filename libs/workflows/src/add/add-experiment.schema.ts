@@ -28,8 +28,12 @@ export const addSpecSchema = z
      * rejects (a candidate the screen does not reject always gets them before it can be adopted)
      */
     leaveOneIn: z.boolean().default(false),
-    /** training seeds of the leave-one-in check, each paired with the base model on the same seed */
-    seeds: z.number().int().min(2).max(10).default(5),
+    /**
+     * training seeds of the leave-one-in check, each paired with the base model on the same seed; seed
+     * k is fitted without the k-th of `seeds` equal parts of the training range and judged on it
+     * (cross-fitting), so more seeds also means more validation rows behind the verdict
+     */
+    seeds: z.number().int().min(3).max(20).default(10),
     /** POST the verdicts to the configured webhook */
     notify: z.boolean().default(true),
     seed: z
@@ -52,7 +56,7 @@ export const compareTrialParamsSchema = z.object({
   ablateSeq: z.number().int(),
   /** leave-one-in check for every candidate, not only those the screen does not reject */
   leaveOneInAll: z.boolean(),
-  /** training seeds of the leave-one-in check (the first is the base model's) */
+  /** training seeds of the leave-one-in check; seed k is judged on validation fold k of seeds.length */
   seeds: z.array(z.number().int()).min(2),
   candidates: z.array(z.string()).min(1),
   alpha: z.number(),

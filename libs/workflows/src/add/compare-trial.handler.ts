@@ -6,7 +6,10 @@ import { readF32 } from '../model/model-trainer';
 import { recipeInit } from '../embeddings/recipe-init';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { pairedBootstrap, pairedSeedBootstrap } from '../stats/paired-bootstrap';
-import { seedRowInterval, type SeedRowInterval } from '../stats/seed-row-interval';
+import { foldInterval } from '../stats/fold-interval';
+import { seedRowInterval } from '../stats/seed-row-interval';
+import { rankScores, weightedAuc } from '../stats/weighted-auc';
+import { foldOf } from '../model/built-samples.cache';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
@@ -19,8 +22,9 @@ type Predictions = { pred: Float32Array; labels: Float32Array };
 /**
  * add's last step. Decisions read the validation split only: each candidate's shuffle contribution
  * there screens it (an interval below minGain rejects it); every other candidate gets base +
- * candidate models on `seeds`, each paired with the base model of the same seed, and its verdict is
- * taken on that leave-one-in gain with an interval covering validation rows and training seeds. The
+ * candidate models on `seeds`, each paired with the base model of the same seed and both fitted
+ * without the seed's fold of the training range, and its verdict is taken on the gains on those
+ * folds (crossFitGain), whose interval covers validation rows and training seeds. The
  * numbers reported as the result — ΔAUC of augmented vs base, each candidate's gain — are measured
  * on the untouched test split. Then provenance on the registry and a signed notification.
  */
@@ -56,14 +60,18 @@ export class CompareTrialHandler {
     const groupOf = (t: typeof screen, name: string) =>
       (t.metrics!.groups as Group[]).find((x) => x.inputs.length === 1 && x.inputs[0] === name)!;
 
-    // the leave-one-in models: base and base + candidate on every seed (the base's first seed is the base trial's)
+    // the leave-one-in models: base and base + candidate on every seed, seed k fitted without fold k of
+    // the training range and evaluated on it (cross-fitting: the validation evidence covers every
+    // training row once, each seed on rows no other seed is judged on)
     const baseRecipe = trainTrialParamsSchema.parse(base.params).recipe;
     const augRecipe = trainTrialParamsSchema.parse(aug.params).recipe;
     const recipe = { ...baseRecipe, features: baseRecipe.features as ResolvedFeature[] };
-    const train = async (features: ResolvedFeature[], seed: number, what: string, at: number) => {
+    const folds = p.seeds.length;
+    const train = async (features: ResolvedFeature[], k: number, what: string, at: number) => {
       checkpoint();
-      await progress(at, `${what}, seed ${seed}`);
-      const built = await this.w.samples.get(recipe, features);
+      const seed = p.seeds[k]!;
+      await progress(at, `${what}, seed ${seed} (validation fold ${k + 1}/${folds})`);
+      const built = foldOf(await this.w.samples.get(recipe, features), k, folds);
       const t = await this.w.trainer.trainOrReuse(
         built,
         recipe.architecture,
@@ -102,21 +110,22 @@ export class CompareTrialHandler {
         ciHigh: te.ciHigh,
       };
       const screenedOut = sc.ciHigh < p.minGain;
-      let loi: (SeedRowInterval & { split: 'validation'; delta: number; seeds: number[]; perSeed: number[] }) | null = null;
+      let loi: CrossFitGain | null = null;
       let gain: { split: 'test'; source: string; delta: number; ciLow: number; ciHigh: number; covers: string[] };
       if (!screenedOut || p.leaveOneInAll) {
         const t0 = Date.now();
         const feature = augRecipe.features.find((f) => f.name === name) as ResolvedFeature;
         if (!baseRuns) {
           baseRuns = [];
-          for (const seed of p.seeds) baseRuns.push(await train(recipe.features, seed, 'base model', at));
+          for (let k = 0; k < folds; k++) baseRuns.push(await train(recipe.features, k, 'base model', at));
         }
         const bases = baseRuns;
         const runs: Record<'validation' | 'test', Predictions>[] = [];
-        for (const seed of p.seeds) runs.push(await train([...recipe.features, feature], seed, `base + ${name}`, at));
+        for (let k = 0; k < folds; k++) runs.push(await train([...recipe.features, feature], k, `base + ${name}`, at));
         timings.leaveOneInMs += Date.now() - t0;
         const t1 = Date.now();
-        const paired = (split: 'validation' | 'test', seed: number) => {
+        loi = crossFitGain(bases, runs, p.seeds, p.candidateAlpha);
+        const paired = (split: 'test', seed: number) => {
           const d = pairedSeedBootstrap(
             bases[0][split].labels,
             bases.map((r) => r[split].pred),
@@ -125,8 +134,6 @@ export class CompareTrialHandler {
           );
           return { ...seedRowInterval(d.perSeed, d.auc.std, p.candidateAlpha), perSeed: d.perSeed };
         };
-        const v = paired('validation', p.seed + 1 + i);
-        loi = { ...v, split: 'validation', delta: v.mean, seeds: p.seeds };
         const t = paired('test', p.seed + 1001 + i);
         gain = { split: 'test', source: 'leave-one-in', delta: t.mean, ciLow: t.ciLow, ciHigh: t.ciHigh, covers: t.covers };
         timings.bootstrapMs += Date.now() - t1;
@@ -252,8 +259,66 @@ export class CompareTrialHandler {
   }
 }
 
+export interface CrossFitGain {
+  split: 'validation';
+  /** mean over seeds of the per-fold gain */
+  mean: number;
+  delta: number;
+  ciLow: number;
+  ciHigh: number;
+  /** degrees of freedom of the t interval: seeds - 1 */
+  df: number;
+  /** standard error of the mean (std of the per-fold gains / sqrt(seeds)) */
+  se: number;
+  seeds: number[];
+  /** gain of seed k on validation fold k */
+  perSeed: number[];
+  /** validation rows per fold */
+  foldRows: number[];
+  covers: ['evaluation rows', 'training seeds'];
+}
+
+/**
+ * The leave-one-in evidence: seed k's base and base + candidate models were fitted without fold k of
+ * the training range and are compared on it, so the per-fold gains are independent draws that each
+ * carry both the rows' sampling error and the training randomness; their t interval (seeds - 1
+ * degrees of freedom) covers both, with no assumption about which dominates.
+ */
+export function crossFitGain(
+  bases: Record<'validation', Predictions>[],
+  runs: Record<'validation', Predictions>[],
+  seeds: number[],
+  alpha: number,
+): CrossFitGain {
+  if (bases.length !== runs.length || bases.length !== seeds.length || seeds.length < 2)
+    throw new Error('crossFitGain: one base and one candidate model per seed, at least two seeds');
+  const perSeed = bases.map((b, k) => {
+    const r = runs[k]!;
+    const y = b.validation.labels;
+    if (r.validation.labels.length !== y.length || r.validation.labels.some((v, i) => v !== y[i]))
+      throw new Error(`crossFitGain: fold ${k}: base and candidate models were evaluated on different rows`);
+    const ones = new Uint16Array(y.length).fill(1);
+    return weightedAuc(rankScores(r.validation.pred), y, ones) - weightedAuc(rankScores(b.validation.pred), y, ones);
+  });
+  const f = foldInterval(perSeed, alpha);
+  return {
+    split: 'validation',
+    mean: f.mean,
+    delta: f.mean,
+    ciLow: f.ciLow,
+    ciHigh: f.ciHigh,
+    df: seeds.length - 1,
+    se: f.std / Math.sqrt(seeds.length),
+    seeds,
+    perSeed,
+    foldRows: bases.map((b) => b.validation.labels.length),
+    covers: ['evaluation rows', 'training seeds'],
+  };
+}
+
 export const RULE =
   'decided on the validation split, per candidate at level alpha / candidates: reject when its shuffle contribution interval is below minGain; ' +
-  'otherwise base + candidate is retrained on every seed (paired with the base model on the same seed) and the candidate is adopted when that ' +
-  'gain is at least minGain and its interval (validation rows and training seeds) is above 0, rejected when the interval is below minGain, ' +
+  'otherwise base and base + candidate are retrained on every seed, seed k fitted without fold k of the training range and compared on it ' +
+  '(cross-fitting), and the candidate is adopted when the mean gain is at least minGain and its t interval over the seeds (which covers ' +
+  'validation rows and training seeds) is above 0, rejected when the interval is below minGain, ' +
   'inconclusive otherwise; the gains reported are measured on the test split';

@@ -5,7 +5,7 @@ import type { DataDir } from '@abacus/catalog';
 import { readShardSync, writeShard, type ColumnarDataset } from '@abacus/runtime';
 import { buildSamples, sampleBuildKey, type SampleBuildRequest, type SlotIdSpace } from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
-import { carveValidation, threeWayKey } from './validation-split';
+import { carveValidation, crossFold, crossFoldKey, threeWayKey } from './validation-split';
 
 export interface BuiltSet {
   /** the samples' key with the validation carve (models are cached under it) */
@@ -15,6 +15,10 @@ export interface BuiltSet {
   train: ColumnarDataset;
   /** decisions read this: the last part of the training time range (see validation-split.ts) */
   validation: ColumnarDataset;
+  /** the whole training split (train + validation), for cross-fitted checks (see foldOf) */
+  trainAll: ColumnarDataset;
+  /** whether the rows are in time order (the recipe has a time column) */
+  timeOrdered: boolean;
   /** reported results only */
   test: ColumnarDataset;
   inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
@@ -75,10 +79,13 @@ export class BuiltSamplesCache {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & {
         inputs: BuiltSet['inputs'];
       };
+      const trainAll = readShardSync(path.join(dir, 'train.shard'));
       set = {
         cached: true,
         key: splitKey,
-        ...carveValidation(readShardSync(path.join(dir, 'train.shard')), recipe.time !== null),
+        trainAll,
+        timeOrdered: recipe.time !== null,
+        ...carveValidation(trainAll, recipe.time !== null),
         test: readShardSync(path.join(dir, 'test.shard')),
         inputs: meta.inputs,
         meta,
@@ -108,6 +115,8 @@ export class BuiltSamplesCache {
       set = {
         key: splitKey,
         cached: false,
+        trainAll: built.train,
+        timeOrdered: recipe.time !== null,
         ...carveValidation(built.train, recipe.time !== null),
         test: built.test,
         inputs: built.inputs,
@@ -119,6 +128,18 @@ export class BuiltSamplesCache {
     this.memo.set(key, set);
     return set;
   }
+}
+
+/**
+ * Fold `fold` of `folds` of a built set's training range as its validation split, the rest fitted on
+ * (validation-split.ts: crossFold); the key names the fold, so models trained on it are cached apart.
+ */
+export function foldOf(built: BuiltSet, fold: number, folds: number): BuiltSet {
+  return {
+    ...built,
+    key: crossFoldKey(built.key, fold, folds),
+    ...crossFold(built.trainAll, fold, folds, built.timeOrdered),
+  };
 }
 
 /** What the ids of each slot of a built set stand for (see SlotIdSpace), by slot name. */

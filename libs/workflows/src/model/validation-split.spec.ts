@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ColumnarDataset } from '@abacus/runtime';
-import { carveValidation, VALIDATION_SHARE } from './validation-split';
+import { carveValidation, crossFold, crossFoldKey, VALIDATION_SHARE } from './validation-split';
 
 function rows(n: number): ColumnarDataset {
   const numeric = Float32Array.from({ length: n }, (_, i) => i);
@@ -37,5 +37,51 @@ describe('carveValidation', () => {
   it('leaves at least one row on each side', () => {
     const { train, validation } = carveValidation(rows(2), true);
     expect([train.rows, validation.rows]).toEqual([1, 1]);
+  });
+});
+
+describe('crossFold', () => {
+  for (const timeOrdered of [true, false]) {
+    it(`puts every training row in exactly one validation fold (${timeOrdered ? 'time blocks' : 'hash bands'})`, () => {
+      const n = 1003;
+      const folds = 7;
+      const seen = new Map<number, number>();
+      for (let k = 0; k < folds; k++) {
+        const { train, validation } = crossFold(rows(n), k, folds, timeOrdered);
+        expect(train.rows + validation.rows).toBe(n);
+        const fit = new Set(train.numeric);
+        for (const x of validation.numeric) {
+          expect(fit.has(x)).toBe(false);
+          seen.set(x, (seen.get(x) ?? 0) + 1);
+        }
+        if (timeOrdered) expect(validation.rows).toBeGreaterThanOrEqual(Math.floor(n / folds));
+      }
+      expect(seen.size).toBe(n);
+      expect([...seen.values()].every((c) => c === 1)).toBe(true);
+    });
+  }
+
+  it('fold 0 of 1 / VALIDATION_SHARE folds is the carved validation split', () => {
+    const folds = Math.round(1 / VALIDATION_SHARE);
+    for (const timeOrdered of [true, false]) {
+      const a = crossFold(rows(5000), 0, folds, timeOrdered);
+      const b = carveValidation(rows(5000), timeOrdered);
+      expect(Array.from(a.validation.numeric)).toEqual(Array.from(b.validation.numeric));
+    }
+  });
+
+  it('with a time column the folds are consecutive blocks, fold 0 the latest', () => {
+    const f0 = crossFold(rows(100), 0, 4, true).validation.numeric;
+    const f3 = crossFold(rows(100), 3, 4, true).validation.numeric;
+    expect([f0[0], f0[f0.length - 1]]).toEqual([75, 99]);
+    expect([f3[0], f3[f3.length - 1]]).toEqual([0, 24]);
+  });
+
+  it('refuses folds it cannot make and keys each fold apart', () => {
+    expect(() => crossFold(rows(100), 4, 4, true)).toThrow(/fold 4/);
+    expect(() => crossFold(rows(3), 0, 4, true)).toThrow(/3 training rows/);
+    expect(() => crossFold(rows(100), 0, 1, true)).toThrow(/folds/);
+    expect(crossFoldKey('k', 0, 5)).not.toBe(crossFoldKey('k', 1, 5));
+    expect(crossFoldKey('k', 0, 5)).not.toBe(crossFoldKey('k', 0, 10));
   });
 });

@@ -37,6 +37,56 @@ export function carveValidation(train: ColumnarDataset, timeOrdered: boolean, se
   return { train: subsetDataset(train, fitIdx), validation: subsetDataset(train, valIdx) };
 }
 
+/**
+ * Cross-fitting over the training range: fold `fold` of `folds` equal parts is the validation split
+ * and the rest is fitted on. With a time column the parts are consecutive time blocks, fold 0 the
+ * last (so with `folds` = 1 / VALIDATION_SHARE fold 0 is carveValidation's split); without one they
+ * are seeded hash bands of the rows (fold 0 again the same rows as carveValidation). Every training
+ * row is validation in exactly one fold, so a decision that reads all folds is evaluated on the whole
+ * training range, never on the test split.
+ */
+export function crossFold(
+  trainAll: ColumnarDataset,
+  fold: number,
+  folds: number,
+  timeOrdered: boolean,
+  seed = 17,
+): ThreeWaySplit {
+  if (!(Number.isInteger(folds) && folds >= 2)) throw new Error(`crossFold: folds must be an integer >= 2, got ${folds}`);
+  if (!(Number.isInteger(fold) && fold >= 0 && fold < folds)) throw new Error(`crossFold: fold ${fold} is not in [0, ${folds})`);
+  const n = trainAll.rows;
+  if (n < folds) throw new Error(`crossFold: ${n} training rows cannot make ${folds} folds`);
+  const fitIdx: number[] = [];
+  const valIdx: number[] = [];
+  if (timeOrdered) {
+    // block b (0 = earliest) covers rows [round(b n / folds), round((b + 1) n / folds)); fold 0 is the last block
+    const b = folds - 1 - fold;
+    const lo = Math.round((b * n) / folds);
+    const hi = Math.round(((b + 1) * n) / folds);
+    for (let i = 0; i < n; i++) (i >= lo && i < hi ? valIdx : fitIdx).push(i);
+  } else {
+    const lo = fold / folds;
+    const hi = (fold + 1) / folds;
+    for (let i = 0; i < n; i++) {
+      const u = hashUnit(i, seed);
+      (u >= lo && u < hi ? valIdx : fitIdx).push(i);
+    }
+    if (!valIdx.length || !fitIdx.length) return crossFold(trainAll, fold, folds, true, seed);
+  }
+  return {
+    train: subsetDataset(trainAll, Uint32Array.from(fitIdx)),
+    validation: subsetDataset(trainAll, Uint32Array.from(valIdx)),
+  };
+}
+
+/** The key of fold `fold` of `folds` of a built set (the training cache is keyed by it). */
+export function crossFoldKey(builtKey: string, fold: number, folds: number): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ v: 1, samples: builtKey, crossFold: { fold, folds } }))
+    .digest('hex')
+    .slice(0, 32);
+}
+
 /** The key of a three-way set: the built samples' key plus how validation was carved. */
 export function threeWayKey(builtKey: string): string {
   return createHash('sha256')

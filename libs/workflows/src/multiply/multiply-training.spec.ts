@@ -52,6 +52,8 @@ describe('pretrain → fine-tune with frozen embeddings', () => {
       key: 'ptf-test',
       cached: false,
       train: pre,
+      trainAll: pre,
+      timeOrdered: true,
       validation: dataset(500, [5, 6, 7, 8], 4),
       test: dataset(500, [5, 6, 7, 8], 3),
       inputs: { numeric: [], slots: [{ name: 'x', vocab: 9 }] },
