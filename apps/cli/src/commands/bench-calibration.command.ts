@@ -6,7 +6,7 @@ import { runCalibrationBench } from '../bench/calibration-bench';
 import { startPlatform } from '../bench/private-platform';
 import { apiFrom, printJson } from '../cli-context';
 import { parseFlags } from '../flags';
-import type { RegisterCommand } from './command.types';
+import { CliError, type RegisterCommand } from './command.types';
 
 const flags = z.object({
   worlds: z.coerce.number().int().min(1).max(100_000).default(20),
@@ -22,6 +22,7 @@ const flags = z.object({
   resume: z.string().min(1).optional(),
   out: z.string().min(1).optional(),
   private: z.boolean().optional(),
+  backend: z.enum(['auto', 'cpu', 'cuda']).optional(),
   json: z.boolean().optional(),
 });
 
@@ -49,12 +50,22 @@ export const registerBenchCalibration: RegisterCommand = (program) => {
       '--private',
       'start a private api + workers (own database, queue prefix and data dir) from dist/ instead of using the running API',
     )
+    .option('--backend <backend>', 'with --private: the runtime backend of its workers (auto, cpu or cuda; default auto)')
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const o = parseFlags('bench calibration', flags, raw);
       const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
+      if (o.backend && !o.private)
+        throw new CliError('bench calibration: --backend needs --private (the running workers have their own)');
       const platform = o.private
-        ? await startPlatform({ workers: o.concurrency, name: 'calibration', env: { ABACUS_RUNTIME_THREADS: '1' } }, log)
+        ? await startPlatform(
+            {
+              workers: o.concurrency,
+              name: 'calibration',
+              env: { ABACUS_RUNTIME_THREADS: '1', ...(o.backend ? { ABACUS_RUNTIME_BACKEND: o.backend } : {}) },
+            },
+            log,
+          )
         : null;
       let res: Awaited<ReturnType<typeof runCalibrationBench>>;
       try {
@@ -64,7 +75,9 @@ export const registerBenchCalibration: RegisterCommand = (program) => {
       }
       const doc = {
         ...res,
-        platform: o.private ? `private api + ${o.concurrency} worker process(es)` : 'the running api',
+        platform: o.private
+          ? `private api + ${o.concurrency} worker process(es), backend ${o.backend ?? 'auto'}`
+          : 'the running api',
         command: `abacus ${process.argv.slice(2).join(' ')}`,
       };
       if (o.out) {
