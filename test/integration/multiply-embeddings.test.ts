@@ -102,7 +102,14 @@ describe('multiply: the shared-embedding strategy', () => {
     ref = shared.embedding.ref;
     expect(ref).toBe('mall.feed.feed-samples@1');
     expect(r.embeddings).toEqual([
-      { ref, id: shared.embedding.id, sources: ['feed/feed-samples'], deltaAuc: shared.deltaAuc.delta, verdict: shared.verdict },
+      {
+        ref,
+        id: shared.embedding.id,
+        sources: ['feed/feed-samples'],
+        deltaAuc: shared.deltaAuc.delta,
+        validationDelta: shared.validation.delta,
+        verdict: shared.verdict,
+      },
     ]);
     // learned on the union strategy's own seed-1 model (the same training, reused)
     const unionTrial = first.trials.find((t: { metrics: { strategy?: string } }) => t.metrics?.strategy === 'union');
@@ -124,12 +131,17 @@ describe('multiply: the shared-embedding strategy', () => {
       first.trials.find((t: { metrics: { strategy?: string } }) => t.metrics?.strategy === 'shared_embedding').metrics
         .finetuneRows,
     ).toBe(r.baseline.fitRows);
+    // every arm, the shared embedding's included, is judged on the target's validation rows: the same count
+    // for all (the union model that learned the embedding did not fit on them either)
+    for (const t of first.trials.filter((t: { kind: string }) => t.kind === 'train'))
+      expect(t.metrics.validationRows).toBe(r.validationRows);
+    expect(r.validationRows).toBeGreaterThan(0);
     for (const x of r.results) {
       expect({ verdict: x.verdict, reason: x.reason }).toEqual(
         multiplyVerdict(
-          x.deltaAuc.ciLow,
-          x.deltaAuc.ciHigh,
-          x.perSeed.map((p: { deltaAuc: number }) => p.deltaAuc),
+          x.validation.ciLow,
+          x.validation.ciHigh,
+          x.perSeed.map((p: { validationDeltaAuc: number }) => p.validationDeltaAuc),
         ),
       );
     }

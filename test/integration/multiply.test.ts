@@ -181,7 +181,10 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       'shared_embedding:search/search-samples',
       'shared_embedding:feed/feed-samples+search/search-samples',
     ]);
-    // the leakage check: exactly the borrowed impressions at or after the target's test start are dropped
+    // decisions on the validation split, reported numbers on the test split
+    expect(r.splits).toEqual({ decisions: 'validation', reported: 'test' });
+    // the leakage check: exactly the borrowed impressions at or after the target's validation start are
+    // dropped (those at or after its test start counted apart)
     const imp = world.impressions;
     // the sample files hold ts as integers
     const ts = Int32Array.from(imp.ts);
@@ -198,11 +201,13 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     };
     const targetRate = rateBefore(imp.domains.indexOf('mall'));
     expect(r.targetLabelRate).toBeCloseTo(targetRate, 12);
+    expect(r.validationFrom).toBeLessThan(r.testFrom);
     for (const s of r.sources as {
       domain: string;
       rows: number;
       kept: number;
       droppedAtOrAfterTestStart: number;
+      droppedAtOrAfterValidationStart: number;
       labelRate: number;
       labelRateFlag: string | null;
       duplicatesDropped: number;
@@ -210,51 +215,84 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       const d = imp.domains.indexOf(s.domain.split('/')[0]);
       let rows = 0;
       let late = 0;
+      let lateValidation = 0;
       for (let i = 0; i < imp.ts.length; i++) {
         if (imp.domainIndex[i] !== d) continue;
         rows++;
         if (ts[i] >= r.testFrom) late++;
+        else if (ts[i] >= r.validationFrom) lateValidation++;
       }
       expect(s.labelRate).toBeCloseTo(rateBefore(d), 12);
       expect(s.labelRateFlag).toBe(labelRateFlag(s.labelRate, r.targetLabelRate));
       expect(s.rows).toBe(rows);
       expect(s.droppedAtOrAfterTestStart).toBe(late);
       expect(late).toBeGreaterThan(0);
-      expect(s.kept).toBe(rows - late - s.duplicatesDropped);
+      expect(s.droppedAtOrAfterValidationStart).toBe(lateValidation);
+      expect(lateValidation).toBeGreaterThan(0);
+      expect(s.kept).toBe(rows - late - lateValidation - s.duplicatesDropped);
     }
-    // test rows: the target's rows at or after the test start, nothing borrowed
+    // test rows: the target's rows at or after the test start, nothing borrowed; validation rows: the
+    // target's last 20% of training rows, from the validation start (ties at the start may be fitted on)
     const mall = imp.domains.indexOf('mall');
     let mallTest = 0;
-    for (let i = 0; i < ts.length; i++) if (imp.domainIndex[i] === mall && ts[i] >= r.testFrom) mallTest++;
+    let mallFromValidation = 0;
+    let mallAfterValidation = 0;
+    for (let i = 0; i < ts.length; i++) {
+      if (imp.domainIndex[i] !== mall) continue;
+      if (ts[i] >= r.testFrom) mallTest++;
+      else if (ts[i] >= r.validationFrom) {
+        mallFromValidation++;
+        if (ts[i] > r.validationFrom) mallAfterValidation++;
+      }
+    }
     expect(r.testRows).toBe(mallTest);
+    expect(r.validationRows).toBe(Math.round(0.2 * r.baseline.trainRows));
+    expect(r.validationRows).toBeLessThanOrEqual(mallFromValidation);
+    expect(r.validationRows).toBeGreaterThan(mallAfterValidation);
+    expect(r.baseline.fitRows).toBe(r.baseline.trainRows - r.validationRows);
     // per-source training rows: target train rows + the kept rows of each borrowed set
     for (const x of r.results) {
       expect(x.borrowed.map((b: { domain: string }) => b.domain)).toEqual(x.sources);
       expect(x.trainRows).toBe(r.baseline.trainRows + x.borrowed.reduce((a: number, b: { kept: number }) => a + b.kept, 0));
-      // the verdict follows the documented rule from the numbers it reports
+      expect(x.validation.split).toBe('validation');
+      expect(x.deltaAuc.split).toBe('test');
+      // the verdict follows the documented rule from the validation numbers it reports
       expect({ verdict: x.verdict, reason: x.reason }).toEqual(
         multiplyVerdict(
-          x.deltaAuc.ciLow,
-          x.deltaAuc.ciHigh,
-          x.perSeed.map((p: { deltaAuc: number }) => p.deltaAuc),
+          x.validation.ciLow,
+          x.validation.ciHigh,
+          x.perSeed.map((p: { validationDeltaAuc: number }) => p.validationDeltaAuc),
         ),
       );
-      x.perSeed.forEach((p: { seed: number; auc: number; deltaAuc: number }, k: number) => {
-        expect(p.seed).toBe(SEEDS[k]);
-        expect(p.deltaAuc).toBeCloseTo(p.auc - r.baseline.perSeed[k].auc, 9);
-      });
-      expect(x.deltaAuc.ciLow).toBeLessThanOrEqual(x.deltaAuc.delta);
-      expect(x.deltaAuc.ciHigh).toBeGreaterThanOrEqual(x.deltaAuc.delta);
+      x.perSeed.forEach(
+        (p: { seed: number; auc: number; deltaAuc: number; validationAuc: number; validationDeltaAuc: number }, k: number) => {
+          expect(p.seed).toBe(SEEDS[k]);
+          expect(p.deltaAuc).toBeCloseTo(p.auc - r.baseline.perSeed[k].auc, 9);
+          expect(p.validationDeltaAuc).toBeCloseTo(p.validationAuc - r.baseline.perSeed[k].validationAuc, 9);
+        },
+      );
+      for (const d of [x.deltaAuc, x.validation]) {
+        expect(d.ciLow).toBeLessThanOrEqual(d.delta);
+        expect(d.ciHigh).toBeGreaterThanOrEqual(d.delta);
+      }
     }
-    // the acceptance: borrowing from the big lines gains at least +0.004 test AUC with the best strategy,
-    // with an interval above 0 and the gain positive on every training seed
+    // best: the recommended arm with the largest validation ΔAUC
     expect(r.best, 'no strategy was recommended').not.toBeNull();
-    expect(r.best.deltaAuc).toBeGreaterThanOrEqual(0.004);
+    const recommended = r.results.filter((x: { verdict: string }) => x.verdict === 'recommend');
     const best = r.results.find(
       (x: { strategy: string; sources: string[] }) =>
         x.strategy === r.best.strategy && x.sources.join() === r.best.sources.join(),
     );
+    expect(best.verdict).toBe('recommend');
+    expect(r.best.chosenOn).toBe('validation');
+    expect(r.best.validationDelta).toBe(best.validation.delta);
+    expect(best.validation.delta).toBe(
+      Math.max(...recommended.map((x: { validation: { delta: number } }) => x.validation.delta)),
+    );
     expect(best.deltaAuc.delta).toBe(r.best.deltaAuc);
+    // the acceptance, on the untouched test split: the arm chosen on validation gains at least +0.004
+    // test AUC from borrowing the big lines, with an interval above 0 and a gain on every training seed
+    expect(r.best.deltaAuc).toBeGreaterThanOrEqual(0.004);
     expect(best.deltaAuc.ciLow).toBeGreaterThan(0);
     expect(best.perSeed).toHaveLength(SEEDS.length);
     for (const p of best.perSeed as { deltaAuc: number }[]) expect(p.deltaAuc).toBeGreaterThan(0);
@@ -289,7 +327,11 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     expect(built.test.rows).toBe(e.result.testRows);
     // the training split: the rows fitted on and the validation rows carved off its end
     expect(built.train.rows + built.validation.rows).toBe(e.result.baseline.trainRows);
+    // the same validation rows as multiply's (the target's last 20% of its training rows) and the same fitted rows
+    expect(built.validation.rows).toBe(e.result.validationRows);
+    expect(built.train.rows).toBe(e.result.baseline.fitRows);
     expect(trained.metrics.auc).toBeCloseTo(e.result.baseline.perSeed[0].auc, 6);
+    expect(trained.metrics.validation.auc).toBeCloseTo(e.result.baseline.perSeed[0].validationAuc, 6);
   });
 });
 
@@ -361,7 +403,7 @@ describe('multiply with a source that repeats another one', () => {
     expect(d.status, d.error ?? JSON.stringify(d.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
     const [feed, copy] = d.result.sources;
     expect(copy.domain).toBe('search/feed-copy');
-    expect(copy.duplicatesDropped).toBe(copy.rows - copy.droppedAtOrAfterTestStart);
+    expect(copy.duplicatesDropped).toBe(copy.rows - copy.droppedAtOrAfterTestStart - copy.droppedAtOrAfterValidationStart);
     expect(copy.kept).toBe(0);
     expect(feed.duplicatesDropped).toBe(0);
     const [arm] = d.result.results;

@@ -29,6 +29,7 @@ export { fnv1a32, hashBucket } from './build/feature-hash';
 export type { SlotIdSpace } from './build/feature-encoders';
 export {
   writeSampleUnion,
+  validationRowCount,
   UNION_LABEL,
   UNION_TIME,
   UNION_DOMAIN,

@@ -15,7 +15,14 @@ interface Experiment extends MultiplyBenchExperiment {
   error: string | null;
   result: {
     baseline?: { auc: number; trainRows: number };
-    results?: { strategy: string; sources: string[]; auc: number; deltaAuc: { delta: number }; verdict: string }[];
+    results?: {
+      strategy: string;
+      sources: string[];
+      auc: number;
+      deltaAuc: { delta: number };
+      validation?: { delta: number };
+      verdict: string;
+    }[];
   } | null;
 }
 
@@ -180,7 +187,9 @@ export async function runMultiplyBench(api: ApiClient, o: MultiplyBenchOptions) 
           strategy: r.strategy,
           sources: r.sources,
           auc: r.auc,
+          // test split (reported); the verdict read the validation split
           deltaAuc: r.deltaAuc.delta,
+          validationDeltaAuc: r.validation?.delta ?? null,
           verdict: r.verdict,
         })),
       },

@@ -310,12 +310,15 @@ function renderMultiply(r: Record<string, unknown>): string[] {
   const res = r as {
     testFrom: number;
     testRows: number;
-    baseline: { auc: number; logloss: number; trainRows: number };
+    validationFrom?: number | null;
+    validationRows?: number;
+    baseline: { auc: number; logloss: number; trainRows: number; validationAuc?: number | null };
     sources: {
       domain: string;
       rows: number;
       kept: number;
       droppedAtOrAfterTestStart: number;
+      droppedAtOrAfterValidationStart?: number;
       duplicatesDropped: number;
       labelRate: number;
       labelRateFlag: string | null;
@@ -328,6 +331,8 @@ function renderMultiply(r: Record<string, unknown>): string[] {
       trainRows: number;
       perSeed: { deltaAuc: number }[];
       deltaAuc: { delta: number; ciLow: number; ciHigh: number };
+      /** what the verdict read (absent in results of older versions, which decided on the test split) */
+      validation?: { delta: number; ciLow: number; ciHigh: number };
       verdict: string;
       embedding?: {
         ref: string;
@@ -339,21 +344,40 @@ function renderMultiply(r: Record<string, unknown>): string[] {
   };
   if (!res.results) return [];
   const created = (res.results ?? []).filter((x) => x.embedding);
+  const at = (t: number) => Math.round(t * 1000) / 1000;
+  const decided = res.results.some((x) => x.validation);
   return [
-    `target-only AUC ${f4(res.baseline.auc)}, logloss ${f4(res.baseline.logloss)} (${res.baseline.trainRows} train rows, ${res.testRows} test rows from ${Math.round(res.testFrom * 1000) / 1000})`,
+    `target-only test AUC ${f4(res.baseline.auc)}, logloss ${f4(res.baseline.logloss)}${res.baseline.validationAuc != null ? `, validation AUC ${f4(res.baseline.validationAuc)}` : ''} (${res.baseline.trainRows} train rows, ${res.testRows} test rows from ${at(res.testFrom)})`,
+    ...(res.validationFrom != null
+      ? [
+          `validation split: the target's last ${res.validationRows} training rows, from ${at(res.validationFrom)}; verdicts read it, ΔAUC is reported on the test split`,
+        ]
+      : []),
     '',
-    'borrowed sets (leakage check: rows at or after the target test start dropped):',
+    res.validationFrom != null
+      ? 'borrowed sets (leakage check: rows at or after the target validation start dropped, and so those after its test start):'
+      : 'borrowed sets (leakage check: rows at or after the target test start dropped):',
     table(
       res.sources.map((s) => [
         s.domain,
         s.rows,
         s.droppedAtOrAfterTestStart,
+        ...(res.validationFrom != null ? [s.droppedAtOrAfterValidationStart ?? ''] : []),
         s.duplicatesDropped,
         s.kept,
         f4(s.labelRate),
         s.labelRateFlag ?? '',
       ]),
-      ['source', 'rows', 'dropped (leakage)', 'duplicates', 'kept', 'label rate', 'flag'],
+      [
+        'source',
+        'rows',
+        res.validationFrom != null ? 'dropped (test start)' : 'dropped (leakage)',
+        ...(res.validationFrom != null ? ['dropped (validation start)'] : []),
+        'duplicates',
+        'kept',
+        'label rate',
+        'flag',
+      ],
     ),
     '',
     table(
@@ -361,14 +385,28 @@ function renderMultiply(r: Record<string, unknown>): string[] {
         x.strategy,
         x.sources.join(' + '),
         x.trainRows,
+        ...(decided
+          ? [f5(x.validation?.delta), x.validation ? `[${f5(x.validation.ciLow)}, ${f5(x.validation.ciHigh)}]` : '']
+          : []),
+        x.verdict,
         f4(x.auc),
         f4(x.logloss),
         f5(x.deltaAuc.delta),
         `[${f5(x.deltaAuc.ciLow)}, ${f5(x.deltaAuc.ciHigh)}]`,
         x.perSeed.map((p) => f5(p.deltaAuc)).join(' '),
-        x.verdict,
       ]),
-      ['strategy', 'sources', 'train rows', 'auc', 'logloss', 'ΔAUC', 'interval', 'ΔAUC per seed', 'verdict'],
+      [
+        'strategy',
+        'sources',
+        'train rows',
+        ...(decided ? ['validation ΔAUC', 'interval'] : []),
+        'verdict',
+        'test auc',
+        'logloss',
+        'test ΔAUC',
+        'interval',
+        'test ΔAUC per seed',
+      ],
     ),
     ...(created.length
       ? [

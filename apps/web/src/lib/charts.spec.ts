@@ -47,6 +47,24 @@ describe('multiplyCharts', () => {
     ]);
     expect(c!.refs).toEqual([{ value: 0, label: '0' }]);
   });
+  it('a result that names its splits: the validation ΔAUC the verdict read, then the test ΔAUC reported', () => {
+    const [c] = multiplyCharts({
+      splits: { decisions: 'validation', reported: 'test' },
+      results: [
+        {
+          strategy: 'union',
+          sources: ['feed'],
+          deltaAuc: { split: 'test', delta: 0.004, ciLow: -0.001, ciHigh: 0.009 },
+          validation: { split: 'validation', delta: 0.01, ciLow: 0.005, ciHigh: 0.015 },
+          verdict: 'recommend',
+        },
+      ],
+    }) as IntervalChart[];
+    expect(c!.rows).toEqual([
+      { label: 'union · feed (validation)', value: 0.01, low: 0.005, high: 0.015, group: 'recommend' },
+      { label: 'union · feed (test)', value: 0.004, low: -0.001, high: 0.009, group: 'recommend' },
+    ]);
+  });
   it('skips rows without a ΔAUC and keeps those without an interval', () => {
     const cs = multiplyCharts({ results: [{ strategy: 'pool' }, { strategy: 'x', deltaAuc: { delta: 0.1 } }, 'junk', null] });
     expect((cs[0] as IntervalChart).rows).toEqual([{ label: 'x · ?', value: 0.1, low: null, high: null, group: 'unknown' }]);

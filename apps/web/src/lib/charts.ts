@@ -81,15 +81,24 @@ function interval(v: unknown, valueKey: string): { value: number; low: number | 
   return { value, low: num(v.ciLow), high: num(v.ciHigh) };
 }
 
-/** multiply: ΔAUC per strategy × source against the target-only baseline, coloured by verdict. */
+/**
+ * multiply: ΔAUC per strategy × source against the target-only baseline, coloured by verdict. Results
+ * that name their splits get two rows per arm: the validation ΔAUC the verdict read, and the test ΔAUC
+ * reported; older ones one row, unlabelled.
+ */
 export function multiplyCharts(result: unknown): Chart[] {
   if (!isObj(result)) return [];
   const rows: IntervalRow[] = [];
+  const split = (o: unknown) => (isObj(o) && typeof o.split === 'string' ? ` (${o.split})` : '');
   for (const r of objs(result.results)) {
     const d = interval(r.deltaAuc, 'delta');
     if (!d) continue;
     const sources = list(r.sources).filter((s): s is string => typeof s === 'string');
-    rows.push({ label: `${str(r.strategy, '?')} · ${sources.join(' + ') || '?'}`, ...d, group: str(r.verdict, 'unknown') });
+    const label = `${str(r.strategy, '?')} · ${sources.join(' + ') || '?'}`;
+    const group = str(r.verdict, 'unknown');
+    const v = interval(r.validation, 'delta');
+    if (v) rows.push({ label: `${label}${split(r.validation)}`, ...v, group });
+    rows.push({ label: `${label}${split(r.deltaAuc)}`, ...d, group });
   }
   if (!rows.length) return [];
   return [

@@ -22,6 +22,14 @@ export interface SampleUnionRequest {
   columns: string[];
   /** the target's test start: borrowed rows at or after it are dropped (leakage) */
   testFrom: number;
+  /**
+   * Share of the target's training rows (before `testFrom`) that is its validation split: the last
+   * ones in (time, row) order, the count rounded as `max(1, min(n - 1, round(n * share)))` (n >= 2).
+   * The first of them sets the validation start, and borrowed rows at or after it are dropped as well,
+   * so every model built from a union of this target fits on rows before it and is judged on the same
+   * target rows. Absent or 0: no validation start (only the test start drops rows).
+   */
+  validationShare?: number;
 }
 
 export interface SampleUnionResult {
@@ -30,11 +38,25 @@ export interface SampleUnionResult {
     rows: number;
     kept: number;
     droppedAtOrAfterTestStart: number;
+    /** borrowed rows at or after the validation start and before the test start, dropped (0 for the target) */
+    droppedAtOrAfterValidationStart: number;
     /** rows identical (features, label, time) to a row of an earlier part (the target, or a source listed before), dropped */
     duplicatesDropped: number;
-    /** events / rows before the target's test start (the target's training rows; a source's kept rows) */
+    /** events / rows before the target's test start (the target's training rows; a source's rows before it, dropped at the validation start or not) */
     labelRate: number;
   }[];
+  /**
+   * The target's validation split (with `validationShare`): its rows from `from` (the time of the first
+   * of them) up to the test start, the last `rows` of its training rows in (time, row) order.
+   * Without a validation share: `from` is the test start and `rows` 0.
+   */
+  validation: { from: number; rows: number };
+}
+
+/** How many of n training rows are the validation split (the same count as the workflows' carve). */
+export function validationRowCount(n: number, share: number): number {
+  if (!(share > 0) || n < 2) return 0;
+  return Math.min(n - 1, Math.max(1, Math.round(n * share)));
 }
 
 /** Column names of the union beside the features. */
@@ -43,6 +65,13 @@ export const UNION_TIME = '__mtime';
 export const UNION_DOMAIN = '__domain';
 
 const NUMBER_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|DECIMAL.*)$/;
+
+/** The epoch-seconds DOUBLE expression of a part's time column, from its DESCRIBE rows. */
+function timeOf(column: string, described: unknown[][]): string {
+  const type = String(described.find((r) => String(r[0]) === column)?.[1] ?? '');
+  const t = quoteIdent(column);
+  return NUMBER_TYPE.test(type) ? `CAST(${t} AS DOUBLE)` : `CAST(epoch(${t}) AS DOUBLE)`;
+}
 
 /**
  * Writes target + borrowed sample sets as one Parquet file (aligned by column name; the label as 0/1,
@@ -57,34 +86,56 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
   try {
     await con.run('SET preserve_insertion_order = true');
     const selects: string[] = [];
-    const result: SampleUnionResult = { parts: [] };
+    const result: SampleUnionResult = { parts: [], validation: { from: req.testFrom, rows: 0 } };
+    // the validation start: the time of the first of the target's last training rows (time, row order)
+    const target = req.parts[0];
+    const targetTime = timeOf(
+      target.time,
+      (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(target.file)})`)).getRows(),
+    );
+    const targetSrc = `read_parquet(${quoteLiteral(target.file)}, file_row_number = true)`;
+    const [[trainCount]] = (
+      await con.runAndReadAll(`SELECT count(*) FROM ${targetSrc} WHERE ${targetTime} < ${req.testFrom}`)
+    ).getRows();
+    const nv = validationRowCount(Number(trainCount), req.validationShare ?? 0);
+    let validationFrom = req.testFrom;
+    if (nv > 0) {
+      const [[from]] = (
+        await con.runAndReadAll(
+          `SELECT ${targetTime} FROM ${targetSrc} WHERE ${targetTime} < ${req.testFrom} ORDER BY ${targetTime}, file_row_number LIMIT 1 OFFSET ${Number(trainCount) - nv}`,
+        )
+      ).getRows();
+      validationFrom = Number(from);
+      result.validation = { from: validationFrom, rows: nv };
+    }
     for (const [i, p] of req.parts.entries()) {
       const src = `read_parquet(${quoteLiteral(p.file)}, file_row_number = true)`;
-      const described = await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(p.file)})`);
-      const types = new Map(described.getRows().map((r) => [String(r[0]), String(r[1])]));
-      const t = quoteIdent(p.time);
-      const timeType = types.get(p.time) ?? '';
-      const time = NUMBER_TYPE.test(timeType) ? `CAST(${t} AS DOUBLE)` : `CAST(epoch(${t}) AS DOUBLE)`;
+      const described = (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(p.file)})`)).getRows();
+      const types = new Map(described.map((r) => [String(r[0]), String(r[1])]));
+      const time = timeOf(p.time, described);
       const l = `CAST(${quoteIdent(p.label)} AS VARCHAR)`;
       const label = p.positive
         ? `CAST((${l} = ${quoteLiteral(p.positive)} OR TRY_CAST(${l} AS DOUBLE) = TRY_CAST(${quoteLiteral(p.positive)} AS DOUBLE)) AS INTEGER)`
         : `CAST(lower(${l}) IN ('1', '1.0', 'true') AS INTEGER)`;
       const cols = req.columns.filter((c) => types.has(c)).map(quoteIdent);
-      const where = i === 0 ? '' : `WHERE ${time} < ${req.testFrom}`;
+      // borrowed rows: before the validation start (the test start without one)
+      const where = i === 0 ? '' : `WHERE ${time} < ${validationFrom}`;
       selects.push(
         `SELECT ${[...cols, `${label} AS ${UNION_LABEL}`, `${time} AS ${UNION_TIME}`, `${quoteLiteral(p.domain)} AS ${UNION_DOMAIN}`, `${i} AS __part`, 'file_row_number AS __row'].join(', ')} FROM ${src} ${where}`,
       );
-      const [[rows, late, rate]] = (
+      const [[rows, late, lateValidation, rate]] = (
         await con.runAndReadAll(
-          `SELECT count(*), count(*) FILTER (WHERE ${time} >= ${req.testFrom}), avg(${label}) FILTER (WHERE ${time} < ${req.testFrom}) FROM ${src}`,
+          `SELECT count(*), count(*) FILTER (WHERE ${time} >= ${req.testFrom}), count(*) FILTER (WHERE ${time} >= ${validationFrom} AND ${time} < ${req.testFrom}), avg(${label}) FILTER (WHERE ${time} < ${req.testFrom}) FROM ${src}`,
         )
       ).getRows();
       const dropped = i === 0 ? 0 : Number(late);
+      const droppedValidation = i === 0 ? 0 : Number(lateValidation);
       result.parts.push({
         domain: p.domain,
         rows: Number(rows),
-        kept: Number(rows) - dropped,
+        kept: Number(rows) - dropped - droppedValidation,
         droppedAtOrAfterTestStart: dropped,
+        droppedAtOrAfterValidationStart: droppedValidation,
         duplicatesDropped: 0,
         labelRate: rate === null ? 0 : Number(rate),
       });

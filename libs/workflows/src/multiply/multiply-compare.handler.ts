@@ -8,10 +8,13 @@ import { runTrial } from '../trials/trial-runner';
 import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
 import { MULTIPLY_RULE, labelRateFlag, multiplyCompareParamsSchema, multiplyVerdict } from './multiply-experiment.schema';
 
+/** auc, logloss: test split; validationAuc, validationLogloss: validation split (absent in trials of older versions) */
 interface SeedRun {
   seed: number;
   auc: number;
   logloss: number;
+  validationAuc?: number;
+  validationLogloss?: number;
   modelDir: string;
 }
 
@@ -20,21 +23,111 @@ interface SourceStats {
   rows: number;
   kept: number;
   droppedAtOrAfterTestStart: number;
+  droppedAtOrAfterValidationStart: number;
   duplicatesDropped: number;
   labelRate: number;
+}
+
+type Split = 'validation' | 'test';
+
+/** One split's labels and each seed's predictions on it (seeds in the experiment's order). */
+export interface SplitPredictions {
+  labels: Float32Array;
+  preds: Float32Array[];
+}
+
+/** The interval of the seed-averaged ΔAUC on one split: a paired bootstrap over that split's rows. */
+export interface SplitDelta<S extends Split> {
+  split: S;
+  delta: number;
+  ciLow: number;
+  ciHigh: number;
+  replicates: number;
+  /** what the interval's width accounts for: resampling the split's rows (the seeds are fixed and averaged) */
+  covers: string[];
+}
+
+export interface ArmComparison {
+  /** reported: ΔAUC against the baseline on the test split */
+  deltaAuc: SplitDelta<'test'>;
+  /** per seed, the same order: test ΔAUC */
+  testPerSeed: number[];
+  /** decisions: ΔAUC on the validation split, with its per-seed values */
+  validation: SplitDelta<'validation'> & { perSeed: number[] };
+  verdict: 'recommend' | 'no gain' | 'harmful';
+  reason: string;
+}
+
+/**
+ * One strategy × source against the target-only baseline, seed by seed on the same rows: the verdict
+ * reads the validation split only (multiplyVerdict on its interval and per-seed gains); the ΔAUC
+ * reported is measured on the test split, which nothing was decided on.
+ */
+export function compareArm(
+  base: Record<Split, SplitPredictions>,
+  arm: Record<Split, SplitPredictions>,
+  opts: { replicates: number; seed: number; alpha: number },
+): ArmComparison {
+  const covers = ['evaluation rows'];
+  const v = pairedSeedBootstrap(base.validation.labels, base.validation.preds, arm.validation.preds, {
+    ...opts,
+    seed: opts.seed + 1000,
+  });
+  const t = pairedSeedBootstrap(base.test.labels, base.test.preds, arm.test.preds, opts);
+  return {
+    deltaAuc: {
+      split: 'test',
+      delta: t.auc.delta,
+      ciLow: t.auc.ciLow,
+      ciHigh: t.auc.ciHigh,
+      replicates: t.auc.replicates,
+      covers,
+    },
+    testPerSeed: t.perSeed,
+    validation: {
+      split: 'validation',
+      delta: v.auc.delta,
+      ciLow: v.auc.ciLow,
+      ciHigh: v.auc.ciHigh,
+      replicates: v.auc.replicates,
+      covers,
+      perSeed: v.perSeed,
+    },
+    ...multiplyVerdict(v.auc.ciLow, v.auc.ciHigh, v.perSeed),
+  };
+}
+
+/** The best arm: among the recommended ones, the largest validation ΔAUC (never read off the test split). */
+export function bestArm<T extends { verdict: string; validation: { delta: number } }>(arms: T[]): T | null {
+  return arms.filter((r) => r.verdict === 'recommend').sort((a, b) => b.validation.delta - a.validation.delta)[0] ?? null;
 }
 
 interface ArmResult {
   strategy: string;
   sources: string[];
+  /** test split (reported): mean over seeds */
   auc: number;
   logloss: number;
+  /** validation split: mean over seeds */
+  validationAuc: number | null;
   trainRows: number;
-  perSeed: { seed: number; auc: number; logloss: number; deltaAuc: number }[];
-  deltaAuc: { delta: number; ciLow: number; ciHigh: number; replicates: number };
-  seedSpread: { min: number; max: number; std: number };
+  /** auc, logloss, deltaAuc: test split; validationAuc, validationDeltaAuc: validation split */
+  perSeed: {
+    seed: number;
+    auc: number;
+    logloss: number;
+    deltaAuc: number;
+    validationAuc: number | null;
+    validationDeltaAuc: number;
+  }[];
+  /** reported: the seed-averaged ΔAUC on the test split, with its paired bootstrap interval */
+  deltaAuc: SplitDelta<'test'>;
+  /** what the verdict read: the same on the validation split */
+  validation: SplitDelta<'validation'>;
+  seedSpread: { split: 'test'; min: number; max: number; std: number };
   /** the borrowed sets of this model: rows, leakage and duplicate drops, kept rows, label rate */
   borrowed: SourceStats[];
+  /** decided on the validation split */
   verdict: 'recommend' | 'no gain' | 'harmful';
   reason: string;
   /** union: loss weights of borrowed rows; pretrain → fine-tune / shared embedding: whether embeddings were frozen */
@@ -50,24 +143,30 @@ interface ArmResult {
   };
 }
 
-/** multiply's last step: each strategy × source against the target-only baseline, seed by seed, on the same test rows. */
+/**
+ * multiply's last step: each strategy × source against the target-only baseline, seed by seed, on the
+ * same target rows. Verdicts and `best` read the validation split (the target's last training rows, not
+ * fitted on by any model); the ΔAUC reported is measured on the untouched test split.
+ */
 export class MultiplyCompareHandler {
   constructor(private readonly w: WorkflowContext) {}
 
-  private predictions(runs: SeedRun[]): { labels: Float32Array; preds: Float32Array[] } {
+  private predictions(runs: SeedRun[], split: Split): SplitPredictions {
     let labels: Float32Array | null = null;
     const preds = runs.map((r) => {
       const dir = this.w.dataDir.abs(r.modelDir);
-      if (!fs.existsSync(path.join(dir, 'test-predictions.f32')))
-        throw new Error(`model ${r.modelDir} has no stored test predictions`);
-      const l = readF32(path.join(dir, 'test-labels.f32'));
-      if (labels && (l.length !== labels.length || l.some((y, i) => y !== labels![i]))) {
-        throw new Error('models were evaluated on different test rows');
-      }
+      if (!fs.existsSync(path.join(dir, `${split}-predictions.f32`)))
+        throw new Error(`model ${r.modelDir} has no stored ${split} predictions`);
+      const l = readF32(path.join(dir, `${split}-labels.f32`));
+      if (labels && !sameLabels(l, labels)) throw new Error(`models were evaluated on different ${split} rows`);
       labels = l;
-      return readF32(path.join(dir, 'test-predictions.f32'));
+      return readF32(path.join(dir, `${split}-predictions.f32`));
     });
     return { labels: labels!, preds };
+  }
+
+  private both(runs: SeedRun[]): Record<Split, SplitPredictions> {
+    return { validation: this.predictions(runs, 'validation'), test: this.predictions(runs, 'test') };
   }
 
   handle(payload: JobPayloads[JobName.MultiplyCompareTrial], ctx: JobContext) {
@@ -75,7 +174,8 @@ export class MultiplyCompareHandler {
       const p = multiplyCompareParamsSchema.parse(trial.params);
       const baseTrial = await trialBySeq(this.w.ds, experiment.id, p.baselineSeq);
       const baseRuns = baseTrial.metrics!.perSeed as SeedRun[];
-      const base = this.predictions(baseRuns);
+      const base = this.both(baseRuns);
+      const validationFrom = baseTrial.metrics!.validationFrom as number | undefined;
       // per source, as borrowed alone when it was (duplicates counted against the target only)
       const parts = new Map<string, SourceStats>();
       const results: ArmResult[] = [];
@@ -85,35 +185,46 @@ export class MultiplyCompareHandler {
         const runs = t.metrics!.perSeed as SeedRun[];
         if (runs.map((r) => r.seed).join() !== baseRuns.map((r) => r.seed).join())
           throw new Error(`trial #${arm.seq} ran other seeds than the baseline`);
-        const other = this.predictions(runs);
-        if (other.labels.length !== base.labels.length || other.labels.some((y, j) => y !== base.labels[j])) {
-          throw new Error(`trial #${arm.seq} was evaluated on other test rows than the baseline`);
+        if (t.metrics!.validationFrom !== validationFrom)
+          throw new Error(`trial #${arm.seq} has another validation start than the baseline`);
+        const other = this.both(runs);
+        for (const split of ['validation', 'test'] as const) {
+          if (!sameLabels(other[split].labels, base[split].labels))
+            throw new Error(`trial #${arm.seq} was evaluated on other ${split} rows than the baseline`);
         }
         const tb = Date.now();
-        const d = pairedSeedBootstrap(base.labels, base.preds, other.preds, {
-          replicates: p.bootstrap,
-          seed: p.seed + i,
-          alpha: p.alpha,
-        });
+        const c = compareArm(base, other, { replicates: p.bootstrap, seed: p.seed + i, alpha: p.alpha });
         bootstrapMs += Date.now() - tb;
         const armParts = (t.metrics!.parts as SourceStats[]).filter((x) => x.domain !== 'target');
         for (const x of armParts) if (!parts.has(x.domain) || arm.sources.length === 1) parts.set(x.domain, x);
-        const spreadMean = d.perSeed.reduce((a, b) => a + b, 0) / d.perSeed.length;
+        const spreadMean = c.testPerSeed.reduce((a, b) => a + b, 0) / c.testPerSeed.length;
+        const { perSeed: validationPerSeed, ...validation } = c.validation;
         results.push({
           strategy: arm.strategy,
           sources: arm.sources,
           auc: t.metrics!.auc as number,
           logloss: t.metrics!.logloss as number,
+          validationAuc: (t.metrics!.validationAuc as number | undefined) ?? null,
           borrowed: armParts,
           trainRows: t.metrics!.trainRows as number,
-          perSeed: runs.map((r, k) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss, deltaAuc: d.perSeed[k] })),
-          deltaAuc: { delta: d.auc.delta, ciLow: d.auc.ciLow, ciHigh: d.auc.ciHigh, replicates: d.auc.replicates },
+          perSeed: runs.map((r, k) => ({
+            seed: r.seed,
+            auc: r.auc,
+            logloss: r.logloss,
+            deltaAuc: c.testPerSeed[k],
+            validationAuc: r.validationAuc ?? null,
+            validationDeltaAuc: validationPerSeed[k],
+          })),
+          deltaAuc: c.deltaAuc,
+          validation,
           seedSpread: {
-            min: Math.min(...d.perSeed),
-            max: Math.max(...d.perSeed),
-            std: Math.sqrt(d.perSeed.reduce((s, x) => s + (x - spreadMean) ** 2, 0) / Math.max(1, d.perSeed.length - 1)),
+            split: 'test',
+            min: Math.min(...c.testPerSeed),
+            max: Math.max(...c.testPerSeed),
+            std: Math.sqrt(c.testPerSeed.reduce((s, x) => s + (x - spreadMean) ** 2, 0) / Math.max(1, c.testPerSeed.length - 1)),
           },
-          ...multiplyVerdict(d.auc.ciLow, d.auc.ciHigh, d.perSeed),
+          verdict: c.verdict,
+          reason: c.reason,
           ...(t.metrics!.weights ? { weights: t.metrics!.weights as Record<string, number> } : {}),
           ...(t.metrics!.freezeEmbeddings !== undefined ? { freezeEmbeddings: t.metrics!.freezeEmbeddings as boolean } : {}),
           ...(t.metrics!.embedding
@@ -129,32 +240,57 @@ export class MultiplyCompareHandler {
               }
             : {}),
         });
-        await progress((i + 1) / p.arms.length, `${arm.strategy} [${arm.sources.join(', ')}]: ΔAUC ${d.auc.delta.toFixed(4)}`);
+        await progress(
+          (i + 1) / p.arms.length,
+          `${arm.strategy} [${arm.sources.join(', ')}]: validation ΔAUC ${c.validation.delta.toFixed(4)} (${c.verdict}), test ΔAUC ${c.deltaAuc.delta.toFixed(4)}`,
+        );
         checkpoint();
       }
       const targetLabelRate = (baseTrial.metrics!.parts as { domain: string; labelRate: number }[]).find(
         (x) => x.domain === 'target',
       )!.labelRate;
-      const recommended = results.filter((r) => r.verdict === 'recommend');
-      const best = recommended.sort((a, b) => b.deltaAuc.delta - a.deltaAuc.delta)[0] ?? null;
+      const best = bestArm(results);
       return {
         metrics: {
+          // verdicts and best: validation split; auc, logloss, deltaAuc, seedSpread: test split
+          splits: { decisions: 'validation', reported: 'test' },
           testFrom: baseTrial.metrics!.testFrom,
-          testRows: base.labels.length,
+          testRows: base.test.labels.length,
+          // the target's rows from validationFrom up to testFrom (its last training rows); fitted by no model
+          validationFrom: validationFrom ?? null,
+          validationRows: base.validation.labels.length,
           baseline: {
             auc: baseTrial.metrics!.auc,
             logloss: baseTrial.metrics!.logloss,
+            validationAuc: baseTrial.metrics!.validationAuc ?? null,
+            validationLogloss: baseTrial.metrics!.validationLogloss ?? null,
             trainRows: baseTrial.metrics!.trainRows,
             fitRows: baseTrial.metrics!.fitRows,
-            perSeed: baseRuns.map((r) => ({ seed: r.seed, auc: r.auc, logloss: r.logloss })),
+            perSeed: baseRuns.map((r) => ({
+              seed: r.seed,
+              auc: r.auc,
+              logloss: r.logloss,
+              validationAuc: r.validationAuc ?? null,
+              validationLogloss: r.validationLogloss ?? null,
+            })),
           },
-          // leakage check: borrowed rows at or after the target's test start were dropped before training
+          // leakage check: borrowed rows at or after the target's validation start (and so its test start)
+          // were dropped before training
           targetLabelRate,
           sources: [...parts.values()].map((x) => ({ ...x, labelRateFlag: labelRateFlag(x.labelRate, targetLabelRate) })),
           alpha: p.alpha,
           rule: MULTIPLY_RULE,
           results: p.arms.map((a) => results.find((r) => r.strategy === a.strategy && r.sources.join() === a.sources.join())!),
-          best: best ? { strategy: best.strategy, sources: best.sources, deltaAuc: best.deltaAuc.delta } : null,
+          // chosen on the validation split; deltaAuc is its test ΔAUC (reported)
+          best: best
+            ? {
+                strategy: best.strategy,
+                sources: best.sources,
+                chosenOn: 'validation',
+                validationDelta: best.validation.delta,
+                deltaAuc: best.deltaAuc.delta,
+              }
+            : null,
           // shared embeddings this experiment created, for `init: { embedding: "name@version" }` in later models
           embeddings: results
             .filter((r) => r.embedding)
@@ -163,6 +299,7 @@ export class MultiplyCompareHandler {
               id: r.embedding!.id,
               sources: r.sources,
               deltaAuc: r.deltaAuc.delta,
+              validationDelta: r.validation.delta,
               verdict: r.verdict,
             })),
           timings: { bootstrapMs },
@@ -170,4 +307,8 @@ export class MultiplyCompareHandler {
       };
     });
   }
+}
+
+function sameLabels(a: Float32Array, b: Float32Array): boolean {
+  return a.length === b.length && a.every((y, i) => y === b[i]);
 }

@@ -114,7 +114,11 @@ export const multiplyCompareParamsSchema = z.object({
 });
 export type MultiplyCompareParams = z.output<typeof multiplyCompareParamsSchema>;
 
-/** The verdict of one strategy × source against the target-only baseline. */
+/**
+ * The verdict of one strategy × source against the target-only baseline, from the paired bootstrap
+ * interval of the seed-averaged ΔAUC and the per-seed ΔAUC. multiply passes the validation split's
+ * numbers (the target's last training rows, fitted by no model); the test split is only reported.
+ */
 export function multiplyVerdict(
   ciLow: number,
   ciHigh: number,
@@ -141,4 +145,8 @@ export function labelRateFlag(source: number, target: number): string | null {
 }
 
 export const MULTIPLY_RULE =
-  'recommend: the paired bootstrap interval of the seed-averaged ΔAUC is above 0 and ΔAUC > 0 on every seed; harmful: the interval is below 0; otherwise no gain';
+  "decided on the validation split (the target's last 20% of training rows, the same rows for every model; " +
+  'borrowed rows at or after its start are dropped, so no model fits on them): ' +
+  'recommend: the paired bootstrap interval of the seed-averaged validation ΔAUC is above 0 and validation ΔAUC > 0 on every seed; ' +
+  'harmful: the interval is below 0; otherwise no gain; best: the recommended arm with the largest validation ΔAUC. ' +
+  'The ΔAUC reported (deltaAuc, with its interval) is measured on the test split';

@@ -13,14 +13,27 @@ import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { multiplyTrialParamsSchema, type MultiplyTrialParams } from './multiply-experiment.schema';
+import { carveTargetValidation } from './target-validation';
 import { ensureUnion, unionFile } from './union-samples';
 
-type SeedRun = { seed: number; auc: number; logloss: number; modelDir: string; cached: boolean; init?: unknown };
+/** auc, logloss: test split (reported); validationAuc, validationLogloss: validation split (decisions) */
+type SeedRun = {
+  seed: number;
+  auc: number;
+  logloss: number;
+  validationAuc: number;
+  validationLogloss: number;
+  modelDir: string;
+  cached: boolean;
+  init?: unknown;
+};
 
 /**
  * One model family of a multiply experiment on the union of target and borrowed rows: target-only
  * (the target's rows alone), union (all rows, the domain as a feature) or pretrain → fine-tune (the
- * borrowed rows, then the target's on the same model). Every seed; the test rows are the target's.
+ * borrowed rows, then the target's on the same model). Every seed. The validation rows (decisions) and
+ * the test rows (reported) are the target's, the same for every model of the experiment: the models fit
+ * on rows before the target's validation start (see carveTargetValidation).
  */
 export class MultiplyTrialHandler {
   constructor(private readonly w: WorkflowContext) {}
@@ -40,10 +53,9 @@ export class MultiplyTrialHandler {
     const alignMs = Date.now() - t0;
     checkpoint();
     t0 = Date.now();
-    const built = await this.w.samples.get(
-      recipe,
-      recipe.features,
-      (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined),
+    const built = this.targetValidation(
+      await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
+      union,
     );
     checkpoint();
     if (p.strategy === 'shared_embedding')
@@ -75,23 +87,33 @@ export class MultiplyTrialHandler {
         seed,
         auc: trained.metrics.auc,
         logloss: trained.metrics.logloss,
+        validationAuc: trained.metrics.validation.auc,
+        validationLogloss: trained.metrics.validation.logloss,
         modelDir: trained.dir,
         cached: trained.cached,
         trainMs: Date.now() - t0,
       });
     }
-    const mean = (k: 'auc' | 'logloss') => perSeed.reduce((s, r) => s + r[k], 0) / perSeed.length;
+    const mean = (k: 'auc' | 'logloss' | 'validationAuc' | 'validationLogloss') =>
+      perSeed.reduce((s, r) => s + r[k], 0) / perSeed.length;
     logger.log(
-      `${p.strategy} [${p.sources.join(', ') || 'target only'}]: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
+      `${p.strategy} [${p.sources.join(', ') || 'target only'}]: validation AUC ${mean('validationAuc').toFixed(4)}, test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
     );
     return {
       metrics: {
         strategy: p.strategy,
         sources: p.sources,
+        // test split (reported)
         auc: mean('auc'),
         logloss: mean('logloss'),
+        // validation split (decisions)
+        validationAuc: mean('validationAuc'),
+        validationLogloss: mean('validationLogloss'),
         perSeed,
         testRows: built.test.rows,
+        // the target's rows from validationFrom up to the test start; no model fitted on them
+        validationRows: built.validation.rows,
+        validationFrom: union.validation.from,
         // the training split; models fit on fitRows of it (the rest is the validation split)
         trainRows: built.train.rows + built.validation.rows,
         fitRows: built.train.rows,
@@ -106,6 +128,23 @@ export class MultiplyTrialHandler {
         cached: { union: union.cached, samples: built.cached },
       },
     };
+  }
+
+  /**
+   * The built union with the target's validation split (see carveTargetValidation): the same target rows
+   * for every model of the experiment, none of them fitted on.
+   */
+  private targetValidation(built: BuiltSet, union: Awaited<ReturnType<typeof ensureUnion>>): BuiltSet {
+    const hasDomain = built.train.slots.some((s) => s.name === UNION_DOMAIN);
+    let targetId: number | null = null;
+    if (hasDomain) {
+      const space = readIdSpaces(this.w.dataDir, built)[UNION_DOMAIN];
+      if (!space || space.kind !== 'dictionary') throw new Error('the union samples have no dictionary-encoded domain column');
+      const i = space.values.map(String).indexOf('target');
+      if (i < 0) throw new Error('the union samples have no target rows');
+      targetId = i + 1;
+    }
+    return carveTargetValidation(built, union.validation, targetId);
   }
 
   /** The union's train rows with a loss weight per borrowed domain (the target's rows and unnamed domains weigh 1). */
@@ -195,6 +234,7 @@ export class MultiplyTrialHandler {
             seed: seed0,
             model: pooled.dir,
             unionTestAuc: pooled.metrics.auc,
+            unionValidationAuc: pooled.metrics.validation.auc,
             // the training split; models fit on fitRows of it (the rest is the validation split)
             trainRows: built.train.rows + built.validation.rows,
             fitRows: built.train.rows,
@@ -223,7 +263,7 @@ export class MultiplyTrialHandler {
     const targetUnion = await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom);
     timings.alignMs += Date.now() - t0;
     t0 = Date.now();
-    const targetBuilt = await this.w.samples.get(targetRecipe, targetRecipe.features);
+    const targetBuilt = this.targetValidation(await this.w.samples.get(targetRecipe, targetRecipe.features), targetUnion);
     timings.buildMs += Date.now() - t0;
     checkpoint();
     const init = {
@@ -251,24 +291,35 @@ export class MultiplyTrialHandler {
         seed,
         auc: trained.metrics.auc,
         logloss: trained.metrics.logloss,
+        validationAuc: trained.metrics.validation.auc,
+        validationLogloss: trained.metrics.validation.logloss,
         modelDir: trained.dir,
         cached: trained.cached,
         init: trained.init,
         trainMs: Date.now() - t0,
       });
     }
-    const mean = (k: 'auc' | 'logloss') => perSeed.reduce((a, r) => a + r[k], 0) / perSeed.length;
+    const mean = (k: 'auc' | 'logloss' | 'validationAuc' | 'validationLogloss') =>
+      perSeed.reduce((a, r) => a + r[k], 0) / perSeed.length;
     logger.log(
-      `shared_embedding [${p.sources.join(', ')}] from ${ref}: test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
+      `shared_embedding [${p.sources.join(', ')}] from ${ref}: validation AUC ${mean('validationAuc').toFixed(4)}, test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
     );
     return {
       metrics: {
         strategy: p.strategy,
         sources: p.sources,
+        // test split (reported)
         auc: mean('auc'),
         logloss: mean('logloss'),
+        // validation split (decisions)
+        validationAuc: mean('validationAuc'),
+        validationLogloss: mean('validationLogloss'),
         perSeed,
         testRows: targetBuilt.test.rows,
+        // the target's rows from validationFrom up to the test start: not fitted on by the union model
+        // that learned the embedding, nor by the target models
+        validationRows: targetBuilt.validation.rows,
+        validationFrom: targetUnion.validation.from,
         // rows the model learned from: the union's (its embeddings) and the target's (the rest)
         // the training split; models fit on fitRows of it (the rest is the validation split)
         trainRows: built.train.rows + built.validation.rows,
@@ -282,7 +333,13 @@ export class MultiplyTrialHandler {
           id: entity.id,
           ref,
           slots: slots.map((s) => s.name),
-          learnedOn: { model: pooled.dir, seed: seed0, unionTestAuc: pooled.metrics.auc, cached: pooled.cached },
+          learnedOn: {
+            model: pooled.dir,
+            seed: seed0,
+            unionTestAuc: pooled.metrics.auc,
+            unionValidationAuc: pooled.metrics.validation.auc,
+            cached: pooled.cached,
+          },
         },
         // wall time per phase (training: the pooled union model, then the target models)
         timings: { ...timings, trainMs: pooledMs + perSeed.reduce((a, r) => a + r.trainMs, 0) },
@@ -321,13 +378,14 @@ function splitByDomain(built: BuiltSet): { built: BuiltSet; pretrain: ColumnarDa
   const pre: number[] = [];
   const fine: number[] = [];
   for (let r = 0; r < built.train.rows; r++) (trainSlot.ids[trainSlot.offsets[r]] === targetId ? fine : pre).push(r);
-  if (!pre.length) throw new Error('no borrowed rows before the target test start to pretrain on');
+  if (!pre.length) throw new Error('no borrowed rows before the target validation start to pretrain on');
   if (!fine.length) throw new Error('the target has no training rows');
   const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== UNION_DOMAIN) });
   const train = drop(built.train);
   const stripped: BuiltSet = {
     ...built,
     train,
+    validation: drop(built.validation),
     test: drop(built.test),
     inputs: { ...built.inputs, slots: built.inputs.slots.filter((s) => s.name !== UNION_DOMAIN) },
   };

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { Prng } from '@abacus/samples';
 import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
 import { createExperimentSchema } from '../experiments/experiment.schemas';
-import { labelRateFlag, multiplyVerdict, multiplySpecSchema } from './multiply-experiment.schema';
+import { MULTIPLY_RULE, labelRateFlag, multiplyVerdict, multiplySpecSchema } from './multiply-experiment.schema';
+import { bestArm, compareArm, type SplitPredictions } from './multiply-compare.handler';
 
 describe('multiply verdict rule', () => {
   it('recommends only with the interval above 0 and a gain on every seed', () => {
@@ -60,6 +61,72 @@ describe('pairedSeedBootstrap', () => {
     const back = pairedSeedBootstrap(labels, better, worse, { replicates: 200, seed: 1, alpha: 0.05 });
     expect(back.auc.ciHigh).toBeLessThan(0);
     expect(multiplyVerdict(back.auc.ciLow, back.auc.ciHigh, back.perSeed).verdict).toBe('harmful');
+  });
+});
+
+describe('compareArm: decided on validation, reported on test', () => {
+  /** labels from a signal, and per seed a model's predictions with more or less noise on it */
+  const split = (n: number, seed: number) => {
+    const rng = new Prng(seed);
+    const signal = Float32Array.from({ length: n }, () => rng.next() * 2 - 1);
+    const labels = Float32Array.from(signal, (s) => (rng.next() < 1 / (1 + Math.exp(-3 * s)) ? 1 : 0));
+    const model = (noise: number, s: number) => {
+      const r = new Prng(s);
+      return Float32Array.from(signal, (x) => 1 / (1 + Math.exp(-(x + noise * (r.next() * 2 - 1)))));
+    };
+    return { labels, model };
+  };
+  const validation = split(3000, 11);
+  const test = split(3000, 12);
+  const preds = (s: ReturnType<typeof split>, noise: number, seed0: number): SplitPredictions => ({
+    labels: s.labels,
+    preds: [0, 1, 2].map((k) => s.model(noise, seed0 + k)),
+  });
+  const base = { validation: preds(validation, 1, 1), test: preds(test, 1, 1) };
+  const opts = { replicates: 200, seed: 1, alpha: 0.05 };
+
+  it('recommends from the validation split although the test split shows a loss, and reports the test ΔAUC', () => {
+    // better than the baseline on validation, worse on test
+    const arm = { validation: preds(validation, 0.2, 20), test: preds(test, 2.5, 20) };
+    const c = compareArm(base, arm, opts);
+    expect(c.validation.split).toBe('validation');
+    expect(c.deltaAuc.split).toBe('test');
+    expect(c.validation.ciLow).toBeGreaterThan(0);
+    expect(c.validation.perSeed.every((d) => d > 0)).toBe(true);
+    expect(c.deltaAuc.delta).toBeLessThan(0);
+    expect(c.deltaAuc.ciHigh).toBeLessThan(0);
+    expect(c.testPerSeed.every((d) => d < 0)).toBe(true);
+    expect(c.verdict).toBe('recommend');
+    expect({ verdict: c.verdict, reason: c.reason }).toEqual(
+      multiplyVerdict(c.validation.ciLow, c.validation.ciHigh, c.validation.perSeed),
+    );
+    // the reported number is the test split's seed-averaged ΔAUC, not the validation one
+    expect(c.deltaAuc.delta).toBeCloseTo(c.testPerSeed.reduce((a, b) => a + b, 0) / 3, 12);
+    expect(c.deltaAuc.delta).not.toBeCloseTo(c.validation.delta, 3);
+  });
+
+  it('calls harmful what validation shows harmful, whatever the test split says', () => {
+    const arm = { validation: preds(validation, 2.5, 30), test: preds(test, 0.2, 30) };
+    const c = compareArm(base, arm, opts);
+    expect(c.validation.ciHigh).toBeLessThan(0);
+    expect(c.deltaAuc.ciLow).toBeGreaterThan(0);
+    expect(c.verdict).toBe('harmful');
+  });
+
+  it('picks the best arm by its validation ΔAUC among the recommended ones, not by the test ΔAUC', () => {
+    const arms = [
+      { name: 'a', verdict: 'recommend', validation: { delta: 0.01 }, deltaAuc: { delta: 0.03 } },
+      { name: 'b', verdict: 'recommend', validation: { delta: 0.02 }, deltaAuc: { delta: 0.001 } },
+      { name: 'c', verdict: 'no gain', validation: { delta: 0.05 }, deltaAuc: { delta: 0.05 } },
+    ];
+    expect(bestArm(arms)?.name).toBe('b');
+    expect(bestArm(arms.filter((a) => a.verdict !== 'recommend'))).toBeNull();
+  });
+
+  it('the rule says so', () => {
+    expect(MULTIPLY_RULE).toMatch(/^decided on the validation split/);
+    expect(MULTIPLY_RULE).toContain('largest validation ΔAUC');
+    expect(MULTIPLY_RULE).toContain('measured on the test split');
   });
 });
 

@@ -18,7 +18,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * multiply: the target-only baseline and, per strategy, a model borrowing each source alone and all
- * of them together, every one trained on the same seeds and evaluated on the target's test rows only.
+ * of them together, every one trained on the same seeds, decided on the target's validation rows (its
+ * last training rows, borrowed rows from their start on dropped) and reported on its test rows only.
  *
  * Flow:  finalize ← compare ← { target-only, strategy × sources... }
  */

@@ -3,12 +3,16 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
 import { writeSampleUnion, type SampleUnionResult } from '@abacus/samples';
+import { VALIDATION_SHARE } from '../model/validation-split';
 import type { UnionPartParams } from './multiply-experiment.schema';
 
-/** multiply/<hash of (sets, data versions, columns, test start)>/samples.parquet, relative to the data directory */
+/**
+ * multiply/<hash of (sets, data versions, columns, test start, validation share)>/samples.parquet,
+ * relative to the data directory
+ */
 export function unionFile(parts: UnionPartParams[], columns: string[], testFrom: number): string {
   const key = createHash('sha256')
-    .update(JSON.stringify({ v: 2, parts, columns, testFrom }))
+    .update(JSON.stringify({ v: 3, parts, columns, testFrom, validationShare: VALIDATION_SHARE }))
     .digest('hex')
     .slice(0, 32);
   return path.join('multiply', key, 'samples.parquet');
@@ -17,6 +21,11 @@ export function unionFile(parts: UnionPartParams[], columns: string[], testFrom:
 /**
  * The union file of target and borrowed sets, written once (trials of one experiment, and of later
  * experiments on the same data, reuse it); its leakage counts are kept beside it. `cached`: it was there already.
+ *
+ * Leakage: borrowed rows at or after the target's test start are dropped, and so are those at or after
+ * its validation start (the first of the target's last VALIDATION_SHARE training rows), so that every
+ * model of the experiment fits on rows before the target's validation split and is judged on the same
+ * target rows (see carveTargetValidation).
  */
 export async function ensureUnion(
   dataDir: DataDir,
@@ -40,6 +49,7 @@ export async function ensureUnion(
       })),
       columns,
       testFrom,
+      validationShare: VALIDATION_SHARE,
     },
     file,
   );

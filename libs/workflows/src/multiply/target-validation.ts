@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+import type { ColumnarDataset } from '@abacus/runtime';
+import { UNION_DOMAIN, validationRowCount, type SampleUnionResult } from '@abacus/samples';
+import type { BuiltSet } from '../model/built-samples.cache';
+import { subsetDataset } from '../model/dataset-subset';
+import { VALIDATION_SHARE } from '../model/validation-split';
+
+/**
+ * multiply's validation split: the target's own rows only, the same rows for the baseline and every
+ * arm. The built samples cache carves the last VALIDATION_SHARE of the training split, which for a
+ * union would be borrowed and target rows mixed and a different cut for each set of sources; this
+ * carves it again so that the validation split is the target's last `validation.rows` training rows
+ * (the union file's validation start, see writeSampleUnion: borrowed rows at or after it were dropped
+ * there, so these rows are the tail of the union's training split in time order), and the models fit
+ * on every row before them. For the target alone it is the cut carveValidation makes.
+ *
+ * `targetDomainId`: the id of the target's rows in the domain slot, when the samples have one (their
+ * validation rows are checked to be the target's).
+ */
+export function carveTargetValidation(
+  built: BuiltSet,
+  validation: SampleUnionResult['validation'],
+  targetDomainId: number | null,
+): BuiltSet {
+  const all = concatRows(built.train, built.validation);
+  const n = all.rows;
+  const nv = validation.rows;
+  const domain = all.slots.find((s) => s.name === UNION_DOMAIN);
+  let targetRows = n;
+  if (domain) {
+    if (targetDomainId === null) throw new Error('multiply validation: the samples have a domain column but no target id');
+    targetRows = 0;
+    for (let r = 0; r < n; r++) {
+      const isTarget = domain.ids[domain.offsets[r]] === targetDomainId;
+      if (isTarget) targetRows++;
+      else if (r >= n - nv) throw new Error(`multiply validation: training row ${r} of the last ${nv} is not the target's`);
+    }
+  }
+  // the union file counted the target's training rows as the sample builder does
+  if (validationRowCount(targetRows, VALIDATION_SHARE) !== nv) {
+    throw new Error(
+      `multiply validation: ${nv} validation rows for ${targetRows} target training rows (expected ${validationRowCount(targetRows, VALIDATION_SHARE)})`,
+    );
+  }
+  const key = createHash('sha256')
+    .update(JSON.stringify({ v: 1, samples: built.key, targetValidation: { from: validation.from, rows: nv } }))
+    .digest('hex')
+    .slice(0, 32);
+  return {
+    ...built,
+    key,
+    train: subsetDataset(all, range(0, n - nv)),
+    validation: subsetDataset(all, range(n - nv, n)),
+  };
+}
+
+function range(from: number, to: number): Uint32Array {
+  return Uint32Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+}
+
+/** The rows of `a`, then those of `b` (the same columns; weights and keys are not carried). */
+export function concatRows(a: ColumnarDataset, b: ColumnarDataset): ColumnarDataset {
+  if (a.numericNames.join() !== b.numericNames.join() || a.slots.map((s) => s.name).join() !== b.slots.map((s) => s.name).join())
+    throw new Error('concatRows: the datasets have different columns');
+  const numeric = new Float32Array(a.numeric.length + b.numeric.length);
+  numeric.set(a.numeric);
+  numeric.set(b.numeric, a.numeric.length);
+  const labels = new Float32Array(a.rows + b.rows);
+  labels.set(a.labels);
+  labels.set(b.labels, a.rows);
+  const slots = a.slots.map((s, k) => {
+    const t = b.slots[k];
+    const ids = new Int32Array(s.offsets[a.rows] + t.offsets[b.rows]);
+    ids.set(s.ids.subarray(0, s.offsets[a.rows]));
+    ids.set(t.ids.subarray(0, t.offsets[b.rows]), s.offsets[a.rows]);
+    const offsets = new Int32Array(a.rows + b.rows + 1);
+    offsets.set(s.offsets.subarray(0, a.rows + 1));
+    for (let r = 1; r <= b.rows; r++) offsets[a.rows + r] = s.offsets[a.rows] + t.offsets[r];
+    return { name: s.name, ids, offsets };
+  });
+  return { rows: a.rows + b.rows, numericNames: a.numericNames, numeric, slots, labels };
+}
