@@ -1,5 +1,7 @@
 // CUDA kernels of the fused-kernel runtime. One thread group per (sample, slot) bag; float4
 // loads when the embedding width is a multiple of 4. Contracts mirror cpu/kernels.h.
+// Template kernels are defined here; the others are declared here (with what each does) and
+// defined once in kernels.cu, so every source file of the model can launch them.
 #pragma once
 #include <cstdint>
 #include <cuda_bf16.h>
@@ -28,18 +30,7 @@ struct Layout {
 
 // begin of a training step: b0 = cursor, cursor += B, ++step, ++step index, zero scalars and wide
 __global__ void step_begin(int64_t B, int64_t* cursor, int64_t* b0, int64_t* step, int* step_idx, double* wsum,
-                           int* counter, float* wide) {
-  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i == 0) {
-    *b0 = *cursor;
-    *cursor += B;
-    *step += 1;
-    *step_idx += 1;
-    *wsum = 0;
-    *counter = 0;
-  }
-  if (wide && i < B) wide[i] = 0.f;
-}
+                           int* counter, float* wide);
 
 __device__ __forceinline__ int64_t row_of(const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t r) {
   const int64_t b0 = b0p ? *b0p : b0h;
@@ -149,45 +140,7 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
 __global__ void head(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w, const float* __restrict__ bias,
                      const float* __restrict__ wide, const float* __restrict__ dwide, const float* __restrict__ lab,
                      const float* __restrict__ wt, int64_t B, bool has_w, const double* wsum, float* logit, float* dlogit,
-                     double* losses, const int* step_idx, float* pred_out, int64_t b0, float* lab_out, float* wt_out) {
-  const int lane = threadIdx.x & 31;
-  const int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
-  __shared__ double part[32];
-  double lv = 0;
-  if (r < B) {
-    const float* h = H + r * ldh;
-    float s = 0.f;
-    for (int j = lane; j < n; j += 32) s += h[j] * w[j];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    const float z = s + bias[0] + (wide ? wide[r] : 0.f) + (dwide ? dwide[r] : 0.f);
-    if (lane == 0) {
-      if (logit) logit[r] = z;
-      const float y = lab[r], ww = wt[r];
-      if (dlogit) {
-        double tot = has_w ? *wsum : (double)B;
-        if (tot <= 0) tot = 1;
-        const float inv = (float)(1.0 / tot);
-        const float sg = 1.f / (1.f + expf(-z));
-        dlogit[r] = ww * (sg - y) * inv;
-        lv = ww * (fmaxf(z, 0.f) - z * y + log1pf(expf(-fabsf(z)))) / tot;
-      }
-      if (pred_out) pred_out[b0 + r] = 1.f / (1.f + expf(-z));
-      if (lab_out) lab_out[b0 + r] = y;
-      if (wt_out) wt_out[b0 + r] = ww;
-    }
-  }
-  if (losses) {
-    const int wid = threadIdx.x >> 5;
-    if (lane == 0) part[wid] = lv;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double s = 0;
-      for (int i = 0; i < (int)(blockDim.x >> 5); ++i) s += part[i];
-      atomicAdd(&losses[*step_idx - 1], s);
-    }
-  }
-}
+                     double* losses, const int* step_idx, float* pred_out, int64_t b0, float* lab_out, float* wt_out);
 
 // Output-layer backward fused with dReLU + bias-grad of the last hidden layer:
 // g_w[j] += sum_r H[r,j] dl[r]; g_b += sum dl; dZ[r,j] = H>0 ? dl w[j] : 0 (relu) ; g_bh[j] += sum_r dZ.
@@ -195,49 +148,10 @@ __global__ void head(const float* __restrict__ H, int n, int ldh, const float* _
 constexpr int kHeadRows = 64;
 __global__ void head_backward(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w,
                               const float* __restrict__ dl, int64_t B, bool relu, float* __restrict__ dZ, int lddz,
-                              float* g_w, float* g_b, float* g_bh, const float* H0, int ld0, int N, float* g_wn) {
-  const int64_t r0 = blockIdx.x * (int64_t)kHeadRows;
-  const int64_t r1 = min(B, r0 + kHeadRows);
-  for (int j = threadIdx.x; j < n; j += blockDim.x) {
-    const float wj = w[j];
-    float aw = 0.f, ab = 0.f;
-    for (int64_t r = r0; r < r1; ++r) {
-      const float h = H[r * ldh + j], d = dl[r];
-      aw += h * d;
-      const float dz = (!relu || h > 0.f) ? d * wj : 0.f;
-      dZ[r * lddz + j] = dz;
-      ab += dz;
-    }
-    atomicAdd(&g_w[j], aw);
-    if (g_bh) atomicAdd(&g_bh[j], ab);
-  }
-  if (g_wn)
-    for (int j = threadIdx.x; j < N; j += blockDim.x) {
-      float a = 0.f;
-      for (int64_t r = r0; r < r1; ++r) a += dl[r] * H0[r * ld0 + j];
-      atomicAdd(&g_wn[j], a);
-    }
-  if (threadIdx.x == 0) {
-    float a = 0.f;
-    for (int64_t r = r0; r < r1; ++r) a += dl[r];
-    atomicAdd(g_b, a);
-  }
-}
+                              float* g_w, float* g_b, float* g_bh, const float* H0, int ld0, int N, float* g_wn);
 
 // dZ *= (H > 0) and g_b[j] += column sums (fallback when cuBLASLt has no DRELU_BGRAD algo)
-__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* g_b) {
-  const int64_t r0 = blockIdx.x * (int64_t)kHeadRows;
-  const int64_t r1 = min(B, r0 + kHeadRows);
-  for (int j = threadIdx.x; j < n; j += blockDim.x) {
-    float ab = 0.f;
-    for (int64_t r = r0; r < r1; ++r) {
-      float v = H[r * n + j] > 0.f ? dZ[r * n + j] : 0.f;
-      dZ[r * n + j] = v;
-      ab += v;
-    }
-    atomicAdd(&g_b[j], ab);
-  }
-}
+__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* g_b);
 
 // Sparse backward, phase 1: gradients of every id of every bag summed per table row (atomics into
 // G, which is zero outside the batch's rows) and each touched row listed once (flag + counter).
@@ -287,42 +201,7 @@ struct SparseParams {
 // and flag cleared. Grid-stride over the device-side count, so the launch shape is fixed.
 __global__ void sparse_update(int D, const int32_t* touched, const int* counter, const int64_t* step, SparseParams o,
                               float* table, float* m, float* v, float* G, float* wtab, float* wm, float* wv, float* WG,
-                              int32_t* flag) {
-  const int64_t total = (int64_t)(*counter) * D;
-  const float bc1 = 1.f - powf(o.b1, (float)*step), bc2 = 1.f - powf(o.b2, (float)*step);
-  const float step_size = o.lr / bc1, inv_sqrt_bc2 = 1.f / sqrtf(bc2);
-  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total; t += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t u = t / D;
-    const int dd = (int)(t - u * D);
-    const int64_t row = touched[u];
-    const int64_t i = row * D + dd;
-    const float g = G[i];
-    G[i] = 0.f;
-    if (o.kind == 0) {
-      m[i] += g * g;
-      table[i] -= o.lr * g / (sqrtf(m[i]) + o.eps);
-    } else {
-      m[i] = o.b1 * m[i] + (1.f - o.b1) * g;
-      v[i] = o.b2 * v[i] + (1.f - o.b2) * g * g;
-      table[i] -= step_size * m[i] / (sqrtf(v[i]) * inv_sqrt_bc2 + o.eps);
-    }
-    if (dd == 0) {
-      if (wtab) {
-        const float gw = WG[row];
-        WG[row] = 0.f;
-        if (o.kind == 0) {
-          wm[row] += gw * gw;
-          wtab[row] -= o.lr * gw / (sqrtf(wm[row]) + o.eps);
-        } else {
-          wm[row] = o.b1 * wm[row] + (1.f - o.b1) * gw;
-          wv[row] = o.b2 * wv[row] + (1.f - o.b2) * gw * gw;
-          wtab[row] -= step_size * wm[row] / (sqrtf(wv[row]) * inv_sqrt_bc2 + o.eps);
-        }
-      }
-      flag[row] = 0;
-    }
-  }
-}
+                              int32_t* flag);
 
 // Sparse backward without atomics (default path). Phase 1: every (bag, k-th id) position of the
 // batch writes key = table row (or `sentinel` for padding / frozen slots / k past the bag's end)
@@ -330,26 +209,7 @@ __global__ void sparse_update(int D, const int32_t* touched, const int* counter,
 // stable, so equal rows keep position order: the summation order is deterministic).
 __global__ void sparse_emit(DevData d, Layout L, const int64_t* order, const int64_t* b0p, int64_t B, int maxbag,
                             const uint8_t* __restrict__ frozen, uint32_t sentinel, uint32_t* __restrict__ keys,
-                            int32_t* __restrict__ vals) {
-  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (t >= B * L.S * maxbag) return;
-  const int64_t bag = t / maxbag;
-  const int k = (int)(t - bag * maxbag);
-  const int64_t r = bag / L.S;
-  const int s = (int)(bag - r * L.S);
-  uint32_t key = sentinel;
-  if (!frozen[s]) {
-    const int64_t src = row_of(order, b0p, 0, r);
-    const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
-    const int64_t p = o[src] + k;
-    if (p < o[src + 1]) {
-      const int32_t id = d.ids[p];
-      if (id >= 0) key = (uint32_t)(L.base[s] + id);
-    }
-  }
-  keys[t] = key;
-  vals[t] = (int32_t)t;
-}
+                            int32_t* __restrict__ vals);
 
 // Phase 2: one warp per 32 sorted positions; each run of equal keys starting inside it (a unique
 // row) is summed in registers and the row's optimizer step applied once (lane = one dim, so the
@@ -359,91 +219,20 @@ __global__ void sparse_apply(const uint32_t* __restrict__ keys, const int32_t* _
                              const float* __restrict__ bagscale, const float* __restrict__ dl, bool wide,
                              const int64_t* step, SparseParams o, float* __restrict__ table, float* __restrict__ m,
                              float* __restrict__ v, float* __restrict__ wtab, float* __restrict__ wm,
-                             float* __restrict__ wv) {
-  const int lane = threadIdx.x & 31;
-  const int64_t i0 = ((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5) * 32;
-  if (i0 >= n) return;
-  const int64_t i = i0 + lane;
-  const uint32_t k = i < n ? keys[i] : sentinel;
-  const bool head = k != sentinel && (i == 0 || keys[i - 1] != k);
-  const unsigned mask = __ballot_sync(0xffffffffu, head);
-  if (!mask) return;
-  const float bc1 = 1.f - powf(o.b1, (float)*step), bc2 = 1.f - powf(o.b2, (float)*step);
-  const float step_size = o.lr / bc1, inv_sqrt_bc2 = 1.f / sqrtf(bc2);
-  const int nh = __popc(mask);
-  for (int t = lane; t < nh * D; t += 32) {
-    const int h = t / D, dd = t - h * D;
-    unsigned mm = mask;
-    for (int q = 0; q < h; ++q) mm &= mm - 1;
-    const int64_t hi = i0 + (__ffs(mm) - 1);
-    const uint32_t row = keys[hi];
-    float g = 0.f, gw = 0.f;
-    for (int64_t j = hi; j < n && keys[j] == row; ++j) {
-      const int32_t p = vals[j];
-      const int bag = p / maxbag;
-      const int r = bag / S, s = bag - r * S;
-      const float sc = bagscale[bag];
-      g += demb[(int64_t)r * lde + s * D + dd] * sc;
-      if (wide && dd == 0) gw += dl[r] * sc;
-    }
-    const int64_t ix = (int64_t)row * D + dd;
-    if (o.kind == 0) {
-      const float a = m[ix] + g * g;
-      m[ix] = a;
-      table[ix] -= o.lr * g / (sqrtf(a) + o.eps);
-    } else {
-      const float mi = o.b1 * m[ix] + (1.f - o.b1) * g;
-      const float vi = o.b2 * v[ix] + (1.f - o.b2) * g * g;
-      m[ix] = mi;
-      v[ix] = vi;
-      table[ix] -= step_size * mi / (sqrtf(vi) * inv_sqrt_bc2 + o.eps);
-    }
-    if (wide && dd == 0) {
-      if (o.kind == 0) {
-        const float a = wm[row] + gw * gw;
-        wm[row] = a;
-        wtab[row] -= o.lr * gw / (sqrtf(a) + o.eps);
-      } else {
-        const float mi = o.b1 * wm[row] + (1.f - o.b1) * gw;
-        const float vi = o.b2 * wv[row] + (1.f - o.b2) * gw * gw;
-        wm[row] = mi;
-        wv[row] = vi;
-        wtab[row] -= step_size * mi / (sqrtf(vi) * inv_sqrt_bc2 + o.eps);
-      }
-    }
-  }
-}
+                             float* __restrict__ wv);
 
 struct DenseParams {
   float lr, b1, b2, eps, wd;
 };
 // Dense Adam over all dense parameters in one kernel; consumes (zeroes) the gradient.
-__global__ void dense_adam(float* w, float* g, float* m, float* v, int64_t n, const int64_t* step, DenseParams o) {
-  const float bc1 = 1.f - powf(o.b1, (float)*step), bc2 = 1.f - powf(o.b2, (float)*step);
-  const float step_size = o.lr / bc1, sqrt_bc2 = sqrtf(bc2);
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const float gi = g[i] + o.wd * w[i];
-    g[i] = 0.f;
-    m[i] = o.b1 * m[i] + (1.f - o.b1) * gi;
-    v[i] = o.b2 * v[i] + (1.f - o.b2) * gi * gi;
-    w[i] -= step_size * m[i] / (sqrtf(v[i]) / sqrt_bc2 + o.eps);
-  }
-}
+__global__ void dense_adam(float* w, float* g, float* m, float* v, int64_t n, const int64_t* step, DenseParams o);
 
-__global__ void relu_copy(const float* z, float* h, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    h[i] = fmaxf(z[i], 0.f);
-}
+__global__ void relu_copy(const float* z, float* h, int64_t n);
 
 // Ablation: the change of a group's inputs when its rows are taken from perm[b0 + r]:
 // delta[r, k] (k over the group's numeric columns, then slot x dim), and the wide change.
 // FP32 -> BF16 (weights of the BF16 evaluation forward, a ReLU'd first layer)
-__global__ void to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__ y, int64_t n, bool relu) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const float v = x[i];
-    y[i] = __float2bfloat16(relu ? fmaxf(v, 0.f) : v);
-  }
-}
+__global__ void to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__ y, int64_t n, bool relu);
 
 // Ablation, one configuration: H1b[r, j] = bf16(relu(zbase[r, j] + sum_k Wg[k, j] * delta[r, k])) for
 // h1 outputs (h1 % 4 == 0) and a group of gw inputs (Wg column-major h1 x gw, delta [B x gw]). One pass
@@ -453,37 +242,7 @@ __global__ void to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__
 constexpr int kAblRows = 64;
 __global__ void ablation_update_bf16_v4(const float* __restrict__ zbase, const float* __restrict__ Wg,
                                         const float* __restrict__ delta, int64_t B, int h1, int gw,
-                                        __nv_bfloat16* __restrict__ H1b) {
-  extern __shared__ float sm[];
-  float* Ws = sm;
-  float* Ds = sm + (int64_t)h1 * gw;
-  for (int i = threadIdx.x; i < h1 * gw; i += blockDim.x) Ws[i] = Wg[i];
-  const int64_t r0 = (int64_t)blockIdx.x * kAblRows;
-  const int rows = (int)(B - r0 < kAblRows ? B - r0 : kAblRows);
-  for (int i = threadIdx.x; i < rows * gw; i += blockDim.x) Ds[i] = delta[r0 * gw + i];
-  __syncthreads();
-  const int q = h1 / 4;                       // column groups per row
-  const int lanes = blockDim.x / q;           // rows per step
-  const int tj = threadIdx.x % q, tr = threadIdx.x / q;
-  if (tr >= lanes) return;
-  const float4* W4 = reinterpret_cast<const float4*>(Ws);
-#pragma unroll 4
-  for (int rr = tr; rr < rows; rr += lanes) {
-    float4 a = *reinterpret_cast<const float4*>(zbase + (r0 + rr) * h1 + 4 * tj);
-    const float* dr = Ds + rr * gw;
-    for (int k = 0; k < gw; ++k) {
-      const float dk = dr[k];
-      const float4 w = W4[k * q + tj];
-      a.x = fmaf(w.x, dk, a.x); a.y = fmaf(w.y, dk, a.y); a.z = fmaf(w.z, dk, a.z); a.w = fmaf(w.w, dk, a.w);
-    }
-    __nv_bfloat162 lo = __floats2bfloat162_rn(fmaxf(a.x, 0.f), fmaxf(a.y, 0.f));
-    __nv_bfloat162 hi = __floats2bfloat162_rn(fmaxf(a.z, 0.f), fmaxf(a.w, 0.f));
-    uint2 pk;
-    pk.x = *reinterpret_cast<uint32_t*>(&lo);
-    pk.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(H1b + (r0 + rr) * h1 + 4 * tj) = pk;
-  }
-}
+                                        __nv_bfloat16* __restrict__ H1b);
 
 // Same with the group's weights in registers (GW inputs known at compile time, e.g. one slot of
 // dimension 16): shared memory then holds only the block's deltas, so it is not re-read per row.
@@ -527,52 +286,7 @@ __global__ void __launch_bounds__(256) ablation_update_bf16_reg(const float* __r
 __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t b0, int64_t B, const float* mean,
                                const float* stdv, const float* table, const float* wtab, const float* wnum,
                                const float* H0, const int* gnum, int nnum, const int* gslot, int nslot, float* delta,
-                               float* dwide) {
-  const int gw = nnum + nslot * L.D;
-  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (t >= B * gw) return;
-  const int64_t r = t / gw;
-  const int k = (int)(t - r * gw);
-  const int64_t src = perm[b0 + r];
-  if (k < nnum) {
-    const int j = gnum[k];
-    const float v = d.num[src * L.N + j];
-    const float x = isfinite(v) ? (v - mean[j]) * (1.f / stdv[j]) : 0.f;
-    const float xb = H0[r * L.ld0 + j];
-    delta[r * gw + k] = x - xb;
-    if (L.wide) atomicAdd(&dwide[r], wnum[j] * (x - xb));
-    return;
-  }
-  const int q = (k - nnum) / L.D, dd = (k - nnum) - q * L.D;
-  const int s = gslot[q];
-  const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
-  float acc = 0.f, wacc = 0.f;
-  int cnt = 0;
-  for (int64_t p = o[src]; p < o[src + 1]; ++p) {
-    const int32_t id = d.ids[p];
-    if (id < 0) continue;
-    ++cnt;
-    acc += table[(L.base[s] + id) * L.D + dd];
-    if (L.wide && dd == 0) wacc += wtab[L.base[s] + id];
-  }
-  const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
-  delta[r * gw + k] = acc * sc - H0[r * L.ld0 + L.N + s * L.D + dd];
-  if (L.wide && dd == 0) {
-    // base wide part of this slot for row b0 + r
-    const int64_t* ob = o;
-    const int64_t rb = b0 + r;
-    float bw = 0.f;
-    int bc = 0;
-    for (int64_t p = ob[rb]; p < ob[rb + 1]; ++p) {
-      const int32_t id = d.ids[p];
-      if (id < 0) continue;
-      ++bc;
-      bw += wtab[L.base[s] + id];
-    }
-    const float bsc = bc == 0 ? 0.f : (L.mean ? 1.f / bc : 1.f);
-    atomicAdd(&dwide[r], wacc * sc - bw * bsc);
-  }
-}
+                               float* dwide);
 
 }  // namespace k
 }  // namespace abacus

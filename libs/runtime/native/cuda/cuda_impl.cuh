@@ -1,0 +1,338 @@
+// Internals of the CUDA model (the public class is in cuda_model.h), shared by its source files:
+//   device.cu      cuBLASLt loading, device queries, construction / destruction
+//   cuda_model.cu  the host mirror (tensor views, checkpoints, normalisation fit, gradient oracle)
+//   residency.cu   data resident on the GPU, streamed training batches
+//   gemm.cu        cuBLASLt products (FP32 / TF32, BF16 inputs)
+//   forward.cu     workspace, the fused gather + embedding-bag forward, the hidden layers
+//   train_step.cu  the training step (one CUDA graph per batch size) and the epoch loop
+//   metrics.cu     AUC / logloss / calibration on the GPU
+//   predict.cu     predict
+//   ablation.cu    ablation
+//   kernels.cuh / kernels.cu  the CUDA kernels
+// nvcc only: the N-API layer (addon_cuda.cc, g++) sees cuda_model.h alone.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../common/data_source.h"
+#include "../common/thread_pool.h"
+#include "cublaslt_dl.h"
+#include "cuda_model.h"
+#include "kernels.cuh"
+
+// Shared between the model's source files only: hidden, so they stay out of the addon's dynamic
+// symbol table, as they did when they were file-local.
+#define ABACUS_CUDA_LOCAL __attribute__((visibility("hidden")))
+
+namespace abacus {
+
+ABACUS_CUDA_LOCAL inline double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+ABACUS_CUDA_LOCAL inline void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
+}
+#define CK(x) ck((x), #x)
+template <class T>
+ABACUS_CUDA_LOCAL inline T* dalloc(size_t n, bool zero = true) {
+  void* p = nullptr;
+  if (n == 0) n = 1;
+  CK(cudaMalloc(&p, n * sizeof(T)));
+  if (zero) CK(cudaMemset(p, 0, n * sizeof(T)));
+  return static_cast<T*>(p);
+}
+ABACUS_CUDA_LOCAL inline int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+ABACUS_CUDA_LOCAL inline int blocks_for(int64_t n, int t = 256) { return (int)std::max<int64_t>(1, std::min<int64_t>((n + t - 1) / t, 1 << 30)); }
+
+struct GemmPlan {
+  lt::MatmulDesc desc = nullptr;
+  lt::MatrixLayout a = nullptr, b = nullptr, c = nullptr;
+  lt::MatmulAlgo algo;
+  bool ok = false;
+};
+
+struct DevDataset {
+  k::DevData d;
+  std::vector<void*> bufs;
+  uint64_t fp = 0;  // fingerprint of the host data it came from
+  uint64_t pkey = 0, light = 0;  // pointer/size key and light sample (fast path of resident())
+  std::vector<float> host_lab, host_wt;  // for predict's host outputs
+  ~DevDataset() { for (void* p : bufs) cudaFree(p); }
+};
+
+struct CudaImpl {
+  int dev = 0;
+  cudaStream_t st = nullptr;
+  const lt::Api* api = nullptr;
+  lt::Handle lt = nullptr;
+  void* ws = nullptr;
+  size_t ws_bytes = 32u << 20;
+  bool tf32 = false, use_epi = true;
+  // BF16 evaluation forward (predict, validation, ablation): hidden layers take BF16 inputs and
+  // weights with FP32 accumulation, the last hidden layer's output and everything after it FP32.
+  // On with TF32 math and at least 2 hidden layers; ABACUS_CUDA_EVAL_PRECISION=tf32 turns it off.
+  bool bf16eval = false;
+  __nv_bfloat16* H0b = nullptr;
+  std::vector<__nv_bfloat16*> Hb, Wb, Bb;  // activations, weights, biases (BF16 output layers)
+  bool eval_ctx = false;  // inside predict / ablate (autotune only there: training keeps the heuristic's choice)
+  // ABACUS_CUDA_AUTOTUNE=1: time up to 8 cuBLASLt candidates for large eval products (off by default:
+  // on an H200 it did not speed up layer 0 and the eval bench was slower with it, 49.6 M vs 57.3 M/s)
+  bool autotune = false;
+  // config
+  int N = 0, S = 0, D = 0, L = 0, in0 = 0, ld0 = 0;
+  // First layer's GEMM depth: in0 rounded up to ld0 (429 -> 432 for ctr26) so cuBLASLt can use its
+  // 16-byte-aligned TF32 kernels (measured on an H200: 65536 x 429 x 512 0.354 ms, x 432 0.174 ms).
+  // On the device W0 has k0 columns, the extra ones zero (H0's padding columns are zero, so their
+  // gradients are zero and Adam keeps them zero); the host mirror keeps in0: see dense_copy().
+  int k0 = 0;
+  int64_t pad0 = 0;  // extra device floats of W0: (k0 - in0) * out_dim[0]
+  std::vector<int> in_dim, out_dim;
+  std::vector<int64_t> w_off, b_off;
+  int64_t wide_num_off = 0, nd = 0, rows = 0;
+  bool wide = false, mean = false, adam = false;
+  SparseOpt sp;
+  std::vector<int64_t> vocab;
+  float* pred_buf = nullptr;
+  int64_t pred_cap = 0;
+  DenseOpt dn;
+  // parameters and optimizer state
+  float *table = nullptr, *wtab = nullptr, *dense = nullptr, *dm = nullptr, *dv = nullptr, *dg = nullptr;
+  float *spm = nullptr, *spv = nullptr, *wspm = nullptr, *wspv = nullptr, *nmean = nullptr, *nstd = nullptr;
+  float *G = nullptr, *WG = nullptr;
+  int32_t *flag = nullptr, *touched = nullptr;
+  int* counter = nullptr;
+  int64_t* base = nullptr;
+  uint8_t* dfrozen = nullptr;
+  int64_t *d_step = nullptr, *d_cursor = nullptr, *d_b0 = nullptr;
+  int* d_stepidx = nullptr;
+  double* d_wsum = nullptr;
+  double* d_losses = nullptr;
+  int64_t losses_cap = 0;
+  // workspace
+  int64_t cap = 0;
+  float *H0 = nullptr, *logit = nullptr, *dlogit = nullptr, *widev = nullptr, *lab = nullptr, *wt = nullptr;
+  float *bagscale = nullptr, *demb = nullptr, *dZa = nullptr, *dZb = nullptr, *zbase = nullptr, *dwide = nullptr;
+  std::vector<float*> H;
+  std::vector<uint8_t*> aux;
+  void free_bf16_acts() {
+    if (H0b) cudaFree(H0b);
+    H0b = nullptr;
+    for (auto* p : Hb) if (p) cudaFree(p);
+    Hb.clear();
+  }
+  std::vector<int64_t> aux_ld;
+  // state of the host mirror
+  bool upload_needed = true, host_stale = false;
+  // resident datasets (small cache) and the training order
+  std::vector<std::unique_ptr<DevDataset>> cache;
+  // Streamed training (data not resident): each batch packed on the host into one pinned buffer
+  // (numeric, labels, weights, offsets, ids), one host->device copy on the copy stream `cs`,
+  // two stages so batch k+1 is packed and copied while the GPU runs step k.
+  struct Stage {
+    uint8_t* pin = nullptr;
+    uint8_t* dev = nullptr;
+    size_t cap = 0;
+    cudaEvent_t copied = nullptr, consumed = nullptr;
+  };
+  Stage stage[2];
+  size_t stage_layout_key = 0;  // graphs captured on the stages assume one layout
+  cudaStream_t cs = nullptr;
+  std::unique_ptr<ThreadPool> pack_pool;
+  struct StageLayout { size_t num = 0, lab = 0, wt = 0, offs = 0, ids = 0, cap = 0; };
+  StageLayout stage_layout(int64_t Bc, int mb, bool hw) const {
+    StageLayout L;
+    size_t o = 0;
+    auto al = [&](size_t bytes) { const size_t r = o; o = (o + bytes + 255) & ~size_t(255); return r; };
+    L.num = al((size_t)Bc * N * 4);
+    L.lab = al((size_t)Bc * 4);
+    L.wt = al(hw ? (size_t)Bc * 4 : 0);
+    L.offs = al((size_t)S * (Bc + 1) * 8);
+    L.ids = al((size_t)Bc * S * std::max(mb, 1) * 4);
+    L.cap = o;
+    return L;
+  }
+  int64_t* d_order = nullptr;
+  int64_t order_cap = 0;
+  // sort-based sparse backward: (row, position) pairs of one batch, CUB temp storage
+  bool sparse_atomic = false;  // ABACUS_CUDA_SPARSE=atomic: the older gradient-table path
+  uint32_t *skeys = nullptr, *skeys2 = nullptr;
+  int32_t *svals = nullptr, *svals2 = nullptr;
+  void* sort_tmp = nullptr;
+  size_t sort_tmp_bytes = 0;
+  int64_t sort_cap = 0;
+  int sort_bits = 1;
+  // captured training steps
+  struct Graph { int64_t B; const void* data; const int64_t* order; bool trainable; cudaGraphExec_t exec; };
+  std::vector<Graph> graphs;
+  std::map<std::string, GemmPlan> plans;
+  // ABACUS_CUDA_PROFILE=1: phase times of predict / ablate on stderr (synchronises between phases)
+  bool prof = false;
+  // normalisation / frozen flags last uploaded: the small uploads happen only when they change
+  std::vector<float> up_mean, up_std;
+  std::vector<uint8_t> up_frozen;
+  bool small_valid = false;
+  // pinned staging of predictions copied back
+  float* pin = nullptr;
+  int64_t pin_cap = 0;
+  // grow-only scratch kept across calls (ablation, segmented metrics): no cudaMalloc / cudaFree /
+  // cudaMallocHost per call
+  std::map<std::string, std::pair<void*, size_t>> scr;
+  void* scratch(const std::string& name, size_t bytes) {
+    auto& e = scr[name];
+    if (e.second < bytes || !e.first) {
+      if (e.first) { cudaStreamSynchronize(st); cudaFree(e.first); }
+      e.first = nullptr;
+      CK(cudaMalloc(&e.first, std::max<size_t>(bytes, 16)));
+      e.second = std::max<size_t>(bytes, 16);
+    }
+    return e.first;
+  }
+  // ablation permutations, pinned (grow-only, kept across calls: each configuration's permutation
+  // is copied up as soon as it is generated, an asynchronous copy only from pinned memory)
+  int32_t* hperm32 = nullptr;
+  int64_t hperm_cap = 0;
+  std::string prof_detail;
+  float* pinned_floats(int64_t n) {
+    if (n > pin_cap) {
+      if (pin) { cudaStreamSynchronize(st); cudaFreeHost(pin); }
+      pin = nullptr;
+      CK(cudaMallocHost(&pin, std::max<int64_t>(n, 1) * 4));
+      pin_cap = n;
+    }
+    return pin;
+  }
+
+  struct EvalCtx {
+    bool& f;
+    bool prev;
+    explicit EvalCtx(bool& x) : f(x), prev(x) { f = true; }
+    ~EvalCtx() { f = prev; }
+  };
+  k::Layout layout() const { return {N, S, D, ld0, mean, wide, base}; }
+
+  // rows per forward pass of predict / ablate: at least ABACUS_CUDA_EVAL_BATCH (default 65536),
+  // whatever batch the caller named (per-row results do not depend on it)
+  int64_t eval_min = 65536;
+  int64_t eval_batch(int64_t batch) const { return std::max<int64_t>(std::max<int64_t>(batch, 1), eval_min); }
+
+  // sort path possible for a batch of B rows whose bags hold at most maxbag ids?
+  bool sort_path(int64_t B, int maxbag) const {
+    return !sparse_atomic && maxbag > 0 && B * S * (int64_t)maxbag < (int64_t(1) << 30) && rows < (int64_t(1) << 31);
+  }
+
+  const float* layer_in(int l) const { return l == 0 ? H0 : H[l - 1]; }
+  int64_t ld_in(int l) const { return l == 0 ? ld0 : in_dim[l]; }
+  int64_t kdim(int l) const { return l == 0 ? k0 : in_dim[l]; }
+
+  // ---- defined out of line, by concern ----
+  // device.cu
+  ~CudaImpl();
+  // residency.cu: the two pinned stages of streamed training (and their device buffers)
+  void ensure_stages(size_t bytes);
+  // gemm.cu: col-major cuBLASLt products with an epilogue (false when no algorithm fits; *_must throw)
+  bool gemm(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,
+            const float* bias = nullptr, void* auxp = nullptr, int64_t auxld = 0);
+  void gemm_must(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
+                 int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,
+                 const float* bias = nullptr);
+  bool gemm_bf16(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,
+                 int64_t ldb, void* Dp, int64_t ldd, bool d_bf16, int epi, const void* bias, bool run = true);
+  void gemm_bf16_f32_must(int64_t m, int64_t n, int64_t kk, const __nv_bfloat16* A, int64_t lda, const __nv_bfloat16* Bm,
+                          int64_t ldb, float* Dp, int64_t ldd, int epi, const float* bias);
+  // forward.cu: workspace for batches up to B, the fused gather into H0 / H0b, the hidden layers
+  // (FP32 / TF32, or BF16 inputs for evaluation) and the BF16 copies of their weights
+  void ensure(int64_t B);
+  void gather(const k::DevData& d, const int64_t* order, const int64_t* b0p, int64_t b0h, int64_t B, bool keep_scale,
+              int outs = 1);
+  void mlp_forward(int64_t B, int from, bool train, int to = -1);
+  bool bf16_ready(int64_t B);
+  void refresh_wb();
+  void mlp_forward_bf16(int64_t B, int from, int to = -1);
+  // train_step.cu: sparse-backward buffers (before a step is captured), one training step (capturable)
+  void prepare_sparse(int64_t B, int maxbag);
+  void enqueue_step(const k::DevData& d, const int64_t* order, int64_t B, bool trainable, bool reset_cursor = false);
+  // predict.cu: predictions of n rows into pred (device)
+  void predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
+                   float* wto, const std::atomic<bool>* cancel);
+};
+
+// Phase timer (ABACUS_CUDA_PROFILE=1): synchronises the stream at each mark, one line on stderr.
+struct Prof {
+  CudaImpl& I;
+  const char* what;
+  double t0 = 0, tl = 0;
+  std::string line;
+  Prof(CudaImpl& i, const char* w) : I(i), what(w) {
+    if (I.prof) { cudaStreamSynchronize(I.st); t0 = tl = now_s(); }
+  }
+  void mark(const char* phase) {
+    if (!I.prof) return;
+    cudaStreamSynchronize(I.st);
+    const double t = now_s();
+    char b[128];
+    snprintf(b, sizeof b, " %s=%.3f", phase, (t - tl) * 1e3);
+    line += b;
+    tl = t;
+  }
+  ~Prof() {
+    if (I.prof) fprintf(stderr, "[abacus-cuda] %s ms:%s total=%.3f\n", what, line.c_str(), (now_s() - t0) * 1e3);
+  }
+};
+
+// ---- provided by one source file to the others ----
+// cuda_model.cu: device -> host mirror when the device is newer; host mirror -> device when JS
+// may have written it (and the normalisation / frozen flags when they changed)
+ABACUS_CUDA_LOCAL void download(CudaImpl& I, CpuModel& h);
+ABACUS_CUDA_LOCAL void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen);
+// residency.cu
+ABACUS_CUDA_LOCAL const DevDataset& resident(CudaImpl& I, const DataSource& ds);
+ABACUS_CUDA_LOCAL void drop_resident(CudaImpl& I, const DataSource& ds);
+ABACUS_CUDA_LOCAL void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
+ABACUS_CUDA_LOCAL bool stream_training(const CudaImpl& I, const DataSource& ds);
+ABACUS_CUDA_LOCAL int max_bag_of(const DataSource& ds, int S);
+ABACUS_CUDA_LOCAL size_t pack_batch(CudaImpl& I, const DataSource& ds, const int64_t* rows, int64_t B,
+                                    const CudaImpl::StageLayout& L, uint8_t* pin, std::vector<int64_t>& base);
+// metrics.cu
+ABACUS_CUDA_LOCAL Metrics gpu_metrics(CudaImpl& I, const float* pred, const float* lab, const float* w, int64_t n,
+                                      float* tmp_k, float* tmp_y, double* tmp_a, double* tmp_b, double* tmp_c,
+                                      float* tmp_keys2);
+ABACUS_CUDA_LOCAL void seg_metrics(CudaImpl& I, const float* p, int64_t C, int64_t n, int F, const float* lab,
+                                   const float* w, std::vector<Metrics>& whole, std::vector<Metrics>* folds);
+
+// scratch for gpu_metrics over up to n rows
+struct MetScratch {
+  float *k = nullptr, *y = nullptr, *k2 = nullptr;
+  double *a = nullptr, *b = nullptr, *c = nullptr;
+  MetScratch(int64_t n) {
+    k = dalloc<float>(n, false); y = dalloc<float>(n, false); k2 = dalloc<float>(n, false);
+    a = dalloc<double>(n, false); b = dalloc<double>(n, false); c = dalloc<double>(n, false);
+  }
+  ~MetScratch() { for (void* p : std::initializer_list<void*>{k, y, k2, a, b, c}) cudaFree(p); }
+  Metrics run(CudaImpl& I, const float* p, const float* l, const float* w, int64_t n) {
+    return gpu_metrics(I, p, l, w, n, k, y, a, b, c, k2);
+  }
+};
+
+// Host copy of some rows of ds (the validation rows of a streamed training set), made resident on
+// its own: the training data itself stays on the host.
+struct OwnedRows {
+  std::vector<float> num, lab, wt;
+  std::vector<std::vector<int32_t>> offs, ids;
+  DataSource ds;
+};
+ABACUS_CUDA_LOCAL std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S);
+
+}  // namespace abacus

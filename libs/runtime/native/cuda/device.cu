@@ -1,0 +1,203 @@
+// CUDA device selection and setup: cuBLASLt loaded at run time (dlopen), device queries, and the
+// CudaModel constructor / destructor (device, stream, cuBLASLt handle and workspace, the switches
+// read from the environment, parameters and optimizer state allocated on the device).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda_impl.cuh"
+
+namespace abacus {
+
+namespace {
+thread_local int g_next_device = 0;
+}  // namespace
+
+namespace lt {
+const Api* load(std::string* why) {
+  static std::once_flag once;
+  static Api api;
+  static bool ok = false;
+  static std::string err;
+  std::call_once(once, [] {
+    std::vector<std::string> cands;
+    if (const char* e = std::getenv("ABACUS_CUBLASLT")) cands.push_back(e);
+    cands.push_back("libcublasLt.so.13");
+    for (const char* home : std::vector<const char*>{std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH"), "/usr/local/cuda"})
+      if (home) cands.push_back(std::string(home) + "/lib64/libcublasLt.so.13");
+    cands.push_back("/usr/local/cuda/targets/x86_64-linux/lib/libcublasLt.so.13");
+    void* h = nullptr;
+    for (auto& c : cands)
+      if ((h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL))) { api.path = c; break; }
+    if (!h) { err = "libcublasLt.so.13 not found (set ABACUS_CUBLASLT to its path)"; return; }
+    auto sym = [&](const char* n) {
+      void* p = dlsym(h, n);
+      if (!p) err = std::string("cuBLASLt symbol missing: ") + n;
+      return p;
+    };
+    api.create = (decltype(api.create))sym("cublasLtCreate");
+    api.destroy = (decltype(api.destroy))sym("cublasLtDestroy");
+    api.descCreate = (decltype(api.descCreate))sym("cublasLtMatmulDescCreate");
+    api.descDestroy = (decltype(api.descDestroy))sym("cublasLtMatmulDescDestroy");
+    api.descSet = (decltype(api.descSet))sym("cublasLtMatmulDescSetAttribute");
+    api.layoutCreate = (decltype(api.layoutCreate))sym("cublasLtMatrixLayoutCreate");
+    api.layoutDestroy = (decltype(api.layoutDestroy))sym("cublasLtMatrixLayoutDestroy");
+    api.prefCreate = (decltype(api.prefCreate))sym("cublasLtMatmulPreferenceCreate");
+    api.prefSet = (decltype(api.prefSet))sym("cublasLtMatmulPreferenceSetAttribute");
+    api.prefDestroy = (decltype(api.prefDestroy))sym("cublasLtMatmulPreferenceDestroy");
+    api.heuristic = (decltype(api.heuristic))sym("cublasLtMatmulAlgoGetHeuristic");
+    api.matmul = (decltype(api.matmul))sym("cublasLtMatmul");
+    ok = err.empty();
+  });
+  if (!ok && why) *why = err;
+  return ok ? &api : nullptr;
+}
+}  // namespace lt
+
+void cuda_set_next_device(int d) { g_next_device = d; }
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) { cudaGetLastError(); return 0; }
+  return n;
+}
+std::string cuda_device_name(int d) {
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, d) != cudaSuccess) return "";
+  return p.name;
+}
+std::string cuda_status_line() {
+  std::string why;
+  int n = cuda_device_count();
+  if (n == 0) return "no CUDA device visible";
+  if (!lt::load(&why)) return why;
+  return "ok";
+}
+
+CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(new CudaImpl) {
+  std::string why;
+  CudaImpl& I = *impl_;
+  I.api = lt::load(&why);
+  if (!I.api) throw std::runtime_error("CUDA backend: " + why);
+  const int ndev = cuda_device_count();
+  if (ndev == 0) throw std::runtime_error("CUDA backend: no CUDA device visible");
+  I.dev = g_next_device;
+  if (I.dev < 0 || I.dev >= ndev) throw std::runtime_error("CUDA backend: device " + std::to_string(I.dev) + " out of range (" + std::to_string(ndev) + " visible)");
+  CK(cudaSetDevice(I.dev));
+  CK(cudaStreamCreateWithFlags(&I.st, cudaStreamNonBlocking));
+  if (I.api->create(&I.lt) != 0) throw std::runtime_error("cublasLtCreate failed");
+  I.ws = dalloc<uint8_t>(I.ws_bytes, false);
+  const char* m = std::getenv("ABACUS_CUDA_MATH");
+  I.tf32 = !(m && std::string(m) == "fp32");  // TF32 GEMMs by default (AUC unchanged on ctr26)
+  const char* ep = std::getenv("ABACUS_CUDA_EVAL_PRECISION");
+  I.bf16eval = I.tf32 && cfg.hidden.size() >= 2 && !(ep && std::string(ep) == "tf32");
+  if (const char* at = std::getenv("ABACUS_CUDA_AUTOTUNE")) I.autotune = std::string(at) == "1";
+  const char* pe = std::getenv("ABACUS_CUDA_PROFILE");
+  I.prof = pe && std::string(pe) == "1";
+  const char* ne = std::getenv("ABACUS_CUDA_NO_EPILOGUE");
+  I.use_epi = !(ne && std::string(ne) == "1");
+  I.N = cfg.num_numeric;
+  I.S = (int)cfg.vocab.size();
+  I.D = cfg.dim;
+  I.L = (int)cfg.hidden.size();
+  I.in0 = I.N + I.S * I.D;
+  I.ld0 = (int)round_up(I.in0, 4);
+  I.k0 = I.L > 0 ? I.ld0 : I.in0;
+  I.wide = cfg.wide;
+  I.mean = cfg.mean;
+  I.adam = cfg.sparse.kind == 1;
+  I.sp = cfg.sparse;
+  I.vocab = cfg.vocab;
+  I.dn = cfg.dense;
+  std::vector<int64_t> hb;
+  for (int s = 0; s < I.S; ++s) { hb.push_back(I.rows); I.rows += cfg.vocab[s]; }
+  int64_t off = 0;
+  for (int l = 0; l <= I.L; ++l) {
+    I.in_dim.push_back(l == 0 ? I.in0 : cfg.hidden[l - 1]);
+    I.out_dim.push_back(l < I.L ? cfg.hidden[l] : 1);
+    I.w_off.push_back(off);
+    off += (int64_t)I.kdim(l) * I.out_dim[l];
+    I.b_off.push_back(off);
+    off += I.out_dim[l];
+  }
+  I.wide_num_off = off;
+  if (cfg.wide) off += I.N;
+  I.nd = off;
+  I.pad0 = (int64_t)(I.k0 - I.in0) * I.out_dim[0];
+  const int64_t R = I.rows, D = I.D;
+  I.table = dalloc<float>(R * D, false);
+  I.spm = dalloc<float>(R * D, false);
+  if (I.adam) I.spv = dalloc<float>(R * D, false);
+  if (I.wide) {
+    I.wtab = dalloc<float>(R, false);
+    I.wspm = dalloc<float>(R, false);
+    if (I.adam) I.wspv = dalloc<float>(R, false);
+  }
+  // G / WG / flag / touched (the gradient-table path) are allocated only when it is used
+  if (const char* eb = std::getenv("ABACUS_CUDA_EVAL_BATCH")) I.eval_min = std::max<long long>(1, std::atoll(eb));
+  const char* spe = std::getenv("ABACUS_CUDA_SPARSE");
+  I.sparse_atomic = spe && std::string(spe) == "atomic";
+  I.counter = dalloc<int>(1);
+  I.dense = dalloc<float>(I.nd);
+  I.dm = dalloc<float>(I.nd);
+  I.dv = dalloc<float>(I.nd);
+  I.dg = dalloc<float>(I.nd);
+  I.nmean = dalloc<float>(std::max(1, I.N), false);
+  I.nstd = dalloc<float>(std::max(1, I.N), false);
+  I.base = dalloc<int64_t>(std::max(1, I.S), false);
+  CK(cudaMemcpy(I.base, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice));
+  I.dfrozen = dalloc<uint8_t>(std::max(1, I.S));
+  I.d_step = dalloc<int64_t>(1);
+  I.d_cursor = dalloc<int64_t>(1);
+  I.d_b0 = dalloc<int64_t>(1);
+  I.d_stepidx = dalloc<int>(1);
+  I.d_wsum = dalloc<double>(1);
+  frozen.assign(I.S, 0);
+  I.upload_needed = true;
+}
+
+CudaModel::~CudaModel() = default;
+
+CudaImpl::~CudaImpl() {
+  cudaSetDevice(dev);
+  for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
+  for (auto& kv : plans) {
+    if (kv.second.desc) api->descDestroy(kv.second.desc);
+    if (kv.second.a) api->layoutDestroy(kv.second.a);
+    if (kv.second.b) api->layoutDestroy(kv.second.b);
+    if (kv.second.c) api->layoutDestroy(kv.second.c);
+  }
+  cache.clear();
+  for (auto& g : stage) {
+    if (g.pin) cudaFreeHost(g.pin);
+    if (g.dev) cudaFree(g.dev);
+    if (g.copied) cudaEventDestroy(g.copied);
+    if (g.consumed) cudaEventDestroy(g.consumed);
+  }
+  if (cs) cudaStreamDestroy(cs);
+  // device memory is released with the context's allocations below
+  for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
+                                               flag, touched, counter, base, dfrozen, d_step, d_cursor, d_b0, d_stepidx,
+                                               d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
+                                               dZb, zbase, dwide, d_order, ws, pred_buf, skeys, skeys2, svals, svals2, sort_tmp})
+    if (p) cudaFree(p);
+  for (auto* p : H) cudaFree(p);
+  for (auto* p : aux) cudaFree(p);
+  if (hperm32) cudaFreeHost(hperm32);
+  free_bf16_acts();
+  for (auto* p : Wb) if (p) cudaFree(p);
+  for (auto* p : Bb) if (p) cudaFree(p);
+  for (auto& kv : scr) if (kv.second.first) cudaFree(kv.second.first);
+  if (pin) cudaFreeHost(pin);
+  if (lt) api->destroy(lt);
+  if (st) cudaStreamDestroy(st);
+}
+
+const char* CudaModel::eval_precision() const { return impl_->bf16eval ? "bf16" : impl_->tf32 ? "tf32" : "fp32"; }
+
+}  // namespace abacus
