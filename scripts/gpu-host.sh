@@ -457,6 +457,8 @@ unpack() {
   [ -f "$GPU_DIR/MANIFEST" ] || die "$GPU_DIR/MANIFEST is missing: run \`bash scripts/gpu-host.sh pack\` on the build machine and bring .gpu/ along"
   [ "$(uname -m)" = x86_64 ] || die "this package is for x86_64 Linux, not $(uname -m)"
   (cd "$GPU_DIR" && sed -n '3,$p' MANIFEST | sha256sum -c --quiet -) || die ".gpu/ is incomplete or damaged (sha256 mismatch against .gpu/MANIFEST)"
+  mkdir -p "$PREFIX"
+  chmod 755 "$PREFIX"
   if cmp -s "$GPU_DIR/MANIFEST" "$PREFIX/MANIFEST" && [ -x "$NODE" ] && [ -f "$APP/BUILD" ]; then
     say "package already unpacked in $PREFIX"
     return
@@ -574,12 +576,13 @@ exec "$NODE" "$APP/apps/cli/bin/abacus.js" "\$@"
 SH
   cat >"$PREFIX/bin/psql" <<SH
 #!/usr/bin/env bash
-. "$PREFIX/abacus.env"
-LD_LIBRARY_PATH="$PREFIX/lib" exec "$PGBIN/psql" "\${@:-\$ABACUS_DATABASE_URL}"
+# psql on the cluster of $PREFIX (database abacus unless told otherwise)
+export PGHOST=127.0.0.1 PGPORT=$PG_PORT PGUSER=postgres PGDATABASE="\${PGDATABASE:-abacus}"
+LD_LIBRARY_PATH="$PREFIX/lib" exec "$PGBIN/psql" "\$@"
 SH
   cat >"$PREFIX/bin/redis-cli" <<SH
 #!/usr/bin/env bash
-LD_LIBRARY_PATH="$PREFIX/lib" exec "$PREFIX/redis/bin/redis-cli" -p $REDIS_PORT "\$@"
+LD_LIBRARY_PATH="$PREFIX/lib" exec "$PREFIX/redis/bin/redis-cli" -h 127.0.0.1 -p $REDIS_PORT "\$@"
 SH
   chmod 755 "$PREFIX/bin/abacus" "$PREFIX/bin/psql" "$PREFIX/bin/redis-cli"
   ln -sfn "$NODE" "$PREFIX/bin/node"
@@ -641,8 +644,6 @@ cuda_report() {
 
 cmd_up() {
   cd "$ROOT"
-  mkdir -p "$PREFIX"
-  chmod 755 "$PREFIX"
   unpack
   check_libs
   pg_user_setup
