@@ -78,9 +78,6 @@ export async function startPlatform(
     ABACUS_RUNTIME_THREADS: '1',
     // the bench measures the API, not the per-key limiter
     ABACUS_RATE_LIMIT_PER_MIN: '1000000',
-    // where the CUDA backend finds cuBLASLt, when the caller had to say so
-    ...(process.env.ABACUS_CUBLASLT ? { ABACUS_CUBLASLT: process.env.ABACUS_CUBLASLT } : {}),
-    ...(process.env.LD_LIBRARY_PATH ? { LD_LIBRARY_PATH: process.env.LD_LIBRARY_PATH } : {}),
     ...o.env,
   };
   const config = loadConfig(env, { fresh: true });
