@@ -104,10 +104,17 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     const sub = await cli(['experiment', 'submit', spec, '--json'], cliEnv);
     expect(sub.code, sub.stderr).toBe(0);
     const id = (JSON.parse(sub.stdout) as { id: string }).id;
+    // a score trial on these rows runs for a few hundred milliseconds: poll often enough not to miss it
     await waitUntil(
-      async () => (await ds.query(`SELECT 1 FROM trials WHERE experiment_id = $1 AND status = 'running'`, [id])).length > 0,
+      async () => {
+        const rows: { status: string }[] = await ds.query(`SELECT status FROM trials WHERE experiment_id = $1`, [id]);
+        if (rows.length && rows.every((r) => r.status === 'succeeded'))
+          throw new Error('the score trial finished before it was seen running: nothing left to kill');
+        return rows.some((r) => r.status === 'running');
+      },
       60_000,
       'a running trial',
+      10,
     );
     await worker.stop('SIGKILL');
     // the dead worker cannot have finished the row: it is still 'running', owned by a lock that will expire

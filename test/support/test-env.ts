@@ -84,13 +84,18 @@ async function deleteQueueKeys(config: AppConfig): Promise<void> {
   }
 }
 
-/** Polls until fn returns a truthy value or the time runs out. */
-export async function waitUntil<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string): Promise<T> {
+/** Polls (every `everyMs`) until fn returns a truthy value or the time runs out. */
+export async function waitUntil<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 200,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
