@@ -47,6 +47,12 @@ export const configSchema = z
     ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
     /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
     ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
+    /**
+     * the most memory (MiB) a worker lets one sample build take (rows x features, estimated before
+     * the features are read); a larger build fails its trial with an error naming this limit.
+     * 0 = three quarters of the machine's memory
+     */
+    ABACUS_SAMPLE_MEMORY_MB: z.coerce.number().int().min(0).default(0),
     /** native threads per trial; 0 = all cores */
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
     ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),

@@ -565,7 +565,9 @@ ENV
 : "\${ABACUS_DATA_DIR:=$PREFIX/data}"
 : "\${ABACUS_RUNTIME_BACKEND:=auto}"
 : "\${ABACUS_CREDENTIALS_FILE:=$PREFIX/credentials.json}"
-export ABACUS_DATABASE_URL ABACUS_REDIS_URL ABACUS_API_HOST ABACUS_API_PORT ABACUS_API_URL ABACUS_DATA_DIR ABACUS_RUNTIME_BACKEND ABACUS_CREDENTIALS_FILE
+# a trial per GPU (each on its own device) and one more for the CPU trials (IV scoring) beside them
+: "\${ABACUS_WORKER_CONCURRENCY:=$(( $(gpu_count) + 1 ))}"
+export ABACUS_DATABASE_URL ABACUS_REDIS_URL ABACUS_API_HOST ABACUS_API_PORT ABACUS_API_URL ABACUS_DATA_DIR ABACUS_RUNTIME_BACKEND ABACUS_CREDENTIALS_FILE ABACUS_WORKER_CONCURRENCY
 ENV
   mkdir -p "$PREFIX/bin"
   cat >"$PREFIX/bin/abacus" <<SH
@@ -586,6 +588,13 @@ LD_LIBRARY_PATH="$PREFIX/lib" exec "$PREFIX/redis/bin/redis-cli" -h 127.0.0.1 -p
 SH
   chmod 755 "$PREFIX/bin/abacus" "$PREFIX/bin/psql" "$PREFIX/bin/redis-cli"
   ln -sfn "$NODE" "$PREFIX/bin/node"
+}
+
+# GPUs nvidia-smi lists (0 without it)
+gpu_count() {
+  local n
+  n=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU ' || true)
+  echo "${n:-0}"
 }
 
 # runs Node with the platform's environment (not the servers' libraries)

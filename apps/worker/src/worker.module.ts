@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
@@ -71,7 +72,9 @@ export class WorkerModule {
             ds,
             ledger,
             dataDir,
-            samples: new BuiltSamplesCache(dataDir),
+            samples: new BuiltSamplesCache(dataDir, {
+              memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
+            }),
             trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
             notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
               allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,

@@ -17,7 +17,7 @@ export { runSim, formatSimSummary, type SimSummary } from './simulator/sim-runne
 export * from './calibration/calibration-world';
 // sample building: labelled samples + feature definitions -> encoded train/test datasets for the runtime
 export type * from './build/sample-build.types';
-export { buildSamples, sampleBuildKey } from './build/sample-builder';
+export { buildSamples, sampleBuildKey, estimateBuildBytes } from './build/sample-builder';
 export {
   sampleBuildRequestSchema,
   featureDefSchema,

@@ -17,6 +17,8 @@ export interface CalibrationBenchOptions {
   seeds?: number[];
   /** which workflows to run on each world (both by default); a rate whose workflow did not run is not reported */
   only?: 'add' | 'subtract';
+  /** subtract's retraining checks (spec.retrain); default: the spec's default */
+  retrain?: 'auto' | 'warm' | 'scratch';
   /** one JSON line per finished world: appended as worlds finish, read back to skip them on a rerun */
   resume?: string;
   onStatus?: (line: string) => void;
@@ -63,6 +65,8 @@ export interface WorldOutcome {
     estimatedDrop: number | null;
     /** the retraining check's drop of the removable set (mean over the pruning's seeds), validation split */
     retrainDrop: number | null;
+    /** how the retraining checks trained (warm or scratch; null when none ran) */
+    retrainMode: string | null;
     /** retrained on fresh seeds, test split */
     confirmedDrop: number | null;
     withinLimit: boolean | null;
@@ -123,7 +127,7 @@ async function runWorld(
             kind: 'subtract',
             businessLine: 'calibration',
             name: `calibration world ${seed}: subtract`,
-            spec: { model: { sampleSet: ss.id, features: t.base }, seed },
+            spec: { model: { sampleSet: ss.id, features: t.base }, seed, ...(o.retrain ? { retrain: o.retrain } : {}) },
           })
         : null;
     const [a, s] = await Promise.all([
@@ -150,7 +154,7 @@ async function runWorld(
       features: number;
       maxDrop: number;
       estimatedDrop: { mean: number } | null;
-      retrainCheck: { drop: number } | null;
+      retrainCheck: { drop: number; mode?: string } | null;
       confirmed: { aucDrop: number; withinLimit: boolean } | null;
       curve: { check: string; added: string[]; removed: number; drop: number; accepted: boolean }[];
     };
@@ -198,6 +202,7 @@ async function runWorld(
             maxDrop: r.maxDrop,
             estimatedDrop: r.removable.length ? (r.estimatedDrop?.mean ?? null) : 0,
             retrainDrop: r.removable.length ? (r.retrainCheck?.drop ?? null) : 0,
+            retrainMode: r.retrainCheck?.mode ?? null,
             confirmedDrop: r.confirmed?.aucDrop ?? (r.removable.length ? null : 0),
             withinLimit: r.confirmed?.withinLimit ?? (r.removable.length ? null : true),
             curve: r.curve.map((c) => ({
@@ -374,6 +379,7 @@ export async function runCalibrationBench(api: ApiClient, o: CalibrationBenchOpt
       seed: o.seed,
       ...(o.seeds?.length ? { seeds } : {}),
       ...(o.only ? { only: o.only } : {}),
+      ...(o.retrain ? { retrain: o.retrain } : {}),
     },
     summary: summarizeCalibration(results),
     worldResults: results,

@@ -12,7 +12,15 @@ interface Trial {
   startedAt: string | null;
   finishedAt: string | null;
   backend?: string | null;
-  metrics: { role?: string; timings?: Record<string, number> } | null;
+  metrics: {
+    role?: string;
+    timings?: Record<string, number>;
+    curve?: { check: 'permutation' | 'retrain' }[];
+    seeds?: number[];
+    epochs?: number;
+    steps?: number;
+    trainMs?: number;
+  } | null;
 }
 
 interface Experiment {
@@ -132,6 +140,20 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       clientWallMs: wallMs,
       setup: { simulateMs, importMs },
       trials: e.trials.map((t) => ({ kind: t.kind, role: t.metrics?.role ?? null, ms: ms(t) })),
+      base: base?.metrics
+        ? { epochs: base.metrics.epochs ?? null, steps: base.metrics.steps ?? null, trainMs: base.metrics.trainMs ?? null }
+        : null,
+      // the prune step's own account: checks by kind, retrained sets and fits, their build and fit time
+      prune: prune?.metrics
+        ? {
+            timings: prune.metrics.timings ?? null,
+            checks: {
+              permutation: prune.metrics.curve?.filter((c) => c.check === 'permutation').length ?? 0,
+              retrain: prune.metrics.curve?.filter((c) => c.check === 'retrain').length ?? 0,
+            },
+          }
+        : null,
+      confirm: confirm?.metrics ? { timings: confirm.metrics.timings ?? null, seeds: confirm.metrics.seeds ?? null } : null,
       result: {
         removable: e.result?.removable?.length ?? null,
         fullAuc: e.result?.full?.auc ?? null,

@@ -19,6 +19,7 @@ const flags = z.object({
     .transform((v) => v.split(',').map(Number))
     .optional(),
   only: z.enum(['add', 'subtract']).optional(),
+  retrain: z.enum(['auto', 'warm', 'scratch']).optional(),
   resume: z.string().min(1).optional(),
   out: z.string().min(1).optional(),
   private: z.boolean().optional(),
@@ -44,6 +45,7 @@ export const registerBenchCalibration: RegisterCommand = (program) => {
     .option('--seed <n>', "the first world's seed (world i: seed + i)", '1')
     .option('--seeds <list>', 'these worlds (comma-separated seeds) instead of --worlds from --seed')
     .option('--only <workflow>', 'run only add or only subtract on each world')
+    .option('--retrain <mode>', "subtract's retraining checks: auto, warm or scratch (default: the spec's, auto)")
     .option('--resume <file>', 'JSON lines of finished worlds: appended as they finish, skipped when rerun')
     .option('--out <file>', 'also write the JSON to this file')
     .option(

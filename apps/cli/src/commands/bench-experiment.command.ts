@@ -1,6 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { runMultiplyBench } from '../bench/multiply-bench';
+import { startPlatform } from '../bench/private-platform';
 import { runSubtractBench } from '../bench/subtract-bench';
 import { apiFrom, printJson } from '../cli-context';
 import { parseFlags } from '../flags';
@@ -11,6 +14,9 @@ const flags = z.object({
   features: z.coerce.number().int().min(2).max(500).default(40),
   backend: z.enum(['cpu', 'cuda']).default('cpu'),
   seed: z.coerce.number().int().min(0).default(1),
+  private: z.boolean().optional(),
+  threads: z.coerce.number().int().min(0).max(1024).default(0),
+  out: z.string().min(1).optional(),
   json: z.boolean().optional(),
 });
 
@@ -49,11 +55,44 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .option('--features <n>', "features of the model (past the simulator's own, per-impression noise columns)", '40')
     .option('--backend <b>', 'cpu | cuda: the backend the worker is expected to run (ABACUS_RUNTIME_BACKEND)', 'cpu')
     .option('--seed <n>', 'world and experiment seed', '1')
+    .option(
+      '--private',
+      'start a private api + one worker (own database, queue prefix and data dir) from dist/ on --backend, instead of using the running API',
+    )
+    .option('--threads <n>', 'with --private: runtime threads of its worker (0 = all cores)', '0')
+    .option('--out <file>', 'also write the JSON to this file')
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const opts = parseFlags('bench experiment subtract', flags, raw);
-      const res = await runSubtractBench(apiFrom(cmd), { ...opts, onStatus: (l) => process.stderr.write(`[bench] ${l}\n`) });
-      if (opts.json) return printJson({ ...res, command: `abacus ${process.argv.slice(2).join(' ')}` });
+      const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
+      const platform = opts.private
+        ? await startPlatform(
+            {
+              workers: 1,
+              name: 'subtract',
+              env: { ABACUS_RUNTIME_BACKEND: opts.backend, ABACUS_RUNTIME_THREADS: String(opts.threads) },
+            },
+            log,
+          )
+        : null;
+      let bench: Awaited<ReturnType<typeof runSubtractBench>>;
+      try {
+        bench = await runSubtractBench(platform?.api ?? apiFrom(cmd), { ...opts, onStatus: log });
+      } finally {
+        await platform?.stop();
+      }
+      const res: Record<string, unknown> = {
+        ...bench,
+        platform: opts.private
+          ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}`
+          : 'the running api',
+        command: `abacus ${process.argv.slice(2).join(' ')}`,
+      };
+      if (opts.out) {
+        fs.mkdirSync(path.dirname(opts.out), { recursive: true });
+        fs.writeFileSync(opts.out, `${JSON.stringify(res, null, 2)}\n`);
+      }
+      if (opts.json) return printJson(res);
       const s = res.stages as Record<string, number>;
       process.stdout.write(
         `subtract on ${res.rows} rows x ${res.features} features: ${res.experimentMs} ms in the platform (${res.clientWallMs} ms at the client)\n` +

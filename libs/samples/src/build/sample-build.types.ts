@@ -112,4 +112,9 @@ export interface BuiltSamples {
 export interface BuildSamplesOptions {
   /** fraction in [0, 1], non-decreasing */
   onProgress?(fraction: number, message: string): void;
+  /**
+   * refuse (SampleBuildError on `samples`) a build whose encoded columns and splits would take more
+   * than this many bytes (estimateBuildBytes), before reading the features; default: no limit
+   */
+  memoryLimitBytes?: number;
 }

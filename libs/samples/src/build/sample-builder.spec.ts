@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fnv1a32, rowHashUnit } from './feature-hash';
 import { SampleBuildError } from './sample-build.error';
 import type { BuiltSamples, EncodedSplit, FeatureDef, SampleBuildRequest } from './sample-build.types';
-import { buildSamples, sampleBuildKey } from './sample-builder';
+import { buildSamples, estimateBuildBytes, sampleBuildKey } from './sample-builder';
 
 let dir: string;
 const f = (name: string): string => path.join(dir, name);
@@ -511,5 +511,23 @@ describe('fnv1a32', () => {
       return h >>> 0;
     };
     for (const s of ['é', 'Zürich', '北京', '🎉 party', '\ud800x', 'a\udc00']) expect(fnv1a32(s)).toBe(reference(s));
+  });
+});
+
+describe('buildSamples: the memory limit', () => {
+  it('refuses a build over the limit before reading the features, naming the rows, the estimate and the limit', async () => {
+    const req = tinyRequest([col('x', 'numeric'), col('city', 'categorical')]);
+    // 10 rows x (1 numeric, 1 slot): 10 * (48 + 56 + 64) = 1680 bytes
+    expect(estimateBuildBytes(10, 1, 1)).toBe(1680);
+    const err = await buildSamples(req, { memoryLimitBytes: 1679 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SampleBuildError);
+    expect((err as SampleBuildError).field).toBe('samples');
+    expect((err as Error).message).toMatch(
+      /^samples: 10 rows x 2 features would take about 1680 bytes of memory .* over this worker's limit of 1679 bytes \(ABACUS_SAMPLE_MEMORY_MB\)/,
+    );
+    // not "out of memory": the queue would take that for a transient failure and retry it
+    expect((err as Error).message).not.toMatch(/out of memory/i);
+    const ok = await buildSamples(req, { memoryLimitBytes: 1680 });
+    expect(ok.train.rows + ok.test.rows).toBe(10);
   });
 });

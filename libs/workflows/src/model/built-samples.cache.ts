@@ -35,9 +35,13 @@ const ID_SPACES = 'id-spaces.json';
  * once, also across workers (written to a temporary directory, then renamed into place).
  */
 export class BuiltSamplesCache {
-  private readonly memo = new Map<string, BuiltSet>();
+  private base: Memo | null = null;
+  private last: Memo | null = null;
 
-  constructor(private readonly dataDir: DataDir) {}
+  constructor(
+    private readonly dataDir: DataDir,
+    private readonly opts: { memoryLimitBytes?: number } = {},
+  ) {}
 
   request(recipe: ModelRecipe, features: ResolvedFeature[] = recipe.features): SampleBuildRequest {
     return {
@@ -69,18 +73,57 @@ export class BuiltSamplesCache {
   ): Promise<BuiltSet> {
     const req = this.request(recipe, features);
     const key = sampleBuildKey(req);
-    const hit = this.memo.get(key);
-    if (hit) return { ...hit, cached: true };
+    for (const m of [this.base, this.last]) if (m?.key === key) return { ...m.set, cached: true };
+    // a subset of a set at hand (in memory, or the recipe's whole feature list on disk): its columns,
+    // not a second build; every feature is encoded on its own, so the columns are the same
+    const defs = featureDefs(req);
+    const source = sourceOf(req);
+    const covers = (m: Memo | null): m is Memo =>
+      !!m && m.source === source && [...defs].every(([name, def]) => m.defs.get(name) === def);
+    let whole = covers(this.base) ? this.base : null;
+    if (!whole && features.length < recipe.features.length) {
+      const fullReq = this.request(recipe);
+      const fullKey = sampleBuildKey(fullReq);
+      const candidate = { source: sourceOf(fullReq), defs: featureDefs(fullReq) };
+      if (
+        fs.existsSync(this.dataDir.abs(path.join('built', fullKey, ID_SPACES))) &&
+        covers({ key: fullKey, set: null as unknown as BuiltSet, ...candidate })
+      ) {
+        await this.get(recipe, recipe.features, onProgress);
+        whole = this.base;
+      }
+    }
+    if (whole) {
+      const set = projectBuilt(
+        whole.set,
+        features.map((f) => f.name),
+        threeWayKey(key),
+      );
+      this.last = { key, set, source, defs };
+      return set;
+    }
+    const set = await this.load(req, key, recipe, onProgress);
+    // keep the last whole set (subsets are cut from it) and the last subset: trials of one experiment follow each other
+    this.base = { key, set, source, defs };
+    this.last = null;
+    return set;
+  }
+
+  private async load(
+    req: SampleBuildRequest,
+    key: string,
+    recipe: ModelRecipe,
+    onProgress?: (fraction: number, message: string) => void,
+  ): Promise<BuiltSet> {
     const splitKey = threeWayKey(key);
     const rel = path.join('built', key);
     const dir = this.dataDir.abs(rel);
-    let set: BuiltSet;
     if (fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES))) {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & {
         inputs: BuiltSet['inputs'];
       };
       const trainAll = readShardSync(path.join(dir, 'train.shard'));
-      set = {
+      return {
         cached: true,
         key: splitKey,
         trainAll,
@@ -91,43 +134,110 @@ export class BuiltSamplesCache {
         meta,
         dir: rel,
       };
-    } else {
-      const built = await buildSamples(req, { onProgress });
-      const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
-      fs.mkdirSync(tmp, { recursive: true });
-      const vocab = Object.fromEntries(built.inputs.slots.map((s) => [s.name, s.vocab]));
-      await writeShard(path.join(tmp, 'train.shard'), built.train, { vocab });
-      await writeShard(path.join(tmp, 'test.shard'), built.test, { vocab });
-      const meta = { inputs: built.inputs, features: built.features, split: built.split, timings: built.timings };
-      fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
-      fs.writeFileSync(path.join(tmp, ID_SPACES), JSON.stringify(built.idSpaces));
-      try {
-        fs.renameSync(tmp, dir);
-      } catch {
-        if (fs.existsSync(path.join(dir, ID_SPACES))) fs.rmSync(tmp, { recursive: true, force: true });
-        else {
-          // built by a version that kept no id spaces: add the file to the existing directory
-          const file = path.join(tmp, ID_SPACES);
-          fs.renameSync(file, path.join(dir, ID_SPACES));
-          fs.rmSync(tmp, { recursive: true, force: true });
-        }
-      }
-      set = {
-        key: splitKey,
-        cached: false,
-        trainAll: built.train,
-        timeOrdered: recipe.time !== null,
-        ...carveValidation(built.train, recipe.time !== null),
-        test: built.test,
-        inputs: built.inputs,
-        meta,
-        dir: rel,
-      };
     }
-    this.memo.clear(); // keep one set in memory: trials of one experiment follow each other
-    this.memo.set(key, set);
-    return set;
+    const built = await buildSamples(req, {
+      onProgress,
+      ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
+    });
+    const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
+    fs.mkdirSync(tmp, { recursive: true });
+    const vocab = Object.fromEntries(built.inputs.slots.map((s) => [s.name, s.vocab]));
+    await writeShard(path.join(tmp, 'train.shard'), built.train, { vocab });
+    await writeShard(path.join(tmp, 'test.shard'), built.test, { vocab });
+    const meta = { inputs: built.inputs, features: built.features, split: built.split, timings: built.timings };
+    fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
+    fs.writeFileSync(path.join(tmp, ID_SPACES), JSON.stringify(built.idSpaces));
+    try {
+      fs.renameSync(tmp, dir);
+    } catch {
+      if (fs.existsSync(path.join(dir, ID_SPACES))) fs.rmSync(tmp, { recursive: true, force: true });
+      else {
+        // built by a version that kept no id spaces: add the file to the existing directory
+        const file = path.join(tmp, ID_SPACES);
+        fs.renameSync(file, path.join(dir, ID_SPACES));
+        fs.rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+    return {
+      key: splitKey,
+      cached: false,
+      trainAll: built.train,
+      timeOrdered: recipe.time !== null,
+      ...carveValidation(built.train, recipe.time !== null),
+      test: built.test,
+      inputs: built.inputs,
+      meta,
+      dir: rel,
+    };
   }
+}
+
+interface Memo {
+  key: string;
+  set: BuiltSet;
+  /** the request less its features: sample file, label, time, split, filter */
+  source: string;
+  /** each feature's definition (JSON), by name */
+  defs: Map<string, string>;
+}
+
+function sourceOf(req: SampleBuildRequest): string {
+  const { features: _features, ...rest } = req;
+  return JSON.stringify(rest);
+}
+
+function featureDefs(req: SampleBuildRequest): Map<string, string> {
+  return new Map(req.features.map((f) => [f.name, JSON.stringify(f)]));
+}
+
+/** The columns of `names` (in that order) of a dataset; labels, weights and keys are shared, not copied. */
+export function projectDataset(ds: ColumnarDataset, names: string[]): ColumnarDataset {
+  const order = names.filter((n) => ds.numericNames.includes(n));
+  const at = new Map(ds.numericNames.map((n, j) => [n, j]));
+  const src = order.map((n) => at.get(n)!);
+  const w = ds.numericNames.length;
+  const k = src.length;
+  const numeric = new Float32Array(ds.rows * k);
+  for (let i = 0; i < ds.rows; i++) {
+    const o = i * w;
+    const d = i * k;
+    for (let c = 0; c < k; c++) numeric[d + c] = ds.numeric[o + src[c]];
+  }
+  const slotAt = new Map(ds.slots.map((s) => [s.name, s]));
+  return {
+    ...ds,
+    numericNames: order,
+    numeric,
+    slots: names.filter((n) => slotAt.has(n)).map((n) => slotAt.get(n)!),
+  };
+}
+
+/**
+ * The built set of a subset of `set`'s features: what building them alone gives (each feature is
+ * encoded on its own: same rows, splits, vocabularies and transforms), under the subset's own key,
+ * so models trained on it are cached as if it had been built.
+ */
+export function projectBuilt(set: BuiltSet, names: string[], key: string): BuiltSet {
+  const want = new Set(names);
+  const meta = set.meta as { features?: { name: string }[] };
+  return {
+    ...set,
+    key,
+    cached: true,
+    train: projectDataset(set.train, names),
+    validation: projectDataset(set.validation, names),
+    trainAll: projectDataset(set.trainAll, names),
+    test: projectDataset(set.test, names),
+    inputs: {
+      numeric: names.filter((n) => set.inputs.numeric.includes(n)),
+      slots: names.flatMap((n) => set.inputs.slots.filter((s) => s.name === n)),
+    },
+    meta: {
+      ...set.meta,
+      ...(meta.features ? { features: meta.features.filter((f) => want.has(f.name)) } : {}),
+      projectedFrom: set.key,
+    },
+  };
 }
 
 /**

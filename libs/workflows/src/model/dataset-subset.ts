@@ -46,3 +46,21 @@ export function foldIndices(rows: number, folds: number, seed: number): Uint32Ar
   }
   return out;
 }
+
+/**
+ * The same rows with some inputs switched off: numeric columns held at `numericValue` (the model's
+ * normalization mean, so they read 0 after normalization), slots given empty bags (a zero pooled
+ * embedding). Labels, weights, keys and the other slots are shared, not copied.
+ */
+export function switchOff(ds: ColumnarDataset, off: string[], numericValue: (name: string) => number): ColumnarDataset {
+  const gone = new Set(off);
+  const cols = ds.numericNames.flatMap((n, j) => (gone.has(n) ? [[j, numericValue(n)] as const] : []));
+  let numeric = ds.numeric;
+  if (cols.length) {
+    numeric = ds.numeric.slice();
+    const w = ds.numericNames.length;
+    for (let i = 0; i < ds.rows; i++) for (const [j, v] of cols) numeric[i * w + j] = v;
+  }
+  const empty = { ids: new Int32Array(0), offsets: new Int32Array(ds.rows + 1) };
+  return { ...ds, numeric, slots: ds.slots.map((s) => (gone.has(s.name) ? { name: s.name, ...empty } : s)) };
+}

@@ -9,7 +9,7 @@ import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
-import { pruneTrialParamsSchema } from './subtract-experiment.schema';
+import { pruneTrialParamsSchema, WARM_MIN_STEPS } from './subtract-experiment.schema';
 import { recipeInit } from '../embeddings/recipe-init';
 
 export interface RankedFeature {
@@ -93,6 +93,10 @@ export class PruneTrialHandler {
       recipeInit(this.w.dataDir, recipe, built),
     );
     const folds = foldIndices(built.validation.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.validation, idx));
+    // retraining checks: warm (fine-tuned copies of the trained model) or from scratch (see the spec)
+    const stepsPerEpoch = Math.floor((built.train.rows * (1 - recipe.training.validationFraction)) / recipe.training.batchSize);
+    const mode: 'warm' | 'scratch' = p.retrain === 'auto' ? (stepsPerEpoch >= WARM_MIN_STEPS ? 'warm' : 'scratch') : p.retrain;
+    const seeds = mode === 'warm' ? p.retrainSeeds.slice(0, p.warmSeeds ?? p.retrainSeeds.length) : p.retrainSeeds;
     checkpoint();
 
     type CurvePoint = {
@@ -123,7 +127,19 @@ export class PruneTrialHandler {
     const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
 
     // the estimate: permute the whole removed group together on the trained model, per validation fold
-    const timings = { ablateMs: 0, retrainMs: 0, writeMs: 0 };
+    const timings = {
+      ablateMs: 0,
+      retrainMs: 0,
+      retrainBuildMs: 0,
+      retrainFitMs: 0,
+      retrainFits: 0,
+      retrainSets: 0,
+      // warm checks: loading the trained model's copy, fine-tuning, evaluating on the validation split
+      warmLoadMs: 0,
+      warmTrainMs: 0,
+      warmEvalMs: 0,
+      writeMs: 0,
+    };
     const estimate = async (set: string[]): Promise<FoldEstimate> => {
       const t0 = Date.now();
       const d = await groupDrops(trained.model, folds, [set], p.repeats, p.seed + 7, async () => checkpoint());
@@ -139,11 +155,34 @@ export class PruneTrialHandler {
       const t0 = Date.now();
       const drop = new Set(set);
       const fs = features.filter((f) => !drop.has(f.name));
+      // warm: copies of the trained model fine-tuned with the set switched off; scratch: new models
       const aucs: number[] = [];
-      for (const seed of p.retrainSeeds) {
+      for (const seed of seeds) {
         checkpoint();
+        if (mode === 'warm') {
+          await progress(progressAt(), `fine-tuning without ${set.length} feature(s), seed ${seed}`);
+          const tf = Date.now();
+          const t = await this.w.trainer.fineTuneWithout(
+            trained,
+            built,
+            set,
+            recipe.training,
+            { epochs: p.warmEpochs, seed },
+            { signal, device },
+          );
+          timings.retrainFitMs += Date.now() - tf;
+          timings.retrainFits += 1;
+          timings.warmLoadMs += t.loadMs;
+          timings.warmTrainMs += t.trainMs;
+          timings.warmEvalMs += t.evalMs;
+          aucs.push(t.validation.auc);
+          continue;
+        }
         await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
+        const tb = Date.now();
         const b = await this.w.samples.get(recipe, fs);
+        const tf = Date.now();
+        timings.retrainBuildMs += tf - tb;
         const t = await this.w.trainer.trainOrReuse(
           b,
           recipe.architecture,
@@ -151,8 +190,11 @@ export class PruneTrialHandler {
           { signal, device },
           recipeInit(this.w.dataDir, recipe, b),
         );
+        timings.retrainFitMs += Date.now() - tf;
+        if (!t.cached) timings.retrainFits += 1;
         aucs.push(t.metrics.validation.auc);
       }
+      timings.retrainSets += 1;
       const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
       retrainAuc.set(key, auc);
       timings.retrainMs += Date.now() - t0;
@@ -168,7 +210,7 @@ export class PruneTrialHandler {
       if (drop <= p.maxDrop) bestAuc = Math.max(bestAuc, auc);
       return drop;
     };
-    const useRetrain = p.retrainSeeds.length > 0;
+    const useRetrain = seeds.length > 0;
     /** accepted if the permutation estimate is within the limit, else if retraining shows it is */
     const verify = async (set: string[], added: string[]): Promise<{ ok: boolean; estimate: FoldEstimate }> => {
       await progress(progressAt(), `verifying the removal of ${set.length} feature(s)`);
@@ -238,7 +280,14 @@ export class PruneTrialHandler {
 
     // the accepted set, retrained: every retrained set accepted so far is a prefix of it, so backing
     // off to its largest prefix within the limit keeps the reference (best model seen) consistent
-    let retrain: { fullAuc: number; prunedAuc: number; bestAuc: number; drop: number; seeds: number[] } | null = null;
+    let retrain: {
+      fullAuc: number;
+      prunedAuc: number;
+      bestAuc: number;
+      drop: number;
+      seeds: number[];
+      mode: 'warm' | 'scratch';
+    } | null = null;
     if (useRetrain && accepted.length && !point('retrain', accepted, [], await retrainDrop(accepted), null)) {
       let lo = 0;
       let hi = accepted.length;
@@ -261,7 +310,7 @@ export class PruneTrialHandler {
     if (useRetrain && accepted.length) {
       const fullAuc = await aucWithout([]);
       const prunedAuc = await aucWithout(accepted);
-      retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds: p.retrainSeeds };
+      retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds, mode };
     }
     if (accepted.length) acceptedEstimate = await estimate(accepted);
     checkpoint();
@@ -298,6 +347,8 @@ export class PruneTrialHandler {
       backend: trained.backend,
       metrics: {
         timings,
+        // how the retraining checks trained, and on how many steps per epoch that was decided
+        retrainMode: useRetrain ? { mode, asked: p.retrain, stepsPerEpoch, warmEpochs: p.warmEpochs, seeds } : null,
         ranking,
         curve,
         removable: accepted,

@@ -32,6 +32,18 @@ export const subtractSpecSchema = z
      */
     retrainSeeds: z.number().int().min(0).max(10).default(5),
     /**
+     * how a retraining check trains: `warm` fine-tunes copies of the trained model for `warmEpochs`
+     * epoch(s) with the removed inputs switched off, against copies fine-tuned alike with every input
+     * on (fast: the models start where the trained one ended); `scratch` trains new models from a
+     * random start with and without the features (slower; what `warm` stands in for); `auto` (the
+     * default): warm when an epoch of the fitted rows is at least WARM_MIN_STEPS training steps, so
+     * the fine-tune has room to move the model off the switched-off inputs, else scratch
+     */
+    retrain: z.enum(['auto', 'warm', 'scratch']).default('auto'),
+    warmEpochs: z.number().int().min(1).max(10).default(1),
+    /** seeds (data orders) per warm check: the first `warmSeeds` of the retraining seeds */
+    warmSeeds: z.number().int().min(1).max(10).default(3),
+    /**
      * past the first rejected batch the rest of the ranking is tried one feature at a time; a feature
      * whose permutation estimate's lower end is at least this is kept without a retraining check
      * (permuting a column the model memorised can cost several times maxDrop without the column being
@@ -69,5 +81,18 @@ export const pruneTrialParamsSchema = z.object({
   /** training seeds of the retraining checks (the first is the base model's) */
   retrainSeeds: z.array(z.number().int()),
   retrainScanBelow: z.number().default(0.01),
+  /** trials planned before warm checks existed retrain from scratch */
+  retrain: z.enum(['auto', 'warm', 'scratch']).default('scratch'),
+  warmEpochs: z.number().int().min(1).default(1),
+  /** seeds of a warm check: the first this many of retrainSeeds (all: every seed) */
+  warmSeeds: z.number().int().min(1).optional(),
 });
+
+/**
+ * `auto` retraining checks fine-tune (warm) when one epoch of the fitted rows is at least this many
+ * steps: on small sets a short fine-tune does not move a model off a feature it memorised (40k-row
+ * simulator worlds: noise features removed 94% warm against 98.5% from scratch, same worlds), and
+ * training from scratch is cheap there anyway.
+ */
+export const WARM_MIN_STEPS = 200;
 export type PruneTrialParams = z.output<typeof pruneTrialParamsSchema>;

@@ -85,6 +85,9 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         redundancyThreshold: spec.redundancyThreshold,
         retrainSeeds: Array.from({ length: spec.retrainSeeds }, (_, k) => recipe.training.seed + k),
         retrainScanBelow: spec.retrainScanBelow,
+        retrain: spec.retrain,
+        warmEpochs: spec.warmEpochs,
+        warmSeeds: spec.warmSeeds,
       } satisfies PruneTrialParams,
     });
     const confirm = spec.confirm

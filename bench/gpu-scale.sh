@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# On a GPU host with the platform up (bash scripts/gpu-host.sh up): one subtract on ROWS x FEATURES
+# (default 10M x 100) through the platform for at most LIMIT seconds (default 500), then what each
+# trial did: status, time, its own timings and progress, from the database; GPU memory, GPU use and
+# the worker's RSS every second. Results go to $OUT (default ./bench-out).
+#   bash bench/gpu-scale.sh [rows] [features] [limit seconds]
+set -uo pipefail
+OUT="${OUT:-$PWD/bench-out}"
+ROWS="${1:-10000000}"
+FEATURES="${2:-100}"
+LIMIT="${3:-500}"
+PREFIX="${ABACUS_GPU_PREFIX:-/tmp/abacus-gpu}"
+mkdir -p "$OUT"
+export PATH="$PREFIX/bin:$PATH"
+free -g | head -n 2
+(while sleep 1; do
+  printf '%s %s %s %s\n' scale "$(date +%s)" \
+    "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | head -n1 | tr -d ' ')" \
+    "$(ps -o rss= -p "$(cat "$PREFIX/run/worker.pid" 2>/dev/null)" 2>/dev/null | tr -d ' ')"
+done >>"$OUT/scale-samples.log") &
+sampler=$!
+start=$(date +%s)
+timeout "$LIMIT" abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
+  --out "$OUT/scale-subtract-${ROWS}x$FEATURES.json" >/dev/null 2>"$OUT/scale-bench.err"
+echo "bench: rc $? after $(($(date +%s) - start)) s"
+kill "$sampler"
+tail -n 5 "$OUT/scale-bench.err"
+psql -At -c "SELECT e.name, e.status, e.progress_message, e.created_at FROM experiments e ORDER BY e.created_at DESC LIMIT 1"
+psql -At -F ' | ' -c "SELECT t.seq, t.kind, t.status, t.backend, round(t.progress::numeric, 3),
+    extract(epoch FROM (coalesce(t.finished_at, now()) - t.started_at))::int AS s, t.metrics->'timings', t.error
+  FROM trials t WHERE t.experiment_id = (SELECT id FROM experiments ORDER BY created_at DESC LIMIT 1) ORDER BY t.seq" \
+  | tee "$OUT/scale-trials.txt"
+psql -At -c "SELECT t.metrics->>'epochs', t.metrics->>'steps', t.metrics->>'trainMs', t.metrics->>'fitRows', t.metrics->>'testRows'
+  FROM trials t WHERE t.kind = 'train' AND t.status = 'succeeded' ORDER BY t.finished_at DESC LIMIT 1"
+grep -hE 'built|samples|error|Error' "$PREFIX/logs/worker.log" | tail -n 8
+awk '{ split($3, g, ","); if (g[1] > m) m = g[1]; if ($4 > r) r = $4 } END { print "max GPU memory MiB", m, "max worker RSS GiB", r / 1048576 }' "$OUT/scale-samples.log"
