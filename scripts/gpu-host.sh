@@ -19,7 +19,8 @@
 # `up` needs only bash, coreutils, tar, xz (or python3), and, as root, useradd + setpriv/runuser. It
 # unpacks into ABACUS_GPU_PREFIX (default /tmp/abacus-gpu), starts Postgres (own cluster, trust auth,
 # 127.0.0.1 only, run as a system user when root) and Redis, migrates, stores a local admin key, starts
-# the api and one worker (ABACUS_RUNTIME_BACKEND=auto), waits until the api is healthy and prints the
+# the api and one worker (ABACUS_RUNTIME_BACKEND=auto, ABACUS_WORKER_CONCURRENCY = GPUs + 1: a trial
+# per GPU and one CPU trial beside them; variables already set win), waits until the api is healthy and prints the
 # runtime backend the worker chose. Run it again: it keeps what runs and starts what does not.
 # Ports (the next free one when the default is taken; an explicitly set port must be free):
 #   ABACUS_GPU_PG_PORT (5432)  ABACUS_GPU_REDIS_PORT (6379)  ABACUS_API_PORT (3000)
