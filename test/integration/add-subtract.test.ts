@@ -135,6 +135,36 @@ describe('subtract on the simulator ground truth', () => {
   }, 600_000);
 });
 
+describe('subtract with warm retraining checks', () => {
+  it('fine-tunes copies of the trained model instead of retraining, and still keeps the strong features and drops the noise', async () => {
+    const features = configOf('feed');
+    // the feed line's ~77k fitted rows are 75 steps an epoch: auto would retrain from scratch, so warm is
+    // asked for, with 3 epochs (225 steps) to give the fine-tune room
+    const e = await run({
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'feed-samples', features }, maxDrop: 0.001, seed: 3, retrain: 'warm', warmEpochs: 3 },
+    });
+    expect(e.status, e.error ?? '').toBe('succeeded');
+    const r = e.result;
+    const removable = new Set<string>(r.removable);
+    const noise = role('noise').filter((f) => features.includes(f));
+    const strong = role('strong').filter((f) => features.includes(f));
+    expect(strong.filter((f) => removable.has(f)), 'strong features removed').toEqual([]);
+    const noiseRemoved = noise.filter((f) => removable.has(f));
+    expect(noiseRemoved.length / noise.length, `noise removed: ${noiseRemoved}`).toBeGreaterThanOrEqual(0.75);
+    expect(r.confirmed.withinLimit, JSON.stringify(r.confirmed)).toBe(true);
+    const prune = e.trials.find((t: { kind: string }) => t.kind === 'prune');
+    // warm checks ran: three seeds, no model trained from scratch, no samples built for a subset
+    expect(prune.metrics.retrainMode).toMatchObject({ mode: 'warm', asked: 'warm', warmEpochs: 3, seeds: [1, 2, 3] });
+    expect(r.retrainCheck.mode).toBe('warm');
+    expect(prune.metrics.timings.retrainFits).toBeGreaterThan(0);
+    expect(prune.metrics.timings.warmTrainMs).toBeGreaterThan(0);
+    expect(prune.metrics.timings.retrainBuildMs).toBe(0);
+    expect(r.curve.some((c: { check: string }) => c.check === 'retrain')).toBe(true);
+  }, 600_000);
+});
+
 describe('add on the simulator ground truth', () => {
   const base = () => configOf('feed').filter((f) => !role('noise').includes(f));
   const candidates = ['u_member_level', 'i_hist_ctr', 'u_noise_num', 'c_noise_num'];
