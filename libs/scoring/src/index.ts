@@ -1,4 +1,4 @@
-export { scoreTable } from './iv-scorer';
+export { scoreTable, scoreTableAsync } from './iv-scorer';
 export { scoreTableOptionsSchema, type ScoreTableOptions } from './score-table-options.schema';
 export type { IvReport, FeatureScore, BinScore } from './iv-report.types';
 export { computeWoe, WOE_CONVENTION, type WoeResult } from './woe-stats';

@@ -1,6 +1,6 @@
 import { flatToTable, simulateWorld, type Table, type TableColumn } from '@abacus/samples';
 import { describe, expect, it } from 'vitest';
-import { scoreTable } from './iv-scorer';
+import { scoreTable, scoreTableAsync } from './iv-scorer';
 import { ScoringError } from './scoring.error';
 
 const num = (name: string, values: number[]): TableColumn => ({
@@ -241,5 +241,29 @@ describe('scoreTable on the simulated world', () => {
       expect(f.psi).toBeGreaterThanOrEqual(0);
     }
     for (let i = 1; i < report.features.length; i++) expect(report.features[i].iv).toBeLessThanOrEqual(report.features[i - 1].iv);
+  });
+});
+
+describe('scoreTableAsync', () => {
+  it('gives the same report as scoreTable and lets the event loop run between columns', async () => {
+    const world = simulateWorld({ seed: 4, rows: 20_000 });
+    const t = flatToTable(world.flat);
+    const opts = { label: 'click', time: 'ts', testFrom: world.groundTruth.testFrom, exclude: ['domain'] };
+    const cols = t.columns.length - 3;
+    const ticks: number[] = [];
+    let done = 0;
+    // a timer that fires whenever the event loop gets a turn
+    const timer = setInterval(() => ticks.push(done), 0);
+    const seen: number[] = [];
+    const r = await scoreTableAsync(t, opts, (d, of) => {
+      done = d;
+      seen.push(d);
+      expect(of).toBe(cols);
+    });
+    clearInterval(timer);
+    expect(r).toEqual(scoreTable(t, opts));
+    expect(seen).toEqual(Array.from({ length: cols }, (_, i) => i + 1));
+    // the timer ran while columns were still being scored
+    expect(ticks.some((d) => d < cols)).toBe(true);
   });
 });

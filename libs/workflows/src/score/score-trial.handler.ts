@@ -3,7 +3,7 @@ import { FeatureResultEntity, SampleSetEntity } from '@abacus/data';
 import type { DataDir } from '@abacus/catalog';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { readTable } from '@abacus/samples';
-import { scoreTable } from '@abacus/scoring';
+import { scoreTableAsync } from '@abacus/scoring';
 import { runTrial } from '../trials/trial-runner';
 import type { TrialLedger } from '../trials/trial-ledger';
 import { scoreTrialParamsSchema } from './score-experiment.schema';
@@ -29,17 +29,25 @@ export class ScoreTrialHandler {
       await progress(0.3, `scoring ${params.features.length} feature(s)`);
       const readMs = Date.now() - t0;
       t0 = Date.now();
-      const report = scoreTable(table, {
-        label: ss.labelColumn,
-        positive: params.positive,
-        time: time ?? undefined,
-        testFrom: params.psiSplitTime ?? undefined,
-        prebins: params.binning.prebins,
-        maxBins: params.binning.maxBins,
-        minBinShare: params.binning.minBinShare,
-        minCategoryShare: params.binning.minCategoryShare,
-        smoothing: params.binning.smoothing,
-      });
+      const report = await scoreTableAsync(
+        table,
+        {
+          label: ss.labelColumn,
+          positive: params.positive,
+          time: time ?? undefined,
+          testFrom: params.psiSplitTime ?? undefined,
+          prebins: params.binning.prebins,
+          maxBins: params.binning.maxBins,
+          minBinShare: params.binning.minBinShare,
+          minCategoryShare: params.binning.minCategoryShare,
+          smoothing: params.binning.smoothing,
+        },
+        // a turn for the event loop after every column (the job lock is renewed meanwhile)
+        async (done, of) => {
+          checkpoint();
+          if (done % 10 === 0) await progress(0.3 + (0.6 * done) / of, `scored ${done} of ${of} feature(s)`);
+        },
+      );
       const scores = report.features;
       const scoreMs = Date.now() - t0;
       checkpoint();

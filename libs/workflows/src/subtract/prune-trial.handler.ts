@@ -266,7 +266,7 @@ export class PruneTrialHandler {
     const redundant: { feature: string; partner: string; r: number }[] = [];
     if (p.redundancyThreshold < 1) {
       const gone = new Set(accepted);
-      for (const pair of numericCorrelations(
+      for (const pair of await numericCorrelations(
         built.train,
         names.filter((n) => !gone.has(n)),
       )) {
