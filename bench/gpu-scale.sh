@@ -26,7 +26,7 @@ echo "bench: rc $? after $(($(date +%s) - start)) s"
 kill "$sampler"
 tail -n 5 "$OUT/scale-bench.err"
 psql -At -c "SELECT e.name, e.status, e.progress_message, e.created_at FROM experiments e ORDER BY e.created_at DESC LIMIT 1"
-psql -At -F ' | ' -c "SELECT t.seq, t.kind, t.status, t.backend, round(t.progress::numeric, 3),
+psql -At -F ' | ' -c "SELECT t.seq, t.kind, t.status, t.attempts, t.backend, round(t.progress::numeric, 3),
     extract(epoch FROM (coalesce(t.finished_at, now()) - t.started_at))::int AS s, t.metrics->'timings', t.error
   FROM trials t WHERE t.experiment_id = (SELECT id FROM experiments ORDER BY created_at DESC LIMIT 1) ORDER BY t.seq" \
   | tee "$OUT/scale-trials.txt"
