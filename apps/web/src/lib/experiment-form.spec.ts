@@ -24,12 +24,13 @@ const subtract = (over: Partial<FormState> = {}): FormState => ({
 });
 
 describe('knob defaults come from the api schemas', () => {
-  it('subtract: scorers, maxDrop, batchFraction, retrainSeeds, confirm', () => {
+  it('subtract: scorers, maxDrop, batchFraction, retrainSeeds, retrain, confirm', () => {
     expect(knobDefaults('subtract')).toEqual({
       scorers: ['iv', 'shuffle'],
       maxDrop: '0.001',
       batchFraction: '0.1',
       retrainSeeds: '5',
+      retrain: 'auto',
       confirm: true,
     });
   });
@@ -69,6 +70,7 @@ describe('buildBody', () => {
           maxDrop: 0.005,
           batchFraction: 0.1,
           retrainSeeds: 5,
+          retrain: 'auto',
           confirm: true,
         },
       },

@@ -99,6 +99,13 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       hint: 'seeds per retraining check (0 = permutation estimate only, up to 10)',
     },
     {
+      id: 'retrain',
+      label: 'Retraining checks',
+      path: 'spec.retrain',
+      type: 'text',
+      hint: 'auto, warm (fine-tune copies of the trained model without the features: fast) or scratch (train anew)',
+    },
+    {
       id: 'confirm',
       label: 'Confirm by retraining',
       path: 'spec.confirm',
