@@ -78,16 +78,15 @@ export class BuiltSamplesCache {
     // not a second build; every feature is encoded on its own, so the columns are the same
     const defs = featureDefs(req);
     const source = sourceOf(req);
-    const covers = (m: Memo | null): m is Memo =>
+    const covers = (m: Pick<Memo, 'source' | 'defs'> | null) =>
       !!m && m.source === source && [...defs].every(([name, def]) => m.defs.get(name) === def);
-    let whole = covers(this.base) ? this.base : null;
+    let whole = this.base && covers(this.base) ? this.base : null;
     if (!whole && features.length < recipe.features.length) {
       const fullReq = this.request(recipe);
       const fullKey = sampleBuildKey(fullReq);
-      const candidate = { source: sourceOf(fullReq), defs: featureDefs(fullReq) };
       if (
-        fs.existsSync(this.dataDir.abs(path.join('built', fullKey, ID_SPACES))) &&
-        covers({ key: fullKey, set: null as unknown as BuiltSet, ...candidate })
+        covers({ source: sourceOf(fullReq), defs: featureDefs(fullReq) }) &&
+        fs.existsSync(this.dataDir.abs(path.join('built', fullKey, ID_SPACES)))
       ) {
         await this.get(recipe, recipe.features, onProgress);
         whole = this.base;
