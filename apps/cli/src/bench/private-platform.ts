@@ -56,6 +56,32 @@ export async function until<T>(fn: () => Promise<T | null | undefined | false>, 
   }
 }
 
+/**
+ * `fn` against a private platform started for it (and stopped afterwards, whatever happens) when
+ * `private` options are given, else against the running api.
+ */
+export async function onPlatform<T>(
+  o: { workers: number; name: string; env?: Record<string, string> } | null,
+  running: () => ApiClient,
+  log: (s: string) => void,
+  fn: (api: ApiClient) => Promise<T>,
+): Promise<T> {
+  if (!o) return fn(running());
+  const platform = await startPlatform(o, log);
+  try {
+    return await fn(platform.api);
+  } finally {
+    await platform.stop();
+  }
+}
+
+/** A bench's JSON, also written to `file` (its directory made) when one is named. */
+export function writeJsonOut(file: string | undefined, doc: unknown): void {
+  if (!file) return;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
+}
+
 /** A private platform: its own database, queue prefix and data dir; api + N workers from dist/. */
 export async function startPlatform(
   o: { workers: number; name: string; env?: Record<string, string> },

@@ -1,9 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { runCalibrationBench } from '../bench/calibration-bench';
-import { startPlatform } from '../bench/private-platform';
+import { onPlatform, writeJsonOut } from '../bench/private-platform';
 import { apiFrom, printJson } from '../cli-context';
 import { parseFlags } from '../flags';
 import { CliError, type RegisterCommand } from './command.types';
@@ -59,22 +57,18 @@ export const registerBenchCalibration: RegisterCommand = (program) => {
       const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
       if (o.backend && !o.private)
         throw new CliError('bench calibration: --backend needs --private (the running workers have their own)');
-      const platform = o.private
-        ? await startPlatform(
-            {
+      const res = await onPlatform(
+        o.private
+          ? {
               workers: o.concurrency,
               name: 'calibration',
               env: { ABACUS_RUNTIME_THREADS: '1', ...(o.backend ? { ABACUS_RUNTIME_BACKEND: o.backend } : {}) },
-            },
-            log,
-          )
-        : null;
-      let res: Awaited<ReturnType<typeof runCalibrationBench>>;
-      try {
-        res = await runCalibrationBench(platform?.api ?? apiFrom(cmd), { ...o, onStatus: log });
-      } finally {
-        await platform?.stop();
-      }
+            }
+          : null,
+        () => apiFrom(cmd),
+        log,
+        (api) => runCalibrationBench(api, { ...o, onStatus: log }),
+      );
       const doc = {
         ...res,
         platform: o.private
@@ -82,10 +76,7 @@ export const registerBenchCalibration: RegisterCommand = (program) => {
           : 'the running api',
         command: `abacus ${process.argv.slice(2).join(' ')}`,
       };
-      if (o.out) {
-        fs.mkdirSync(path.dirname(o.out), { recursive: true });
-        fs.writeFileSync(o.out, `${JSON.stringify(doc, null, 2)}\n`);
-      }
+      writeJsonOut(o.out, doc);
       if (o.json) return printJson(doc);
       const s = res.summary;
       const line = (k: keyof typeof s.rates, what: string) => {

@@ -1,9 +1,7 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { runMultiplyBench } from '../bench/multiply-bench';
-import { startPlatform } from '../bench/private-platform';
+import { onPlatform, writeJsonOut } from '../bench/private-platform';
 import { runSubtractBench } from '../bench/subtract-bench';
 import { apiFrom, printJson } from '../cli-context';
 import { parseFlags } from '../flags';
@@ -65,22 +63,18 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const opts = parseFlags('bench experiment subtract', flags, raw);
       const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
-      const platform = opts.private
-        ? await startPlatform(
-            {
+      const bench = await onPlatform(
+        opts.private
+          ? {
               workers: 1,
               name: 'subtract',
               env: { ABACUS_RUNTIME_BACKEND: opts.backend, ABACUS_RUNTIME_THREADS: String(opts.threads) },
-            },
-            log,
-          )
-        : null;
-      let bench: Awaited<ReturnType<typeof runSubtractBench>>;
-      try {
-        bench = await runSubtractBench(platform?.api ?? apiFrom(cmd), { ...opts, onStatus: log });
-      } finally {
-        await platform?.stop();
-      }
+            }
+          : null,
+        () => apiFrom(cmd),
+        log,
+        (api) => runSubtractBench(api, { ...opts, onStatus: log }),
+      );
       const res: Record<string, unknown> = {
         ...bench,
         platform: opts.private
@@ -88,10 +82,7 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
           : 'the running api',
         command: `abacus ${process.argv.slice(2).join(' ')}`,
       };
-      if (opts.out) {
-        fs.mkdirSync(path.dirname(opts.out), { recursive: true });
-        fs.writeFileSync(opts.out, `${JSON.stringify(res, null, 2)}\n`);
-      }
+      writeJsonOut(opts.out, res);
       if (opts.json) return printJson(res);
       const s = res.stages as Record<string, number>;
       process.stdout.write(

@@ -146,37 +146,45 @@ export class ModelTrainer {
   }
 
   /**
-   * A cheap stand-in for retraining without some inputs: a copy of a trained model (weights and
-   * optimizer state, from its checkpoint) fine-tuned for `epochs` epoch(s) on the training rows with
-   * those inputs switched off (see switchOff), then evaluated on the validation split alike. With
-   * `off` empty it is the reference: the same fine-tune with every input on. Not cached (it is cheap
-   * and deterministic for a seed); returns validation metrics only.
+   * The training and validation rows of `built` with some inputs of a trained model switched off
+   * (see switchOff: numeric inputs held at the model's normalization mean, slots as empty bags), for
+   * fineTune; made once per input set, shared by its seeds.
    */
-  async fineTuneWithout(
+  switchedOff(base: TrainedModel, built: BuiltSet, off: string[]): { train: ColumnarDataset; validation: ColumnarDataset } {
+    const spec = base.model.spec;
+    const mean = base.model.tensors().find((t) => t.name === 'normalization.mean')?.data;
+    const at = new Map(spec.numeric.map((n, j) => [n, j]));
+    const unknown = off.filter((n) => !at.has(n) && !spec.slots.some((s) => s.name === n));
+    if (unknown.length) throw new Error(`switchedOff: ${unknown.join(', ')} not inputs of the model`);
+    const value = (name: string) => mean?.[at.get(name) ?? -1] ?? 0;
+    return { train: switchOff(built.train, off, value), validation: switchOff(built.validation, off, value) };
+  }
+
+  /**
+   * A cheap stand-in for retraining without some inputs: a copy of a trained model (weights and
+   * optimizer state, from its checkpoint) fine-tuned for `epochs` epoch(s) on `data.train` (the
+   * inputs switched off: switchedOff), then evaluated on `data.validation`. With every input on it is
+   * the reference. Not cached (it is cheap and deterministic for a seed); validation metrics only.
+   */
+  async fineTune(
     base: TrainedModel,
-    built: BuiltSet,
-    off: string[],
+    data: { train: ColumnarDataset; validation: ColumnarDataset },
     training: Training,
     opts: { epochs: number; seed: number },
     ctx: TrainContextOptions = {},
   ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
     const t0 = Date.now();
     const model = await RuntimeModel.load(this.dataDir.abs(base.dir), this.createOptions(ctx.device));
-    const mean = model.tensors().find((t) => t.name === 'normalization.mean')?.data;
-    const at = new Map(model.spec.numeric.map((n, j) => [n, j]));
-    const value = (name: string) => mean?.[at.get(name) ?? -1] ?? 0;
-    const unknown = off.filter((n) => !at.has(n) && !model.spec.slots.some((s) => s.name === n));
-    if (unknown.length) throw new Error(`fineTuneWithout: ${unknown.join(', ')} not inputs of the model`);
     const t1 = Date.now();
     const r = await model.train(
-      switchOff(built.train, off, value),
+      data.train,
       { epochs: opts.epochs, batchSize: training.batchSize, seed: opts.seed, validationFraction: 0, progressEvery: 1000 },
       { signal: ctx.signal },
     );
     if (ctx.signal?.aborted || r.cancelled) throw new Error('training aborted');
     if (!Number.isFinite(r.finalLoss)) throw new TrainingDivergedError(r.finalLoss);
     const t2 = Date.now();
-    const validation = await model.evaluate(switchOff(built.validation, off, value));
+    const validation = await model.evaluate(data.validation);
     return { validation, loadMs: t1 - t0, trainMs: t2 - t1, evalMs: Date.now() - t2, steps: r.steps };
   }
 

@@ -157,15 +157,15 @@ export class PruneTrialHandler {
       const fs = features.filter((f) => !drop.has(f.name));
       // warm: copies of the trained model fine-tuned with the set switched off; scratch: new models
       const aucs: number[] = [];
+      const switched = mode === 'warm' ? this.w.trainer.switchedOff(trained, built, set) : null;
       for (const seed of seeds) {
         checkpoint();
-        if (mode === 'warm') {
+        if (switched) {
           await progress(progressAt(), `fine-tuning without ${set.length} feature(s), seed ${seed}`);
           const tf = Date.now();
-          const t = await this.w.trainer.fineTuneWithout(
+          const t = await this.w.trainer.fineTune(
             trained,
-            built,
-            set,
+            switched,
             recipe.training,
             { epochs: p.warmEpochs, seed },
             { signal, device },
