@@ -56,6 +56,12 @@ export const configSchema = z
     /** native threads per trial; 0 = all cores */
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
     ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+    /**
+     * models a trial trains at once on one GPU (the seeds of a retraining check, the confirm step's
+     * fits), each on its own CUDA stream; further fits spill onto the worker's other free GPUs.
+     * Off the GPU fits run one at a time (every core trains one model).
+     */
+    ABACUS_GPU_LANES: z.coerce.number().int().min(1).max(16).default(3),
     /** attempts per trial job before it is marked failed */
     ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
     /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */

@@ -37,3 +37,14 @@ function formatConfigIssues(error: z.ZodError): string {
   const lines = error.issues.map((i) => `  ${i.path.join('.') || '(root)'}: ${i.message}`);
   return `Invalid configuration:\n${lines.join('\n')}`;
 }
+
+/**
+ * Sizes libuv's thread pool for a worker before anything uses it: each model a trial trains (every
+ * GPU lane) holds one of its threads for the whole fit, and file reads queue behind them. Left
+ * alone when UV_THREADPOOL_SIZE is set. Must run before the first asynchronous file or DNS call.
+ */
+export function sizeWorkerThreadPool(config: AppConfig, env: NodeJS.ProcessEnv = process.env): number {
+  const want = Math.min(1024, Math.max(8, 4 + config.ABACUS_WORKER_CONCURRENCY * config.ABACUS_GPU_LANES * 2));
+  if (!env.UV_THREADPOOL_SIZE) env.UV_THREADPOOL_SIZE = String(want);
+  return Number(env.UV_THREADPOOL_SIZE);
+}

@@ -1,9 +1,10 @@
 import { Logger } from '@nestjs/common';
-import { ConfigError, loadConfig } from '@abacus/configs';
+import { ConfigError, loadConfig, sizeWorkerThreadPool } from '@abacus/configs';
 import { startWorker } from './bootstrap';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  sizeWorkerThreadPool(config);
   const worker = await startWorker(config);
   let stopping = false;
   const stop = (signal: string) => {

@@ -1,12 +1,25 @@
 /**
  * GPUs of one worker handed to trials one at a time: with N devices the worker runs N trials at
  * once, each on its own GPU. Off the GPU the pool has a single slot (undefined device).
+ *
+ * Within a trial, independent fits (the seeds of a retraining check, the confirm step's models) run
+ * `lanes` at a time on the trial's GPU — each model on its own CUDA stream, so one model's kernel
+ * launches fill the gaps of another's — and spill onto any other GPU of the pool that is free at
+ * that moment (borrowed for the batch, handed back when it ends): see onDevices.
  */
 export class DevicePool {
   private readonly free: number[];
   private readonly waiting: ((d: number) => void)[] = [];
 
-  constructor(readonly size: number) {
+  /**
+   * @param size  GPUs of the worker (0 off the GPU)
+   * @param lanes models a trial trains at once on one GPU (ABACUS_GPU_LANES)
+   */
+  constructor(
+    readonly size: number,
+    readonly lanes = 1,
+  ) {
+    if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`DevicePool: lanes must be a positive integer, not ${lanes}`);
     this.free = Array.from({ length: size }, (_, i) => i);
   }
 
@@ -17,10 +30,62 @@ export class DevicePool {
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
+  /** a free GPU now, or undefined (none free, or no GPU): never waits */
+  tryAcquire(): number | undefined {
+    return this.free.shift();
+  }
+
   release(device: number | undefined): void {
     if (device === undefined) return;
     const next = this.waiting.shift();
     if (next) next(device);
     else this.free.push(device);
   }
+}
+
+/**
+ * Runs independent tasks on the trial's device (`own`, held by the caller) `pool.lanes` at a time,
+ * and on every other GPU of the pool free when the batch starts (borrowed, released when the batch
+ * ends); off the GPU, one at a time. Results come back in the tasks' order, whichever device ran
+ * them. After a task fails no new task starts; the batch waits for the running ones, then throws the
+ * first error (a borrowed device is never released while a model still runs on it).
+ */
+export async function onDevices<T>(
+  pool: DevicePool,
+  own: number | undefined,
+  tasks: ((device: number | undefined) => Promise<T>)[],
+): Promise<T[]> {
+  const results = new Array<T>(tasks.length);
+  if (own === undefined || tasks.length <= 1) {
+    for (const [i, task] of tasks.entries()) results[i] = await task(own);
+    return results;
+  }
+  const devices = [own];
+  while (devices.length * pool.lanes < tasks.length) {
+    const d = pool.tryAcquire();
+    if (d === undefined) break;
+    devices.push(d);
+  }
+  const borrowed = devices.slice(1);
+  // spread the tasks over the devices first (own, borrowed, own, ...), then over a device's lanes
+  const slots = Array.from({ length: pool.lanes }, () => devices).flat();
+  let next = 0;
+  let failure: { error: unknown } | null = null;
+  const lane = async (device: number) => {
+    while (failure === null && next < tasks.length) {
+      const i = next++;
+      try {
+        results[i] = await tasks[i](device);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  try {
+    await Promise.all(slots.slice(0, tasks.length).map((d) => lane(d)));
+  } finally {
+    for (const d of borrowed) pool.release(d);
+  }
+  if (failure !== null) throw (failure as { error: unknown }).error;
+  return results;
 }

@@ -7,6 +7,7 @@ import { groupDrops } from '../trials/group-ablation';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
+import { onDevices } from '../model/device-pool';
 import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
 import { pruneTrialParamsSchema, WARM_MIN_STEPS } from './subtract-experiment.schema';
@@ -134,6 +135,9 @@ export class PruneTrialHandler {
       retrainFitMs: 0,
       retrainFits: 0,
       retrainSets: 0,
+      // batches of fits run together (the reference with the first set, then one set at a time)
+      retrainBatches: 0,
+      // per fit, summed over fits (a batch's fits run at once on the GPU: sums can exceed retrainMs);
       // warm checks: loading the trained model's copy, fine-tuning, evaluating on the validation split
       warmLoadMs: 0,
       warmTrainMs: 0,
@@ -146,66 +150,85 @@ export class PruneTrialHandler {
       timings.ablateMs += Date.now() - t0;
       return foldInterval(d.auc[0], p.alpha);
     };
-    // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC
+    // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
+    // Every seed of every set asked for at once is one batch of independent fits (onDevices: several
+    // at a time on the GPU, one at a time on the CPU); a set's AUC is the mean over its seeds.
     const retrainAuc = new Map<string, number>();
-    const aucWithout = async (set: string[]): Promise<number> => {
-      const key = [...set].sort().join('|');
-      const hit = retrainAuc.get(key);
-      if (hit !== undefined) return hit;
-      const t0 = Date.now();
-      const drop = new Set(set);
-      const fs = features.filter((f) => !drop.has(f.name));
-      // warm: copies of the trained model fine-tuned with the set switched off; scratch: new models
-      const aucs: number[] = [];
-      const switched = mode === 'warm' ? this.w.trainer.switchedOff(trained, built, set) : null;
-      for (const seed of seeds) {
+    const keyOf = (set: string[]) => [...set].sort().join('|');
+    const aucsWithout = async (sets: string[][]): Promise<number[]> => {
+      const todo = [...new Map(sets.filter((s) => !retrainAuc.has(keyOf(s))).map((s) => [keyOf(s), s])).values()];
+      if (todo.length) {
+        const t0 = Date.now();
         checkpoint();
-        if (switched) {
-          await progress(progressAt(), `fine-tuning without ${set.length} feature(s), seed ${seed}`);
-          const tf = Date.now();
-          const t = await this.w.trainer.fineTune(
-            trained,
-            switched,
-            recipe.training,
-            { epochs: p.warmEpochs, seed },
-            { signal, device },
+        const what = todo.map((s) => s.length).join(' and ');
+        // warm: copies of the trained model fine-tuned with the set switched off; scratch: new models
+        const inputs = [];
+        for (const set of todo) {
+          if (mode === 'warm') {
+            inputs.push({ set, switched: this.w.trainer.switchedOff(trained, built, set), built: null });
+            continue;
+          }
+          const drop = new Set(set);
+          const tb = Date.now();
+          const b = await this.w.samples.get(
+            recipe,
+            features.filter((f) => !drop.has(f.name)),
           );
-          timings.retrainFitMs += Date.now() - tf;
-          timings.retrainFits += 1;
-          timings.warmLoadMs += t.loadMs;
-          timings.warmTrainMs += t.trainMs;
-          timings.warmEvalMs += t.evalMs;
-          aucs.push(t.validation.auc);
-          continue;
+          timings.retrainBuildMs += Date.now() - tb;
+          inputs.push({ set, switched: null, built: b });
         }
-        await progress(progressAt(), `retraining without ${set.length} feature(s), seed ${seed}`);
-        const tb = Date.now();
-        const b = await this.w.samples.get(recipe, fs);
-        const tf = Date.now();
-        timings.retrainBuildMs += tf - tb;
-        const t = await this.w.trainer.trainOrReuse(
-          b,
-          recipe.architecture,
-          { ...recipe.training, seed },
-          { signal, device },
-          recipeInit(this.w.dataDir, recipe, b),
+        await progress(
+          progressAt(),
+          `${mode === 'warm' ? 'fine-tuning' : 'retraining'} without ${what} feature(s), ${seeds.length} seed(s) each`,
         );
-        timings.retrainFitMs += Date.now() - tf;
-        if (!t.cached) timings.retrainFits += 1;
-        aucs.push(t.metrics.validation.auc);
+        const tasks = inputs.flatMap((x) =>
+          seeds.map((seed) => async (dev: number | undefined): Promise<number> => {
+            checkpoint();
+            const tf = Date.now();
+            if (x.switched) {
+              const t = await this.w.trainer.fineTune(
+                trained,
+                x.switched,
+                recipe.training,
+                { epochs: p.warmEpochs, seed },
+                { signal, device: dev },
+              );
+              timings.retrainFitMs += Date.now() - tf;
+              timings.retrainFits += 1;
+              timings.warmLoadMs += t.loadMs;
+              timings.warmTrainMs += t.trainMs;
+              timings.warmEvalMs += t.evalMs;
+              return t.validation.auc;
+            }
+            const t = await this.w.trainer.trainOrReuse(
+              x.built!,
+              recipe.architecture,
+              { ...recipe.training, seed },
+              { signal, device: dev },
+              recipeInit(this.w.dataDir, recipe, x.built!),
+            );
+            timings.retrainFitMs += Date.now() - tf;
+            if (!t.cached) timings.retrainFits += 1;
+            return t.metrics.validation.auc;
+          }),
+        );
+        const aucs = await onDevices(this.w.devices, device, tasks);
+        for (const [k, x] of inputs.entries()) {
+          const own = aucs.slice(k * seeds.length, (k + 1) * seeds.length);
+          retrainAuc.set(keyOf(x.set), own.reduce((a, v) => a + v, 0) / own.length);
+        }
+        timings.retrainSets += todo.length;
+        timings.retrainBatches += 1;
+        timings.retrainMs += Date.now() - t0;
       }
-      timings.retrainSets += 1;
-      const auc = aucs.reduce((a, x) => a + x, 0) / aucs.length;
-      retrainAuc.set(key, auc);
-      timings.retrainMs += Date.now() - t0;
-      return auc;
+      return sets.map((s) => retrainAuc.get(keyOf(s))!);
     };
     // retrained drops are measured against the best retrained model seen (never worse than the full
     // one): a gain from dropping a feature that hurt cannot be spent on dropping useful ones
     let bestAuc = -Infinity;
     const retrainDrop = async (set: string[]) => {
-      bestAuc = Math.max(bestAuc, await aucWithout([]));
-      const auc = await aucWithout(set);
+      const [full, auc] = await aucsWithout([[], set]);
+      bestAuc = Math.max(bestAuc, full);
       const drop = bestAuc - auc;
       if (drop <= p.maxDrop) bestAuc = Math.max(bestAuc, auc);
       return drop;
@@ -308,8 +331,7 @@ export class PruneTrialHandler {
       }
     }
     if (useRetrain && accepted.length) {
-      const fullAuc = await aucWithout([]);
-      const prunedAuc = await aucWithout(accepted);
+      const [fullAuc, prunedAuc] = await aucsWithout([[], accepted]);
       retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds, mode };
     }
     if (accepted.length) acceptedEstimate = await estimate(accepted);

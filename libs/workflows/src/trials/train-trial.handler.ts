@@ -3,6 +3,7 @@ import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from './trial-runner';
 import { trainTrialParamsSchema } from './train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context';
+import { onDevices } from '../model/device-pool';
 import { recipeInit } from '../embeddings/recipe-init';
 
 /** Trains one model of an experiment (or reuses an identical earlier training) and evaluates it. */
@@ -29,62 +30,63 @@ export class TrainTrialHandler {
       ...(params.compareWithFull ? [{ label: 'full model', features: params.recipe.features as ResolvedFeature[] }] : []),
     ];
     const total = runs.length * seeds.length;
-    const results: {
-      label: string;
-      seed: number;
-      auc: number;
-      logloss: number;
-      calibration: number;
-      validationAuc: number;
-      validationLogloss: number;
-      cached: boolean;
-    }[] = [];
     const timings = { buildMs: 0, trainMs: 0 };
-    let first: {
-      built: Awaited<ReturnType<WorkflowContext['samples']['get']>>;
-      trained: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>>;
-    } | null = null;
-    for (const run of runs) {
-      for (const seed of seeds) {
-        const done = results.length / total;
-        const step = (f: number, m: string) => void progress(0.02 + 0.95 * (done + f / total), m).catch(() => undefined);
-        let t0 = Date.now();
-        const built = await this.w.samples.get(recipe, run.features, (f, m) => step(0.2 * f, m));
-        timings.buildMs += Date.now() - t0;
-        t0 = Date.now();
-        checkpoint();
-        const training = { ...recipe.training, seed };
-        const trained = await this.w.trainer.trainOrReuse(
-          built,
-          recipe.architecture,
-          training,
-          {
-            signal,
-            device,
-            onProgress: (f, m) => step(0.2 + 0.8 * f, `${run.label}, seed ${seed}: ${m}`),
-          },
-          recipeInit(this.w.dataDir, recipe, built),
-        );
-        timings.trainMs += Date.now() - t0;
-        checkpoint();
-        results.push({
-          label: run.label,
-          seed,
-          auc: trained.metrics.auc,
-          logloss: trained.metrics.logloss,
-          calibration: trained.metrics.calibration,
-          validationAuc: trained.metrics.validation.auc,
-          validationLogloss: trained.metrics.validation.logloss,
-          cached: trained.cached,
-        });
-        if (!first) first = { built, trained };
-      }
+    // the sample sets first (one per feature set), then every (set, seed) fit as one batch of
+    // independent fits: several at a time on the GPU (and its free peers), one at a time on the CPU
+    const sets: { label: string; built: Awaited<ReturnType<WorkflowContext['samples']['get']>> }[] = [];
+    for (const [k, run] of runs.entries()) {
+      const t0 = Date.now();
+      const built = await this.w.samples.get(recipe, run.features, (f, m) =>
+        void progress(0.02 + (0.1 * (k + f)) / runs.length, m).catch(() => undefined),
+      );
+      timings.buildMs += Date.now() - t0;
+      sets.push({ label: run.label, built });
     }
+    checkpoint();
+    let finished = 0;
+    const t0 = Date.now();
+    const fits = await onDevices(
+      this.w.devices,
+      device,
+      sets.flatMap(({ label, built }, k) =>
+        seeds.map((seed, j) => async (dev: number | undefined) => {
+          checkpoint();
+          const trained = await this.w.trainer.trainOrReuse(
+            built,
+            recipe.architecture,
+            { ...recipe.training, seed },
+            {
+              signal,
+              device: dev,
+              onProgress: (f, m) =>
+                void progress(0.12 + (0.85 * (finished + f)) / total, `${label}, seed ${seed}: ${m}`).catch(() => undefined),
+            },
+            recipeInit(this.w.dataDir, recipe, built),
+          );
+          finished += 1;
+          checkpoint();
+          // metrics only: a model (and its GPU memory) is kept for the first fit alone
+          return { label, seed, built, metrics: trained.metrics, cached: trained.cached, trained: k + j === 0 ? trained : null };
+        }),
+      ),
+    );
+    timings.trainMs += Date.now() - t0;
+    const results = fits.map(({ label, seed, metrics, cached }) => ({
+      label,
+      seed,
+      auc: metrics.auc,
+      logloss: metrics.logloss,
+      calibration: metrics.calibration,
+      validationAuc: metrics.validation.auc,
+      validationLogloss: metrics.validation.logloss,
+      cached,
+    }));
     const mean = (label: string, k: 'auc' | 'logloss' | 'calibration' | 'validationAuc' | 'validationLogloss') => {
       const xs = results.filter((r) => r.label === label).map((r) => r[k]);
       return xs.reduce((a, b) => a + b, 0) / xs.length;
     };
-    const { built, trained } = first!;
+    const { built, trained } = fits[0];
+    if (!trained) throw new Error('the first fit kept no model');
     logger.log(
       `${params.role} model: ${features.length} features, test AUC ${mean('model', 'auc').toFixed(4)} over ${seeds.length} seed(s)`,
     );

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On a GPU host (after `bash scripts/gpu-host.sh pack` on the build machine and .gpu/ brought along):
+# the ROWS x FEATURES subtract bench through the platform once per configuration, each with a fresh
+# worker on cuda, same data seed. A configuration is GPUS:LANES — the GPUs the worker sees
+# (CUDA_VISIBLE_DEVICES = the first GPUS of the host) and ABACUS_GPU_LANES (models a trial trains at
+# once on one GPU); the worker runs GPUs + 1 trials at once. GPU memory / use (every GPU) and the
+# worker's RSS are sampled every second. Results go to $OUT (default ./bench-out).
+#   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES ...]      (default 1:1 1:3 2:3)
+set -uo pipefail
+OUT="${OUT:-$PWD/bench-out}"
+ROWS="${1:-1000000}"
+FEATURES="${2:-40}"
+shift 2 2>/dev/null || shift $#
+CONFIGS=("$@")
+[ "${#CONFIGS[@]}" -gt 0 ] || CONFIGS=(1:1 1:3 2:3)
+PREFIX="${ABACUS_GPU_PREFIX:-/tmp/abacus-gpu}"
+mkdir -p "$OUT"
+export PATH="$PREFIX/bin:$PATH"
+
+sample() { # label: per GPU memory (MiB) and utilisation, and the worker's RSS (KiB), every second
+  while sleep 1; do
+    printf '%s %s %s %s\n' "$1" "$(date +%s)" \
+      "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd' ')" \
+      "$(ps -o rss= -p "$(cat "$PREFIX/run/worker.pid" 2>/dev/null)" 2>/dev/null | tr -d ' ')"
+  done >>"$OUT/lanes-samples.log"
+}
+
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
+lscpu | grep -E 'Model name|^CPU\(s\)'
+for c in "${CONFIGS[@]}"; do
+  gpus=${c%%:*}
+  lanes=${c##*:}
+  visible=$(seq -s, 0 $((gpus - 1)))
+  label="g${gpus}-l${lanes}"
+  CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_RUNTIME_BACKEND=cuda ABACUS_WORKER_CONCURRENCY=$((gpus + 1)) \
+    bash scripts/gpu-host.sh up >"$OUT/up-$label.log" 2>&1 || { tail -n 20 "$OUT/up-$label.log"; continue; }
+  grep -h 'worker up' "$PREFIX/logs/worker.log" | tail -n 1
+  sample "$label" &
+  pid=$!
+  abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
+    --out "$OUT/subtract-cuda-${ROWS}x$FEATURES-$label.json" >/dev/null 2>"$OUT/bench-$label.err"
+  echo "$label: rc $?"
+  kill "$pid"
+  # the next configuration starts a fresh worker
+  kill "$(cat "$PREFIX/run/worker.pid")" 2>/dev/null
+  sleep 3
+done
+cp "$PREFIX/logs/worker.log" "$OUT/worker.log" 2>/dev/null
+for f in "$OUT"/subtract-cuda-*.json; do
+  "$PREFIX/bin/node" -e 'const d=require(process.argv[1]); console.log(process.argv[1].split("/").pop(), d.experimentMs, "ms", JSON.stringify(d.stages), JSON.stringify(d.trials.map((t)=>[t.kind,t.ms])), "removable", d.result.removable, "prune", JSON.stringify(d.prune && d.prune.timings))' "$f"
+done
