@@ -200,7 +200,8 @@ const fs = require('node:fs');
 const root = process.env.ABACUS_ROOT;
 const out = process.env.ABACUS_BUNDLE_OUT;
 const esbuild = require(path.join(root, 'node_modules', 'esbuild'));
-const entries = ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js', 'dist/apps/cli/src/main.js', 'dist/libs/data/src/cli/migrate.js'];
+// the worker's scoring thread is an entry of its own (the worker starts it from the file beside its module)
+const entries = ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js', 'dist/apps/cli/src/main.js', 'dist/libs/data/src/cli/migrate.js', 'dist/libs/workflows/src/score/score-thread.js'];
 // optional or lazily loaded packages: absent at run time (their callers try/catch or never run here)
 const absent = [
   '@tensorflow/*', 'onnxruntime-node', 'pg-native', 'pg-query-stream', 'msgpackr-extract',
@@ -269,7 +270,7 @@ JS
 pack_app() { # out.tar.xz
   local out=$1 a m
   new_tmp a
-  say "app: bundling api, worker, CLI and migration (esbuild)"
+  say "app: bundling api, worker (and its scoring thread), CLI and migration (esbuild)"
   bundle_js "$a"
   mkdir -p "$a/apps/cli/bin" "$a/apps/web" "$a/libs/runtime/build/Release" "$a/node_modules/@duckdb/node-bindings-linux-x64" \
     "$a/node_modules/highs/build" "$a/node_modules/swagger-ui-dist"

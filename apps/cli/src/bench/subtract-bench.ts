@@ -20,6 +20,7 @@ interface Trial {
     epochs?: number;
     steps?: number;
     trainMs?: number;
+    scoredOn?: string;
   } | null;
 }
 
@@ -139,7 +140,12 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       experimentMs,
       clientWallMs: wallMs,
       setup: { simulateMs, importMs },
-      trials: e.trials.map((t) => ({ kind: t.kind, role: t.metrics?.role ?? null, ms: ms(t) })),
+      trials: e.trials.map((t) => ({
+        kind: t.kind,
+        role: t.metrics?.role ?? null,
+        ms: ms(t),
+        ...(t.metrics?.scoredOn ? { scoredOn: t.metrics.scoredOn } : {}),
+      })),
       base: base?.metrics
         ? { epochs: base.metrics.epochs ?? null, steps: base.metrics.steps ?? null, trainMs: base.metrics.trainMs ?? null }
         : null,

@@ -1,0 +1,99 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scoreFile, scoreOffThread, type ScoreJob } from './score-thread';
+
+const ROOT = path.resolve(__dirname, '../../../..');
+// the thread script compiled from these sources (in the built app it lies beside the module)
+let dir = '';
+let script = '';
+let file = '';
+
+beforeAll(async () => {
+  // under the repository, so that the thread finds the native packages left out of the bundle
+  await mkdir(path.join(ROOT, 'node_modules', '.cache'), { recursive: true });
+  dir = await mkdtemp(path.join(ROOT, 'node_modules', '.cache', 'abacus-score-thread-'));
+  script = path.join(dir, 'score-thread.js');
+  await build({
+    entryPoints: [path.join(__dirname, 'score-thread.ts')],
+    outfile: script,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    tsconfig: path.join(ROOT, 'tsconfig.json'),
+    external: ['@duckdb/*'],
+    logLevel: 'silent',
+  });
+  file = path.join(dir, 'samples.csv');
+  const lines = ['x,city,label'];
+  for (let i = 0; i < 4000; i++) {
+    const x = ((i * 7919) % 1000) / 10;
+    const city = ['paris', 'rome', 'oslo', 'lima'][i % 4];
+    // informative both: low x and paris raise the rate; every 7th label flipped
+    const y = (x < 30 || (city === 'paris' && x < 70) ? 1 : 0) ^ (i % 7 === 0 ? 1 : 0);
+    lines.push(`${x},${city},${y}`);
+  }
+  await writeFile(file, lines.join('\n') + '\n');
+}, 60_000);
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const job = (over: Partial<ScoreJob> = {}): ScoreJob => ({
+  file,
+  columns: ['x', 'city', 'label'],
+  options: { label: 'label', prebins: 20, maxBins: 6, minBinShare: 0.05, minCategoryShare: 0.01, smoothing: 0.5 },
+  ...over,
+});
+
+describe('scoreOffThread', () => {
+  it('scores on a worker thread exactly as on the calling thread, reporting progress', async () => {
+    const columns: number[] = [];
+    let read = 0;
+    const off = await scoreOffThread(job(), { read: () => void (read += 1), column: (done) => void columns.push(done) }, script);
+    const inline = await scoreFile(job());
+    expect(off.ranOn).toBe('thread');
+    expect(off.rows).toBe(4000);
+    expect(off.report).toEqual(inline.report);
+    expect(off.report.features.map((f) => f.name).sort()).toEqual(['city', 'x']);
+    expect(off.report.features.every((f) => f.iv > 0)).toBe(true);
+    expect(read).toBe(1);
+    expect(columns).toEqual([1, 2]);
+  });
+
+  it('runs inline where there is no thread script', async () => {
+    const r = await scoreOffThread(job(), {}, null);
+    expect(r.ranOn).toBe('inline');
+    expect(r.report).toEqual((await scoreFile(job())).report);
+  });
+
+  it("hands the thread's error back with its name and message (the trial runner classifies it)", async () => {
+    const bad = job({ columns: ['x', 'nope', 'label'] });
+    const inline = await scoreFile(bad).catch((e: Error) => e);
+    const off = await scoreOffThread(bad, {}, script).catch((e: Error) => e);
+    expect(inline).toBeInstanceOf(Error);
+    expect(off).toBeInstanceOf(Error);
+    expect((off as Error).name).toBe((inline as Error).name);
+    expect((off as Error).message).toBe((inline as Error).message);
+    expect((off as Error).message).toContain('nope');
+  });
+
+  it('ends the thread when a progress callback throws (a cancelled trial) and when the signal aborts', async () => {
+    const cancelled = await scoreOffThread(
+      job(),
+      {
+        read: () => {
+          throw new Error('trial cancelled');
+        },
+      },
+      script,
+    ).catch((e: Error) => e);
+    expect((cancelled as Error).message).toBe('trial cancelled');
+    const ac = new AbortController();
+    ac.abort();
+    const aborted = await scoreOffThread(job(), { signal: ac.signal }, script).catch((e: Error) => e);
+    expect((aborted as Error).message).toBe('scoring aborted');
+  });
+});

@@ -1,0 +1,128 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { readTable } from '@abacus/samples';
+import { scoreTableAsync, type IvReport, type ScoreTableOptions } from '@abacus/scoring';
+
+/** One score trial's work: read the columns of a sample file, then WOE/IV (and PSI) per column. */
+export interface ScoreJob {
+  file: string;
+  columns: string[];
+  options: ScoreTableOptions;
+}
+
+export interface ScoreOutcome {
+  report: IvReport;
+  rows: number;
+  readMs: number;
+  scoreMs: number;
+  /** 'thread': a worker thread did it; 'inline': the calling thread */
+  ranOn: 'thread' | 'inline';
+}
+
+type Message =
+  | { type: 'read'; readMs: number }
+  | { type: 'column'; done: number; of: number }
+  | { type: 'done'; report: IvReport; rows: number; readMs: number; scoreMs: number }
+  | { type: 'error'; error: { name: string; message: string; stack?: string; code?: string } };
+
+/** The reading and the binning of a score job, reporting as it goes (on whichever thread runs it). */
+export async function scoreFile(
+  job: ScoreJob,
+  on: { read?: (readMs: number) => void | Promise<void>; column?: (done: number, of: number) => void | Promise<void> } = {},
+): Promise<Omit<ScoreOutcome, 'ranOn'>> {
+  let t0 = Date.now();
+  const table = await readTable(job.file, { columns: job.columns });
+  const readMs = Date.now() - t0;
+  await on.read?.(readMs);
+  t0 = Date.now();
+  const report = await scoreTableAsync(table, job.options, on.column);
+  return { report, rows: table.rowCount, readMs, scoreMs: Date.now() - t0 };
+}
+
+/** The compiled thread script beside this module (absent when running from the TypeScript sources). */
+export function scoreThreadScript(): string | null {
+  const file = path.join(__dirname, 'score-thread.js');
+  return fs.existsSync(file) ? file : null;
+}
+
+/**
+ * Runs a score job on a worker thread, so that reading and binning (JavaScript, seconds to minutes
+ * at 1M-10M rows) leave the worker's main thread to the trials beside it (a sample build, the
+ * trainings' callbacks, the job locks); inline where there is no compiled thread script. Errors keep
+ * their name, message and code (the trial runner classifies them); `abort` ends the thread.
+ */
+export async function scoreOffThread(
+  job: ScoreJob,
+  on: {
+    read?: (readMs: number) => void | Promise<void>;
+    column?: (done: number, of: number) => void | Promise<void>;
+    signal?: AbortSignal;
+  } = {},
+  script: string | null = scoreThreadScript(),
+): Promise<ScoreOutcome> {
+  if (on.signal?.aborted) throw new Error('scoring aborted');
+  if (!script) return { ...(await scoreFile(job, on)), ranOn: 'inline' };
+  const worker = new Worker(script, { workerData: { abacusScoreJob: job } });
+  const abort = () => void worker.terminate();
+  on.signal?.addEventListener('abort', abort);
+  try {
+    return await new Promise<ScoreOutcome>((resolve, reject) => {
+      let settled = false;
+      const settle = (f: () => void) => {
+        if (!settled) {
+          settled = true;
+          f();
+        }
+      };
+      // a callback that throws (a cancelled trial's checkpoint) ends the thread with that error
+      const call = (f: (() => void | Promise<void>) | undefined) => {
+        if (!f) return;
+        Promise.resolve()
+          .then(f)
+          .catch((err: unknown) => {
+            settle(() => reject(err));
+            void worker.terminate();
+          });
+      };
+      worker.on('message', (m: Message) => {
+        if (m.type === 'read') call(on.read && (() => on.read!(m.readMs)));
+        else if (m.type === 'column') call(on.column && (() => on.column!(m.done, m.of)));
+        else if (m.type === 'done') settle(() => resolve({ report: m.report, rows: m.rows, readMs: m.readMs, scoreMs: m.scoreMs, ranOn: 'thread' }));
+        else {
+          const e = Object.assign(new Error(m.error.message), m.error.code ? { code: m.error.code } : {});
+          e.name = m.error.name;
+          if (m.error.stack) e.stack = m.error.stack;
+          settle(() => reject(e));
+        }
+      });
+      worker.on('error', (err) => settle(() => reject(err)));
+      worker.on('exit', (code) =>
+        settle(() => reject(new Error(on.signal?.aborted ? 'scoring aborted' : `the scoring thread exited (code ${code}) without a result`))),
+      );
+    });
+  } finally {
+    on.signal?.removeEventListener('abort', abort);
+    void worker.terminate();
+  }
+}
+
+// the thread's side: run the job handed over in workerData, post progress and the outcome
+const handed = (workerData as { abacusScoreJob?: ScoreJob } | null)?.abacusScoreJob;
+if (!isMainThread && parentPort && handed) {
+  const port = parentPort;
+  scoreFile(handed, {
+    read: (readMs) => port.postMessage({ type: 'read', readMs } satisfies Message),
+    column: (done, of) => port.postMessage({ type: 'column', done, of } satisfies Message),
+  }).then(
+    (r) => port.postMessage({ type: 'done', ...r } satisfies Message),
+    (err: unknown) => {
+      const e = err instanceof Error ? err : new Error(String(err));
+      const code = (e as { code?: unknown }).code;
+      port.postMessage({
+        type: 'error',
+        error: { name: e.name, message: e.message, stack: e.stack, ...(typeof code === 'string' ? { code } : {}) },
+      } satisfies Message);
+    },
+  );
+}
