@@ -3,7 +3,8 @@
 # the ROWS x FEATURES subtract bench through the platform once per configuration, each with a fresh
 # worker on cuda, same data seed. A configuration is GPUS:LANES — the GPUs the worker sees
 # (CUDA_VISIBLE_DEVICES = the first GPUS of the host) and ABACUS_GPU_LANES (models a trial trains at
-# once on one GPU); the worker runs GPUs + 1 trials at once. GPU memory / use (every GPU) and the
+# once on one GPU); the worker runs GPUs + 1 trials at once, and with 2+ GPUs a trial's fits spill
+# onto the other GPUs (ABACUS_GPU_BORROW=true; see README, Configuration, for why that is off by default). GPU memory / use (every GPU) and the
 # worker's RSS are sampled every second. Results go to $OUT (default ./bench-out).
 #   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES ...]      (default 1:1 1:3 2:3)
 set -uo pipefail
@@ -32,13 +33,14 @@ for c in "${CONFIGS[@]}"; do
   lanes=${c##*:}
   visible=$(seq -s, 0 $((gpus - 1)))
   label="g${gpus}-l${lanes}"
-  CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_RUNTIME_BACKEND=cuda ABACUS_WORKER_CONCURRENCY=$((gpus + 1)) \
+  borrow=false
+  [ "$gpus" -gt 1 ] && borrow=true
+  CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_GPU_BORROW=$borrow ABACUS_RUNTIME_BACKEND=cuda ABACUS_WORKER_CONCURRENCY=$((gpus + 1)) \
     bash scripts/gpu-host.sh up >"$OUT/up-$label.log" 2>&1 || { tail -n 20 "$OUT/up-$label.log"; continue; }
-  grep -h 'worker up' "$PREFIX/logs/worker.log" | tail -n 1
   sample "$label" &
   pid=$!
   abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
-    --out "$OUT/subtract-cuda-${ROWS}x$FEATURES-$label.json" >/dev/null 2>"$OUT/bench-$label.err"
+    --out "$OUT/subtract-cuda-${ROWS}x$FEATURES-$label-$(date +%H%M%S).json" >/dev/null 2>"$OUT/bench-$label.err"
   echo "$label: rc $?"
   kill "$pid"
   # the next configuration starts a fresh worker

@@ -62,6 +62,12 @@ export const configSchema = z
      * Off the GPU fits run one at a time (every core trains one model).
      */
     ABACUS_GPU_LANES: z.coerce.number().int().min(1).max(16).default(3),
+    /**
+     * let a trial's fits spill onto the worker's other GPUs free at the moment (borrowed for the batch).
+     * Off by default: on a 2 x H100 host it failed 4 of 6 subtracts with 3 lanes (cuBLASLt status
+     * 13/14 on a partial batch's product), while one trial per GPU, and lanes on one GPU, did not
+     */
+    ABACUS_GPU_BORROW: bool.default(false),
     /** attempts per trial job before it is marked failed */
     ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
     /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */

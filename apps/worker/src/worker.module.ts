@@ -79,7 +79,7 @@ export class WorkerModule {
             notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
               allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
             }),
-            devices: new DevicePool(backend.devices, config.ABACUS_GPU_LANES),
+            devices: new DevicePool(backend.devices, config.ABACUS_GPU_LANES, config.ABACUS_GPU_BORROW),
           }),
         },
         {

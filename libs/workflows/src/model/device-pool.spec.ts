@@ -39,7 +39,7 @@ describe('onDevices', () => {
   };
 
   it('runs lanes at a time on the own GPU and borrows the free ones, results in task order', async () => {
-    const pool = new DevicePool(3, 2);
+    const pool = new DevicePool(3, 2, true);
     const own = await pool.acquire();
     const busy = await pool.acquire(); // another trial holds this one
     const t = tracker();
@@ -55,12 +55,22 @@ describe('onDevices', () => {
   });
 
   it('borrows no more GPUs than the tasks need', async () => {
-    const pool = new DevicePool(4, 3);
+    const pool = new DevicePool(4, 3, true);
     const own = await pool.acquire();
     const t = tracker();
     await onDevices(pool, own, [t.task(0, 1), t.task(1, 1), t.task(2, 1), t.task(3, 1)]);
     // 4 tasks: own (3 lanes) + one borrowed
     expect(t.peakOn.size).toBe(2);
+  });
+
+  it('keeps to the own GPU unless the pool lets trials borrow', async () => {
+    const pool = new DevicePool(2, 2);
+    const own = await pool.acquire();
+    const t = tracker();
+    const out = await onDevices(pool, own, Array.from({ length: 5 }, (_, i) => t.task(i, 2)));
+    expect(out.map((r) => r.i)).toEqual([0, 1, 2, 3, 4]);
+    expect(new Set(out.map((r) => r.d))).toEqual(new Set([own]));
+    expect(t.peak()).toBe(2);
   });
 
   it('runs one at a time off the GPU', async () => {
@@ -72,7 +82,7 @@ describe('onDevices', () => {
   });
 
   it('after a failure starts no new task, waits for the running ones, then throws and hands borrowed GPUs back', async () => {
-    const pool = new DevicePool(2, 1);
+    const pool = new DevicePool(2, 1, true);
     const own = await pool.acquire();
     const t = tracker();
     const started: number[] = [];

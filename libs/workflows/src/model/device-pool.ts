@@ -4,8 +4,8 @@
  *
  * Within a trial, independent fits (the seeds of a retraining check, the confirm step's models) run
  * `lanes` at a time on the trial's GPU — each model on its own CUDA stream, so one model's kernel
- * launches fill the gaps of another's — and spill onto any other GPU of the pool that is free at
- * that moment (borrowed for the batch, handed back when it ends): see onDevices.
+ * launches fill the gaps of another's — and, with `borrow`, spill onto any other GPU of the pool
+ * that is free at that moment (borrowed for the batch, handed back when it ends): see onDevices.
  */
 export class DevicePool {
   private readonly free: number[];
@@ -14,10 +14,12 @@ export class DevicePool {
   /**
    * @param size  GPUs of the worker (0 off the GPU)
    * @param lanes models a trial trains at once on one GPU (ABACUS_GPU_LANES)
+   * @param borrow whether a trial's fits may spill onto the pool's other free GPUs (ABACUS_GPU_BORROW)
    */
   constructor(
     readonly size: number,
     readonly lanes = 1,
+    readonly borrow = false,
   ) {
     if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`DevicePool: lanes must be a positive integer, not ${lanes}`);
     this.free = Array.from({ length: size }, (_, i) => i);
@@ -45,8 +47,8 @@ export class DevicePool {
 
 /**
  * Runs independent tasks on the trial's device (`own`, held by the caller) `pool.lanes` at a time,
- * and on every other GPU of the pool free when the batch starts (borrowed, released when the batch
- * ends); off the GPU, one at a time. Results come back in the tasks' order, whichever device ran
+ * and, where the pool lets trials borrow, on every other GPU of the pool free when the batch starts
+ * (released when the batch ends); off the GPU, one at a time. Results come back in the tasks' order, whichever device ran
  * them. After a task fails no new task starts; the batch waits for the running ones, then throws the
  * first error (a borrowed device is never released while a model still runs on it).
  */
@@ -61,7 +63,7 @@ export async function onDevices<T>(
     return results;
   }
   const devices = [own];
-  while (devices.length * pool.lanes < tasks.length) {
+  while (pool.borrow && devices.length * pool.lanes < tasks.length) {
     const d = pool.tryAcquire();
     if (d === undefined) break;
     devices.push(d);
