@@ -64,8 +64,8 @@ export const configSchema = z
     ABACUS_GPU_LANES: z.coerce.number().int().min(1).max(16).default(3),
     /**
      * let a trial's fits spill onto the worker's other GPUs free at the moment (borrowed for the batch).
-     * Off by default: on a 2 x H100 host it failed 4 of 6 subtracts with 3 lanes (cuBLASLt status
-     * 13/14 on a partial batch's product), while one trial per GPU, and lanes on one GPU, did not
+     * Off by default: on a 2 x H100 host 6 of 10 subtracts with it and 3 lanes failed (cublasLtMatmul
+     * status 13/14), while lanes on one GPU did not (5 of 5); see bench/README.md
      */
     ABACUS_GPU_BORROW: bool.default(false),
     /** attempts per trial job before it is marked failed */
