@@ -33,10 +33,15 @@ for c in "${CONFIGS[@]}"; do
   lanes=${c##*:}
   visible=$(seq -s, 0 $((gpus - 1)))
   label="g${gpus}-l${lanes}"
-  borrow=false
-  [ "$gpus" -gt 1 ] && borrow=true
-  CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_GPU_BORROW=$borrow ABACUS_RUNTIME_BACKEND=cuda ABACUS_WORKER_CONCURRENCY=$((gpus + 1)) \
-    bash scripts/gpu-host.sh up >"$OUT/up-$label.log" 2>&1 || { tail -n 20 "$OUT/up-$label.log"; continue; }
+  if [ "${BORROW:-0}" = 1 ] && [ "$gpus" -gt 1 ]; then
+    # one worker over every GPU
+    CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_GPU_BORROW=true ABACUS_RUNTIME_BACKEND=cuda \
+      ABACUS_WORKER_CONCURRENCY=$((gpus + 1)) ABACUS_GPU_WORKERS=one bash scripts/gpu-host.sh up \
+      >"$OUT/up-$label.log" 2>&1 || { tail -n 20 "$OUT/up-$label.log"; continue; }
+  else
+    CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_RUNTIME_BACKEND=cuda ABACUS_WORKER_CONCURRENCY=2 \
+      bash scripts/gpu-host.sh up >"$OUT/up-$label.log" 2>&1 || { tail -n 20 "$OUT/up-$label.log"; continue; }
+  fi
   sample "$label" &
   pid=$!
   abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
@@ -44,7 +49,7 @@ for c in "${CONFIGS[@]}"; do
   echo "$label: rc $?"
   kill "$pid"
   # the next configuration starts a fresh worker
-  kill "$(cat "$PREFIX/run/worker.pid")" 2>/dev/null
+  for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
   sleep 3
 done
 cp "$PREFIX/logs/worker.log" "$OUT/worker.log" 2>/dev/null

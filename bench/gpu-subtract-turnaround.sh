@@ -32,7 +32,7 @@ run() { # backend concurrency
   echo "$backend: rc $?"
   kill "$pid"
   # the next run starts a fresh worker with its own backend
-  kill "$(cat "$PREFIX/run/worker.pid")" 2>/dev/null
+  for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
   sleep 3
 }
 

@@ -63,7 +63,8 @@ export const configSchema = z
      */
     ABACUS_GPU_LANES: z.coerce.number().int().min(1).max(16).default(3),
     /**
-     * let a trial's fits spill onto the worker's other GPUs free at the moment (borrowed for the batch).
+     * let a trial's fits spill onto the worker's other GPUs free at the moment (borrowed for the batch;
+     * a worker over several GPUs — scripts/gpu-host.sh runs one worker per GPU instead).
      * Off by default: on a 2 x H100 host 6 of 10 subtracts with it and 3 lanes failed (cublasLtMatmul
      * status 13/14), while lanes on one GPU did not (5 of 5); see bench/README.md
      */

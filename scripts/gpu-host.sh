@@ -19,9 +19,12 @@
 # `up` needs only bash, coreutils, tar, xz (or python3), and, as root, useradd + setpriv/runuser. It
 # unpacks into ABACUS_GPU_PREFIX (default /tmp/abacus-gpu), starts Postgres (own cluster, trust auth,
 # 127.0.0.1 only, run as a system user when root) and Redis, migrates, stores a local admin key, starts
-# the api and one worker (ABACUS_RUNTIME_BACKEND=auto, ABACUS_WORKER_CONCURRENCY = GPUs + 1: a trial
-# per GPU and one CPU trial beside them; variables already set win), waits until the api is healthy and prints the
-# runtime backend the worker chose. Run it again: it keeps what runs and starts what does not.
+# the api and one worker per GPU (CUDA_VISIBLE_DEVICES = its GPU; the GPUs are CUDA_VISIBLE_DEVICES when
+# set, else every GPU nvidia-smi lists), each with ABACUS_RUNTIME_BACKEND=auto and
+# ABACUS_WORKER_CONCURRENCY = 2 (a trial on its GPU and one CPU trial beside it; variables already set
+# win), waits until the api is healthy and prints the runtime backend the worker chose. One process
+# per GPU, not one over all: models of two GPUs trained in one process failed now and then
+# (ABACUS_GPU_WORKERS=one starts a single worker over every GPU, for comparisons). Run it again: it keeps what runs and starts what does not.
 # Ports (the next free one when the default is taken; an explicitly set port must be free):
 #   ABACUS_GPU_PG_PORT (5432)  ABACUS_GPU_REDIS_PORT (6379)  ABACUS_API_PORT (3000)
 # Then: export PATH="$ABACUS_GPU_PREFIX/bin:$PATH"; abacus ... (the wrapper knows the api and the key).
@@ -567,8 +570,8 @@ ENV
 : "\${ABACUS_DATA_DIR:=$PREFIX/data}"
 : "\${ABACUS_RUNTIME_BACKEND:=auto}"
 : "\${ABACUS_CREDENTIALS_FILE:=$PREFIX/credentials.json}"
-# a trial per GPU (each on its own device) and one more for the CPU trials (IV scoring) beside them
-: "\${ABACUS_WORKER_CONCURRENCY:=$(( $(gpu_count) + 1 ))}"
+# per worker (one per GPU): a trial on its GPU and one more for the CPU trials (IV scoring) beside it
+: "\${ABACUS_WORKER_CONCURRENCY:=$(( $(gpu_count) > 0 ? 2 : 1 ))}"
 export ABACUS_DATABASE_URL ABACUS_REDIS_URL ABACUS_API_HOST ABACUS_API_PORT ABACUS_API_URL ABACUS_DATA_DIR ABACUS_RUNTIME_BACKEND ABACUS_CREDENTIALS_FILE ABACUS_WORKER_CONCURRENCY
 ENV
   mkdir -p "$PREFIX/bin"
@@ -593,6 +596,22 @@ SH
 }
 
 # GPUs nvidia-smi lists (0 without it)
+# the GPUs the workers use, one worker each: CUDA_VISIBLE_DEVICES when set, else every GPU listed
+gpu_list() {
+  if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then
+    echo "$CUDA_VISIBLE_DEVICES" | tr ',' ' '
+  elif [ "$(gpu_count)" -gt 0 ]; then
+    seq -s ' ' 0 $(($(gpu_count) - 1))
+  fi
+}
+
+# pid files of the running workers (worker, worker-1, worker-2, ...)
+worker_names() {
+  local f
+  for f in "$RUN"/worker.pid "$RUN"/worker-*.pid; do [ -e "$f" ] && basename "$f" .pid; done
+  return 0
+}
+
 gpu_count() {
   local n
   n=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU ' || true)
@@ -673,18 +692,31 @@ cmd_up() {
   "$PREFIX/bin/abacus" keys bootstrap | sed 's/^/  /'
   cuda_report
   start_node_proc api dist/apps/api/src/main.js
-  start_node_proc worker dist/apps/worker/src/main.js
+  local gpus k name started=(worker)
+  read -r -a gpus <<<"$(gpu_list)"
+  if [ "${#gpus[@]}" -gt 1 ] && [ "${ABACUS_GPU_WORKERS:-per-gpu}" != one ]; then
+    say "GPUs ${gpus[*]}: one worker each"
+    for k in "${!gpus[@]}"; do
+      name=worker
+      [ "$k" -gt 0 ] && name="worker-$k" && started+=("$name")
+      CUDA_VISIBLE_DEVICES=${gpus[$k]} start_node_proc "$name" dist/apps/worker/src/main.js
+    done
+  else
+    start_node_proc worker dist/apps/worker/src/main.js
+  fi
   for i in $(seq 1 90); do
     api_healthy && break
     alive "$RUN/api.pid" || { tail -n 30 "$LOGS/api.log" >&2; die "the api exited (log: $LOGS/api.log)"; }
     [ "$i" = 90 ] && { tail -n 30 "$LOGS/api.log" >&2; die "the api did not become healthy in 90 s (log: $LOGS/api.log)"; }
     sleep 1
   done
-  for i in $(seq 1 60); do
-    grep -q 'listening on queues\|worker up' "$LOGS/worker.log" 2>/dev/null && break
-    alive "$RUN/worker.pid" || { tail -n 30 "$LOGS/worker.log" >&2; die "the worker exited (log: $LOGS/worker.log)"; }
-    [ "$i" = 60 ] && { tail -n 30 "$LOGS/worker.log" >&2; die "the worker did not come up in 60 s (log: $LOGS/worker.log)"; }
-    sleep 1
+  for name in "${started[@]}"; do
+    for i in $(seq 1 60); do
+      grep -q 'listening on queues\|worker up' "$LOGS/$name.log" 2>/dev/null && break
+      alive "$RUN/$name.pid" || { tail -n 30 "$LOGS/$name.log" >&2; die "$name exited (log: $LOGS/$name.log)"; }
+      [ "$i" = 60 ] && { tail -n 30 "$LOGS/$name.log" >&2; die "$name did not come up in 60 s (log: $LOGS/$name.log)"; }
+      sleep 1
+    done
   done
   local backend
   backend=$(grep -o 'runtime backend: .*' "$LOGS/worker.log" | tail -n1 | sed 's/\x1b\[[0-9;]*m//g')
@@ -692,7 +724,7 @@ cmd_up() {
 
   Abacus is running ($PREFIX).
     API        http://127.0.0.1:$API_PORT/api/v1  (docs /api/docs, web app /)
-    worker     ${backend:-runtime backend: (not logged; see $LOGS/worker.log)}
+    worker(s)  ${started[*]} — ${backend:-runtime backend: (not logged; see $LOGS/worker.log)}
     Postgres   127.0.0.1:$PG_PORT   Redis 127.0.0.1:$REDIS_PORT
     logs       $LOGS/{api,worker,postgres,redis}.log
     CLI        export PATH="$PREFIX/bin:\$PATH"; abacus keys whoami
@@ -714,7 +746,8 @@ stop_pid() { # name pidfile
 }
 
 cmd_down() {
-  stop_pid worker "$RUN/worker.pid"
+  local name
+  for name in $(worker_names); do stop_pid "$name" "$RUN/$name.pid"; done
   stop_pid api "$RUN/api.pid"
   if alive "$RUN/redis.pid"; then stop_pid redis "$RUN/redis.pid"; fi
   if [ -f "$PGDATA/postmaster.pid" ]; then
@@ -734,7 +767,7 @@ cmd_down() {
 cmd_status() {
   [ -d "$PREFIX" ] || { say "nothing in $PREFIX"; return 0; }
   local p
-  for p in api worker redis; do
+  for p in api $(worker_names | grep . || echo worker) redis; do
     if alive "$RUN/$p.pid"; then echo "  $p: running (pid $(cat "$RUN/$p.pid"))"; else echo "  $p: stopped"; fi
   done
   if [ -f "$PGDATA/postmaster.pid" ] && kill -0 "$(head -n1 "$PGDATA/postmaster.pid")" 2>/dev/null; then

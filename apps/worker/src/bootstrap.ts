@@ -41,6 +41,14 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
     `worker up (trial concurrency ${Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices)}, backend ${backend.backend})`,
     'abacus-worker',
   );
+  if (backend.devices > 1) {
+    Logger.warn(
+      `this worker drives ${backend.devices} GPUs: on a 2 x H100 host, models of two GPUs trained in one process failed now ` +
+        `and then (cublasLtMatmul status 14, cub 'invalid device ordinal'); run one worker per GPU (CUDA_VISIBLE_DEVICES), ` +
+        `as scripts/gpu-host.sh does`,
+      'abacus-worker',
+    );
+  }
   return {
     ctx,
     stop: async (graceMs?: number) => {
