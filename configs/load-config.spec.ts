@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from './load-config';
+import { loadConfig, sizeWorkerThreadPool } from './load-config';
 
 describe('loadConfig', () => {
   it('applies defaults', () => {
@@ -45,5 +45,24 @@ describe('loadConfig', () => {
     );
     expect(() => loadConfig({ ABACUS_API_KEY: 'secret' }, { fresh: true })).toThrow(/ABACUS_API_KEY: an Abacus API key/);
     expect(loadConfig({ ABACUS_API_KEY: `abk_${'a'.repeat(43)}` }, { fresh: true }).ABACUS_API_KEY).toMatch(/^abk_/);
+  });
+});
+
+describe('sizeWorkerThreadPool', () => {
+  it("sizes libuv's pool for the worker's fits unless UV_THREADPOOL_SIZE is set", () => {
+    const env: NodeJS.ProcessEnv = {};
+    const c = loadConfig({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_GPU_LANES: '3' }, { fresh: true });
+    // 2 trials x 3 lanes, twice over, and 4 for file reads
+    expect(sizeWorkerThreadPool(c, env)).toBe(16);
+    expect(env.UV_THREADPOOL_SIZE).toBe('16');
+    const set: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: '4' };
+    expect(sizeWorkerThreadPool(c, set)).toBe(4);
+    expect(sizeWorkerThreadPool(loadConfig({}, { fresh: true }), {})).toBe(10);
+  });
+
+  it('rejects a GPU lane count outside 1..16 and reads the borrow switch', () => {
+    expect(() => loadConfig({ ABACUS_GPU_LANES: '0' }, { fresh: true })).toThrow(/ABACUS_GPU_LANES/);
+    expect(loadConfig({}, { fresh: true }).ABACUS_GPU_BORROW).toBe(false);
+    expect(loadConfig({ ABACUS_GPU_BORROW: 'true' }, { fresh: true }).ABACUS_GPU_BORROW).toBe(true);
   });
 });
