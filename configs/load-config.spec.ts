@@ -1,8 +1,19 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, sizeWorkerThreadPool } from './load-config';
+
+// the config files the tests write, removed afterwards
+const dirs: string[] = [];
+const tempFile = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-cfg-'));
+  dirs.push(dir);
+  return path.join(dir, 'c.json');
+};
+afterAll(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
 
 describe('loadConfig', () => {
   it('applies defaults', () => {
@@ -17,7 +28,7 @@ describe('loadConfig', () => {
   });
 
   it('reads a JSON file and lets the environment win', () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-cfg-')), 'c.json');
+    const file = tempFile();
     fs.writeFileSync(file, JSON.stringify({ ABACUS_API_PORT: 4000, ABACUS_QUEUE_PREFIX: 'x' }));
     const c = loadConfig({ ABACUS_CONFIG_FILE: file, ABACUS_QUEUE_PREFIX: 'y' }, { fresh: true });
     expect(c.ABACUS_API_PORT).toBe(4000);
@@ -25,7 +36,7 @@ describe('loadConfig', () => {
   });
 
   it('rejects unknown keys in the file', () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-cfg-')), 'c.json');
+    const file = tempFile();
     fs.writeFileSync(file, JSON.stringify({ ABACUS_API_PROT: 1 }));
     expect(() => loadConfig({ ABACUS_CONFIG_FILE: file }, { fresh: true })).toThrow(/ABACUS_API_PROT/);
   });
