@@ -93,7 +93,8 @@ export function DataPage({ search }: { search: BankSearch }) {
                 <SampleSetTable items={items} line={line} />
               </section>
             ))}
-          <Pager to="/data" page={search.page ?? 1} pageSize={BANK_PAGE_SIZE} total={sets.data.total} />
+          {/* the page of the rows shown: while the next page loads, the previous one stays up */}
+          <Pager to="/data" page={sets.data.page} pageSize={BANK_PAGE_SIZE} total={sets.data.total} />
         </>
       ) : null}
       <Embeddings line={search.line} />

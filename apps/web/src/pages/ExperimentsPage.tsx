@@ -36,7 +36,6 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
     enabled: key !== '',
     staleTime: 60_000,
   });
-  const page = search.page ?? 1;
   const live = list.data?.items.some((e) => !isTerminal(e.status));
   return (
     <>
@@ -131,7 +130,8 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
               </tbody>
             </table>
           </TableWrap>
-          <Pager to="/experiments" page={page} pageSize={EXPERIMENTS_PAGE_SIZE} total={list.data.total} />
+          {/* the page of the rows shown: while the next page loads, the previous one stays up */}
+          <Pager to="/experiments" page={list.data.page} pageSize={EXPERIMENTS_PAGE_SIZE} total={list.data.total} />
         </>
       ) : null}
     </>
