@@ -57,6 +57,11 @@ export const configSchema = z
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
     ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
     /**
+     * worker threads an IV scoring trial reads and bins its columns on (the columns dealt among
+     * them; the report is the same); 0 = min(4, the machine's cores)
+     */
+    ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
+    /**
      * models a trial trains at once on one GPU (the seeds of a retraining check, the confirm step's
      * fits), each on its own CUDA stream; further fits spill onto the worker's other free GPUs.
      * Off the GPU fits run one at a time (every core trains one model).

@@ -129,6 +129,17 @@ describe('subtract on the simulator ground truth', () => {
     expect(r.splits).toEqual({ decisions: 'validation', reported: 'test' });
     expect(r.estimatedDrop.split).toBe('validation');
     expect(r.confirmed.split).toBe('test');
+    // the confirm step: 3 to 5 fresh seeds; it stops before the fifth only when the validation split
+    // decided the paired drop against maxDrop (the rule's interval clear of it), else it fits them all
+    const stop = r.confirmed.stoppedWhenDecided;
+    expect(r.confirmed.seedsPlanned).toEqual([1001, 1002, 1003, 1004, 1005]);
+    expect(r.confirmed.seeds).toEqual(r.confirmed.seedsPlanned.slice(0, r.confirmed.seeds.length));
+    expect(r.confirmed.seeds.length).toBeGreaterThanOrEqual(3);
+    expect(stop).toMatchObject({ split: 'validation', minSeeds: 3, maxDrop: 0.001, seeds: r.confirmed.seeds.length });
+    expect(stop.ciLow).toBeLessThanOrEqual(stop.drop);
+    expect(stop.ciHigh).toBeGreaterThanOrEqual(stop.drop);
+    expect(stop.decided).toBe(stop.ciHigh <= 0.001 || stop.ciLow > 0.001);
+    if (r.confirmed.seeds.length < 5) expect(stop.decided).toBe(true);
     expect(r.resourcesSaved.storageBytesPerEntity).toBeGreaterThan(0);
     expect(e.trials.map((t: { kind: string }) => t.kind)).toEqual(['train', 'ablate', 'score', 'prune', 'train']);
     // five seeds per retraining check and the scan past the first rejected batch: 136 s to 255 s on two shared cores

@@ -87,7 +87,9 @@ export class WorkerModule {
           inject: [TrialLedger, DataDir, WORKFLOW_CONTEXT, QueueService, Mailer],
           useFactory: (ledger: TrialLedger, dataDir: DataDir, w: WorkflowContext, queue: QueueService, mailer: Mailer | null) => {
             const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
-            const score = new ScoreTrialHandler(ds, ledger, dataDir);
+            const score = new ScoreTrialHandler(ds, ledger, dataDir, {
+              threads: config.ABACUS_SCORE_THREADS || Math.min(4, os.availableParallelism()),
+            });
             const train = new TrainTrialHandler(w);
             const ablate = new AblateTrialHandler(w);
             const prune = new PruneTrialHandler(w);

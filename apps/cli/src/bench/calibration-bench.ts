@@ -19,6 +19,8 @@ export interface CalibrationBenchOptions {
   only?: 'add' | 'subtract';
   /** subtract's retraining checks (spec.retrain); default: the spec's default */
   retrain?: 'auto' | 'warm' | 'scratch';
+  /** more subtract spec fields for every world (validated by the API) */
+  subtractSpec?: Record<string, unknown>;
   /** one JSON line per finished world: appended as worlds finish, read back to skip them on a rerun */
   resume?: string;
   onStatus?: (line: string) => void;
@@ -127,7 +129,12 @@ async function runWorld(
             kind: 'subtract',
             businessLine: 'calibration',
             name: `calibration world ${seed}: subtract`,
-            spec: { model: { sampleSet: ss.id, features: t.base }, seed, ...(o.retrain ? { retrain: o.retrain } : {}) },
+            spec: {
+              model: { sampleSet: ss.id, features: t.base },
+              seed,
+              ...(o.retrain ? { retrain: o.retrain } : {}),
+              ...(o.subtractSpec ?? {}),
+            },
           })
         : null;
     const [a, s] = await Promise.all([
@@ -380,6 +387,7 @@ export async function runCalibrationBench(api: ApiClient, o: CalibrationBenchOpt
       ...(o.seeds?.length ? { seeds } : {}),
       ...(o.only ? { only: o.only } : {}),
       ...(o.retrain ? { retrain: o.retrain } : {}),
+      ...(o.subtractSpec ? { subtractSpec: o.subtractSpec } : {}),
     },
     summary: summarizeCalibration(results),
     worldResults: results,

@@ -18,6 +18,19 @@ const flags = z.object({
     .optional(),
   only: z.enum(['add', 'subtract']).optional(),
   retrain: z.enum(['auto', 'warm', 'scratch']).optional(),
+  subtractSpec: z
+    .string()
+    .transform((v, ctx) => {
+      try {
+        const o: unknown = JSON.parse(v);
+        if (o && typeof o === 'object' && !Array.isArray(o)) return o as Record<string, unknown>;
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: 'custom', message: 'a JSON object of subtract spec fields, e.g. {"warmMaxSteps":0}' });
+      return z.NEVER;
+    })
+    .optional(),
   resume: z.string().min(1).optional(),
   out: z.string().min(1).optional(),
   private: z.boolean().optional(),
@@ -44,6 +57,7 @@ export const registerBenchCalibration: RegisterCommand = (program) => {
     .option('--seeds <list>', 'these worlds (comma-separated seeds) instead of --worlds from --seed')
     .option('--only <workflow>', 'run only add or only subtract on each world')
     .option('--retrain <mode>', "subtract's retraining checks: auto, warm or scratch (default: the spec's, auto)")
+    .option('--subtract-spec <json>', 'more subtract spec fields for every world, e.g. \'{"warmMaxSteps":0}\' (checked by the API)')
     .option('--resume <file>', 'JSON lines of finished worlds: appended as they finish, skipped when rerun')
     .option('--out <file>', 'also write the JSON to this file')
     .option(

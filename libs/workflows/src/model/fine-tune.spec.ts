@@ -121,5 +121,11 @@ describe('ModelTrainer.switchedOff + fineTune (warm retraining checks)', () => {
     expect(() => trainer.switchedOff(base, built, ['nope'])).toThrow(/nope not inputs of the model/);
     // the checkpoint it started from is unchanged: a second fine-tune from it gives the same result
     expect(await auc([])).toBe(full);
+    // a step cap ends the epoch early (71 steps an epoch here): still tells the useful input apart
+    const data = trainer.switchedOff(base, built, ['strong']);
+    const capped = await trainer.fineTune(base, data, training, { epochs: 1, seed: 1, maxSteps: 30 });
+    expect(capped.steps).toBe(30);
+    expect((await trainer.fineTune(base, data, training, { epochs: 1, seed: 1 })).steps).toBe(Math.ceil(18_000 / 256));
+    expect(full - capped.validation.auc).toBeGreaterThan(0.05);
   }, 120_000);
 });

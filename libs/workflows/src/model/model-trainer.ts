@@ -162,7 +162,7 @@ export class ModelTrainer {
 
   /**
    * A cheap stand-in for retraining without some inputs: a copy of a trained model (weights and
-   * optimizer state, from its checkpoint) fine-tuned for `epochs` epoch(s) on `data.train` (the
+   * optimizer state, from its checkpoint) fine-tuned for `epochs` epoch(s), at most `maxSteps` steps, on `data.train` (the
    * inputs switched off: switchedOff), then evaluated on `data.validation`. With every input on it is
    * the reference. Not cached (it is cheap and deterministic for a seed); validation metrics only.
    */
@@ -170,7 +170,7 @@ export class ModelTrainer {
     base: TrainedModel,
     data: { train: ColumnarDataset; validation: ColumnarDataset },
     training: Training,
-    opts: { epochs: number; seed: number },
+    opts: { epochs: number; seed: number; maxSteps?: number },
     ctx: TrainContextOptions = {},
   ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
     const t0 = Date.now();
@@ -178,7 +178,14 @@ export class ModelTrainer {
     const t1 = Date.now();
     const r = await model.train(
       data.train,
-      { epochs: opts.epochs, batchSize: training.batchSize, seed: opts.seed, validationFraction: 0, progressEvery: 1000 },
+      {
+        epochs: opts.epochs,
+        batchSize: training.batchSize,
+        seed: opts.seed,
+        validationFraction: 0,
+        progressEvery: 1000,
+        ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
+      },
       { signal: ctx.signal },
     );
     if (ctx.signal?.aborted || r.cancelled) throw new Error('training aborted');

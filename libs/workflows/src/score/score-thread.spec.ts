@@ -9,6 +9,7 @@ const ROOT = path.resolve(__dirname, '../../../..');
 let dir = '';
 let script = '';
 let file = '';
+let wide = '';
 
 beforeAll(async () => {
   // under the repository, so that the thread finds the native packages left out of the bundle
@@ -35,6 +36,19 @@ beforeAll(async () => {
     lines.push(`${x},${city},${y}`);
   }
   await writeFile(file, lines.join('\n') + '\n');
+  // five feature columns and a time column, for the split over threads
+  wide = path.join(dir, 'wide.csv');
+  const rows = ['t,x,city,z,w,k,label'];
+  for (let i = 0; i < 4000; i++) {
+    const x = ((i * 7919) % 1000) / 10;
+    const city = ['paris', 'rome', 'oslo', 'lima'][i % 4];
+    const z = (i * 104729) % 977;
+    const w = ((i * 31) % 100) / 7;
+    const k = ['a', 'b', 'c'][(i * 13) % 3];
+    const y = (x < 30 || (city === 'paris' && w < 9) ? 1 : 0) ^ (i % 7 === 0 ? 1 : 0);
+    rows.push(`${i},${x},${city},${z},${w},${k},${y}`);
+  }
+  await writeFile(wide, rows.join('\n') + '\n');
 }, 60_000);
 
 afterAll(async () => {
@@ -95,5 +109,36 @@ describe('scoreOffThread', () => {
     ac.abort();
     const aborted = await scoreOffThread(job(), { signal: ac.signal }, script).catch((e: Error) => e);
     expect((aborted as Error).message).toBe('scoring aborted');
+  });
+
+  it('deals the columns to several threads and gives the single-thread report', async () => {
+    const wideJob = job({
+      file: wide,
+      columns: ['x', 'city', 'z', 'w', 'k', 'label', 't'],
+      options: { ...job().options, time: 't', testFrom: 3000 },
+    });
+    const columns: number[] = [];
+    let read = 0;
+    const off = await scoreOffThread(wideJob, { read: () => void (read += 1), column: (done) => void columns.push(done) }, script, 3);
+    const inline = await scoreFile(wideJob);
+    expect(off.ranOn).toBe('thread');
+    expect(off.report).toEqual(inline.report);
+    expect(off.report.features.map((f) => f.name).sort()).toEqual(['city', 'k', 'w', 'x', 'z']);
+    expect(off.report.features.every((f) => f.psi !== undefined)).toBe(true);
+    expect(read).toBe(1);
+    expect(Math.max(...columns)).toBe(5);
+    expect(columns).toHaveLength(5);
+    // more threads than columns: one per column
+    expect((await scoreOffThread(wideJob, {}, script, 16)).report).toEqual(inline.report);
+    // one thread's error ends the job with that error
+    const bad = { ...wideJob, columns: ['x', 'city', 'nope', 'w', 'label', 't'] };
+    const err = await scoreOffThread(bad, {}, script, 3).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toContain('nope');
+    const ac = new AbortController();
+    ac.abort();
+    expect(((await scoreOffThread(wideJob, { signal: ac.signal }, script, 3).catch((e: Error) => e)) as Error).message).toBe(
+      'scoring aborted',
+    );
   });
 });

@@ -46,23 +46,91 @@ export function scoreThreadScript(): string | null {
   return fs.existsSync(file) ? file : null;
 }
 
+/** What a score job reports as it goes, and how it is stopped. */
+export interface ScoreHooks {
+  read?: (readMs: number) => void | Promise<void>;
+  column?: (done: number, of: number) => void | Promise<void>;
+  signal?: AbortSignal;
+}
+
 /**
- * Runs a score job on a worker thread, so that reading and binning (JavaScript, seconds to minutes
+ * Runs a score job on worker threads, so that reading and binning (JavaScript, seconds to minutes
  * at 1M-10M rows) leave the worker's main thread to the trials beside it (a sample build, the
- * trainings' callbacks, the job locks); inline where there is no compiled thread script. Errors keep
- * their name, message and code (the trial runner classifies them); `abort` ends the thread.
+ * trainings' callbacks, the job locks); inline where there is no compiled thread script. With
+ * `threads` > 1 the feature columns are dealt round-robin to that many threads (each reads its own
+ * columns and the label): every column is scored on its own, so the report is the one a single
+ * thread gives (highest IV first). Errors keep their name, message and code (the trial
+ * runner classifies them); `abort` ends the threads.
  */
 export async function scoreOffThread(
   job: ScoreJob,
-  on: {
-    read?: (readMs: number) => void | Promise<void>;
-    column?: (done: number, of: number) => void | Promise<void>;
-    signal?: AbortSignal;
-  } = {},
+  on: ScoreHooks = {},
   script: string | null = scoreThreadScript(),
+  threads = 1,
 ): Promise<ScoreOutcome> {
   if (on.signal?.aborted) throw new Error('scoring aborted');
   if (!script) return { ...(await scoreFile(job, on)), ranOn: 'inline' };
+  const shared = new Set([job.options.label, ...(job.options.time !== undefined ? [job.options.time] : [])]);
+  const features = job.columns.filter((c) => !shared.has(c));
+  const k = Math.max(1, Math.min(Math.floor(threads), features.length));
+  if (k === 1) return onThread(job, on, script);
+  const parts = Array.from({ length: k }, (_, i) => features.filter((_, j) => j % k === i));
+  const jobs = parts.map((cols) => ({ ...job, columns: [...cols, ...job.columns.filter((c) => shared.has(c))] }));
+  // one abort for all: a thread that fails (or a callback that throws) ends the others
+  const stop = new AbortController();
+  const abort = () => stop.abort();
+  on.signal?.addEventListener('abort', abort);
+  let read = 0;
+  let readMs = 0;
+  const done = new Array<number>(k).fill(0);
+  try {
+    const outs = await Promise.all(
+      jobs.map((j, i) =>
+        onThread(
+          j,
+          {
+            signal: stop.signal,
+            read: (ms) => {
+              readMs = Math.max(readMs, ms);
+              read += 1;
+              return read === k ? on.read?.(readMs) : undefined;
+            },
+            column: (d) => {
+              done[i] = d;
+              return on.column?.(
+                done.reduce((a, b) => a + b, 0),
+                features.length,
+              );
+            },
+          },
+          script,
+        ).catch((err: unknown) => {
+          stop.abort();
+          throw err;
+        }),
+      ),
+    );
+    const first = outs[0];
+    // the report's own order (scoreTableAsync): highest IV first, ties by name
+    const merged = outs.flatMap((o) => o.report.features).sort((a, b) => b.iv - a.iv || (a.name < b.name ? -1 : 1));
+    return {
+      report: { ...first.report, features: merged },
+      rows: first.rows,
+      readMs: Math.max(...outs.map((o) => o.readMs)),
+      scoreMs: Math.max(...outs.map((o) => o.scoreMs)),
+      ranOn: 'thread',
+    };
+  } catch (err) {
+    if (on.signal?.aborted) throw new Error('scoring aborted');
+    throw err;
+  } finally {
+    on.signal?.removeEventListener('abort', abort);
+  }
+}
+
+/** One score job on one worker thread. */
+async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<ScoreOutcome> {
+  if (on.signal?.aborted) throw new Error('scoring aborted');
   const worker = new Worker(script, { workerData: { abacusScoreJob: job } });
   const abort = () => void worker.terminate();
   on.signal?.addEventListener('abort', abort);

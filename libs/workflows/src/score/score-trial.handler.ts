@@ -13,6 +13,8 @@ export class ScoreTrialHandler {
     private readonly ds: DataSource,
     private readonly ledger: TrialLedger,
     private readonly dataDir: DataDir,
+    /** threads: worker threads the columns are read and binned on (see scoreOffThread) */
+    private readonly opts: { threads: number } = { threads: 1 },
   ) {}
 
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
@@ -22,7 +24,7 @@ export class ScoreTrialHandler {
       await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
       const time = params.psiSplitTime !== null ? ss.timeColumn : null;
       const columns = [...params.features, ss.labelColumn, ...(time ? [time] : [])];
-      // on a worker thread where the build has one: the main thread stays free for the trials beside
+      // on worker threads where the build has them: the main thread stays free for the trials beside
       const { report, rows: rowCount, readMs, scoreMs, ranOn } = await scoreOffThread(
         {
           file: this.dataDir.abs(ss.files[0]),
@@ -50,6 +52,8 @@ export class ScoreTrialHandler {
             if (done % 10 === 0) await progress(0.3 + (0.6 * done) / of, `scored ${done} of ${of} feature(s)`);
           },
         },
+        undefined,
+        this.opts.threads,
       );
       const scores = report.features;
       checkpoint();
@@ -104,6 +108,7 @@ export class ScoreTrialHandler {
           timings: { readMs, scoreMs, writeMs: Date.now() - t0 },
           // where the reading and binning ran: a worker thread, or the worker's main thread
           scoredOn: ranOn,
+          threads: ranOn === 'thread' ? Math.min(this.opts.threads, params.features.length) : 1,
         },
         backend: null,
       };

@@ -190,7 +190,7 @@ export class PruneTrialHandler {
                 trained,
                 x.switched,
                 recipe.training,
-                { epochs: p.warmEpochs, seed },
+                { epochs: p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
                 { signal, device: dev },
               );
               timings.retrainFitMs += Date.now() - tf;
@@ -370,7 +370,9 @@ export class PruneTrialHandler {
       metrics: {
         timings,
         // how the retraining checks trained, and on how many steps per epoch that was decided
-        retrainMode: useRetrain ? { mode, asked: p.retrain, stepsPerEpoch, warmEpochs: p.warmEpochs, seeds } : null,
+        retrainMode: useRetrain
+          ? { mode, asked: p.retrain, stepsPerEpoch, warmEpochs: p.warmEpochs, warmMaxSteps: p.warmMaxSteps, seeds }
+          : null,
         ranking,
         curve,
         removable: accepted,

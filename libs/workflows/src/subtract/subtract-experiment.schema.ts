@@ -41,6 +41,12 @@ export const subtractSpecSchema = z
      */
     retrain: z.enum(['auto', 'warm', 'scratch']).default('auto'),
     warmEpochs: z.number().int().min(1).max(10).default(1),
+    /**
+     * a warm check's fine-tune ends after at most this many training steps (the first steps of its
+     * seed's shuffled epoch: a random share of the fitted rows); 0 = no cap. On the 500k-row
+     * calibration worlds an epoch was about 280 steps; the cap keeps larger sets to about that
+     */
+    warmMaxSteps: z.number().int().min(0).max(1_000_000).default(300),
     /** seeds (data orders) per warm check: the first `warmSeeds` of the retraining seeds */
     warmSeeds: z.number().int().min(1).max(10).default(3),
     /**
@@ -52,6 +58,14 @@ export const subtractSpecSchema = z
     retrainScanBelow: z.number().min(0).max(0.5).default(0.01),
     /** retrain without the removable features on fresh seeds and report the real metrics */
     confirm: z.boolean().default(true),
+    /**
+     * the confirm step fits (with and without the removable features) on `retrainSeeds` fresh seeds,
+     * at least this many, and stops as soon as its outcome is decided on the validation split: the
+     * paired AUC drop's 99% t interval over the seeds so far lies wholly within maxDrop or wholly
+     * beyond it. The test numbers it reports are the means over the seeds fitted. >= retrainSeeds:
+     * every seed, always
+     */
+    confirmMinSeeds: z.number().int().min(2).max(10).default(3),
     seed: z
       .number()
       .int()
@@ -84,6 +98,8 @@ export const pruneTrialParamsSchema = z.object({
   /** trials planned before warm checks existed retrain from scratch */
   retrain: z.enum(['auto', 'warm', 'scratch']).default('scratch'),
   warmEpochs: z.number().int().min(1).default(1),
+  /** trials planned before the cap existed fine-tune whole epochs */
+  warmMaxSteps: z.number().int().min(0).default(0),
   /** seeds of a warm check: the first this many of retrainSeeds (all: every seed) */
   warmSeeds: z.number().int().min(1).optional(),
 });

@@ -87,6 +87,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         retrainScanBelow: spec.retrainScanBelow,
         retrain: spec.retrain,
         warmEpochs: spec.warmEpochs,
+        warmMaxSteps: spec.warmMaxSteps,
         warmSeeds: spec.warmSeeds,
       } satisfies PruneTrialParams,
     });
@@ -101,6 +102,10 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
             // fresh seeds: the confirmation is independent of the trainings the pruning decided on
             seeds: Array.from({ length: Math.max(1, spec.retrainSeeds) }, (_, k) => recipe.training.seed + 1000 + k),
             compareWithFull: true,
+            // fewer seeds where the validation split already decides the drop against maxDrop
+            ...(spec.confirmMinSeeds < spec.retrainSeeds
+              ? { stopWhenDecided: { maxDrop: spec.maxDrop, minSeeds: spec.confirmMinSeeds, alpha: 0.01 } }
+              : {}),
           } satisfies TrainTrialParams,
         })
       : null;
@@ -128,7 +133,9 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
       ranking: { feature: string; combinedRank: number; ivRank: number | null; shuffleRank: number | null }[];
       costs: Record<string, KnownCosts>;
     };
-    const pruned = byKind('train', 'pruned')?.metrics as (Record<string, number> & { seeds: number[] }) | undefined;
+    const pruned = byKind('train', 'pruned')?.metrics as
+      | (Record<string, number> & { seeds: number[]; seedsPlanned?: number[]; stopWhenDecided?: unknown })
+      | undefined;
     const maxDrop = (e.spec as { maxDrop: number }).maxDrop;
     const score = (name: string, scorer: string) => results.find((r) => r.featureName === name && r.scorer === scorer);
     return {
@@ -152,6 +159,9 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
             aucDrop: pruned.aucDrop,
             withinLimit: pruned.aucDrop <= maxDrop,
             seeds: pruned.seeds,
+            seedsPlanned: pruned.seedsPlanned ?? pruned.seeds,
+            // the validation-split rule that ended the seeds early (when asked for)
+            stoppedWhenDecided: pruned.stopWhenDecided ?? null,
           }
         : null,
       maxDrop,

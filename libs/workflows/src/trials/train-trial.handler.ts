@@ -5,6 +5,7 @@ import { trainTrialParamsSchema } from './train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context';
 import { onDevices } from '../model/device-pool';
 import { recipeInit } from '../embeddings/recipe-init';
+import { foldInterval } from '../stats/fold-interval';
 
 /** Trains one model of an experiment (or reuses an identical earlier training) and evaluates it. */
 export class TrainTrialHandler {
@@ -45,32 +46,67 @@ export class TrainTrialHandler {
     checkpoint();
     let finished = 0;
     const t0 = Date.now();
-    const fits = await onDevices(
-      this.w.devices,
-      device,
-      sets.flatMap(({ label, built }, k) =>
-        seeds.map((seed, j) => async (dev: number | undefined) => {
-          checkpoint();
-          const trained = await this.w.trainer.trainOrReuse(
-            built,
-            recipe.architecture,
-            { ...recipe.training, seed },
-            {
-              signal,
-              device: dev,
-              onProgress: (f, m) =>
-                void progress(0.12 + (0.85 * (finished + f)) / total, `${label}, seed ${seed}: ${m}`).catch(() => undefined),
-            },
-            recipeInit(this.w.dataDir, recipe, built),
-          );
-          finished += 1;
-          checkpoint();
-          // metrics only: a model (and its GPU memory) is kept for the first fit alone
-          return { label, seed, built, metrics: trained.metrics, cached: trained.cached, trained: k + j === 0 ? trained : null };
-        }),
-      ),
-    );
+    // the seeds in rounds: all at once, or (stopWhenDecided) the first minSeeds, then one at a time
+    // until the validation split decides the drop against maxDrop
+    const stopRule = params.compareWithFull ? params.stopWhenDecided : undefined;
+    const rounds =
+      stopRule && seeds.length > stopRule.minSeeds
+        ? [seeds.slice(0, stopRule.minSeeds), ...seeds.slice(stopRule.minSeeds).map((s) => [s])]
+        : [seeds];
+    type Fit = {
+      label: string;
+      seed: number;
+      built: (typeof sets)[number]['built'];
+      metrics: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>>['metrics'];
+      cached: boolean;
+      trained: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>> | null;
+    };
+    const done: Fit[] = [];
+    let stop: { split: 'validation'; seeds: number; drop: number; ciLow: number; ciHigh: number; decided: boolean } | null =
+      null;
+    for (const round of rounds) {
+      const fits = await onDevices(
+        this.w.devices,
+        device,
+        sets.flatMap(({ label, built }, k) =>
+          round.map((seed) => async (dev: number | undefined): Promise<Fit> => {
+            checkpoint();
+            const trained = await this.w.trainer.trainOrReuse(
+              built,
+              recipe.architecture,
+              { ...recipe.training, seed },
+              {
+                signal,
+                device: dev,
+                onProgress: (f, m) =>
+                  void progress(0.12 + (0.85 * (finished + f)) / total, `${label}, seed ${seed}: ${m}`).catch(() => undefined),
+              },
+              recipeInit(this.w.dataDir, recipe, built),
+            );
+            finished += 1;
+            checkpoint();
+            // metrics only: a model (and its GPU memory) is kept for the first fit alone
+            const first = k === 0 && seed === seeds[0];
+            return { label, seed, built, metrics: trained.metrics, cached: trained.cached, trained: first ? trained : null };
+          }),
+        ),
+      );
+      done.push(...fits);
+      if (!stopRule) continue;
+      const used = seeds.filter((s) => done.some((f) => f.seed === s));
+      const auc = (label: string, seed: number) => done.find((f) => f.label === label && f.seed === seed)!.metrics.validation.auc;
+      const est = foldInterval(
+        used.map((s) => auc('full model', s) - auc('model', s)),
+        stopRule.alpha,
+      );
+      const decided = est.ciHigh <= stopRule.maxDrop || est.ciLow > stopRule.maxDrop;
+      stop = { split: 'validation', seeds: used.length, drop: est.mean, ciLow: est.ciLow, ciHigh: est.ciHigh, decided };
+      if (decided) break;
+    }
     timings.trainMs += Date.now() - t0;
+    const usedSeeds = seeds.filter((s) => done.some((f) => f.seed === s));
+    // in the order of the sets, then of the seeds
+    const fits = sets.flatMap(({ label }) => usedSeeds.map((s) => done.find((f) => f.label === label && f.seed === s)!));
     const results = fits.map(({ label, seed, metrics, cached }) => ({
       label,
       seed,
@@ -88,7 +124,7 @@ export class TrainTrialHandler {
     const { built, trained } = fits[0];
     if (!trained) throw new Error('the first fit kept no model');
     logger.log(
-      `${params.role} model: ${features.length} features, test AUC ${mean('model', 'auc').toFixed(4)} over ${seeds.length} seed(s)`,
+      `${params.role} model: ${features.length} features, test AUC ${mean('model', 'auc').toFixed(4)} over ${usedSeeds.length} seed(s)`,
     );
     return {
       backend: trained.backend,
@@ -108,7 +144,10 @@ export class TrainTrialHandler {
           logloss: mean('model', 'validationLogloss'),
           rows: built.validation.rows,
         },
-        seeds,
+        // the seeds fitted (stopWhenDecided: possibly fewer than planned) and the planned ones
+        seeds: usedSeeds,
+        seedsPlanned: seeds,
+        ...(stopRule ? { stopWhenDecided: { ...stopRule, ...stop } } : {}),
         perSeed: results,
         ...(params.compareWithFull
           ? {

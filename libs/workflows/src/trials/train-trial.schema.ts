@@ -75,6 +75,15 @@ export const trainTrialParamsSchema = z.object({
   seeds: z.array(z.number().int()).min(1).optional(),
   /** also train the recipe's full feature list on the same seeds and report the difference */
   compareWithFull: z.boolean().optional(),
+  /**
+   * with compareWithFull: fit the seeds in order, at least `minSeeds` of them, and stop as soon as the
+   * outcome is decided on the validation split: the paired drop's t interval (1 - alpha, over the
+   * seeds so far) lies wholly at or below maxDrop, or wholly above it. The test split is not read
+   * by the decision; the reported numbers are the means over the seeds fitted.
+   */
+  stopWhenDecided: z
+    .object({ maxDrop: z.number(), minSeeds: z.number().int().min(2), alpha: z.number().gt(0).lt(1) })
+    .optional(),
 });
 export type TrainTrialParams = z.output<typeof trainTrialParamsSchema>;
 
