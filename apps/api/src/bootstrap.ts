@@ -78,7 +78,12 @@ export async function startApi(config: AppConfig, opts: { port?: number; logger?
   SwaggerModule.setup('api/docs', app, doc, { jsonDocumentUrl: 'api/docs-json' });
   const port = opts.port ?? config.ABACUS_API_PORT;
   await app.listen(port, config.ABACUS_API_HOST);
-  const addr = app.getHttpServer().address() as { port: number };
+  // idle keep-alive sockets stay open well past a client's own keep-alive (Node's fetch: 4 s), so a
+  // client never sends on a socket the server is closing at that moment ("other side closed")
+  const server = app.getHttpServer() as import('node:http').Server;
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  const addr = server.address() as { port: number };
   const url = `http://127.0.0.1:${addr.port}`;
   Logger.log(`API on ${url}/api/v1, docs on ${url}/api/docs`, 'abacus-api');
   return {

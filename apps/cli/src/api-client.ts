@@ -7,6 +7,15 @@ interface Issue {
   message: string;
 }
 
+/** The connection was closed under the request (a stale keep-alive socket), as Node's fetch reports it. */
+export function droppedSocket(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string; message?: string } } | null)?.cause;
+  return (
+    !!cause &&
+    (cause.code === 'UND_ERR_SOCKET' || cause.code === 'ECONNRESET' || /other side closed/.test(cause.message ?? ''))
+  );
+}
+
 /** A thin fetch wrapper over the REST API that turns error bodies into readable CLI errors. */
 export class ApiClient {
   constructor(
@@ -17,14 +26,21 @@ export class ApiClient {
   async request<T>(method: string, route: string, body?: unknown): Promise<T> {
     let res: Response;
     const url = `${this.baseUrl.replace(/\/$/, '')}/api/v1${route}`;
-    try {
-      res = await fetch(url, {
+    const send = () =>
+      fetch(url, {
         method,
         headers: {
           ...this.headers,
           ...(body !== undefined && !(body instanceof FormData) ? { 'content-type': 'application/json' } : {}),
         },
         body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
+      });
+    try {
+      res = await send().catch(async (err: unknown) => {
+        // a GET that met a kept-alive socket the server had just closed is sent again, once, on a new
+        // one (reads are safe to repeat; writes are not, and fail with the error below)
+        if (method === 'GET' && droppedSocket(err)) return send();
+        throw err;
       });
     } catch (err) {
       throw new CliError(
