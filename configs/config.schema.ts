@@ -62,6 +62,12 @@ export const configSchema = z
      */
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**
+     * worker threads a sample build reads, joins and encodes on (the features dealt among them, each
+     * thread with its own DuckDB; the built set is the same); 0 = min(4, the machine's cores), 1 = the
+     * worker's main thread
+     */
+    ABACUS_BUILD_THREADS: z.coerce.number().int().min(0).max(64).default(0),
+    /**
      * models a trial trains at once on one GPU (the seeds of a retraining check, the confirm step's
      * fits), each on its own CUDA stream; further fits spill onto the worker's other free GPUs.
      * Off the GPU fits run one at a time (every core trains one model).

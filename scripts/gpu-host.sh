@@ -203,8 +203,8 @@ const fs = require('node:fs');
 const root = process.env.ABACUS_ROOT;
 const out = process.env.ABACUS_BUNDLE_OUT;
 const esbuild = require(path.join(root, 'node_modules', 'esbuild'));
-// the worker's scoring thread is an entry of its own (the worker starts it from the file beside its module)
-const entries = ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js', 'dist/apps/cli/src/main.js', 'dist/libs/data/src/cli/migrate.js', 'dist/libs/workflows/src/score/score-thread.js'];
+// the worker's scoring and sample-build threads are entries of their own (the worker starts them from the file beside their module)
+const entries = ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js', 'dist/apps/cli/src/main.js', 'dist/libs/data/src/cli/migrate.js', 'dist/libs/workflows/src/score/score-thread.js', 'dist/libs/samples/src/build/build-thread.js'];
 // optional or lazily loaded packages: absent at run time (their callers try/catch or never run here)
 const absent = [
   '@tensorflow/*', 'onnxruntime-node', 'pg-native', 'pg-query-stream', 'msgpackr-extract',

@@ -74,6 +74,7 @@ export class WorkerModule {
             dataDir,
             samples: new BuiltSamplesCache(dataDir, {
               memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
+              threads: config.ABACUS_BUILD_THREADS || Math.min(4, os.availableParallelism()),
             }),
             trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
             notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {

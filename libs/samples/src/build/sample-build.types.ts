@@ -106,7 +106,8 @@ export interface BuiltSamples {
   split: { testFrom: number | null; trainRows: number; testRows: number; trainPositiveRate: number; testPositiveRate: number };
   /** sha256 of the request and the identities (path, size, mtime) of every file it reads: see sampleBuildKey */
   cacheKey: string;
-  timings: { readMs: number; joinMs: number; encodeMs: number };
+  /** with threads: the slowest thread's read / join / encode, the assembly in encodeMs, and the whole build's wall time */
+  timings: { readMs: number; joinMs: number; encodeMs: number; threads?: number; wallMs?: number };
 }
 
 export interface BuildSamplesOptions {
@@ -117,4 +118,11 @@ export interface BuildSamplesOptions {
    * than this many bytes (estimateBuildBytes), before reading the features; default: no limit
    */
   memoryLimitBytes?: number;
+  /**
+   * worker threads the features are read and encoded on (dealt round-robin; every thread reads the
+   * rows itself); default 1: the calling thread. Needs the compiled thread script (below)
+   */
+  threads?: number;
+  /** the compiled build-thread script; default: the one beside the module, null = the calling thread */
+  threadScript?: string | null;
 }

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { quoteIdent, quoteLiteral } from '../io/column-loader';
 import { TableReadError } from '../io/table-read.error';
@@ -242,14 +245,38 @@ const size = (bytes: number) =>
       ? `${Math.round(bytes / 2 ** 20)} MiB`
       : `${bytes} bytes`;
 
-export async function buildSamples(request: SampleBuildRequest, opts: BuildSamplesOptions = {}): Promise<BuiltSamples> {
-  const req = normalizeRequest(request);
-  const cacheKey = cacheKeyOf(req);
-  let lastProgress = 0;
+/**
+ * One pass over the samples: the rows (order, split, labels, group keys) and the encoded columns of
+ * the features `only` names (indices into req.features; null = all), in that order. Error fields
+ * keep the request's own feature indices.
+ */
+export interface EncodedPart {
+  n: number;
+  rid: Float64Array;
+  test: Uint8Array;
+  labels: Float32Array;
+  groupValues: Int32Array | null;
+  testFrom: number | null;
+  features: number[];
+  columns: EncodedColumn[];
+  timings: { readMs: number; joinMs: number; encodeMs: number };
+}
+
+export async function encodePart(
+  req: NormalizedRequest,
+  only: number[] | null,
+  opts: Pick<BuildSamplesOptions, 'memoryLimitBytes'> & {
+    onProgress?: (fraction: number, message: string) => void;
+    /** asked between steps and chunks: true ends the pass with an error (a thread told to stop) */
+    stopped?: () => boolean;
+  } = {},
+): Promise<EncodedPart> {
   const progress = (fraction: number, message: string): void => {
-    lastProgress = Math.max(lastProgress, Math.min(1, fraction));
-    opts.onProgress?.(lastProgress, message);
+    if (opts.stopped?.()) throw new Error('sample build stopped');
+    opts.onProgress?.(fraction, message);
   };
+  const wanted = only ? new Set(only) : null;
+  const featureIdx: number[] = [];
   progress(0, 'reading samples');
   const t0 = performance.now();
   const instance = await DuckDBInstance.create(':memory:');
@@ -276,6 +303,8 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
     const numericTextChecks: { field: string; ref: string; source?: string }[] = [];
     const planned: PlannedFeature[] = [];
     for (const [i, def] of req.features.entries()) {
+      if (wanted && !wanted.has(i)) continue;
+      featureIdx.push(i);
       const src = def.source;
       const columnField = `features.${i}.${src.column === def.name ? 'name' : 'source.column'}`;
       const checks: { field: string; ref: string }[] = [];
@@ -372,12 +401,13 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       }
     }
     if (opts.memoryLimitBytes !== undefined) {
-      const numeric = planned.filter((p) => p.def.kind === 'numeric').length;
-      const need = estimateBuildBytes(total, numeric, planned.length - numeric);
+      // the whole build's need, whichever share of the features this pass encodes
+      const numeric = req.features.filter((f) => f.kind === 'numeric').length;
+      const need = estimateBuildBytes(total, numeric, req.features.length - numeric);
       if (need > opts.memoryLimitBytes) {
         throw new SampleBuildError(
           'samples',
-          `${total} rows x ${planned.length} features would take about ${size(need)} of memory to build and train on, ` +
+          `${total} rows x ${req.features.length} features would take about ${size(need)} of memory to build and train on, ` +
             `over this worker's limit of ${size(opts.memoryLimitBytes)} (ABACUS_SAMPLE_MEMORY_MB): ` +
             `filter the rows, use fewer features, or run on a worker with more memory`,
         );
@@ -491,6 +521,7 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       }
       for (let f = 0; f < encoders.length; f++) encoders[f].read(chunk.getColumnVector(firstFeature + f), row, m, test);
       row += m;
+      if (opts.stopped?.()) throw new Error('sample build stopped');
       progress(0.4 + 0.5 * (row / n), 'encoding');
     }
     if (row !== n) throw new Error(`sample builder: streamed ${row} rows, expected ${n}`);
@@ -499,8 +530,44 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       if (!ordered) throw new Error('sample builder: joined rows are not in (time, row) order');
     }
     const columns = encoders.map((e) => e.finish(test));
-    progress(0.92, 'assembling splits');
+    return {
+      n,
+      rid,
+      test,
+      labels,
+      groupValues,
+      testFrom,
+      features: featureIdx,
+      columns,
+      timings: { readMs, joinMs, encodeMs: performance.now() - t2 },
+    };
+  } finally {
+    con.closeSync();
+    instance.closeSync();
+  }
+}
 
+export async function buildSamples(request: SampleBuildRequest, opts: BuildSamplesOptions = {}): Promise<BuiltSamples> {
+  const req = normalizeRequest(request);
+  const cacheKey = cacheKeyOf(req);
+  let lastProgress = 0;
+  const progress = (fraction: number, message: string): void => {
+    lastProgress = Math.max(lastProgress, Math.min(1, fraction));
+    opts.onProgress?.(lastProgress, message);
+  };
+  const threads = Math.min(Math.max(1, Math.floor(opts.threads ?? 1)), req.features.length);
+  const script = opts.threadScript === undefined ? buildThreadScript() : opts.threadScript;
+  const t0 = performance.now();
+  const part =
+    threads > 1 && script
+      ? await encodeOnThreads(request, req, threads, script, opts, progress)
+      : await encodePart(req, null, { ...opts, onProgress: progress });
+  progress(0.92, 'assembling splits');
+  const t2 = performance.now();
+  const { n, test, labels, groupValues, testFrom, columns } = part;
+  const planned = req.features.map((def) => ({ def }));
+  const groupName = req.samples.groupKey;
+  {
     let testRows = 0;
     for (let i = 0; i < n; i++) testRows += test[i];
     const trainIdx = new Int32Array(n - testRows);
@@ -533,7 +600,6 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       slotCols.push({ name: p.def.name, col: c });
       return { name: p.def.name, kind: p.def.kind, input: 'slot', vocab: c.vocab, missingRate: c.missing / n };
     });
-    const groupName = req.samples.groupKey;
     const makeSplit = (idx: Int32Array): EncodedSplit => {
       const r = idx.length;
       const k = numericCols.length;
@@ -574,7 +640,6 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       for (let i = 0; i < y.length; i++) s += y[i];
       return s / y.length;
     };
-    const encodeMs = performance.now() - t2;
     progress(1, 'done');
     return {
       train,
@@ -590,10 +655,121 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
         testPositiveRate: positiveRate(testSplit.labels),
       },
       cacheKey,
-      timings: { readMs, joinMs, encodeMs },
+      // with threads: the slowest thread's reading and joining; encoding includes the assembly
+      timings: {
+        readMs: part.timings.readMs,
+        joinMs: part.timings.joinMs,
+        encodeMs: part.timings.encodeMs + (performance.now() - t2),
+        ...(threads > 1 && script ? { threads, wallMs: performance.now() - t0 } : {}),
+      },
     };
-  } finally {
-    con.closeSync();
-    instance.closeSync();
+  }
+}
+
+/** The compiled build-thread script beside this module (absent when running from the TypeScript sources). */
+export function buildThreadScript(): string | null {
+  const file = path.join(__dirname, 'build-thread.js');
+  return fs.existsSync(file) ? file : null;
+}
+
+/** What a build thread posts back. */
+export type BuildThreadMessage =
+  | { type: 'progress'; fraction: number; message: string }
+  | { type: 'done'; part: EncodedPart }
+  | { type: 'error'; error: { name: string; message: string; stack?: string; field?: string; reason?: string } };
+
+/** What a build thread is told: stop at the next chunk (another thread failed). */
+export type BuildThreadCommand = { type: 'stop' };
+
+/** The job a build thread is handed (workerData.abacusBuildJob). */
+export interface BuildThreadJob {
+  request: SampleBuildRequest;
+  only: number[];
+  memoryLimitBytes?: number;
+}
+
+/** A thread's error as it was thrown: a SampleBuildError keeps its field and reason. */
+function revive(e: Extract<BuildThreadMessage, { type: 'error' }>['error']): Error {
+  const err = e.name === 'SampleBuildError' && e.field !== undefined ? new SampleBuildError(e.field, e.reason ?? e.message) : new Error(e.message);
+  err.name = e.name;
+  if (e.stack) err.stack = e.stack;
+  return err;
+}
+
+function sameRows(a: Float64Array, b: Float64Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * The encoding pass on `threads` worker threads, the features dealt round-robin among them: each
+ * thread reads and joins the samples with its own DuckDB and encodes its features (every feature is
+ * encoded on its own, so the columns are those of a single pass). The rows must come out the same
+ * in every thread (checked); the first failure ends the others.
+ */
+async function encodeOnThreads(
+  request: SampleBuildRequest,
+  req: NormalizedRequest,
+  threads: number,
+  script: string,
+  opts: BuildSamplesOptions,
+  progress: (fraction: number, message: string) => void,
+): Promise<EncodedPart> {
+  const shares = Array.from({ length: threads }, (_, t) => req.features.map((_, i) => i).filter((i) => i % threads === t));
+  const fractions = new Array<number>(threads).fill(0);
+  const workers: Worker[] = [];
+  try {
+    const outs = await Promise.all(
+      shares.map(
+        (only, t) =>
+          new Promise<EncodedPart>((resolve, reject) => {
+            const job: BuildThreadJob = {
+              request,
+              only,
+              ...(opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: opts.memoryLimitBytes } : {}),
+            };
+            const w = new Worker(script, { workerData: { abacusBuildJob: job } });
+            workers.push(w);
+            let settled = false;
+            const settle = (f: () => void) => {
+              if (!settled) {
+                settled = true;
+                f();
+              }
+            };
+            w.on('message', (m: BuildThreadMessage) => {
+              if (m.type === 'progress') {
+                fractions[t] = m.fraction;
+                progress(fractions.reduce((a, b) => a + b, 0) / threads, m.message);
+              } else if (m.type === 'done') settle(() => resolve(m.part));
+              else settle(() => reject(revive(m.error)));
+            });
+            w.on('error', (err) => settle(() => reject(err)));
+            w.on('exit', (code) => settle(() => reject(new Error(`a sample build thread exited (code ${code}) without a result`))));
+          }).catch((err: unknown) => {
+            // the others stop at their next chunk and end on their own: a thread is never terminated
+            // from outside, which would tear its DuckDB down under a running query (and the process with it)
+            for (const w of workers) w.postMessage({ type: 'stop' } satisfies BuildThreadCommand);
+            throw err;
+          }),
+      ),
+    );
+    const first = outs[0];
+    for (const o of outs.slice(1)) {
+      if (o.n !== first.n || !sameRows(o.rid, first.rid)) throw new Error('sample builder: the build threads read different rows');
+    }
+    const columns = new Array<EncodedColumn>(req.features.length);
+    for (const o of outs) o.features.forEach((f, j) => (columns[f] = o.columns[j]));
+    const max = (k: keyof EncodedPart['timings']) => Math.max(...outs.map((o) => o.timings[k]));
+    return {
+      ...first,
+      features: req.features.map((_, i) => i),
+      columns,
+      timings: { readMs: max('readMs'), joinMs: max('joinMs'), encodeMs: max('encodeMs') },
+    };
+  } catch (err) {
+    for (const w of workers) w.postMessage({ type: 'stop' } satisfies BuildThreadCommand);
+    throw err;
   }
 }

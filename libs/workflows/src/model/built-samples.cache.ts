@@ -40,7 +40,8 @@ export class BuiltSamplesCache {
 
   constructor(
     private readonly dataDir: DataDir,
-    private readonly opts: { memoryLimitBytes?: number } = {},
+    /** threads: worker threads a build encodes its features on (see buildSamples) */
+    private readonly opts: { memoryLimitBytes?: number; threads?: number } = {},
   ) {}
 
   request(recipe: ModelRecipe, features: ResolvedFeature[] = recipe.features): SampleBuildRequest {
@@ -137,6 +138,7 @@ export class BuiltSamplesCache {
     const built = await buildSamples(req, {
       onProgress,
       ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
+      ...(this.opts.threads !== undefined ? { threads: this.opts.threads } : {}),
     });
     const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
     fs.mkdirSync(tmp, { recursive: true });

@@ -141,4 +141,22 @@ describe('scoreOffThread', () => {
       'scoring aborted',
     );
   });
+
+  it('rejects at once when aborted mid-read; the stopped threads end on their own and scoring goes on', async () => {
+    const big = path.join(dir, 'big.csv');
+    const lines = ['a,b,c,d,label'];
+    for (let i = 0; i < 300_000; i++) lines.push(`${i % 97},${(i * 7) % 13},k${i % 50},${(i * 31) % 1000},${i % 3 === 0 ? 1 : 0}`);
+    await writeFile(big, lines.join('\n') + '\n');
+    const bigJob = job({ file: big, columns: ['a', 'b', 'c', 'd', 'label'] });
+    for (const delay of [5, 40, 150]) {
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(), delay);
+      const r = await scoreOffThread(bigJob, { signal: ac.signal }, script, 3).catch((e: Error) => e);
+      // a fast machine may finish first; otherwise the abort's error
+      if (r instanceof Error) expect(r.message).toBe('scoring aborted');
+    }
+    // the stopped threads end on their own; the process still scores
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect((await scoreOffThread(bigJob, {}, script, 2)).rows).toBe(300_000);
+  }, 60_000);
 });

@@ -60,7 +60,8 @@ export interface ScoreHooks {
  * `threads` > 1 the feature columns are dealt round-robin to that many threads (each reads its own
  * columns and the label): every column is scored on its own, so the report is the one a single
  * thread gives (highest IV first). Errors keep their name, message and code (the trial
- * runner classifies them); `abort` ends the threads.
+ * runner classifies them); `abort` rejects at once and tells the threads to stop (each ends after
+ * the DuckDB read it is in, if any).
  */
 export async function scoreOffThread(
   job: ScoreJob,
@@ -132,7 +133,14 @@ export async function scoreOffThread(
 async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<ScoreOutcome> {
   if (on.signal?.aborted) throw new Error('scoring aborted');
   const worker = new Worker(script, { workerData: { abacusScoreJob: job } });
-  const abort = () => void worker.terminate();
+  // a thread is told to stop (at its next column) and ends on its own, never terminated from outside:
+  // that would tear its DuckDB down under a running read, and the process with it
+  const stop = () => worker.postMessage({ type: 'stop' });
+  let rejectNow: ((err: Error) => void) | null = null;
+  const abort = () => {
+    stop();
+    rejectNow?.(new Error('scoring aborted'));
+  };
   on.signal?.addEventListener('abort', abort);
   try {
     return await new Promise<ScoreOutcome>((resolve, reject) => {
@@ -143,6 +151,7 @@ async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<
           f();
         }
       };
+      rejectNow = (err) => settle(() => reject(err));
       // a callback that throws (a cancelled trial's checkpoint) ends the thread with that error
       const call = (f: (() => void | Promise<void>) | undefined) => {
         if (!f) return;
@@ -150,7 +159,7 @@ async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<
           .then(f)
           .catch((err: unknown) => {
             settle(() => reject(err));
-            void worker.terminate();
+            stop();
           });
       };
       worker.on('message', (m: Message) => {
@@ -171,7 +180,6 @@ async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<
     });
   } finally {
     on.signal?.removeEventListener('abort', abort);
-    void worker.terminate();
   }
 }
 
@@ -179,9 +187,24 @@ async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<
 const handed = (workerData as { abacusScoreJob?: ScoreJob } | null)?.abacusScoreJob;
 if (!isMainThread && parentPort && handed) {
   const port = parentPort;
+  let stopped = false;
+  port.on('message', (m: { type?: string }) => {
+    if (m.type === 'stop') stopped = true;
+  });
+  // listening does not keep the thread alive: it ends when its scoring does
+  port.unref();
+  const check = () => {
+    if (stopped) throw new Error('scoring stopped');
+  };
   scoreFile(handed, {
-    read: (readMs) => port.postMessage({ type: 'read', readMs } satisfies Message),
-    column: (done, of) => port.postMessage({ type: 'column', done, of } satisfies Message),
+    read: (readMs) => {
+      check();
+      port.postMessage({ type: 'read', readMs } satisfies Message);
+    },
+    column: (done, of) => {
+      check();
+      port.postMessage({ type: 'column', done, of } satisfies Message);
+    },
   }).then(
     (r) => port.postMessage({ type: 'done', ...r } satisfies Message),
     (err: unknown) => {
