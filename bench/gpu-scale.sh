@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU host with the platform up (bash scripts/gpu-host.sh up): one subtract on ROWS x FEATURES
 # (default 10M x 100) through the platform for at most LIMIT seconds (default 500), then what each
-# trial did: status, time, its own timings and progress, from the database; GPU memory, GPU use and
-# the worker's RSS every second. Results go to $OUT (default ./bench-out).
+# trial did: status, time, its own timings and progress, from the database; every GPU's memory and use
+# and every worker's RSS every second. Results go to $OUT (default ./bench-out).
 #   bash bench/gpu-scale.sh [rows] [features] [limit seconds]
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
@@ -13,10 +13,12 @@ PREFIX="${ABACUS_GPU_PREFIX:-/tmp/abacus-gpu}"
 mkdir -p "$OUT"
 export PATH="$PREFIX/bin:$PATH"
 free -g | head -n 2
+# every GPU (memory MiB,utilisation per GPU, space-separated) and every worker's RSS (KiB, comma-separated):
+# with one worker per GPU the experiment's trials run on whichever pair takes them
 (while sleep 1; do
   printf '%s %s %s %s\n' scale "$(date +%s)" \
-    "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | head -n1 | tr -d ' ')" \
-    "$(ps -o rss= -p "$(cat "$PREFIX/run/worker.pid" 2>/dev/null)" 2>/dev/null | tr -d ' ')"
+    "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd';')" \
+    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && ps -o rss= -p "$(cat "$f")" 2>/dev/null | tr -d ' '; done | paste -sd,)"
 done >>"$OUT/scale-samples.log") &
 sampler=$!
 start=$(date +%s)
@@ -33,4 +35,6 @@ psql -At -F ' | ' -c "SELECT t.seq, t.kind, t.status, t.attempts, t.backend, rou
 psql -At -c "SELECT t.metrics->>'epochs', t.metrics->>'steps', t.metrics->>'trainMs', t.metrics->>'fitRows', t.metrics->>'testRows'
   FROM trials t WHERE t.kind = 'train' AND t.status = 'succeeded' ORDER BY t.finished_at DESC LIMIT 1"
 grep -hE 'built|samples|error|Error' "$PREFIX/logs/worker.log" | tail -n 8
-awk '{ split($3, g, ","); if (g[1] > m) m = g[1]; if ($4 > r) r = $4 } END { print "max GPU memory MiB", m, "max worker RSS GiB", r / 1048576 }' "$OUT/scale-samples.log"
+awk '{ n = split($3, gs, ";"); for (i = 1; i <= n; i++) { split(gs[i], g, ","); if (g[1] > m) m = g[1] }
+       k = split($4, rs, ","); for (i = 1; i <= k; i++) if (rs[i] > r) r = rs[i] }
+     END { print "max GPU memory MiB (any GPU)", m, "max worker RSS GiB (any worker)", r / 1048576 }' "$OUT/scale-samples.log"

@@ -47,6 +47,26 @@ export function foldIndices(rows: number, folds: number, seed: number): Uint32Ar
   return out;
 }
 
+/** `n` of the rows 0..rows-1 drawn without replacement by a seeded shuffle, sorted (all of them when n >= rows). */
+export function sampleRows(rows: number, n: number, seed: number): Uint32Array {
+  if (n >= rows) return Uint32Array.from({ length: rows }, (_, i) => i);
+  const perm = new Uint32Array(rows);
+  for (let i = 0; i < rows; i++) perm[i] = i;
+  let s = (seed ^ 0x2545f491) >>> 0 || 1;
+  // a partial Fisher-Yates: the first n places
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    const j = i + (s % (rows - i));
+    const t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  return perm.slice(0, n).sort();
+}
+
 /**
  * The same rows with some inputs switched off: numeric columns held at `numericValue` (the model's
  * normalization mean, so they read 0 after normalization), slots given empty bags (a zero pooled

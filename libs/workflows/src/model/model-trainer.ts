@@ -151,13 +151,17 @@ export class ModelTrainer {
    * fineTune; made once per input set, shared by its seeds.
    */
   switchedOff(base: TrainedModel, built: BuiltSet, off: string[]): { train: ColumnarDataset; validation: ColumnarDataset } {
+    return { train: this.switchedOffRows(base, built.train, off), validation: this.switchedOffRows(base, built.validation, off) };
+  }
+
+  /** Any rows in the trained model's encoding (a split, or a row sample of one) with `off` switched off, as switchedOff. */
+  switchedOffRows(base: TrainedModel, rows: ColumnarDataset, off: string[]): ColumnarDataset {
     const spec = base.model.spec;
     const mean = base.model.tensors().find((t) => t.name === 'normalization.mean')?.data;
     const at = new Map(spec.numeric.map((n, j) => [n, j]));
     const unknown = off.filter((n) => !at.has(n) && !spec.slots.some((s) => s.name === n));
     if (unknown.length) throw new Error(`switchedOff: ${unknown.join(', ')} not inputs of the model`);
-    const value = (name: string) => mean?.[at.get(name) ?? -1] ?? 0;
-    return { train: switchOff(built.train, off, value), validation: switchOff(built.validation, off, value) };
+    return switchOff(rows, off, (name: string) => mean?.[at.get(name) ?? -1] ?? 0);
   }
 
   /**

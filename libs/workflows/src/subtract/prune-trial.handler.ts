@@ -1,7 +1,8 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { foldIndices, subsetDataset } from '../model/dataset-subset';
+import { foldIndices, sampleRows, subsetDataset } from '../model/dataset-subset';
+import type { ColumnarDataset } from '@abacus/runtime';
 import { foldInterval, type FoldEstimate } from '../stats/fold-interval';
 import { groupDrops } from '../trials/group-ablation';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
@@ -153,6 +154,18 @@ export class PruneTrialHandler {
     // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
     // Every seed of every set asked for at once is one batch of independent fits (onDevices: several
     // at a time on the GPU, one at a time on the CPU); a set's AUC is the mean over its seeds.
+    // a capped warm fine-tune reads warmMaxSteps batches: on a larger training split those rows are
+    // drawn per seed (the same rows for the reference and every set on that seed), and only they are
+    // switched off and handed to the model — not the whole split (at 10M rows that upload and copy
+    // was most of a fine-tune)
+    const capRows = mode === 'warm' && p.warmMaxSteps > 0 ? p.warmMaxSteps * recipe.training.batchSize : Infinity;
+    const sampled = built.train.rows > capRows;
+    const rowsOfSeed = new Map<number, ColumnarDataset>();
+    const trainRowsOf = (seed: number): ColumnarDataset => {
+      let d = rowsOfSeed.get(seed);
+      if (!d) rowsOfSeed.set(seed, (d = subsetDataset(built.train, sampleRows(built.train.rows, capRows, seed))));
+      return d;
+    };
     const retrainAuc = new Map<string, number>();
     const keyOf = (set: string[]) => [...set].sort().join('|');
     const aucsWithout = async (sets: string[][]): Promise<number[]> => {
@@ -165,7 +178,10 @@ export class PruneTrialHandler {
         const inputs = [];
         for (const set of todo) {
           if (mode === 'warm') {
-            inputs.push({ set, switched: this.w.trainer.switchedOff(trained, built, set), built: null });
+            const switched = sampled
+              ? { train: null, validation: this.w.trainer.switchedOffRows(trained, built.validation, set) }
+              : this.w.trainer.switchedOff(trained, built, set);
+            inputs.push({ set, switched, built: null });
             continue;
           }
           const drop = new Set(set);
@@ -186,11 +202,16 @@ export class PruneTrialHandler {
             checkpoint();
             const tf = Date.now();
             if (x.switched) {
+              const data = {
+                train: x.switched.train ?? this.w.trainer.switchedOffRows(trained, trainRowsOf(seed), x.set),
+                validation: x.switched.validation,
+              };
               const t = await this.w.trainer.fineTune(
                 trained,
-                x.switched,
+                data,
                 recipe.training,
-                { epochs: p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
+                // a row sample: one pass over it is the warmMaxSteps steps
+                { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
                 { signal, device: dev },
               );
               timings.retrainFitMs += Date.now() - tf;
@@ -371,7 +392,16 @@ export class PruneTrialHandler {
         timings,
         // how the retraining checks trained, and on how many steps per epoch that was decided
         retrainMode: useRetrain
-          ? { mode, asked: p.retrain, stepsPerEpoch, warmEpochs: p.warmEpochs, warmMaxSteps: p.warmMaxSteps, seeds }
+          ? {
+              mode,
+              asked: p.retrain,
+              stepsPerEpoch,
+              warmEpochs: p.warmEpochs,
+              warmMaxSteps: p.warmMaxSteps,
+              // the training rows a warm fine-tune is handed (a per-seed sample when capped below the split)
+              warmRows: mode === 'warm' ? (sampled ? capRows : built.train.rows) : null,
+              seeds,
+            }
           : null,
         ranking,
         curve,
