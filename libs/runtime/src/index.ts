@@ -6,7 +6,7 @@ export { isShardDataset } from './dataset.types';
 export { computeMetrics, exactAuc, groupAuc, type MetricSet } from './metrics';
 export { backendChoiceSchema, createOptionsSchema, modelSpecSchema, type BackendChoice, type BackendKind, type CreateOptions, type ModelSpec, type ModelSpecInput } from './model-spec.schema';
 export { ablateOptionsSchema, evaluateOptionsSchema, trainOptionsSchema, transferOptionsSchema, type AblateOptionsInput, type EvaluateOptionsInput, type TrainOptions, type TrainOptionsInput, type TransferOptionsInput } from './train-options.schema';
-export { openShards, readShardSync, writeShard, SHARD_VERSION, type ShardHeader } from './shard-format';
+export { openShards, readShard, readShardSync, writeShard, SHARD_VERSION, type ShardHeader } from './shard-format';
 export { readSafetensors, writeSafetensors, type SafeTensor } from './safetensors';
 export { buildOnnxModel, exportOnnx, type OnnxExportOptions, type OnnxExportResult } from './onnx-export';
 export { RuntimeModel, resolveBackend, type AblationGroupResult, type AblationResult, type EvaluationResult, type TrainContext, type TrainProgress, type TrainResult, type TransferResult } from './runtime-model';

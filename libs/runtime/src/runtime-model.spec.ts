@@ -10,7 +10,7 @@ import { computeMetrics, exactAuc, groupAuc } from './metrics';
 import type { ModelSpecInput } from './model-spec.schema';
 import { RuntimeModel } from './runtime-model';
 import { readSafetensors } from './safetensors';
-import { openShards, readShardSync, writeShard } from './shard-format';
+import { openShards, readShard, readShardSync, writeShard } from './shard-format';
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), 'abacus-rt-'));
 const syn = makeSyntheticCtr({ rows: 120_000, numeric: 4, slots: 4, vocab: 200, maxLen: 3, seed: 1, padding: 0.1 });
@@ -90,6 +90,14 @@ describe('RuntimeModel (cpu backend)', () => {
     writeFileSync(bad, bytes);
     await expect(openShards([bad])).rejects.toThrow(/checksum mismatch/);
     expect(() => readShardSync(bad)).toThrow(/checksum mismatch/);
+    // the asynchronous reader (large splits): the same dataset, the same checks
+    const again = await readShard(path.join(dir, 'a.shard'));
+    expect(again).toEqual(back);
+    expect(again.weights).toEqual(half.weights);
+    await expect(readShard(bad)).rejects.toThrow(/checksum mismatch/);
+    const notShard = path.join(dir, 'not.shard');
+    writeFileSync(notShard, 'hello');
+    await expect(readShard(notShard)).rejects.toThrow(/not an Abacus shard/);
   });
 
   it('checkpoints: safetensors + model.json round trip, continue training, transfer with frozen slots', async () => {

@@ -600,29 +600,39 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       slotCols.push({ name: p.def.name, col: c });
       return { name: p.def.name, kind: p.def.kind, input: 'slot', vocab: c.vocab, missingRate: c.missing / n };
     });
-    const makeSplit = (idx: Int32Array): EncodedSplit => {
+    // a column at a time, yielding between columns: at 10M rows x 100 features the assembly is many
+    // seconds of copying, and the worker's job locks are renewed on this thread's event loop
+    const breathe = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const slotOf = (name: string, col: (typeof slotCols)[number]['col'], idx: Int32Array): EncodedSlot => {
+      const r = idx.length;
+      if ('single' in col) {
+        const ids = new Int32Array(r);
+        const offsets = new Int32Array(r + 1);
+        for (let i = 0; i < r; i++) {
+          ids[i] = col.single[idx[i]];
+          offsets[i + 1] = i + 1;
+        }
+        return { name, ids, offsets };
+      }
+      const offsets = new Int32Array(r + 1);
+      for (let i = 0; i < r; i++) offsets[i + 1] = offsets[i] + col.offsets[idx[i] + 1] - col.offsets[idx[i]];
+      const ids = new Int32Array(offsets[r]);
+      for (let i = 0; i < r; i++) ids.set(col.ids.subarray(col.offsets[idx[i]], col.offsets[idx[i] + 1]), offsets[i]);
+      return { name, ids, offsets };
+    };
+    const makeSplit = async (idx: Int32Array): Promise<EncodedSplit> => {
       const r = idx.length;
       const k = numericCols.length;
       const numeric = new Float32Array(r * k);
-      numericCols.forEach((values, j) => {
+      for (const [j, values] of numericCols.entries()) {
         for (let i = 0; i < r; i++) numeric[i * k + j] = values[idx[i]];
-      });
-      const slots: EncodedSlot[] = slotCols.map(({ name, col }) => {
-        if ('single' in col) {
-          const ids = new Int32Array(r);
-          const offsets = new Int32Array(r + 1);
-          for (let i = 0; i < r; i++) {
-            ids[i] = col.single[idx[i]];
-            offsets[i + 1] = i + 1;
-          }
-          return { name, ids, offsets };
-        }
-        const offsets = new Int32Array(r + 1);
-        for (let i = 0; i < r; i++) offsets[i + 1] = offsets[i] + col.offsets[idx[i] + 1] - col.offsets[idx[i]];
-        const ids = new Int32Array(offsets[r]);
-        for (let i = 0; i < r; i++) ids.set(col.ids.subarray(col.offsets[idx[i]], col.offsets[idx[i] + 1]), offsets[i]);
-        return { name, ids, offsets };
-      });
+        await breathe();
+      }
+      const slots: EncodedSlot[] = [];
+      for (const { name, col } of slotCols) {
+        slots.push(slotOf(name, col, idx));
+        await breathe();
+      }
       const y = new Float32Array(r);
       for (let i = 0; i < r; i++) y[i] = labels[idx[i]];
       const split: EncodedSplit = { rows: r, numericNames: [...numericNames], numeric, slots, labels: y };
@@ -633,8 +643,8 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
       }
       return split;
     };
-    const train = makeSplit(trainIdx);
-    const testSplit = makeSplit(testIdx);
+    const train = await makeSplit(trainIdx);
+    const testSplit = await makeSplit(testIdx);
     const positiveRate = (y: Float32Array): number => {
       let s = 0;
       for (let i = 0; i < y.length; i++) s += y[i];

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
-import { readShardSync, writeShard, type ColumnarDataset } from '@abacus/runtime';
+import { readShard, writeShard, type ColumnarDataset } from '@abacus/runtime';
 import { buildSamples, sampleBuildKey, type SampleBuildRequest, type SlotIdSpace } from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
 import { carveValidation, crossFold, crossFoldKey, threeWayKey } from './validation-split';
@@ -122,14 +122,16 @@ export class BuiltSamplesCache {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & {
         inputs: BuiltSet['inputs'];
       };
-      const trainAll = readShardSync(path.join(dir, 'train.shard'));
+      // asynchronous: a 10M-row split is gigabytes (past Node's 2 GiB file read) and must not hold the event loop
+      const trainAll = await readShard(path.join(dir, 'train.shard'));
+      const test = await readShard(path.join(dir, 'test.shard'));
       return {
         cached: true,
         key: splitKey,
         trainAll,
         timeOrdered: recipe.time !== null,
         ...carveValidation(trainAll, recipe.time !== null),
-        test: readShardSync(path.join(dir, 'test.shard')),
+        test,
         inputs: meta.inputs,
         meta,
         dir: rel,
