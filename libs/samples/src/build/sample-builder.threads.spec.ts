@@ -1,6 +1,5 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FEATURE_CATALOG } from '../simulator/feature-catalog';
 import { simulateWorld } from '../simulator/simulator.service';
@@ -8,8 +7,8 @@ import { writeWorld } from '../simulator/world-writer';
 import type { BuiltSamples, SampleBuildRequest } from './sample-build.types';
 import { SampleBuildError } from './sample-build.error';
 import { buildSamples } from './sample-builder';
+import { bundleThreadScript } from '../../../../test/support/thread-bundle';
 
-const ROOT = path.resolve(__dirname, '../../../..');
 const TABLE = {
   user: { file: 'users.parquet', key: 'user_id', time: 'ts' },
   item: { file: 'items.parquet', key: 'item_id', time: null },
@@ -21,21 +20,7 @@ let script = '';
 let request: SampleBuildRequest;
 
 beforeAll(async () => {
-  // the thread script compiled from these sources (in the built app it lies beside the module), under
-  // the repository so that the thread finds DuckDB's native package
-  await mkdir(path.join(ROOT, 'node_modules', '.cache'), { recursive: true });
-  dir = await mkdtemp(path.join(ROOT, 'node_modules', '.cache', 'abacus-build-thread-'));
-  script = path.join(dir, 'build-thread.js');
-  await build({
-    entryPoints: [path.join(__dirname, 'build-thread.ts')],
-    outfile: script,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    tsconfig: path.join(ROOT, 'tsconfig.json'),
-    external: ['@duckdb/*'],
-    logLevel: 'silent',
-  });
+  ({ dir, script } = await bundleThreadScript(path.join(__dirname, 'build-thread.ts')));
   const world = simulateWorld({ seed: 11, rows: 20_000 });
   await writeWorld(world, dir);
   // every catalog feature (numeric, categorical, multi-id), joined from the raw tables (users point-in-time)

@@ -157,11 +157,23 @@ export class ModelTrainer {
   /** Any rows in the trained model's encoding (a split, or a row sample of one) with `off` switched off, as switchedOff. */
   switchedOffRows(base: TrainedModel, rows: ColumnarDataset, off: string[]): ColumnarDataset {
     const spec = base.model.spec;
-    const mean = base.model.tensors().find((t) => t.name === 'normalization.mean')?.data;
-    const at = new Map(spec.numeric.map((n, j) => [n, j]));
-    const unknown = off.filter((n) => !at.has(n) && !spec.slots.some((s) => s.name === n));
+    const unknown = off.filter((n) => !spec.numeric.includes(n) && !spec.slots.some((s) => s.name === n));
     if (unknown.length) throw new Error(`switchedOff: ${unknown.join(', ')} not inputs of the model`);
-    return switchOff(rows, off, (name: string) => mean?.[at.get(name) ?? -1] ?? 0);
+    return switchOff(rows, off, this.heldValue(base.model));
+  }
+
+  /** A numeric input's value when switched off: the model's normalization mean (read once per model). */
+  private readonly held = new WeakMap<RuntimeModel, (name: string) => number>();
+  private heldValue(model: RuntimeModel): (name: string) => number {
+    let f = this.held.get(model);
+    if (!f) {
+      // tensors() copies every parameter (embedding tables included) off the device: once, not per check
+      const mean = model.tensors().find((t) => t.name === 'normalization.mean')?.data;
+      const at = new Map(model.spec.numeric.map((n, j) => [n, j]));
+      f = (name: string) => mean?.[at.get(name) ?? -1] ?? 0;
+      this.held.set(model, f);
+    }
+    return f;
   }
 
   /**

@@ -1,10 +1,9 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scoreFile, scoreOffThread, type ScoreJob } from './score-thread';
+import { bundleThreadScript } from '../../../../test/support/thread-bundle';
 
-const ROOT = path.resolve(__dirname, '../../../..');
 // the thread script compiled from these sources (in the built app it lies beside the module)
 let dir = '';
 let script = '';
@@ -12,20 +11,7 @@ let file = '';
 let wide = '';
 
 beforeAll(async () => {
-  // under the repository, so that the thread finds the native packages left out of the bundle
-  await mkdir(path.join(ROOT, 'node_modules', '.cache'), { recursive: true });
-  dir = await mkdtemp(path.join(ROOT, 'node_modules', '.cache', 'abacus-score-thread-'));
-  script = path.join(dir, 'score-thread.js');
-  await build({
-    entryPoints: [path.join(__dirname, 'score-thread.ts')],
-    outfile: script,
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    tsconfig: path.join(ROOT, 'tsconfig.json'),
-    external: ['@duckdb/*'],
-    logLevel: 'silent',
-  });
+  ({ dir, script } = await bundleThreadScript(path.join(__dirname, 'score-thread.ts')));
   file = path.join(dir, 'samples.csv');
   const lines = ['x,city,label'];
   for (let i = 0; i < 4000; i++) {
