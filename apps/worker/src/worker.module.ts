@@ -80,7 +80,12 @@ export class WorkerModule {
             notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
               allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
             }),
-            devices: new DevicePool(backend.devices, config.ABACUS_GPU_LANES, config.ABACUS_GPU_BORROW),
+            devices: new DevicePool(
+              backend.devices,
+              config.ABACUS_GPU_LANES,
+              config.ABACUS_GPU_BORROW,
+              config.ABACUS_PRUNE_LOOKAHEAD === 'auto' ? (backend.devices > 0 ? 1 : 0) : config.ABACUS_PRUNE_LOOKAHEAD,
+            ),
           }),
         },
         {

@@ -17,6 +17,8 @@ interface Trial {
     timings?: Record<string, number>;
     curve?: { check: 'permutation' | 'retrain' }[];
     seeds?: number[];
+    lookahead?: number;
+    perSeed?: { label: string; seed: number; cached: boolean }[];
     epochs?: number;
     steps?: number;
     trainMs?: number;
@@ -153,13 +155,22 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       prune: prune?.metrics
         ? {
             timings: prune.metrics.timings ?? null,
+            // retraining checks fitted ahead of being asked for (the worker's ABACUS_PRUNE_LOOKAHEAD)
+            lookahead: prune.metrics.lookahead ?? 0,
             checks: {
               permutation: prune.metrics.curve?.filter((c) => c.check === 'permutation').length ?? 0,
               retrain: prune.metrics.curve?.filter((c) => c.check === 'retrain').length ?? 0,
             },
           }
         : null,
-      confirm: confirm?.metrics ? { timings: confirm.metrics.timings ?? null, seeds: confirm.metrics.seeds ?? null } : null,
+      confirm: confirm?.metrics
+        ? {
+            timings: confirm.metrics.timings ?? null,
+            seeds: confirm.metrics.seeds ?? null,
+            // fits found done (the whole model on its first seeds, trained by the prune step with lookahead)
+            reusedFits: confirm.metrics.perSeed?.filter((f) => f.cached).length ?? 0,
+          }
+        : null,
       result: {
         removable: e.result?.removable?.length ?? null,
         fullAuc: e.result?.full?.auc ?? null,

@@ -15,13 +15,19 @@ export class DevicePool {
    * @param size  GPUs of the worker (0 off the GPU)
    * @param lanes models a trial trains at once on one GPU (ABACUS_GPU_LANES)
    * @param borrow whether a trial's fits may spill onto the pool's other free GPUs (ABACUS_GPU_BORROW)
+   * @param lookahead how many verdicts ahead a subtract's pruning fits the retraining checks it may ask
+   *   for next, beside the one asked for (and trains the confirm step's whole-model fits early); 0 = off
+   *   (ABACUS_PRUNE_LOOKAHEAD)
    */
   constructor(
     readonly size: number,
     readonly lanes = 1,
     readonly borrow = false,
+    readonly lookahead = 0,
   ) {
     if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`DevicePool: lanes must be a positive integer, not ${lanes}`);
+    if (!Number.isInteger(lookahead) || lookahead < 0)
+      throw new Error(`DevicePool: lookahead must be a non-negative integer, not ${lookahead}`);
     this.free = Array.from({ length: size }, (_, i) => i);
   }
 
@@ -46,7 +52,8 @@ export class DevicePool {
 }
 
 /**
- * Runs independent tasks on the trial's device (`own`, held by the caller) `pool.lanes` at a time,
+ * Runs independent tasks on the trial's device (`own`, held by the caller) `lanes` (default
+ * `pool.lanes`) at a time,
  * and, where the pool lets trials borrow, on every other GPU of the pool free when the batch starts
  * (released when the batch ends); off the GPU, one at a time. Results come back in the tasks' order, whichever device ran
  * them. After a task fails no new task starts; the batch waits for the running ones, then throws the
@@ -56,6 +63,7 @@ export async function onDevices<T>(
   pool: DevicePool,
   own: number | undefined,
   tasks: ((device: number | undefined) => Promise<T>)[],
+  lanes = pool.lanes,
 ): Promise<T[]> {
   const results = new Array<T>(tasks.length);
   if (own === undefined || tasks.length <= 1) {
@@ -63,14 +71,14 @@ export async function onDevices<T>(
     return results;
   }
   const devices = [own];
-  while (pool.borrow && devices.length * pool.lanes < tasks.length) {
+  while (pool.borrow && devices.length * lanes < tasks.length) {
     const d = pool.tryAcquire();
     if (d === undefined) break;
     devices.push(d);
   }
   const borrowed = devices.slice(1);
   // spread the tasks over the devices first (own, borrowed, own, ...), then over a device's lanes
-  const slots = Array.from({ length: pool.lanes }, () => devices).flat();
+  const slots = Array.from({ length: lanes }, () => devices).flat();
   let next = 0;
   let failure: { error: unknown } | null = null;
   const lane = async (device: number) => {

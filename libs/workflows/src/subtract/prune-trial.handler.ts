@@ -12,6 +12,7 @@ import { onDevices } from '../model/device-pool';
 import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
 import { pruneTrialParamsSchema, WARM_MIN_STEPS } from './subtract-experiment.schema';
+import { nextRetrainChecks, pruneScan } from './prune-scan';
 import { recipeInit } from '../embeddings/recipe-init';
 
 export interface RankedFeature {
@@ -128,7 +129,6 @@ export class PruneTrialHandler {
     };
     const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
 
-    // the estimate: permute the whole removed group together on the trained model, per validation fold
     const timings = {
       ablateMs: 0,
       retrainMs: 0,
@@ -143,13 +143,34 @@ export class PruneTrialHandler {
       warmLoadMs: 0,
       warmTrainMs: 0,
       warmEvalMs: 0,
+      // lookahead: sets fitted before they were asked for, and how many of them were asked for later
+      lookaheadSets: 0,
+      lookaheadUsed: 0,
+      // lookahead: the confirm step's whole-model fits trained here (beside the checks on the GPU)
+      confirmAheadFits: 0,
+      confirmAheadMs: 0,
       writeMs: 0,
     };
+    // the estimate: permute the whole removed group together on the trained model, per validation
+    // fold; deterministic for a set (seeded), so made once whoever asks
+    const estimates = new Map<string, FoldEstimate>();
     const estimate = async (set: string[]): Promise<FoldEstimate> => {
+      const key = set.join('|');
+      const known = estimates.get(key);
+      if (known) return known;
       const t0 = Date.now();
       const d = await groupDrops(trained.model, folds, [set], p.repeats, p.seed + 7, async () => checkpoint());
       timings.ablateMs += Date.now() - t0;
-      return foldInterval(d.auc[0], p.alpha);
+      const e = foldInterval(d.auc[0], p.alpha);
+      estimates.set(key, e);
+      return e;
+    };
+    const correlationsOf = new Map<string, { a: string; b: string; r: number }[]>();
+    const correlations = async (among: string[]) => {
+      const key = among.join('|');
+      let c = correlationsOf.get(key);
+      if (!c) correlationsOf.set(key, (c = await numericCorrelations(built.train, among)));
+      return c;
     };
     // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
     // Every seed of every set asked for at once is one batch of independent fits (onDevices: several
@@ -167,13 +188,25 @@ export class PruneTrialHandler {
       return d;
     };
     const retrainAuc = new Map<string, number>();
+    // sets fitted ahead of being asked for (lookahead), until they are
+    const ahead = new Set<string>();
     const keyOf = (set: string[]) => [...set].sort().join('|');
-    const aucsWithout = async (sets: string[][]): Promise<number[]> => {
-      const todo = [...new Map(sets.filter((s) => !retrainAuc.has(keyOf(s))).map((s) => [keyOf(s), s])).values()];
+    const aucsWithout = async (sets: string[][], speculative: string[][] = []): Promise<number[]> => {
+      for (const s of sets) {
+        if (ahead.delete(keyOf(s))) timings.lookaheadUsed += 1;
+      }
+      const todo = [
+        ...new Map([...sets, ...speculative].filter((s) => !retrainAuc.has(keyOf(s))).map((s) => [keyOf(s), s])).values(),
+      ];
       if (todo.length) {
         const t0 = Date.now();
         checkpoint();
-        const what = todo.map((s) => s.length).join(' and ');
+        const asked = new Set(sets.map(keyOf));
+        const extra = todo.filter((s) => !asked.has(keyOf(s)));
+        const what = todo
+          .filter((s) => asked.has(keyOf(s)))
+          .map((s) => s.length)
+          .join(' and ');
         // warm: copies of the trained model fine-tuned with the set switched off; scratch: new models
         const inputs = [];
         for (const set of todo) {
@@ -195,7 +228,8 @@ export class PruneTrialHandler {
         }
         await progress(
           progressAt(),
-          `${mode === 'warm' ? 'fine-tuning' : 'retraining'} without ${what} feature(s), ${seeds.length} seed(s) each`,
+          `${mode === 'warm' ? 'fine-tuning' : 'retraining'} without ${what} feature(s), ${seeds.length} seed(s) each` +
+            (extra.length ? ` (and ${extra.length} set(s) the next checks may ask for)` : ''),
         );
         const tasks = inputs.flatMap((x) =>
           seeds.map((seed) => async (dev: number | undefined): Promise<number> => {
@@ -233,12 +267,15 @@ export class PruneTrialHandler {
             return t.metrics.validation.auc;
           }),
         );
-        const aucs = await onDevices(this.w.devices, device, tasks);
+        // fits of sets asked for ahead run beside the asked ones: as many at once as the batch holds
+        const aucs = await onDevices(this.w.devices, device, tasks, extra.length ? Math.max(this.w.devices.lanes, tasks.length) : undefined);
         for (const [k, x] of inputs.entries()) {
           const own = aucs.slice(k * seeds.length, (k + 1) * seeds.length);
           retrainAuc.set(keyOf(x.set), own.reduce((a, v) => a + v, 0) / own.length);
         }
+        for (const s of extra) ahead.add(keyOf(s));
         timings.retrainSets += todo.length;
+        timings.lookaheadSets += extra.length;
         timings.retrainBatches += 1;
         timings.retrainMs += Date.now() - t0;
       }
@@ -247,83 +284,69 @@ export class PruneTrialHandler {
     // retrained drops are measured against the best retrained model seen (never worse than the full
     // one): a gain from dropping a feature that hurt cannot be spent on dropping useful ones
     let bestAuc = -Infinity;
-    const retrainDrop = async (set: string[]) => {
-      const [full, auc] = await aucsWithout([[], set]);
+    const retrainDrop = async (set: string[], speculative: string[][]) => {
+      const [full, auc] = await aucsWithout([[], set], speculative);
       bestAuc = Math.max(bestAuc, full);
       const drop = bestAuc - auc;
       if (drop <= p.maxDrop) bestAuc = Math.max(bestAuc, auc);
       return drop;
     };
     const useRetrain = seeds.length > 0;
-    /** accepted if the permutation estimate is within the limit, else if retraining shows it is */
-    const verify = async (set: string[], added: string[]): Promise<{ ok: boolean; estimate: FoldEstimate }> => {
-      await progress(progressAt(), `verifying the removal of ${set.length} feature(s)`);
-      const est = await estimate(set);
-      if (point('permutation', set, added, est.mean, [est.ciLow, est.ciHigh])) return { ok: true, estimate: est };
-      // permuting a feature the model learned to lean on overstates its loss when others can stand in
-      if (useRetrain && point('retrain', set, added, await retrainDrop(set), null)) return { ok: true, estimate: est };
-      return { ok: false, estimate: est };
+    const scan = {
+      names,
+      order,
+      batchSize: p.batchSize,
+      retrainScanBelow: p.retrainScanBelow,
+      redundancyThreshold: p.redundancyThreshold,
+      useRetrain,
     };
-
-    let accepted: string[] = [];
-    let acceptedEstimate: FoldEstimate = { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
-    let failedBatch: string[] = [];
-    let rest: string[] = [];
-    for (let start = 0; start + p.batchSize < names.length; start += p.batchSize) {
-      const batch = order.slice(start, start + p.batchSize);
-      const v = await verify([...accepted, ...batch], batch);
-      if (!v.ok) {
-        failedBatch = batch;
-        rest = order.slice(start + p.batchSize);
-        break;
-      }
-      accepted = [...accepted, ...batch];
-      acceptedEstimate = v.estimate;
-    }
-    // back off: the rejected batch, one feature at a time (never all but one feature)
-    for (const f of failedBatch) {
-      if (accepted.length + 1 >= names.length) break;
-      const v = await verify([...accepted, f], [f]);
-      if (v.ok) {
-        accepted = [...accepted, f];
-        acceptedEstimate = v.estimate;
-      }
-    }
-    // the rest of the ranking, one feature at a time: a noise feature that the ranking put above a
-    // useful one is still reached (a model that memorised a high-cardinality noise column gives it IV
-    // and shuffle importance, and permuting it can cost several times maxDrop). Only a feature whose
-    // permutation interval lies wholly above retrainScanBelow is kept without retraining.
-    for (const f of rest) {
-      if (accepted.length + 1 >= names.length) break;
-      await progress(progressAt(), `verifying the removal of ${accepted.length + 1} feature(s)`);
-      const set = [...accepted, f];
-      const est = await estimate(set);
-      let ok = point('permutation', set, [f], est.mean, [est.ciLow, est.ciHigh]);
-      if (!ok && useRetrain && est.ciLow < p.retrainScanBelow) ok = point('retrain', set, [f], await retrainDrop(set), null);
-      if (ok) {
-        accepted = set;
-        acceptedEstimate = est;
-      }
-    }
-
-    // redundancy: of two strongly correlated numeric features, the weaker is a candidate too
-    const redundant: { feature: string; partner: string; r: number }[] = [];
-    if (p.redundancyThreshold < 1) {
-      const gone = new Set(accepted);
-      for (const pair of await numericCorrelations(
-        built.train,
-        names.filter((n) => !gone.has(n)),
-      )) {
-        if (pair.r < p.redundancyThreshold) break;
-        const [weak, strong] = order.indexOf(pair.a) < order.indexOf(pair.b) ? [pair.a, pair.b] : [pair.b, pair.a];
-        if (gone.has(weak) || gone.has(strong)) continue;
-        redundant.push({ feature: weak, partner: strong, r: pair.r });
-        gone.add(weak);
-      }
-    }
-
-    // the accepted set, retrained: every retrained set accepted so far is a prefix of it, so backing
-    // off to its largest prefix within the limit keeps the reference (best model seen) consistent
+    // lookahead (on the GPU): a retraining check's batch also fits the sets the scan would ask for
+    // next, whichever way this check goes (`lookahead` verdicts deep); the GPU has room for them beside
+    // the asked ones, and a set asked for later is then at hand. Decisions are the same either way.
+    const lookahead = this.w.devices.lookahead;
+    // the confirm step's fits of the whole model on its fresh seeds do not depend on the pruning:
+    // with lookahead they are trained here (beside the checks on the GPU, first on the CPU) and the
+    // confirm finds them in the model cache. A failure here only leaves them to the confirm.
+    const confirmAhead =
+      lookahead > 0 && p.confirmSeeds.length
+        ? (async () => {
+            const t0 = Date.now();
+            // metrics only: the models (and their GPU memory) are not kept
+            const fits = await Promise.allSettled(
+              p.confirmSeeds.map(async (seed) => {
+                const t = await this.w.trainer.trainOrReuse(
+                  built,
+                  recipe.architecture,
+                  { ...recipe.training, seed },
+                  { signal, device },
+                  recipeInit(this.w.dataDir, recipe, built),
+                );
+                return t.cached ? 0 : 1;
+              }),
+            );
+            timings.confirmAheadMs += Date.now() - t0;
+            for (const f of fits) if (f.status === 'fulfilled') timings.confirmAheadFits += f.value;
+            const failed = fits.find((f): f is PromiseRejectedResult => f.status === 'rejected');
+            return failed ? String((failed.reason as Error)?.message ?? failed.reason) : null;
+          })()
+        : Promise.resolve(null);
+    if (device === undefined) await confirmAhead;
+    const verdicts: boolean[] = [];
+    const { accepted: scanned, redundant } = await pruneScan(scan, {
+      permutation: async (set, added) => {
+        const est = await estimate(set);
+        return { ok: point('permutation', set, added, est.mean, [est.ciLow, est.ciHigh]), estimate: est };
+      },
+      retrain: async (set, added) => {
+        const next = lookahead > 0 ? await nextRetrainChecks(scan, estimate, correlations, p.maxDrop, verdicts, lookahead) : [];
+        const ok = point('retrain', set, added, await retrainDrop(set, next), null);
+        verdicts.push(ok);
+        return ok;
+      },
+      correlations,
+      progress: (message) => progress(progressAt(), message),
+    });
+    const accepted = scanned;
     let retrain: {
       fullAuc: number;
       prunedAuc: number;
@@ -332,30 +355,14 @@ export class PruneTrialHandler {
       seeds: number[];
       mode: 'warm' | 'scratch';
     } | null = null;
-    if (useRetrain && accepted.length && !point('retrain', accepted, [], await retrainDrop(accepted), null)) {
-      let lo = 0;
-      let hi = accepted.length;
-      while (hi - lo > 1) {
-        const mid = Math.floor((lo + hi) / 2);
-        const set = accepted.slice(0, mid);
-        if (point('retrain', set, [], await retrainDrop(set), null)) lo = mid;
-        else hi = mid;
-      }
-      accepted = accepted.slice(0, lo);
-    }
-    // then the redundancy candidates on top, verified like a round: all together, else one at a time
-    const extra = redundant.map((r) => r.feature).slice(0, Math.max(0, names.length - 1 - accepted.length));
-    if (extra.length && (await verify([...accepted, ...extra], extra)).ok) accepted = [...accepted, ...extra];
-    else if (extra.length > 1) {
-      for (const f of extra) {
-        if ((await verify([...accepted, f], [f])).ok) accepted = [...accepted, f];
-      }
-    }
     if (useRetrain && accepted.length) {
       const [fullAuc, prunedAuc] = await aucsWithout([[], accepted]);
       retrain = { fullAuc, prunedAuc, bestAuc, drop: fullAuc - prunedAuc, seeds, mode };
     }
-    if (accepted.length) acceptedEstimate = await estimate(accepted);
+    const confirmAheadError = await confirmAhead;
+    const acceptedEstimate: FoldEstimate = accepted.length
+      ? await estimate(accepted)
+      : { mean: 0, std: 0, ciLow: 0, ciHigh: 0, folds: p.folds };
     checkpoint();
     await progress(0.95, 'writing the ranking');
     const tw = Date.now();
@@ -412,6 +419,8 @@ export class PruneTrialHandler {
         estimatedDrop: acceptedEstimate,
         redundant,
         retrain,
+        lookahead,
+        ...(confirmAheadError ? { confirmAheadError } : {}),
         baseAuc: trained.metrics.validation.auc,
         baseTestAuc: trained.metrics.auc,
         maxDrop: p.maxDrop,

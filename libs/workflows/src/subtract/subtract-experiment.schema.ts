@@ -102,6 +102,11 @@ export const pruneTrialParamsSchema = z.object({
   warmMaxSteps: z.number().int().min(0).default(0),
   /** seeds of a warm check: the first this many of retrainSeeds (all: every seed) */
   warmSeeds: z.number().int().min(1).optional(),
+  /**
+   * the confirm step's first fresh seeds (none without a confirm step): with lookahead the prune
+   * trains the whole model on them beside its checks, and the confirm finds those fits done
+   */
+  confirmSeeds: z.array(z.number().int()).default([]),
 });
 
 /**

@@ -69,6 +69,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
             } satisfies ScoreTrialParams,
           })
         : null;
+    const confirmSeeds = Array.from({ length: Math.max(1, spec.retrainSeeds) }, (_, k) => recipe.training.seed + 1000 + k);
     const prune = add({
       kind: 'prune',
       job: JobName.PruneTrial,
@@ -89,6 +90,8 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         warmEpochs: spec.warmEpochs,
         warmMaxSteps: spec.warmMaxSteps,
         warmSeeds: spec.warmSeeds,
+        // the seeds the confirm step fits first (below): with lookahead, the prune fits the whole model on them
+        confirmSeeds: spec.confirm ? confirmSeeds.slice(0, Math.min(spec.confirmMinSeeds, confirmSeeds.length)) : [],
       } satisfies PruneTrialParams,
     });
     const confirm = spec.confirm
@@ -100,7 +103,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
             recipe,
             dropRemovableOf: prune,
             // fresh seeds: the confirmation is independent of the trainings the pruning decided on
-            seeds: Array.from({ length: Math.max(1, spec.retrainSeeds) }, (_, k) => recipe.training.seed + 1000 + k),
+            seeds: confirmSeeds,
             compareWithFull: true,
             // fewer seeds where the validation split already decides the drop against maxDrop
             ...(spec.confirmMinSeeds < spec.retrainSeeds

@@ -1,0 +1,110 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@abacus/configs';
+import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
+import { createTestEnv, type TestEnv } from '../support/test-env';
+import { apiClient } from '../support/http';
+
+// The pruning's lookahead (on by default on the GPU) fits the retraining checks it may ask for next
+// beside the one asked for, and the confirm step's whole-model fits while it prunes. It must change
+// nothing but when the fits run: the same subtract, with and without it, on one world (the CPU backend
+// is deterministic for a seed), gives the same checks, verdicts and numbers.
+
+let env: TestEnv;
+let api: ApiHandle;
+let truth: GroundTruth;
+
+const http = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  api = await startApi(env.config, { logger: false });
+  const dir = path.join(env.dataDir, 'world');
+  const world = simulateWorld({ seed: 11, rows: 150_000 });
+  await writeWorld(world, dir);
+  truth = world.groundTruth;
+  await http.call('POST', '/business-lines', { name: 'feed' });
+  const r = await http.upload('/sample-sets', path.join(dir, 'samples', 'feed.parquet'), {
+    name: 'feed-samples',
+    businessLine: 'feed',
+    label: 'click',
+    time: 'ts',
+    keys: 'impression_id,user_id,item_id,context_id,domain',
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+}, 300_000);
+
+afterAll(async () => {
+  await api?.close();
+  await env?.teardown();
+});
+
+/** One subtract on a worker with the given lookahead, every model trained afresh (the model cache emptied first). */
+async function subtract(lookahead: string): Promise<Record<string, any>> {
+  fs.rmSync(path.join(env.dataDir, 'models'), { recursive: true, force: true });
+  const config = loadConfig({ ...env.env, ABACUS_PRUNE_LOOKAHEAD: lookahead }, { fresh: true });
+  let worker: WorkerHandle | null = null;
+  try {
+    worker = await startWorker(config, { logger: false });
+    const features = truth.features.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
+    const r = await http.call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      // warm checks with 3 seeds, 3 confirm seeds (each fit here is paid for in time on the CPU)
+      spec: {
+        model: { sampleSet: 'feed-samples', features },
+        maxDrop: 0.001,
+        seed: 3,
+        retrain: 'warm',
+        warmEpochs: 2,
+        retrainSeeds: 3,
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const e = await http.finished(String(r.body.id), 600_000, `subtract (lookahead ${lookahead})`);
+    expect(e.status, e.error ?? '').toBe('succeeded');
+    return e;
+  } finally {
+    await worker?.stop();
+  }
+}
+
+describe('subtract with the pruning lookahead', () => {
+  it('makes the same checks and verdicts as without it, fits sets ahead, and the confirm reuses the fits made ahead', async () => {
+    const plain = await subtract('0');
+    const ahead = await subtract('1');
+    const prune = (e: Record<string, any>) => e.trials.find((t: { kind: string }) => t.kind === 'prune').metrics;
+    const confirm = (e: Record<string, any>) =>
+      e.trials.find((t: { kind: string; metrics: { role?: string } }) => t.kind === 'train' && t.metrics.role === 'pruned').metrics;
+
+    // the same decisions, check by check, and the same numbers (the checks' AUCs, the confirmation)
+    expect(ahead.result.curve).toEqual(plain.result.curve);
+    expect(ahead.result.removable).toEqual(plain.result.removable);
+    expect(ahead.result.retrainCheck).toEqual(plain.result.retrainCheck);
+    expect(ahead.result.confirmed).toEqual(plain.result.confirmed);
+    expect(plain.result.curve.filter((c: { check: string }) => c.check === 'retrain').length).toBeGreaterThan(1);
+
+    // without: nothing ahead, the confirm trains every fit itself
+    expect(prune(plain).lookahead).toBe(0);
+    expect(prune(plain).timings).toMatchObject({ lookaheadSets: 0, lookaheadUsed: 0, confirmAheadFits: 0 });
+    expect(confirm(plain).perSeed.every((f: { cached: boolean }) => !f.cached)).toBe(true);
+
+    // with: sets fitted ahead (some asked for later), the whole model on the confirm's first seeds
+    const t = prune(ahead).timings;
+    expect(prune(ahead).lookahead).toBe(1);
+    expect(t.lookaheadSets).toBeGreaterThan(0);
+    expect(t.lookaheadUsed).toBeLessThanOrEqual(t.lookaheadSets);
+    expect(t.retrainSets).toBe(prune(plain).timings.retrainSets + t.lookaheadSets - t.lookaheadUsed);
+    expect(t.confirmAheadFits).toBe(3);
+    expect(prune(ahead).confirmAheadError).toBeUndefined();
+    const fits = confirm(ahead).perSeed as { label: string; seed: number; cached: boolean }[];
+    expect(fits.filter((f) => f.label === 'full model' && f.seed <= 1003).every((f) => f.cached)).toBe(true);
+    expect(fits.filter((f) => f.label === 'model').every((f) => !f.cached)).toBe(true);
+  }, 900_000);
+});
