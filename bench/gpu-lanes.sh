@@ -3,12 +3,13 @@
 # the ROWS x FEATURES subtract bench through the platform once per configuration, each with a fresh
 # worker on cuda, same data seed. A configuration is GPUS:LANES — the GPUs the worker sees
 # (CUDA_VISIBLE_DEVICES = the first GPUS of the host) and ABACUS_GPU_LANES (models a trial trains at
-# once on one GPU), optionally :LOOKAHEAD (ABACUS_PRUNE_LOOKAHEAD; default auto = 1 on the GPU). With
+# once on one GPU), optionally :LOOKAHEAD (ABACUS_PRUNE_LOOKAHEAD, default 0), :CONFIRM_AHEAD
+# (ABACUS_CONFIRM_AHEAD, default auto = on) and :BUILD_THREADS (ABACUS_BUILD_THREADS, default 0). With
 # 2+ GPUs `up` starts one worker per GPU (BORROW=1: one worker over all, its fits spilling onto the
 # other GPUs with ABACUS_GPU_BORROW=true; see README, Configuration, for why that is off by default).
 # GPU memory / use (every GPU) and the worker's RSS are sampled every second. Results go to $OUT
 # (default ./bench-out).
-#   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES[:LOOKAHEAD] ...]      (default 1:1 1:3 2:3)
+#   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES[:LOOKAHEAD[:CONFIRM_AHEAD[:BUILD_THREADS]]] ...]  (default 1:1 1:3 2:3)
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
 ROWS="${1:-1000000}"
@@ -31,11 +32,10 @@ sample() { # label: per GPU memory (MiB) and utilisation, and the worker's RSS (
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 lscpu | grep -E 'Model name|^CPU\(s\)'
 for c in "${CONFIGS[@]}"; do
-  IFS=: read -r gpus lanes lookahead <<<"$c"
-  lookahead=${lookahead:-auto}
-  export ABACUS_PRUNE_LOOKAHEAD=$lookahead
+  IFS=: read -r gpus lanes lookahead confirm build <<<"$c"
+  export ABACUS_PRUNE_LOOKAHEAD=${lookahead:-0} ABACUS_CONFIRM_AHEAD=${confirm:-auto} ABACUS_BUILD_THREADS=${build:-0}
   visible=$(seq -s, 0 $((gpus - 1)))
-  label="g${gpus}-l${lanes}-a${lookahead}"
+  label="g${gpus}-l${lanes}-a${ABACUS_PRUNE_LOOKAHEAD}-c${ABACUS_CONFIRM_AHEAD}-b${ABACUS_BUILD_THREADS}"
   if [ "${BORROW:-0}" = 1 ] && [ "$gpus" -gt 1 ]; then
     # one worker over every GPU
     CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_GPU_BORROW=true ABACUS_RUNTIME_BACKEND=cuda \

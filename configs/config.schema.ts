@@ -82,14 +82,17 @@ export const configSchema = z
     ABACUS_GPU_BORROW: bool.default(false),
     /**
      * a subtract's pruning fits, beside each retraining check, the checks it would ask for next
-     * whichever way this one goes (this many verdicts ahead; 1 = up to 2 more sets, 2 = up to 6), and
-     * trains the confirm step's whole-model fits while it prunes; the decisions are the same, the
-     * sets asked for later are at hand. `auto` = 1 on the GPU (room for the extra models beside the
-     * asked ones), 0 on the CPU (every fit there is paid for in time)
+     * whichever way this one goes (this many verdicts ahead; 1 = up to 2 more sets, 2 = up to 6); the
+     * decisions are the same, the sets asked for later are at hand. 0 (off) by default: on an H200 the
+     * extra fits slowed the checks beside them more than they saved (bench/README.md)
      */
-    ABACUS_PRUNE_LOOKAHEAD: z
-      .union([z.literal('auto'), z.coerce.number().int().min(0).max(3)])
-      .default('auto'),
+    ABACUS_PRUNE_LOOKAHEAD: z.coerce.number().int().min(0).max(3).default(0),
+    /**
+     * the subtract's prune step trains the confirm step's whole-model fits (its first fresh seeds)
+     * beside its checks, and the confirm finds them done; `auto` = on the GPU only (on the CPU it
+     * moves the same work earlier)
+     */
+    ABACUS_CONFIRM_AHEAD: z.union([z.literal('auto'), bool]).default('auto'),
     /** attempts per trial job before it is marked failed */
     ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
     /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */

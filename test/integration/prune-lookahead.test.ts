@@ -8,9 +8,9 @@ import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap'
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { apiClient } from '../support/http';
 
-// The pruning's lookahead (on by default on the GPU) fits the retraining checks it may ask for next
-// beside the one asked for, and the confirm step's whole-model fits while it prunes. It must change
-// nothing but when the fits run: the same subtract, with and without it, on one world (the CPU backend
+// The pruning's lookahead fits the retraining checks it may ask for next beside the one asked for,
+// and the confirm-ahead (on by default on the GPU) the confirm step's whole-model fits while it
+// prunes. They must change nothing but when the fits run: the same subtract, with and without it, on one world (the CPU backend
 // is deterministic for a seed), gives the same checks, verdicts and numbers.
 
 let env: TestEnv;
@@ -26,7 +26,7 @@ beforeAll(async () => {
   env = await createTestEnv();
   api = await startApi(env.config, { logger: false });
   const dir = path.join(env.dataDir, 'world');
-  const world = simulateWorld({ seed: 11, rows: 150_000 });
+  const world = simulateWorld({ seed: 11, rows: 100_000 });
   await writeWorld(world, dir);
   truth = world.groundTruth;
   await http.call('POST', '/business-lines', { name: 'feed' });
@@ -45,10 +45,13 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** One subtract on a worker with the given lookahead, every model trained afresh (the model cache emptied first). */
-async function subtract(lookahead: string): Promise<Record<string, any>> {
+/** One subtract on a worker with the given lookahead and confirm-ahead, every model trained afresh (the model cache emptied first). */
+async function subtract(lookahead: string, confirmAhead: string): Promise<Record<string, any>> {
   fs.rmSync(path.join(env.dataDir, 'models'), { recursive: true, force: true });
-  const config = loadConfig({ ...env.env, ABACUS_PRUNE_LOOKAHEAD: lookahead }, { fresh: true });
+  const config = loadConfig(
+    { ...env.env, ABACUS_PRUNE_LOOKAHEAD: lookahead, ABACUS_CONFIRM_AHEAD: confirmAhead },
+    { fresh: true },
+  );
   let worker: WorkerHandle | null = null;
   try {
     worker = await startWorker(config, { logger: false });
@@ -75,10 +78,10 @@ async function subtract(lookahead: string): Promise<Record<string, any>> {
   }
 }
 
-describe('subtract with the pruning lookahead', () => {
+describe('subtract with the pruning lookahead and the confirm-ahead', () => {
   it('makes the same checks and verdicts as without it, fits sets ahead, and the confirm reuses the fits made ahead', async () => {
-    const plain = await subtract('0');
-    const ahead = await subtract('1');
+    const plain = await subtract('0', 'auto');
+    const ahead = await subtract('1', 'true');
     const prune = (e: Record<string, any>) => e.trials.find((t: { kind: string }) => t.kind === 'prune').metrics;
     const confirm = (e: Record<string, any>) =>
       e.trials.find((t: { kind: string; metrics: { role?: string } }) => t.kind === 'train' && t.metrics.role === 'pruned').metrics;
@@ -90,14 +93,16 @@ describe('subtract with the pruning lookahead', () => {
     expect(ahead.result.confirmed).toEqual(plain.result.confirmed);
     expect(plain.result.curve.filter((c: { check: string }) => c.check === 'retrain').length).toBeGreaterThan(1);
 
-    // without: nothing ahead, the confirm trains every fit itself
+    // without (the CPU's defaults): nothing ahead, the confirm trains every fit itself
     expect(prune(plain).lookahead).toBe(0);
+    expect(prune(plain).confirmAhead).toBe(false);
     expect(prune(plain).timings).toMatchObject({ lookaheadSets: 0, lookaheadUsed: 0, confirmAheadFits: 0 });
     expect(confirm(plain).perSeed.every((f: { cached: boolean }) => !f.cached)).toBe(true);
 
     // with: sets fitted ahead (some asked for later), the whole model on the confirm's first seeds
     const t = prune(ahead).timings;
     expect(prune(ahead).lookahead).toBe(1);
+    expect(prune(ahead).confirmAhead).toBe(true);
     expect(t.lookaheadSets).toBeGreaterThan(0);
     expect(t.lookaheadUsed).toBeLessThanOrEqual(t.lookaheadSets);
     expect(t.retrainSets).toBe(prune(plain).timings.retrainSets + t.lookaheadSets - t.lookaheadUsed);

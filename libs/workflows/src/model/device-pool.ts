@@ -16,14 +16,16 @@ export class DevicePool {
    * @param lanes models a trial trains at once on one GPU (ABACUS_GPU_LANES)
    * @param borrow whether a trial's fits may spill onto the pool's other free GPUs (ABACUS_GPU_BORROW)
    * @param lookahead how many verdicts ahead a subtract's pruning fits the retraining checks it may ask
-   *   for next, beside the one asked for (and trains the confirm step's whole-model fits early); 0 = off
-   *   (ABACUS_PRUNE_LOOKAHEAD)
+   *   for next, beside the one asked for; 0 = off (ABACUS_PRUNE_LOOKAHEAD)
+   * @param confirmAhead whether the prune step trains the confirm step's whole-model fits beside its
+   *   checks (ABACUS_CONFIRM_AHEAD)
    */
   constructor(
     readonly size: number,
     readonly lanes = 1,
     readonly borrow = false,
     readonly lookahead = 0,
+    readonly confirmAhead = false,
   ) {
     if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`DevicePool: lanes must be a positive integer, not ${lanes}`);
     if (!Number.isInteger(lookahead) || lookahead < 0)

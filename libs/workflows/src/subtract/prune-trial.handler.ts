@@ -146,7 +146,7 @@ export class PruneTrialHandler {
       // lookahead: sets fitted before they were asked for, and how many of them were asked for later
       lookaheadSets: 0,
       lookaheadUsed: 0,
-      // lookahead: the confirm step's whole-model fits trained here (beside the checks on the GPU)
+      // confirmAhead: the confirm step's whole-model fits trained here (beside the checks on the GPU)
       confirmAheadFits: 0,
       confirmAheadMs: 0,
       writeMs: 0,
@@ -300,15 +300,16 @@ export class PruneTrialHandler {
       redundancyThreshold: p.redundancyThreshold,
       useRetrain,
     };
-    // lookahead (on the GPU): a retraining check's batch also fits the sets the scan would ask for
-    // next, whichever way this check goes (`lookahead` verdicts deep); the GPU has room for them beside
-    // the asked ones, and a set asked for later is then at hand. Decisions are the same either way.
+    // lookahead (ABACUS_PRUNE_LOOKAHEAD, off by default): a retraining check's batch also fits the
+    // sets the scan would ask for next, whichever way this check goes (`lookahead` verdicts deep), so a
+    // set asked for later is at hand. Decisions are the same either way; on an H200 the extra fits
+    // slowed the ones beside them more than they saved.
     const lookahead = this.w.devices.lookahead;
     // the confirm step's fits of the whole model on its fresh seeds do not depend on the pruning:
-    // with lookahead they are trained here (beside the checks on the GPU, first on the CPU) and the
-    // confirm finds them in the model cache. A failure here only leaves them to the confirm.
+    // with confirmAhead they are trained here (beside the checks on the GPU, first on the CPU) and
+    // the confirm finds them in the model cache. A failure here only leaves them to the confirm.
     const confirmAhead =
-      lookahead > 0 && p.confirmSeeds.length
+      this.w.devices.confirmAhead && p.confirmSeeds.length
         ? (async () => {
             const t0 = Date.now();
             // metrics only: the models (and their GPU memory) are not kept
@@ -420,6 +421,7 @@ export class PruneTrialHandler {
         redundant,
         retrain,
         lookahead,
+        confirmAhead: this.w.devices.confirmAhead && p.confirmSeeds.length > 0,
         ...(confirmAheadError ? { confirmAheadError } : {}),
         baseAuc: trained.metrics.validation.auc,
         baseTestAuc: trained.metrics.auc,

@@ -103,8 +103,8 @@ export const pruneTrialParamsSchema = z.object({
   /** seeds of a warm check: the first this many of retrainSeeds (all: every seed) */
   warmSeeds: z.number().int().min(1).optional(),
   /**
-   * the confirm step's first fresh seeds (none without a confirm step): with lookahead the prune
-   * trains the whole model on them beside its checks, and the confirm finds those fits done
+   * the confirm step's first fresh seeds (none without a confirm step): with ABACUS_CONFIRM_AHEAD the
+   * prune trains the whole model on them beside its checks, and the confirm finds those fits done
    */
   confirmSeeds: z.array(z.number().int()).default([]),
 });
