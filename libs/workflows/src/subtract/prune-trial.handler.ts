@@ -226,10 +226,14 @@ export class PruneTrialHandler {
           timings.retrainBuildMs += Date.now() - tb;
           inputs.push({ set, switched: null, built: b });
         }
+        // the asked set may already be at hand (fitted ahead): then only the sets ahead are fitted
+        const verb = mode === 'warm' ? 'fine-tuning' : 'retraining';
         await progress(
           progressAt(),
-          `${mode === 'warm' ? 'fine-tuning' : 'retraining'} without ${what} feature(s), ${seeds.length} seed(s) each` +
-            (extra.length ? ` (and ${extra.length} set(s) the next checks may ask for)` : ''),
+          (what
+            ? `${verb} without ${what} feature(s), ${seeds.length} seed(s) each` +
+              (extra.length ? ` (and ${extra.length} set(s) the next checks may ask for)` : '')
+            : `${verb} ahead: ${extra.length} set(s) the next checks may ask for, ${seeds.length} seed(s) each`),
         );
         const tasks = inputs.flatMap((x) =>
           seeds.map((seed) => async (dev: number | undefined): Promise<number> => {
