@@ -93,6 +93,16 @@ export const configSchema = z
      * moves the same work earlier)
      */
     ABACUS_CONFIRM_AHEAD: z.union([z.literal('auto'), bool]).default('auto'),
+    /**
+     * fault injection, for tests of the recovery path only: the first attempt of the first trial of
+     * this kind (e.g. `train`) that any worker sharing the data directory runs starts with a GPU fault
+     * that loses the process's CUDA context (on the CPU backend: the error such a fault raises). The
+     * worker then exits and its supervisor restarts it; the trial runs again on the fresh process.
+     */
+    ABACUS_DEBUG_DEVICE_FAULT: z
+      .string()
+      .regex(/^[a-z][a-z-]*$/, 'a trial kind, e.g. train')
+      .optional(),
     /** attempts per trial job before it is marked failed */
     ABACUS_TRIAL_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
     /** how long a SIGTERM'd worker lets its current trial finish before releasing it back to the queue */

@@ -625,7 +625,24 @@ api_healthy() {
   pnode -e 'fetch(process.env.ABACUS_API_URL + "/api/v1/health").then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))'
 }
 
-start_node_proc() { # name entry
+# A worker runs under a supervisor loop (its pid in the pid file): when the worker exits non-zero (it
+# exits 75 after a GPU fault lost its CUDA context, or it crashed) the loop starts it again; SIGTERM to
+# the loop (`down`) stops the worker and ends the loop.
+SUPERVISE='echo $$ >"$0"
+child=0 stop=0
+trap '"'"'stop=1; [ "$child" = 0 ] || kill -TERM "$child" 2>/dev/null'"'"' TERM INT
+while :; do
+  "$@" &
+  child=$!
+  wait "$child"; rc=$?
+  while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
+  [ "$stop" = 1 ] && exit 0
+  [ "$rc" = 0 ] && exit 0
+  echo "[gpu-host] $(date -u +%Y-%m-%dT%H:%M:%SZ) worker exited with status $rc: restarting it"
+  sleep 1
+done'
+
+start_node_proc() { # name entry [supervise]
   if alive "$RUN/$1.pid"; then
     say "$1: already running (pid $(cat "$RUN/$1.pid"))"
     return
@@ -636,6 +653,9 @@ start_node_proc() { # name entry
     . "$PREFIX/abacus.env"
     cd "$APP"
     # its own session (survives the caller's terminal); the pid is written by the process itself
+    if [ "${3:-}" = supervise ]; then
+      exec setsid bash -c "$SUPERVISE" "$RUN/$1.pid" nohup "$NODE" "$APP/$2" >>"$LOGS/$1.log" 2>&1 </dev/null
+    fi
     exec setsid bash -c 'echo $$ >"$0"; exec "$@"' "$RUN/$1.pid" nohup "$NODE" "$APP/$2" >>"$LOGS/$1.log" 2>&1 </dev/null
   ) &
   for _ in $(seq 1 50); do [ -s "$RUN/$1.pid" ] && return; sleep 0.1; done
@@ -699,10 +719,10 @@ cmd_up() {
     for k in "${!gpus[@]}"; do
       name=worker
       [ "$k" -gt 0 ] && name="worker-$k" && started+=("$name")
-      CUDA_VISIBLE_DEVICES=${gpus[$k]} start_node_proc "$name" dist/apps/worker/src/main.js
+      CUDA_VISIBLE_DEVICES=${gpus[$k]} start_node_proc "$name" dist/apps/worker/src/main.js supervise
     done
   else
-    start_node_proc worker dist/apps/worker/src/main.js
+    start_node_proc worker dist/apps/worker/src/main.js supervise
   fi
   for i in $(seq 1 90); do
     api_healthy && break

@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import fs from 'node:fs';
+import path from 'node:path';
 import { Logger, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { AppConfig } from '@abacus/configs';
@@ -6,7 +8,8 @@ import { createDataSource } from '@abacus/data';
 import { QueueService, WorkerHost } from '@abacus/queue';
 import { DeliverySweeper } from '@abacus/serving';
 import { Mailer, ReportSweeper } from '@abacus/reports';
-import { ExperimentReaper, selectBackend } from '@abacus/workflows';
+import { ExperimentReaper, selectBackend, setDeviceFaultInjection } from '@abacus/workflows';
+import { injectDeviceFault } from '@abacus/runtime';
 import { WorkerModule } from './worker.module';
 
 export interface WorkerHandle {
@@ -14,8 +17,18 @@ export interface WorkerHandle {
   stop(graceMs?: number): Promise<void>;
 }
 
+export interface WorkerStartOptions {
+  logger?: false;
+  /**
+   * After a GPU fault lost this process's CUDA context (the failed job's retry already queued): the
+   * worker has stopped taking jobs and has been stopped; main.ts exits non-zero so the supervisor
+   * (scripts/gpu-host.sh, docker compose, systemd, Kubernetes) restarts it.
+   */
+  onDeviceFault?: (err: Error) => void;
+}
+
 /** Starts the worker (used by main.ts and by the integration tests). */
-export async function startWorker(config: AppConfig, opts: { logger?: false } = {}): Promise<WorkerHandle> {
+export async function startWorker(config: AppConfig, opts: WorkerStartOptions = {}): Promise<WorkerHandle> {
   const ds = createDataSource(config);
   await ds.initialize();
   if (await ds.showMigrations()) {
@@ -28,6 +41,23 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
     logger: opts.logger === false ? false : ['error', 'warn', 'log'],
   });
   const host = ctx.get(WorkerHost);
+  if (config.ABACUS_DEBUG_DEVICE_FAULT) {
+    const marker = path.join(config.ABACUS_DATA_DIR, '.debug-device-fault-injected');
+    Logger.warn(`fault injection on: the first ${config.ABACUS_DEBUG_DEVICE_FAULT} trial (once per data directory: ${marker}) starts with a GPU fault`, 'abacus-worker');
+    setDeviceFaultInjection({
+      trialKind: config.ABACUS_DEBUG_DEVICE_FAULT,
+      claim: (trialId) => {
+        try {
+          fs.mkdirSync(config.ABACUS_DATA_DIR, { recursive: true });
+          fs.writeFileSync(marker, `${trialId}\n`, { flag: 'wx' });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      inject: () => injectDeviceFault(backend.backend, backend.devices > 0 ? 0 : undefined),
+    });
+  }
   host.start();
   const reaper = ctx.get(ExperimentReaper);
   reaper.start(config.ABACUS_REAPER_INTERVAL_MS);
@@ -43,15 +73,27 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
   );
   if (backend.devices > 1) {
     Logger.warn(
-      `this worker drives ${backend.devices} GPUs: on a 2 x H100 host, models of two GPUs trained in one process failed now ` +
-        `and then (cublasLtMatmul status 14, cub 'invalid device ordinal'); run one worker per GPU (CUDA_VISIBLE_DEVICES), ` +
-        `as scripts/gpu-host.sh does`,
+      `this worker drives ${backend.devices} GPUs: a GPU fault that loses the CUDA context of one of them restarts the ` +
+        `whole process and every trial on it; one worker per GPU (CUDA_VISIBLE_DEVICES, as scripts/gpu-host.sh starts them) ` +
+        `confines a fault to its GPU`,
       'abacus-worker',
     );
   }
-  return {
+  let stopping: Promise<void> | null = null;
+  const handle: WorkerHandle = {
     ctx,
-    stop: async (graceMs?: number) => {
+    stop: (graceMs?: number) => (stopping ??= stopAll(graceMs)),
+  };
+  host.onDeviceFaultDo((err) => {
+    // jobs still running on the lost context fail fast or are released at the end of the grace period
+    void handle.stop().then(
+      () => opts.onDeviceFault?.(err),
+      () => opts.onDeviceFault?.(err),
+    );
+  });
+  return handle;
+  async function stopAll(graceMs?: number): Promise<void> {
+    {
       await reaper.stop();
       await sweeper.stop();
       await reports.stop();
@@ -60,6 +102,6 @@ export async function startWorker(config: AppConfig, opts: { logger?: false } = 
       ctx.get<typeof Mailer, Mailer | null>(Mailer)?.close();
       await ctx.close();
       await ds.destroy();
-    },
-  };
+    }
+  }
 }

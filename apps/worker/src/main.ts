@@ -5,7 +5,12 @@ import { startWorker } from './bootstrap';
 async function main(): Promise<void> {
   const config = loadConfig();
   sizeWorkerThreadPool(config);
-  const worker = await startWorker(config);
+  const worker = await startWorker(config, {
+    onDeviceFault: () => {
+      Logger.error('exiting (75) after a GPU fault: the supervisor restarts the worker on a fresh CUDA context', 'abacus-worker');
+      process.exit(75);
+    },
+  });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -48,10 +48,12 @@ const TRANSIENT_MESSAGES: RegExp[] = [
   /job stalled/i,
   // the job vanished from Redis under a running trial (restart without persistence): the reaper re-queues it
   /missing (lock|key) for job/i,
+  // a sticky GPU fault (the runtime's tag): this process can no longer use the GPU; a fresh one can
+  /\[cuda-context-lost\]/,
 ];
 
 /** Error names that are transient whatever the message says (ioredis and BullMQ). */
-const TRANSIENT_NAMES = new Set(['MaxRetriesPerRequestError', 'TransientError']);
+const TRANSIENT_NAMES = new Set(['MaxRetriesPerRequestError', 'TransientError', 'DeviceFaultError']);
 
 /** A failure the job's own code knows is worth retrying (e.g. a webhook receiver that did not answer 2xx). */
 export class TransientError extends Error {
@@ -97,6 +99,16 @@ export function classifyError(err: unknown): Classification {
   }
   const name = err instanceof Error ? err.name : typeof err;
   return { kind: 'deterministic', reason: `${name} is not a transient error` };
+}
+
+/**
+ * A GPU fault that left the worker process's CUDA context unusable (the runtime's DeviceFaultError,
+ * or a native message with its tag): the worker must stop and restart; the work is retried.
+ */
+export function isDeviceFaultError(err: unknown): boolean {
+  return chain(err).some(
+    (e) => (e instanceof Error && e.name === 'DeviceFaultError') || /\[cuda-context-lost\]/.test(e instanceof Error ? e.message : ''),
+  );
 }
 
 /**

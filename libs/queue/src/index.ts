@@ -9,4 +9,4 @@ export {
 } from './queue-names';
 export { QueueService, redisConnection, reportSchedulerId, type PlannedTrialJob } from './queue.service';
 export { WorkerHost, type JobHandler, type JobHandlers, type JobContext, MissingHandlerError } from './worker-host';
-export { classifyError, toJobError, TransientError, type Classification, type ErrorClass } from './error-class';
+export { classifyError, isDeviceFaultError, toJobError, TransientError, type Classification, type ErrorClass } from './error-class';

@@ -4,7 +4,7 @@ import type { AppConfig } from '@abacus/configs';
 import { describeZodError } from '@abacus/core';
 import { JOB_PAYLOAD_SCHEMAS, JOB_QUEUE, JobName, QueueName, isJobName, type JobPayloads } from './queue-names';
 import { redisConnection } from './queue.service';
-import { toJobError } from './error-class';
+import { isDeviceFaultError, toJobError } from './error-class';
 
 export interface JobContext {
   job: Job;
@@ -26,6 +26,8 @@ export class WorkerHost {
   private readonly logger = new Logger(WorkerHost.name);
   private readonly workers: Worker[] = [];
   private readonly active = new Map<string, AbortController>();
+  private deviceFaultHandler: ((err: Error) => void) | null = null;
+  private deviceFault: Error | null = null;
 
   constructor(
     private readonly config: AppConfig,
@@ -63,6 +65,8 @@ export class WorkerHost {
         const what = `job ${job?.name} ${job?.id} (${of})`;
         if (final) this.logger.error(`${what} failed for good after attempt ${job?.attemptsMade}: ${err.message}`, err.stack);
         else this.logger.warn(`${what} failed attempt ${job?.attemptsMade}, will retry: ${err.message}`);
+        // the job's failure is recorded (and its retry queued) by now: a lost CUDA context ends the process
+        if (isDeviceFaultError(err)) this.onDeviceFault(err);
       });
       worker.on('error', (err) => this.logger.error(`queue ${queueName}: ${err.message}`));
       this.workers.push(worker);
@@ -70,7 +74,37 @@ export class WorkerHost {
     this.logger.log(`listening on queues ${Object.values(QueueName).join(', ')} (prefix ${this.config.ABACUS_QUEUE_PREFIX})`);
   }
 
+  /**
+   * Called once, after the first job that failed with a GPU fault (a lost CUDA context): the worker
+   * must take no more jobs; `handler` stops it and ends the process, whose supervisor restarts it.
+   */
+  onDeviceFaultDo(handler: (err: Error) => void): void {
+    this.deviceFaultHandler = handler;
+  }
+
+  /** the GPU fault that stopped this worker, if one did */
+  get faulted(): Error | null {
+    return this.deviceFault;
+  }
+
+  private onDeviceFault(err: Error): void {
+    if (this.deviceFault) return;
+    this.deviceFault = err;
+    this.logger.error(`GPU fault: this process's CUDA context is lost (${err.message}); the worker takes no more jobs and exits to be restarted`);
+    // no more jobs for this process, whatever the handler does
+    for (const w of this.workers) void w.pause(true).catch(() => undefined);
+    this.deviceFaultHandler?.(err);
+  }
+
   private async process(job: Job, token: string | undefined): Promise<unknown> {
+    if (this.deviceFault) {
+      // taken just before the pause: back to the queue for a healthy process, no attempt counted
+      if (token) {
+        await job.moveToDelayed(Date.now() + 500, token);
+        throw new DelayedError();
+      }
+      throw new Error(`this worker's CUDA context is lost: ${this.deviceFault.message}`);
+    }
     if (!isJobName(job.name) || JOB_QUEUE[job.name] !== job.queueName) {
       throw new UnrecoverableError(`no handler for job "${job.name}" on queue ${job.queueName}`);
     }

@@ -217,6 +217,10 @@ export interface NativeCudaAddon extends Omit<NativeAddon, 'backend' | 'cpuInfo'
   traceStart(): string;
   /** launch counts and per-kernel times since traceStart, as JSON; times also per region */
   traceStop(regions: number): string;
+  /** "" while this process's CUDA context on the device is usable, else why not (absent in older builds) */
+  contextLost?(device: number): string;
+  /** fault injection (tests of the recovery path): a trapping kernel; returns the error it caused */
+  injectDeviceFault?(device: number): string;
 }
 
 let cudaOverridePath: string | undefined;

@@ -4,6 +4,7 @@ import { loadCheckpointInto, readCheckpointConfig, readSlotEmbeddings, saveCheck
 import { CpuBackend } from './cpu-backend';
 import { CudaBackend } from './cuda-backend';
 import type { RuntimeData } from './dataset.types';
+import { asDeviceFault } from './device-fault';
 import { computeMetrics, groupAuc, type MetricSet } from './metrics';
 import type { ModelBackend } from './model-backend.types';
 import { createOptionsSchema, modelSpecSchema, type BackendKind, type CreateOptions, type ModelSpec, type ModelSpecInput } from './model-spec.schema';
@@ -73,8 +74,13 @@ export class RuntimeModel {
     const o = createOptionsSchema.parse(opts);
     const kind = resolveBackend(o.backend);
     const threads = o.threads ?? Math.max(1, loadThreads());
-    const impl: ModelBackend = kind === 'tfjs' ? new TfjsBackend(s) : kind === 'cuda' ? new CudaBackend(s, threads, o.device ?? 0) : new CpuBackend(s, threads);
-    return new RuntimeModel(s, kind, impl);
+    try {
+      const impl: ModelBackend =
+        kind === 'tfjs' ? new TfjsBackend(s) : kind === 'cuda' ? new CudaBackend(s, threads, o.device ?? 0) : new CpuBackend(s, threads);
+      return new RuntimeModel(s, kind, impl);
+    } catch (err) {
+      throw asDeviceFault(err);
+    }
   }
 
   /** Live views of the parameters (named as in checkpoints' native layout); for tests and tools. */
@@ -108,6 +114,9 @@ export class RuntimeModel {
     this.running = what;
     try {
       return await fn();
+    } catch (err) {
+      // a sticky GPU fault: typed, so the worker can tell it from an error of the experiment itself
+      throw asDeviceFault(err);
     } finally {
       this.running = null;
     }

@@ -10,7 +10,7 @@ export { FeatureProvenanceService, type FeatureExperiment } from './experiments/
 export { featureVerdict, type FeatureVerdict, type ProvenanceVerdict } from './experiments/feature-provenance';
 export { FinalizeExperimentHandler } from './experiments/finalize.handler';
 export { TrialLedger } from './trials/trial-ledger';
-export { runTrial, TrialCancelledError, type TrialScope, type TrialOutcome } from './trials/trial-runner';
+export { runTrial, setDeviceFaultInjection, TrialCancelledError, type DeviceFaultInjection, type TrialScope, type TrialOutcome } from './trials/trial-runner';
 export { ScorePlanner, ivStrength } from './score/score.planner';
 export { ScoreTrialHandler } from './score/score-trial.handler';
 export { scoreSpecSchema, binningOptionsSchema, type ScoreSpec } from './score/score-experiment.schema';

@@ -15,9 +15,9 @@
 
 namespace abacus {
 
-void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
-                       int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
-                       std::vector<Metrics>* out_folds, int folds) {
+void CudaModel::ablate_(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
+                        int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
+                        std::vector<Metrics>* out_folds, int folds) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   if (I.L == 0) {  // no hidden layer: the host mirror does it

@@ -117,6 +117,18 @@ Napi::Value TraceStop(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), abacus::cupti_trace_stop(regions));
 }
 
+// contextLost(device): "" while the process's CUDA context on the device is usable, else why not
+Napi::Value ContextLost(const Napi::CallbackInfo& info) {
+  const int d = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 0;
+  return Napi::String::New(info.Env(), abacus::cuda_context_lost(d));
+}
+// injectDeviceFault(device): debug / fault injection only (the worker calls it only when configured
+// to): a trapping kernel; the process's context on the device is lost afterwards
+Napi::Value InjectDeviceFault(const Napi::CallbackInfo& info) {
+  const int d = info.Length() > 0 && info[0].IsNumber() ? info[0].As<Napi::Number>().Int32Value() : 0;
+  return Napi::String::New(info.Env(), abacus::cuda_inject_fault(d));
+}
+
 Napi::Object InitCuda(Napi::Env env, Napi::Object exports) {
   Init(env, exports);
   exports.Set("backend", "cuda");
@@ -125,6 +137,9 @@ Napi::Object InitCuda(Napi::Env env, Napi::Object exports) {
   exports.Set("setDevice", Napi::Function::New(env, SetDevice));
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));
   exports.Set("traceStart", Napi::Function::New(env, TraceStart));
+  exports.Set("contextLost", Napi::Function::New(env, ContextLost));
+  exports.Set("injectDeviceFault", Napi::Function::New(env, InjectDeviceFault));
+  exports.Set("contextLostTag", abacus::kCudaContextLostTag);
   exports.Set("traceStop", Napi::Function::New(env, TraceStop));
   return exports;
 }

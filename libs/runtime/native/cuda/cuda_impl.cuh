@@ -173,6 +173,9 @@ struct CudaImpl {
   size_t sort_tmp_bytes = 0;
   int64_t sort_cap = 0;
   int sort_bits = 1;
+  // training steps that ran uncaptured because their capture was invalidated (another thread
+  // synchronised the device meanwhile): nothing of the step had run, so it ran eagerly instead
+  int64_t capture_fallbacks = 0;
   // captured training steps
   struct Graph { int64_t B; const void* data; const int64_t* order; bool trainable; cudaGraphExec_t exec; };
   std::vector<Graph> graphs;
@@ -291,6 +294,21 @@ struct Prof {
     if (I.prof) fprintf(stderr, "[abacus-cuda] %s ms:%s total=%.3f\n", what, line.c_str(), (now_s() - t0) * 1e3);
   }
 };
+
+// ---- the process's CUDA context (device.cu) ----
+// The shared cuBLASLt handle of device `dev`: created once per device and process, never destroyed.
+// (cublasLtDestroy synchronises the whole device; run from a model's finalizer on the JS thread it
+// invalidated the CUDA-graph capture another thread had in progress: cuBLASLt status 13/14 there.)
+ABACUS_CUDA_LOCAL lt::Handle shared_lt_handle(const lt::Api* api, int dev);
+// Errors after which the CUDA context is unusable for the rest of the process.
+ABACUS_CUDA_LOCAL bool cuda_sticky(cudaError_t e);
+// Start of every GPU operation of a model: refuses at once when the context was lost, makes the
+// model's device current and clears a non-sticky error an earlier operation left on this (pooled) thread.
+ABACUS_CUDA_LOCAL void enter(CudaImpl& I);
+// In a catch block of a GPU operation: probes the context (the model's own stream only, never a
+// device-wide synchronisation) and rethrows; a sticky fault is recorded for the device and its
+// message starts with kCudaContextLostTag.
+[[noreturn]] ABACUS_CUDA_LOCAL void rethrow_classified(CudaImpl& I);
 
 // ---- provided by one source file to the others ----
 // cuda_model.cu: device -> host mirror when the device is newer; host mirror -> device when JS

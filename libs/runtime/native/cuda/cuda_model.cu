@@ -107,12 +107,22 @@ void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen) {
 }
 
 std::vector<Tensor>& CudaModel::params() {
-  download(*impl_, *host_);
+  enter(*impl_);
+  try {
+    download(*impl_, *host_);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
   impl_->upload_needed = true;
   return host_->params();
 }
 std::vector<Tensor>& CudaModel::opt_state() {
-  download(*impl_, *host_);
+  enter(*impl_);
+  try {
+    download(*impl_, *host_);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
   impl_->upload_needed = true;
   return host_->opt_state();
 }
@@ -125,7 +135,12 @@ void CudaModel::fit_normalization(const DataSource& ds, const std::vector<int64_
 
 double CudaModel::gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads) {
   // the gradient oracle runs on the host mirror (same parameters)
-  download(*impl_, *host_);
+  enter(*impl_);
+  try {
+    download(*impl_, *host_);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
   to_host_state();
   const double r = host_->gradients(ds, logits, grads);
   from_host_state();

@@ -24,6 +24,15 @@ void cuda_set_next_device(int d);
 int cuda_device_count();
 std::string cuda_device_name(int d);
 std::string cuda_status_line();
+// "" while device d's CUDA context is usable in this process; else why it is not (a sticky error
+// such as an illegal address or a trap: every later CUDA call of the process fails the same way)
+std::string cuda_context_lost(int d);
+// Debug / fault injection only: launches a kernel that traps on device d, which leaves the
+// process's context on d unusable (a sticky cudaErrorLaunchFailure). Returns the error it caused.
+std::string cuda_inject_fault(int d);
+// Tag that starts the message of every error after which the process's CUDA context is lost
+// (the caller must stop using the GPU in this process and restart it).
+extern const char* const kCudaContextLostTag;
 
 class CudaModel {
  public:
@@ -55,6 +64,16 @@ class CudaModel {
   void fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows);
 
  private:
+  // the operations themselves; the public ones above check the context first and classify what
+  // they throw (cuda_context_lost / kCudaContextLostTag)
+  TrainResult train_(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+                     const std::function<void(const Progress&)>& progress);
+  void predict_(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key);
+  void predict_lean_(const DataSource& ds, int64_t batch, float* pred);
+  void ablate_(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
+               Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds, std::vector<Metrics>* out_folds,
+               int folds);
+  void init(const ModelConfig& cfg);
   void to_host_state();
   void from_host_state();
   std::unique_ptr<CpuModel> host_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -17,7 +18,103 @@ namespace abacus {
 
 namespace {
 thread_local int g_next_device = 0;
+constexpr int kMaxDevices = 64;
+// per device: 0 while the process's context is usable, else the sticky error that ended it
+std::atomic<int> g_lost[kMaxDevices];
+std::mutex g_lt_mu;
+lt::Handle g_lt[kMaxDevices] = {};
+
+std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+std::string lost_message(int dev, cudaError_t e) {
+  return std::string(kCudaContextLostTag) + " device " + std::to_string(dev) + ", " + error_text(e) +
+         ": this process's CUDA context is unusable; restart the process";
+}
+void mark_lost(int dev, cudaError_t e) {
+  int expected = 0;
+  if (dev >= 0 && dev < kMaxDevices) g_lost[dev].compare_exchange_strong(expected, (int)e);
+}
 }  // namespace
+
+const char* const kCudaContextLostTag = "[cuda-context-lost]";
+
+bool cuda_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string cuda_context_lost(int d) {
+  if (d < 0 || d >= kMaxDevices) return "";
+  const int e = g_lost[d].load();
+  return e ? lost_message(d, (cudaError_t)e) : "";
+}
+
+lt::Handle shared_lt_handle(const lt::Api* api, int dev) {
+  if (dev < 0 || dev >= kMaxDevices) throw std::runtime_error("CUDA backend: device index " + std::to_string(dev) + " out of range");
+  std::lock_guard<std::mutex> g(g_lt_mu);
+  if (!g_lt[dev] && api->create(&g_lt[dev]) != 0) {
+    g_lt[dev] = nullptr;
+    throw std::runtime_error("cublasLtCreate failed");
+  }
+  return g_lt[dev];
+}
+
+void enter(CudaImpl& I) {
+  const std::string lost = cuda_context_lost(I.dev);
+  if (!lost.empty()) throw std::runtime_error(lost);
+  CK(cudaSetDevice(I.dev));
+  const cudaError_t e = cudaGetLastError();
+  if (cuda_sticky(e)) {
+    mark_lost(I.dev, e);
+    throw std::runtime_error(lost_message(I.dev, e));
+  }
+}
+
+void rethrow_classified(CudaImpl& I) {
+  std::string msg;
+  try {
+    throw;
+  } catch (const std::exception& ex) {
+    msg = ex.what();
+  } catch (...) {
+    msg = "unknown error";
+  }
+  if (msg.rfind(kCudaContextLostTag, 0) == 0) throw std::runtime_error(msg);
+  // a fault of this operation shows on its own stream; a sticky one on every call
+  const cudaError_t s = I.st ? cudaStreamSynchronize(I.st) : cudaSuccess;
+  const cudaError_t l = cudaGetLastError();  // also clears a non-sticky one for the thread's next operation
+  const cudaError_t e = cuda_sticky(s) ? s : cuda_sticky(l) ? l : cudaSuccess;
+  if (e != cudaSuccess) {
+    mark_lost(I.dev, e);
+    throw std::runtime_error(lost_message(I.dev, e) + " (during: " + msg + ")");
+  }
+  throw std::runtime_error(msg);
+}
+
+std::string cuda_inject_fault(int d) {
+  if (d < 0 || d >= cuda_device_count()) return "no such device";
+  cudaSetDevice(d);
+  cudaStream_t s = nullptr;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  k::trap_kernel<<<1, 1, 0, s>>>(nullptr);
+  cudaError_t e = cudaStreamSynchronize(s);
+  if (e == cudaSuccess) e = cudaGetLastError();
+  if (cuda_sticky(e)) mark_lost(d, e);
+  return error_text(e);
+}
 
 namespace lt {
 const Api* load(std::string* why) {
@@ -88,9 +185,18 @@ CudaModel::CudaModel(const ModelConfig& cfg) : host_(new CpuModel(cfg)), impl_(n
   if (ndev == 0) throw std::runtime_error("CUDA backend: no CUDA device visible");
   I.dev = g_next_device;
   if (I.dev < 0 || I.dev >= ndev) throw std::runtime_error("CUDA backend: device " + std::to_string(I.dev) + " out of range (" + std::to_string(ndev) + " visible)");
-  CK(cudaSetDevice(I.dev));
+  try {
+    enter(I);
+    init(cfg);
+  } catch (...) {
+    rethrow_classified(I);
+  }
+}
+
+void CudaModel::init(const ModelConfig& cfg) {
+  CudaImpl& I = *impl_;
   CK(cudaStreamCreateWithFlags(&I.st, cudaStreamNonBlocking));
-  if (I.api->create(&I.lt) != 0) throw std::runtime_error("cublasLtCreate failed");
+  I.lt = shared_lt_handle(I.api, I.dev);
   I.ws = dalloc<uint8_t>(I.ws_bytes, false);
   const char* m = std::getenv("ABACUS_CUDA_MATH");
   I.tf32 = !(m && std::string(m) == "fp32");  // TF32 GEMMs by default (AUC unchanged on ctr26)
@@ -194,8 +300,47 @@ CudaImpl::~CudaImpl() {
   for (auto* p : Bb) if (p) cudaFree(p);
   for (auto& kv : scr) if (kv.second.first) cudaFree(kv.second.first);
   if (pin) cudaFreeHost(pin);
-  if (lt) api->destroy(lt);
+  // the cuBLASLt handle is the device's shared one (shared_lt_handle): not destroyed here
   if (st) cudaStreamDestroy(st);
+  // a finalizer's errors (e.g. on a lost context) must not leak into the next operation of this thread
+  cudaGetLastError();
+}
+
+// ---- the public operations: context checked first, errors classified (see cuda_impl.cuh) ----
+TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+                             const std::function<void(const Progress&)>& progress) {
+  enter(*impl_);
+  try {
+    return train_(tr, val, o, progress);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
+}
+void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
+  enter(*impl_);
+  try {
+    predict_(ds, batch, pred, label, weight, key);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
+}
+void CudaModel::predict_lean(const DataSource& ds, int64_t batch, float* pred) {
+  enter(*impl_);
+  try {
+    predict_lean_(ds, batch, pred);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
+}
+void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
+                       int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
+                       std::vector<Metrics>* out_folds, int folds) {
+  enter(*impl_);
+  try {
+    ablate_(ds, groups, repeats, seed, batch, base, out, base_folds, out_folds, folds);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
 }
 
 const char* CudaModel::eval_precision() const { return impl_->bf16eval ? "bf16" : impl_->tf32 ? "tf32" : "fp32"; }

@@ -9,6 +9,8 @@
 
 namespace abacus {
 namespace k {
+// fault injection (debug only): traps, leaving the context with a sticky launch failure
+__global__ void trap_kernel(int* never);
 
 // Samples resident on the GPU: numeric [n x N] (model column order), labels, weights (optional),
 // per-slot CSR offsets into one concatenated ids array (offs[s * (n + 1) + row]), local ids.

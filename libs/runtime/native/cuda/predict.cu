@@ -69,7 +69,7 @@ static const DevDataset& predict_prologue(CudaImpl& I, CpuModel& host, const std
   return d;
 }
 
-void CudaModel::predict_lean(const DataSource& ds, int64_t batch, float* pred) {
+void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   Prof P(I, "predict(lean)");
@@ -94,7 +94,7 @@ void CudaModel::predict_lean(const DataSource& ds, int64_t batch, float* pred) {
   }
 }
 
-void CudaModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
+void CudaModel::predict_(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   Prof P(I, "predict(legacy)");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -127,7 +128,7 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
   k::dense_adam<<<blocks_for(nd), 256, 0, st>>>(dense, dg, dm, dv, nd, d_step, dp);
 }
 
-TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
+TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                              const std::function<void(const Progress&)>& progress) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
@@ -229,15 +230,31 @@ TrainResult CudaModel::train(const DataSource& tr, const DataSource* val, const 
         CK(cudaGraphLaunch(g.exec, I.st));
         return;
       }
-    cudaGraph_t graph;
+    cudaGraph_t graph = nullptr;
     CK(cudaStreamBeginCapture(I.st, cudaStreamCaptureModeThreadLocal));
+    std::exception_ptr failed;
     try {
       I.enqueue_step(dd, order, B, trainable, reset_cursor);
     } catch (...) {
-      cudaStreamEndCapture(I.st, &graph);
-      throw;
+      failed = std::current_exception();
     }
-    CK(cudaStreamEndCapture(I.st, &graph));
+    const cudaError_t ended = cudaStreamEndCapture(I.st, &graph);
+    if (failed || ended != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      if (ended == cudaErrorStreamCaptureInvalidated) {
+        // Something outside this model synchronised the device while the step was being captured
+        // (a device-wide sync fails during any capture and invalidates it). Nothing of the step ran:
+        // clear the error and run it without a graph; the next step captures again.
+        cudaGetLastError();
+        I.capture_fallbacks++;
+        fprintf(stderr, "[abacus-cuda] a training step's CUDA-graph capture was invalidated by a device-wide synchronisation elsewhere in the process; the step ran without the graph (%lld so far)\n",
+                (long long)I.capture_fallbacks);
+        I.enqueue_step(dd, order, B, trainable, reset_cursor);
+        return;
+      }
+      if (failed) std::rethrow_exception(failed);
+      ck(ended, "cudaStreamEndCapture");
+    }
     if (std::getenv("ABACUS_CUDA_VERBOSE")) {
       size_t nn = 0;
       cudaGraphGetNodes(graph, nullptr, &nn);

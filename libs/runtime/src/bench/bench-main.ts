@@ -7,6 +7,7 @@ import path from 'node:path';
 
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
+import { runCudaStress } from './cuda-stress';
 import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
 import { runRuntimeBench } from './runtime-bench';
@@ -23,6 +24,16 @@ async function main() {
     const backend = get('backend', 'cpu') as 'cpu' | 'cuda';
     const r = await runEdgeCases(backend, (s) => console.error(s));
     console.log(JSON.stringify({ backend, edgeCases: r }));
+    if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
+  if (args.includes('--stress')) {
+    const backend = get('backend', 'cuda') as 'cpu' | 'cuda';
+    const r = await runCudaStress(
+      { cases: Number(get('cases', '40')), seed: Number(get('seed', '1')), lanes: Number(get('lanes', '3')), backend, maxRows: Number(get('max-rows', '30000')) },
+      (s) => console.error(s),
+    );
+    console.log(JSON.stringify({ backend, stress: r }));
     if (r.some((c) => !c.ok)) process.exitCode = 2;
     return;
   }

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { UnrecoverableError } from 'bullmq';
-import { classifyError, toJobError, type JobContext } from '@abacus/queue';
+import { classifyError, isDeviceFaultError, toJobError, type JobContext } from '@abacus/queue';
 import type { ExperimentEntity, TrialEntity } from '@abacus/data';
 import type { TrialLedger } from './trial-ledger';
 
@@ -27,6 +27,20 @@ export interface TrialOutcome {
 }
 
 const CANCEL_POLL_MS = 1000;
+
+/** Fault injection (ABACUS_DEBUG_DEVICE_FAULT): which trial kind, and how to fault once. */
+export interface DeviceFaultInjection {
+  trialKind: string;
+  /** true for the one trial that faults (claimed once by every worker sharing the setting) */
+  claim(trialId: string): boolean;
+  /** causes the fault (on the GPU the next GPU operation fails; on the CPU it throws); returns what it did */
+  inject(): string;
+}
+let injection: DeviceFaultInjection | null = null;
+/** Set by the worker at start-up when ABACUS_DEBUG_DEVICE_FAULT is configured. */
+export function setDeviceFaultInjection(f: DeviceFaultInjection | null): void {
+  injection = f;
+}
 
 /**
  * The frame every trial kind runs in: claims the row, watches for cancellation, records success,
@@ -81,6 +95,9 @@ export async function runTrial(
   };
   try {
     logger.log(`started ${claimed.trial.kind} (attempt ${claimed.trial.attempts})`);
+    if (injection && injection.trialKind === claimed.trial.kind && ctx.job.attemptsMade === 0 && injection.claim(payload.trialId)) {
+      logger.warn(`fault injection (ABACUS_DEBUG_DEVICE_FAULT=${injection.trialKind}): ${injection.inject()}`);
+    }
     const outcome = await body(scope);
     scope.checkpoint();
     await ledger.finish(payload.trialId, 'succeeded', { metrics: outcome.metrics, backend: outcome.backend });
@@ -104,7 +121,11 @@ export async function runTrial(
     const attempts = ctx.job.opts.attempts ?? 1;
     // a deterministic error would fail the same way again: it fails now, once
     const final = cls.kind === 'deterministic' || ctx.job.attemptsMade + 1 >= attempts;
-    await ledger.finish(payload.trialId, final ? 'failed' : 'queued', { error: message, errorStack: stack });
+    // a GPU fault is not the trial's: say so in its log; the worker restarts and the trial runs again
+    const error = isDeviceFaultError(err)
+      ? `device fault (the worker's CUDA context was lost; the worker restarts${final ? '' : ' and the trial runs again on the fresh process'}), attempt ${ctx.job.attemptsMade + 1} of ${attempts}: ${message}`
+      : message;
+    await ledger.finish(payload.trialId, final ? 'failed' : 'queued', { error, errorStack: stack });
     const what = `${cls.kind} error (${cls.reason}), attempt ${ctx.job.attemptsMade + 1} of ${attempts}`;
     if (final) logger.error(`failed: ${message} [${what}]`, stack);
     else logger.warn(`will retry: ${message} [${what}]\n${stack}`);
