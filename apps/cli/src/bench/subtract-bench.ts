@@ -7,6 +7,7 @@ import type { ApiClient } from '../api-client';
 import { CliError } from '../commands/command.types';
 
 interface Trial {
+  attempts?: number;
   kind: string;
   status: string;
   startedAt: string | null;
@@ -146,6 +147,7 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
         kind: t.kind,
         role: t.metrics?.role ?? null,
         ms: ms(t),
+        attempts: t.attempts ?? null,
         ...(t.metrics?.scoredOn ? { scoredOn: t.metrics.scoredOn } : {}),
       })),
       base: base?.metrics
