@@ -220,6 +220,42 @@ describe('worker faults (worker and api processes)', () => {
     expect(await next.stop()).toBe(0);
   });
 
+  it('a GPU fault (injected): the worker exits 75, a fresh process retries the trial, the next experiment is unaffected', async () => {
+    // the CPU backend raises the error a lost CUDA context raises (on a GPU host the injection traps
+    // for real: bench/gpu-fault-recovery.sh); the marker makes it fire once per data directory
+    fs.rmSync(path.join(env.dataDir, '.debug-device-fault-injected'), { force: true });
+    const faulty = startWorkerProcess({ ABACUS_DEBUG_DEVICE_FAULT: 'train', ABACUS_SHUTDOWN_GRACE_MS: '2000' });
+    const id = await submit(slowSubtract(13), 'subtract');
+    const code = await waitUntil(async () => faulty.child.exitCode ?? null, 90_000, 'the faulted worker to exit');
+    const log = logOf(faulty);
+    expect(code, log).toBe(75);
+    expect(log).toContain('fault injection (ABACUS_DEBUG_DEVICE_FAULT=train)');
+    expect(log).toMatch(/GPU fault: this process's CUDA context is lost .*takes no more jobs and exits/);
+    // the attempt counted, its error says what kind it was, and the job waits for a healthy process
+    const [row]: { id: string; status: string; attempts: number; error: string }[] = await ds.query(
+      `SELECT id, status, attempts, error FROM trials WHERE experiment_id = $1 AND kind = 'train' AND attempts > 0`,
+      [id],
+    );
+    const trialId = row!.id;
+    expect(row!.status).toBe('queued');
+    expect(row!.attempts).toBe(1);
+    expect(row!.error).toMatch(/^device fault \(the worker's CUDA context was lost; the worker restarts and the trial runs again on the fresh process\), attempt 1 of 3: \[cuda-context-lost\]/);
+
+    // the supervisor's part: a fresh process (fault injection still configured: it fired once)
+    const fresh = startWorkerProcess({ ABACUS_DEBUG_DEVICE_FAULT: 'train' });
+    const e = await finished(id);
+    expect(e.status, logOf(fresh)).toBe('succeeded');
+    const trials = e.trials as { id: string; attempts: number; status: string; error: string | null }[];
+    expect(trials.map((t) => [t.status, t.attempts])).toEqual(trials.map((t) => ['succeeded', t.id === trialId ? 2 : 1]));
+    expect(logOf(fresh)).toContain(`[trial ${trialId} / experiment ${id}] started train (attempt 2)`);
+
+    const next = await finished(await submit(slowSubtract(14), 'subtract'));
+    expect(next.status, logOf(fresh)).toBe('succeeded');
+    expect((next.trials as { attempts: number }[]).every((t) => t.attempts === 1)).toBe(true);
+    expect(count(logOf(fresh), 'fault injection (ABACUS_DEBUG_DEVICE_FAULT')).toBe(0);
+    expect(await fresh.stop()).toBe(0);
+  });
+
   it('SIGTERM: the api answers the request in flight (a slow upload) with 201 and exits 0', async () => {
     const csv = fs.readFileSync(path.join(env.dataDir, 'in', 'samples.csv'));
     const boundary = 'abacus-slow-upload';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { UnrecoverableError } from 'bullmq';
 import { QueryFailedError } from 'typeorm';
 import { z } from 'zod';
-import { classifyError, toJobError, TransientError } from './error-class';
+import { classifyError, isDeviceFaultError, toJobError, TransientError } from './error-class';
 
 class LabelError extends Error {
   constructor() {
@@ -73,5 +73,25 @@ describe('toJobError', () => {
     const err = new TransientError('webhook d1: HTTP 503');
     expect(classifyError(err).kind).toBe('transient');
     expect(toJobError(err)).toBe(err);
+  });
+});
+
+describe('GPU faults', () => {
+  const native = new Error('[cuda-context-lost] device 0, cudaErrorLaunchFailure: unspecified launch failure: restart the process');
+  const typed = Object.assign(new Error(native.message, { cause: native }), { name: 'DeviceFaultError' });
+
+  it('a lost CUDA context is transient (a fresh process can do the work) and recognised wrapped or not', () => {
+    for (const err of [native, typed, new Error('trial failed', { cause: typed })]) {
+      expect(classifyError(err).kind).toBe('transient');
+      expect(isDeviceFaultError(err)).toBe(true);
+      expect(toJobError(err)).toBe(err);
+    }
+  });
+
+  it('a CUDA error that leaves the context usable is not a device fault', () => {
+    const oom = new Error('CUDA error in cudaMalloc(&p, n * sizeof(T)): out of memory');
+    expect(isDeviceFaultError(oom)).toBe(false);
+    expect(isDeviceFaultError(new Error('cublasLtMatmul failed with status 13 (FP32 product 32x430x64)'))).toBe(false);
+    expect(classifyError(new Error('cublasLtMatmul failed with status 13')).kind).toBe('deterministic');
   });
 });

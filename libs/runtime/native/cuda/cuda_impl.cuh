@@ -45,12 +45,26 @@ ABACUS_CUDA_LOCAL inline void ck(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
 }
 #define CK(x) ck((x), #x)
+// Copies and zero fills that are complete when they return, whichever stream reads the memory next.
+// (cudaMemcpy from pageable memory returns before its DMA ends, and cudaMemset is asynchronous; both
+// run on the legacy default stream, which the models' non-blocking streams do not wait for: on a busy
+// GPU a kernel could read a buffer before it was filled, or have its output zeroed after it.)
+ABACUS_CUDA_LOCAL inline void copy_sync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (!bytes) return;
+  CK(cudaMemcpyAsync(dst, src, bytes, kind, cudaStreamPerThread));
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+}
+ABACUS_CUDA_LOCAL inline void zero_sync(void* p, size_t bytes) {
+  if (!bytes) return;
+  CK(cudaMemsetAsync(p, 0, bytes, cudaStreamPerThread));
+  CK(cudaStreamSynchronize(cudaStreamPerThread));
+}
 template <class T>
 ABACUS_CUDA_LOCAL inline T* dalloc(size_t n, bool zero = true) {
   void* p = nullptr;
   if (n == 0) n = 1;
   CK(cudaMalloc(&p, n * sizeof(T)));
-  if (zero) CK(cudaMemset(p, 0, n * sizeof(T)));
+  if (zero) zero_sync(p, n * sizeof(T));
   return static_cast<T*>(p);
 }
 ABACUS_CUDA_LOCAL inline int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }

@@ -40,11 +40,11 @@ static void dense_copy(CudaImpl& I, float* dev, float* host, int64_t host_size, 
   if (host_size != I.nd - I.pad0) throw std::runtime_error("dense block size differs between host and device");
   const auto kind = to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   auto cp = [&](int64_t host_off, int64_t dev_off, int64_t n) {
-    if (n > 0) CK(to_dev ? cudaMemcpy(dev + dev_off, host + host_off, n * 4, kind) : cudaMemcpy(host + host_off, dev + dev_off, n * 4, kind));
+    if (n > 0) to_dev ? copy_sync(dev + dev_off, host + host_off, n * 4, kind) : copy_sync(host + host_off, dev + dev_off, n * 4, kind);
   };
   cp(0, 0, w0);
   cp(w0, w0 + I.pad0, host_size - w0);
-  if (to_dev && I.pad0) CK(cudaMemset(dev + w0, 0, I.pad0 * 4));
+  if (to_dev && I.pad0) zero_sync(dev + w0, I.pad0 * 4);
 }
 
 void download(CudaImpl& I, CpuModel& h) {
@@ -54,7 +54,7 @@ void download(CudaImpl& I, CpuModel& h) {
   auto& P = h.params();
   auto& O = h.opt_state();
   auto get = [&](const Tensor* t, const float* src) {
-    if (t && src) CK(cudaMemcpy(t->data, src, t->size * 4, cudaMemcpyDeviceToHost));
+    if (t && src) copy_sync(t->data, src, t->size * 4, cudaMemcpyDeviceToHost);
   };
   get(find(P, "embedding.table"), I.table);
   get(find(P, "wide.table"), I.wtab);
@@ -73,7 +73,7 @@ void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen) {
     auto& P = h.params();
     auto& O = h.opt_state();
     auto put = [&](const Tensor* t, float* dst) {
-      if (t && dst) CK(cudaMemcpy(dst, t->data, t->size * 4, cudaMemcpyHostToDevice));
+      if (t && dst) copy_sync(dst, t->data, t->size * 4, cudaMemcpyHostToDevice);
     };
     put(find(P, "embedding.table"), I.table);
     put(find(P, "wide.table"), I.wtab);

@@ -256,7 +256,7 @@ void CudaModel::init(const ModelConfig& cfg) {
   I.nmean = dalloc<float>(std::max(1, I.N), false);
   I.nstd = dalloc<float>(std::max(1, I.N), false);
   I.base = dalloc<int64_t>(std::max(1, I.S), false);
-  CK(cudaMemcpy(I.base, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice));
+  copy_sync(I.base, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice);
   I.dfrozen = dalloc<uint8_t>(std::max(1, I.S));
   I.d_step = dalloc<int64_t>(1);
   I.d_cursor = dalloc<int64_t>(1);

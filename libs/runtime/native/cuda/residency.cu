@@ -141,7 +141,7 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   auto up = [&](const void* src, size_t bytes) {
     void* p = nullptr;
     CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
-    if (bytes) CK(cudaMemcpy(p, src, bytes, cudaMemcpyHostToDevice));
+    copy_sync(p, src, bytes, cudaMemcpyHostToDevice);
     e->bufs.push_back(p);
     return p;
   };

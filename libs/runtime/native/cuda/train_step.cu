@@ -292,9 +292,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     if (val_owned) {  // the validation rows were copied out: rows 0..nv-1 of their own dataset
       std::vector<int64_t> iota(nv);
       for (int64_t i = 0; i < nv; ++i) iota[i] = i;
-      CK(cudaMemcpy(vorder, iota.data(), nv * 8, cudaMemcpyHostToDevice));
+      copy_sync(vorder, iota.data(), nv * 8, cudaMemcpyHostToDevice);
     } else {
-      CK(cudaMemcpy(vorder, val_rows.data(), nv * 8, cudaMemcpyHostToDevice));
+      copy_sync(vorder, val_rows.data(), nv * 8, cudaMemcpyHostToDevice);
     }
   }
   const double t0 = now_s();

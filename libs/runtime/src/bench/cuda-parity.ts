@@ -177,9 +177,14 @@ export async function randomShapeParity(cases: number, seed: number, log: (s: st
       const pg = await models.cuda.predict(test, { batchSize: shape.batch });
       let maxAbs = 0;
       for (let j = 0; j < pc.length; j++) maxAbs = Math.max(maxAbs, Math.abs(pc[j]! - pg[j]!));
+      // the training rows hold no id the test rows' new ones: told apart when predictions differ
+      const tc = await models.cpu.predict(train, { batchSize: 4096 });
+      const tg = await models.cuda.predict(train, { batchSize: shape.batch });
+      let maxAbsTrain = 0;
+      for (let j = 0; j < tc.length; j++) maxAbsTrain = Math.max(maxAbsTrain, Math.abs(tc[j]! - tg[j]!));
       // sparse updates of repeated ids are summed in another order on the GPU: small float drift
       const ok = losses.cuda!.length === steps && losses.cpu!.length === steps && maxRel <= 2e-3 && maxAbs <= 5e-3;
-      out.push({ name: `${name}: per-step loss and predictions (FP32)`, ok, detail: { steps, maxRelLossDiff: maxRel, maxAbsPredDiff: maxAbs } });
+      out.push({ name: `${name}: per-step loss and predictions (FP32)`, ok, detail: { steps, maxRelLossDiff: maxRel, maxAbsPredDiff: maxAbs, maxAbsPredDiffTrainRows: maxAbsTrain } });
     } catch (e) {
       out.push({ name, ok: false, detail: { error: (e as Error).message } });
     }
@@ -192,8 +197,8 @@ export async function randomShapeParity(cases: number, seed: number, log: (s: st
     const p = await a.model.predict(a.test);
     let d = 0;
     for (let j = 0; j < p.length; j++) d = Math.max(d, Math.abs(p[j]! - a.before[j]!));
-    out.push({ name: 'a model kept alive while others of other shapes came and went predicts as before', ok: d === 0, detail: { rows: p.length, maxAbsDiff: d } });
-    log(`${d === 0 ? 'PASS' : 'FAIL'} ${out.at(-1)!.name} ${JSON.stringify(out.at(-1)!.detail)}`);
+    out.push({ name: 'a model kept alive while others of other shapes came and went predicts as before', ok: d <= 1e-5, detail: { rows: p.length, maxAbsDiff: d } });
+    log(`${d <= 1e-5 ? 'PASS' : 'FAIL'} ${out.at(-1)!.name} ${JSON.stringify(out.at(-1)!.detail)}`);
   }
   return out;
 }

@@ -96,7 +96,8 @@ export async function runTrial(
   try {
     logger.log(`started ${claimed.trial.kind} (attempt ${claimed.trial.attempts})`);
     if (injection && injection.trialKind === claimed.trial.kind && ctx.job.attemptsMade === 0 && injection.claim(payload.trialId)) {
-      logger.warn(`fault injection (ABACUS_DEBUG_DEVICE_FAULT=${injection.trialKind}): ${injection.inject()}`);
+      logger.warn(`fault injection (ABACUS_DEBUG_DEVICE_FAULT=${injection.trialKind}): a GPU fault before the trial runs`);
+      logger.warn(`fault injection: ${injection.inject()}`);
     }
     const outcome = await body(scope);
     scope.checkpoint();
