@@ -51,7 +51,22 @@ case "${1:-}" in
     [ -x "$work/node" ] || { xz -dc .gpu/node.xz >"$work/node.tmp" && chmod 755 "$work/node.tmp" && mv "$work/node.tmp" "$work/node"; }
     [ -d node_modules/vitest ] || tar -xJf .gpu-test/vitest.tar.xz
     say "node $("$work/node" -v), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n1)"
-    exec "$work/node" node_modules/vitest/vitest.mjs run --config libs/runtime/test-gpu/vitest.config.ts --project gpu "${@:2}"
+    rc=0
+    "$work/node" node_modules/vitest/vitest.mjs run --config libs/runtime/test-gpu/vitest.config.ts --project gpu "${@:2}" || rc=$?
+    # the random-shape stress again under compute-sanitizer memcheck (ABACUS_GPU_MEMCHECK=0 skips it):
+    # any invalid access, leak of an error or misuse of the API the tool reports fails the check
+    if [ "${ABACUS_GPU_MEMCHECK:-1}" != 0 ] && [ $# -le 1 ]; then
+      cs=$(command -v compute-sanitizer || true)
+      [ -n "$cs" ] || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && cs=/usr/local/cuda/bin/compute-sanitizer; }
+      if [ -n "$cs" ]; then
+        say "the random-shape stress under compute-sanitizer memcheck"
+        "$cs" --tool memcheck --error-exitcode 3 --print-limit 20 "$work/node" node_modules/vitest/vitest.mjs run \
+          --config libs/runtime/test-gpu/vitest.config.ts --project gpu libs/runtime/test-gpu/cuda-stress.gpu.test.ts -t 'no fault' || rc=1
+      else
+        say "compute-sanitizer not found (CUDA toolkit's bin/): memcheck not run"
+      fi
+    fi
+    exit $rc
     ;;
   *) die "usage: bash scripts/gpu-vitest.sh pack | run" ;;
 esac
