@@ -26,7 +26,8 @@ lt::Handle g_lt[kMaxDevices] = {};
 
 std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
 std::string lost_message(int dev, cudaError_t e) {
-  return std::string(kCudaContextLostTag) + " device " + std::to_string(dev) + ", " + error_text(e) +
+  const std::string why = e == cudaErrorUnknown ? "an earlier error the runtime could not prove harmless" : error_text(e);
+  return std::string(kCudaContextLostTag) + " device " + std::to_string(dev) + ", " + why +
          ": this process's CUDA context is unusable; restart the process";
 }
 void mark_lost(int dev, cudaError_t e) {
@@ -100,6 +101,17 @@ void rethrow_classified(CudaImpl& I) {
   if (e != cudaSuccess) {
     mark_lost(I.dev, e);
     throw std::runtime_error(lost_message(I.dev, e) + " (during: " + msg + ")");
+  }
+  // A failure inside CUDA, cuBLASLt or CUB that the runtime cannot prove harmless (anything but an
+  // allocation that did not fit) may have left the context in a bad state: the process stops using
+  // the GPU, as after a sticky error, and the work is retried on a fresh one.
+  const bool cuda_side = msg.rfind("CUDA error in ", 0) == 0 || msg.find("cublasLtMatmul") != std::string::npos ||
+                         msg.find("inside CUB") != std::string::npos;
+  const bool harmless = msg.find("out of memory") != std::string::npos;
+  if (cuda_side && !harmless) {
+    mark_lost(I.dev, cudaErrorUnknown);
+    throw std::runtime_error(std::string(kCudaContextLostTag) + " device " + std::to_string(I.dev) +
+                             ", an error the runtime cannot prove harmless: " + msg + "; restart the process");
   }
   throw std::runtime_error(msg);
 }
