@@ -57,7 +57,7 @@ case "${1:-}" in
     # any invalid access, leak of an error or misuse of the API the tool reports fails the check
     if [ "${ABACUS_GPU_MEMCHECK:-1}" != 0 ] && [ $# -le 1 ]; then
       cs=$(command -v compute-sanitizer || true)
-      [ -n "$cs" ] || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && cs=/usr/local/cuda/bin/compute-sanitizer; }
+      if [ -z "$cs" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then cs=/usr/local/cuda/bin/compute-sanitizer; fi
       if [ -n "$cs" ]; then
         say "the random-shape stress under compute-sanitizer memcheck"
         "$cs" --tool memcheck --error-exitcode 3 --print-limit 20 "$work/node" node_modules/vitest/vitest.mjs run \
