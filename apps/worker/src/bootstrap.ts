@@ -86,22 +86,20 @@ export async function startWorker(config: AppConfig, opts: WorkerStartOptions = 
   };
   host.onDeviceFaultDo((err) => {
     // jobs still running on the lost context fail fast or are released at the end of the grace period
-    void handle.stop().then(
-      () => opts.onDeviceFault?.(err),
-      () => opts.onDeviceFault?.(err),
-    );
+    void handle
+      .stop()
+      .catch(() => undefined)
+      .then(() => opts.onDeviceFault?.(err));
   });
   return handle;
   async function stopAll(graceMs?: number): Promise<void> {
-    {
-      await reaper.stop();
-      await sweeper.stop();
-      await reports.stop();
-      await host.stop(graceMs);
-      await ctx.get(QueueService).close();
-      ctx.get<typeof Mailer, Mailer | null>(Mailer)?.close();
-      await ctx.close();
-      await ds.destroy();
-    }
+    await reaper.stop();
+    await sweeper.stop();
+    await reports.stop();
+    await host.stop(graceMs);
+    await ctx.get(QueueService).close();
+    ctx.get<typeof Mailer, Mailer | null>(Mailer)?.close();
+    await ctx.close();
+    await ds.destroy();
   }
 }
