@@ -642,12 +642,18 @@ while :; do
   sleep 1
 done'
 
+# per process started by this run: the first line of its log that is its own (earlier runs append to
+# the same log; a process already running keeps 1, its whole log)
+declare -A LOG_FROM=()
+
 start_node_proc() { # name entry [supervise]
+  LOG_FROM[$1]=1
   if alive "$RUN/$1.pid"; then
     say "$1: already running (pid $(cat "$RUN/$1.pid"))"
     return
   fi
   say "$1: starting (log $LOGS/$1.log)"
+  [ -f "$LOGS/$1.log" ] && LOG_FROM[$1]=$(($(wc -l <"$LOGS/$1.log") + 1))
   rm -f "$RUN/$1.pid"
   (
     . "$PREFIX/abacus.env"
@@ -732,14 +738,14 @@ cmd_up() {
   done
   for name in "${started[@]}"; do
     for i in $(seq 1 60); do
-      grep -q 'listening on queues\|worker up' "$LOGS/$name.log" 2>/dev/null && break
+      tail -n +"${LOG_FROM[$name]:-1}" "$LOGS/$name.log" 2>/dev/null | grep -q 'listening on queues\|worker up' && break
       alive "$RUN/$name.pid" || { tail -n 30 "$LOGS/$name.log" >&2; die "$name exited (log: $LOGS/$name.log)"; }
       [ "$i" = 60 ] && { tail -n 30 "$LOGS/$name.log" >&2; die "$name did not come up in 60 s (log: $LOGS/$name.log)"; }
       sleep 1
     done
   done
   local backend
-  backend=$(grep -o 'runtime backend: .*' "$LOGS/worker.log" | tail -n1 | sed 's/\x1b\[[0-9;]*m//g')
+  backend=$(tail -n +"${LOG_FROM[worker]:-1}" "$LOGS/worker.log" | grep -o 'runtime backend: .*' | tail -n1 | sed 's/\x1b\[[0-9;]*m//g')
   cat <<MSG
 
   Abacus is running ($PREFIX).

@@ -11,16 +11,36 @@ interface Issue {
 export function droppedSocket(err: unknown): boolean {
   const cause = (err as { cause?: { code?: string; message?: string } } | null)?.cause;
   return (
-    !!cause &&
-    (cause.code === 'UND_ERR_SOCKET' || cause.code === 'ECONNRESET' || /other side closed/.test(cause.message ?? ''))
+    !!cause && (cause.code === 'UND_ERR_SOCKET' || cause.code === 'ECONNRESET' || /other side closed/.test(cause.message ?? ''))
   );
+}
+
+/**
+ * How long to wait before sending a request the API's rate limit refused (HTTP 429) again: its
+ * Retry-After (seconds or an HTTP date) when given, else 1, 2, 4 ... s; capped at 60 s.
+ */
+export function retryAfterMs(header: string | null, attempt: number, now = Date.now()): number {
+  const cap = 60_000;
+  if (header) {
+    const s = Number(header);
+    if (Number.isFinite(s) && s >= 0) return Math.min(cap, Math.max(250, s * 1000));
+    const at = Date.parse(header);
+    if (Number.isFinite(at)) return Math.min(cap, Math.max(250, at - now));
+  }
+  return Math.min(cap, 1000 * 2 ** attempt);
 }
 
 /** A thin fetch wrapper over the REST API that turns error bodies into readable CLI errors. */
 export class ApiClient {
+  /**
+   * @param rateLimitRetries how many times a request the rate limit refused (429) is sent again after
+   * the wait the API asks for (a 429 is answered before the request is carried out, so a write is safe
+   * to repeat); 0 fails at once
+   */
   constructor(
     readonly baseUrl: string,
     private readonly headers: Record<string, string> = {},
+    private readonly rateLimitRetries = 8,
   ) {}
 
   async request<T>(method: string, route: string, body?: unknown): Promise<T> {
@@ -35,17 +55,23 @@ export class ApiClient {
         },
         body: body === undefined ? undefined : body instanceof FormData ? body : JSON.stringify(body),
       });
-    try {
-      res = await send().catch(async (err: unknown) => {
-        // a GET that met a kept-alive socket the server had just closed is sent again, once, on a new
-        // one (reads are safe to repeat; writes are not, and fail with the error below)
-        if (method === 'GET' && droppedSocket(err)) return send();
-        throw err;
-      });
-    } catch (err) {
-      throw new CliError(
-        `cannot reach the Abacus API at ${this.baseUrl} (${(err as Error).cause ?? (err as Error).message}); is it running? (set ABACUS_API_URL or --api)`,
-      );
+    for (let attempt = 0; ; attempt++) {
+      try {
+        res = await send().catch(async (err: unknown) => {
+          // a GET that met a kept-alive socket the server had just closed is sent again, once, on a new
+          // one (reads are safe to repeat; writes are not, and fail with the error below)
+          if (method === 'GET' && droppedSocket(err)) return send();
+          throw err;
+        });
+      } catch (err) {
+        throw new CliError(
+          `cannot reach the Abacus API at ${this.baseUrl} (${(err as Error).cause ?? (err as Error).message}); is it running? (set ABACUS_API_URL or --api)`,
+        );
+      }
+      if (res.status !== 429 || attempt >= this.rateLimitRetries) break;
+      const wait = retryAfterMs(res.headers.get('retry-after'), attempt);
+      await res.arrayBuffer().catch(() => undefined);
+      await new Promise((r) => setTimeout(r, wait));
     }
     const text = await res.text();
     let json: unknown = undefined;
