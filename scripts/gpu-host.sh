@@ -738,7 +738,8 @@ cmd_up() {
   done
   for name in "${started[@]}"; do
     for i in $(seq 1 60); do
-      tail -n +"${LOG_FROM[$name]:-1}" "$LOGS/$name.log" 2>/dev/null | grep -q 'listening on queues\|worker up' && break
+      # (grep reads to the end: with grep -q, tail could die of SIGPIPE and fail the pipe under pipefail)
+      tail -n +"${LOG_FROM[$name]:-1}" "$LOGS/$name.log" 2>/dev/null | grep 'listening on queues\|worker up' >/dev/null && break
       alive "$RUN/$name.pid" || { tail -n 30 "$LOGS/$name.log" >&2; die "$name exited (log: $LOGS/$name.log)"; }
       [ "$i" = 60 ] && { tail -n 30 "$LOGS/$name.log" >&2; die "$name did not come up in 60 s (log: $LOGS/$name.log)"; }
       sleep 1
