@@ -2,7 +2,7 @@ import path from 'node:path';
 import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
 
-const libs = ['access', 'core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'serving', 'workflows', 'reports'];
+const libs = ['access', 'core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'serving', 'store', 'workflows', 'reports'];
 const alias: Record<string, string> = {
   // before '@abacus/workflows' (the first matching alias wins): the web app's browser-safe entry
   '@abacus/workflows/browser': path.resolve(__dirname, 'libs/workflows/src/browser.ts'),

@@ -34,6 +34,23 @@ export const configSchema = z
     ABACUS_API_URL: z.string().url().default('http://localhost:3000'),
     /** sample sets, feature tables, built samples and checkpoints live under this directory */
     ABACUS_DATA_DIR: z.string().min(1).default('.data'),
+    /**
+     * the store every host shares (sample sets uploaded, built shards, checkpoints, shared embeddings,
+     * exported models, report assets): s3://bucket/prefix/ or file:///shared/path/; unset = the file
+     * store ABACUS_DATA_DIR/store (one host)
+     */
+    ABACUS_STORE_URL: z.string().min(1).optional(),
+    /** S3 endpoint of every s3:// URL without its own entry in ABACUS_STORES_FILE (MinIO, Ceph RGW, R2); unset = AWS */
+    ABACUS_S3_ENDPOINT: z.string().url().optional(),
+    ABACUS_S3_REGION: z.string().min(1).optional(),
+    /** path-style addressing (http://endpoint/bucket/key); on by default when ABACUS_S3_ENDPOINT is set */
+    ABACUS_S3_FORCE_PATH_STYLE: bool.optional(),
+    /** JSON file of S3 settings (endpoint, region, credentials) per s3://bucket/ prefix */
+    ABACUS_STORES_FILE: z.string().min(1).optional(),
+    /** the local cache of store objects on each host (shared by its worker processes); unset = ABACUS_DATA_DIR/cache */
+    ABACUS_CACHE_DIR: z.string().min(1).optional(),
+    /** its bound in GiB, least recently used objects out first */
+    ABACUS_CACHE_GB: z.coerce.number().positive().default(50),
     ABACUS_RUNTIME_BACKEND: z.enum(['auto', 'cpu', 'cuda', 'tfjs']).default('auto'),
     /**
      * CPU forward of predict / evaluate / ablate: unset = bf16 (FP32 sums) where the CPU has AMX-BF16,
