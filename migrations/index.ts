@@ -8,6 +8,7 @@ import { SharedEmbeddings1795300600000 } from './1795300600000-SharedEmbeddings'
 import { ModelTiers1795300700000 } from './1795300700000-ModelTiers';
 import { Serving1795300800000 } from './1795300800000-Serving';
 import { Reports1795300900000 } from './1795300900000-Reports';
+import { SampleReferences1795301000000 } from './1795301000000-SampleReferences';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   ModelTiers1795300700000,
   Serving1795300800000,
   Reports1795300900000,
+  SampleReferences1795301000000,
 ];

@@ -5,6 +5,7 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService, KeyRevocationBus } from '@abacus/access';
+import { StoreRegistry, storeSettings } from '@abacus/store';
 import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
@@ -81,7 +82,10 @@ export class AppModule implements NestModule {
         },
         { provide: AuditService, useFactory: () => new AuditService(ds) },
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
-        { provide: SampleSetService, useFactory: () => new SampleSetService(ds, dataDir, limits) },
+        {
+          provide: SampleSetService,
+          useFactory: () => new SampleSetService(ds, dataDir, limits, new StoreRegistry(storeSettings(config))),
+        },
         { provide: EmbeddingService, useFactory: () => new EmbeddingService(ds) },
         { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },
         { provide: ModelService, useFactory: () => new ModelService(ds) },

@@ -2,7 +2,10 @@ import os from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
-import { DataDir } from '@abacus/catalog';
+import path from 'node:path';
+import { DataDir, SampleSetData } from '@abacus/catalog';
+import { SampleSetEntity } from '@abacus/data';
+import { ObjectCache, StoreRegistry, storeSettings } from '@abacus/store';
 import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import { Mailer, ReportDeliveryHandler, ReportFireHandler, ReportRunHandler, ReportSweeper } from '@abacus/reports';
@@ -42,6 +45,17 @@ export class WorkerModule {
       providers: [
         { provide: DataSource, useValue: ds },
         { provide: DataDir, useValue: new DataDir(config.ABACUS_DATA_DIR) },
+        {
+          // sets registered by reference: read through the host's bounded cache (shared by its worker processes)
+          provide: SampleSetData,
+          inject: [DataDir],
+          useFactory: (dataDir: DataDir) =>
+            new SampleSetData(
+              dataDir,
+              new StoreRegistry(storeSettings(config)),
+              new ObjectCache(config.ABACUS_CACHE_DIR ?? path.join(dataDir.root, 'cache'), config.ABACUS_CACHE_GB * 2 ** 30),
+            ),
+        },
         { provide: TrialLedger, useFactory: () => new TrialLedger(ds) },
         { provide: QueueService, useFactory: () => new QueueService(config) },
         {
@@ -67,14 +81,16 @@ export class WorkerModule {
         { provide: Mailer, useFactory: () => Mailer.fromConfig(config) },
         {
           provide: WORKFLOW_CONTEXT,
-          inject: [TrialLedger, DataDir],
-          useFactory: (ledger: TrialLedger, dataDir: DataDir): WorkflowContext => ({
+          inject: [TrialLedger, DataDir, SampleSetData],
+          useFactory: (ledger: TrialLedger, dataDir: DataDir, data: SampleSetData): WorkflowContext => ({
             ds,
             ledger,
             dataDir,
             samples: new BuiltSamplesCache(dataDir, {
               memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
               threads: config.ABACUS_BUILD_THREADS || Math.min(4, os.availableParallelism()),
+              openSamples: async (recipe, onProgress) =>
+                data.open(await ds.getRepository(SampleSetEntity).findOneByOrFail({ id: recipe.sampleSetId }), onProgress),
             }),
             trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
             notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
@@ -91,11 +107,19 @@ export class WorkerModule {
         },
         {
           provide: WorkerHost,
-          inject: [TrialLedger, DataDir, WORKFLOW_CONTEXT, QueueService, Mailer],
-          useFactory: (ledger: TrialLedger, dataDir: DataDir, w: WorkflowContext, queue: QueueService, mailer: Mailer | null) => {
+          inject: [TrialLedger, DataDir, WORKFLOW_CONTEXT, QueueService, Mailer, SampleSetData],
+          useFactory: (
+            ledger: TrialLedger,
+            dataDir: DataDir,
+            w: WorkflowContext,
+            queue: QueueService,
+            mailer: Mailer | null,
+            data: SampleSetData,
+          ) => {
             const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
             const score = new ScoreTrialHandler(ds, ledger, dataDir, {
               threads: config.ABACUS_SCORE_THREADS || Math.min(4, os.availableParallelism()),
+              data,
             });
             const train = new TrainTrialHandler(w);
             const ablate = new AblateTrialHandler(w);

@@ -162,6 +162,41 @@ export const importSampleSetSchema = z
   })
   .strict();
 
+/**
+ * A sample set registered by reference (JSON body): Parquet data left where it is, on an S3-compatible
+ * store or a shared file system, read by the workers through their caches.
+ */
+export const registerSampleSetSchema = z
+  .object({
+    /** s3://bucket/prefix/ or file:///shared/path/ (a folder of Parquet files, hive-partitioned or not, or one file) */
+    url: z
+      .string()
+      .min(1)
+      .max(2000)
+      .refine((u) => u.startsWith('s3://') || u.startsWith('file:///'), 'expected s3://bucket/prefix/ or file:///absolute/path/'),
+    name: objectName,
+    businessLine: lineName,
+    label: columnName,
+    positive: z.string().min(1).max(200).optional(),
+    time: columnName.optional(),
+    keys: z.array(columnName).max(100).default([]),
+    shareWith: z
+      .array(z.union([z.literal('*'), lineName]))
+      .max(100)
+      .default([]),
+    labelSemantics: labelSemanticsSchema.default('exposure->click'),
+    /** take only the partitions whose `column` value is within [from, to] (inclusive) */
+    partitions: z
+      .object({
+        column: columnName,
+        from: z.string().min(1).max(200).optional(),
+        to: z.string().min(1).max(200).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
 /** Form fields of a feature-table upload: every column but the key and time becomes a registered feature. */
 export const importFeatureTableSchema = z
   .object({
@@ -191,5 +226,6 @@ export type CreateFeature = z.output<typeof createFeatureSchema>;
 export type UpdateFeature = z.output<typeof updateFeatureSchema>;
 export type FeatureListQuery = z.output<typeof featureListQuerySchema>;
 export type ImportSampleSet = z.output<typeof importSampleSetSchema>;
+export type RegisterSampleSet = z.output<typeof registerSampleSetSchema>;
 export type ImportFeatureTable = z.output<typeof importFeatureTableSchema>;
 export type CreateModel = z.output<typeof createModelSchema>;

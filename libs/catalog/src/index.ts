@@ -12,3 +12,12 @@ export {
   EMBEDDING_NAME,
   type RegisterEmbedding,
 } from './embedding.service';
+export { SampleSetData, type OpenedSamples } from './sample-set-data';
+export {
+  inspectReference,
+  readParquetFooter,
+  columnsOf,
+  duckdbTypeOf,
+  type InspectedReference,
+  type PartitionRange,
+} from './reference-inspector';

@@ -13,7 +13,9 @@ import {
 } from '@abacus/core';
 import { writeAudit } from '@abacus/access';
 import { BusinessLineEntity, SampleSetEntity } from '@abacus/data';
-import type { ImportSampleSet, SampleSetListQuery } from './catalog.schemas';
+import type { StoreRegistry } from '@abacus/store';
+import type { ImportSampleSet, RegisterSampleSet, SampleSetListQuery } from './catalog.schemas';
+import { inspectReference } from './reference-inspector';
 import type { DataDir } from './data-dir';
 import { TableInspector, type ImportLimits, type InspectedTable } from './table-inspector';
 
@@ -34,6 +36,8 @@ export class SampleSetService {
     private readonly ds: DataSource,
     private readonly dataDir: DataDir,
     private readonly limits: ImportLimits = { maxColumns: 2000, maxCategories: 100_000 },
+    /** how stores are reached (sets registered by reference); null: registering is off */
+    private readonly stores: StoreRegistry | null = null,
   ) {}
 
   private get repo() {
@@ -126,6 +130,75 @@ export class SampleSetService {
       return Object.assign(saved, { warnings });
     } catch (err) {
       this.dataDir.remove(dir);
+      if ((err as { code?: string }).code === '23505') {
+        throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Registers a sample set kept in a store, without copying it: lists the objects, reads their
+   * Parquet footers (schema, rows, statistics) and records the objects with their sizes and ETags;
+   * the data version is a hash of that list. Nothing is written when a check fails.
+   */
+  async register(input: RegisterSampleSet, scope: RequestScope): Promise<SampleSetEntity> {
+    requireWrite(scope, input.businessLine, 'register sample sets');
+    if (!this.stores)
+      throw new InvalidInputError('url', 'this deployment has no store settings (registering by reference is off)');
+    if (!(await this.ds.getRepository(BusinessLineEntity).existsBy({ name: input.businessLine }))) {
+      throw new InvalidInputError('businessLine', `unknown business line "${input.businessLine}"`);
+    }
+    if (await this.repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
+      throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
+    }
+    const ref = await inspectReference(this.stores, input);
+    const names = ref.schema.map((c) => c.name);
+    if (input.time && !names.includes(input.time)) {
+      throw new InvalidInputError('time', `column "${input.time}" is not in the files (columns: ${listColumns(names)})`);
+    }
+    try {
+      return await this.ds.transaction(async (m) => {
+        const repo = m.getRepository(SampleSetEntity);
+        const row = await repo.save(
+          repo.create({
+            name: input.name,
+            businessLine: input.businessLine,
+            owner: scope.user,
+            files: [ref.location.url],
+            format: 'parquet',
+            schema: ref.schema,
+            rowCount: ref.rowCount,
+            labelColumn: input.label,
+            labelStats: ref.labelStats,
+            timeColumn: input.time ?? null,
+            timeMin: ref.timeRange?.min ?? null,
+            timeMax: ref.timeRange?.max ?? null,
+            keyColumns: input.keys,
+            sharingPolicy: { shareWith: input.shareWith },
+            labelSemantics: input.labelSemantics,
+            dataVersion: ref.dataVersion,
+            location: ref.location.url,
+            objects: ref.objects,
+            partitions: input.partitions ?? null,
+          }),
+        );
+        await writeAudit(m, scope, {
+          action: 'sample_set.registered',
+          businessLine: row.businessLine,
+          targetType: 'sample_set',
+          targetId: row.id,
+          details: {
+            name: row.name,
+            location: ref.location.url,
+            objects: ref.objects.length,
+            rows: row.rowCount,
+            dataVersion: ref.dataVersion,
+          },
+        });
+        return row;
+      });
+    } catch (err) {
       if ((err as { code?: string }).code === '23505') {
         throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
       }

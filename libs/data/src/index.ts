@@ -11,7 +11,7 @@ export {
   type CostMeasurement,
   type FeatureProvenance,
 } from './entities/feature.entity';
-export { SampleSetEntity, type SharingPolicy, type LabelStats } from './entities/sample-set.entity';
+export { SampleSetEntity, type SharingPolicy, type LabelStats, type ReferencedObjectRecord } from './entities/sample-set.entity';
 export { SharedEmbeddingEntity, type SharedEmbeddingSlot, type SharedEmbeddingSource } from './entities/shared-embedding.entity';
 export { ModelEntity, type ModelCosts } from './entities/model.entity';
 export { ExperimentEntity, type ExperimentStatus, TERMINAL_STATUSES } from './entities/experiment.entity';

@@ -223,7 +223,10 @@ export class ReportRunHandler {
         : null;
 
     // binned distributions of the model's column features on this data, and on the previous bins
-    const columns = ss.schema.filter((c) => res.perFeature.some((f) => f.feature === c.name) && c.kind !== 'unsupported');
+    // (a set registered by reference is not profiled here: the report's worker reads no store objects)
+    const columns = ss.location
+      ? []
+      : ss.schema.filter((c) => res.perFeature.some((f) => f.feature === c.name) && c.kind !== 'unsupported');
     const table = columns.length ? await readTable(this.dataDir.abs(ss.files[0]), { columns: columns.map((c) => c.name) }) : null;
     const profiles: Record<string, FeatureProfile> = {};
     const countsOnPrevious: Record<string, number[] | null> = {};

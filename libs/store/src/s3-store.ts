@@ -47,6 +47,10 @@ export function s3Failure(location: string, err: unknown, what: string): StoreEr
   if (net && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(net)) {
     code = 'unreachable';
     reason = `the endpoint cannot be reached (${net})`;
+  } else if (e.name === 'CredentialsProviderError') {
+    code = 'denied';
+    reason =
+      'no credentials for this store: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or a profile or role), or give the bucket an entry in ABACUS_STORES_FILE';
   } else if (e.name === 'NoSuchBucket' || (status === 404 && what === 'check')) {
     code = 'no-bucket';
     reason = 'no such bucket';

@@ -4,6 +4,8 @@ import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
 import {
   SampleSetService,
   importSampleSetSchema,
+  registerSampleSetSchema,
+  type RegisterSampleSet,
   sampleSetListQuerySchema,
   type SampleSetListQuery,
   type ImportSampleSet,
@@ -43,6 +45,13 @@ export class SampleSetsController {
     } finally {
       upload.release();
     }
+  }
+
+  /** A sample set kept in a store, registered without copying (JSON body; see registerSampleSetSchema). */
+  @Post('register')
+  @Access('engineer')
+  register(@Body(new ZodValidationPipe(registerSampleSetSchema)) body: RegisterSampleSet, @Scope() scope: RequestScope) {
+    return this.sampleSets.register(body, scope);
   }
 
   @Get()

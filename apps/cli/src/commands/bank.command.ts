@@ -33,7 +33,7 @@ export interface BankEntry {
   rowCount: number;
   labelColumn: string;
   labelSemantics: string;
-  labelStats: { events: number; nonEvents: number; positive: string } | null;
+  labelStats: { events: number | null; nonEvents: number | null; positive: string } | null;
   dataVersion: string | null;
   timeColumn: string | null;
   timeMin: number | null;
@@ -53,7 +53,7 @@ function query(o: { line?: string; labelSemantics?: string; hasColumns: string[]
 }
 
 const rate = (s: BankEntry['labelStats']) =>
-  s && s.events + s.nonEvents > 0 ? (s.events / (s.events + s.nonEvents)).toFixed(4) : '';
+  s && s.events !== null && s.nonEvents !== null && s.events + s.nonEvents > 0 ? (s.events / (s.events + s.nonEvents)).toFixed(4) : '';
 const shared = (s: BankEntry) => (s.sharingPolicy.shareWith.length ? s.sharingPolicy.shareWith.join(',') : 'private');
 
 /** The text of `bank show`. */
@@ -62,7 +62,7 @@ export function renderBankEntry(s: BankEntry): string {
     `${s.businessLine}/${s.name}  (${s.id})`,
     `  owner: ${s.owner}`,
     `  rows: ${s.rowCount}`,
-    `  label: ${s.labelColumn} (${s.labelSemantics})${s.labelStats ? `, ${s.labelStats.events} events / ${s.labelStats.nonEvents} non-events, rate ${rate(s.labelStats)}` : ''}`,
+    `  label: ${s.labelColumn} (${s.labelSemantics})${s.labelStats && s.labelStats.events !== null ? `, ${s.labelStats.events} events / ${s.labelStats.nonEvents} non-events, rate ${rate(s.labelStats)}` : s.labelStats ? ', events not counted (registered by reference)' : ''}`,
     `  time: ${s.timeColumn ? `${s.timeColumn} from ${s.timeMin} to ${s.timeMax}` : '(none)'}`,
     `  keys: ${s.keyColumns.join(', ') || '(none)'}`,
     `  shared with: ${shared(s)}`,

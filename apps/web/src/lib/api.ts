@@ -83,7 +83,7 @@ export interface SampleSet {
   rowCount: number;
   labelColumn: string;
   labelSemantics: string;
-  labelStats: { events: number; nonEvents: number; positive: string } | null;
+  labelStats: { events: number | null; nonEvents: number | null; positive: string } | null;
   dataVersion: string | null;
   timeColumn: string | null;
   timeMin: number | null;

@@ -42,9 +42,9 @@ export function formatTimeRange(column: string | null, min: number | null, max: 
   return `${column}: ${formatTimeValue(min)} → ${formatTimeValue(max)}`;
 }
 
-/** Events / (events + non-events) with four decimals; "—" without stats or rows. */
-export function formatRate(stats: { events: number; nonEvents: number } | null | undefined): string {
-  if (!stats) return '—';
+/** Events / (events + non-events) with four decimals; "—" without stats, counts (a set registered by reference) or rows. */
+export function formatRate(stats: { events: number | null; nonEvents: number | null } | null | undefined): string {
+  if (!stats || stats.events === null || stats.nonEvents === null) return '—';
   const n = stats.events + stats.nonEvents;
   return n > 0 ? (stats.events / n).toFixed(4) : '—';
 }

@@ -18,8 +18,20 @@ export interface LabelStats {
   positive: string;
   /** the positive value was named at import (else the label is 0/1 or false/true) */
   explicitPositive: boolean;
-  events: number;
-  nonEvents: number;
+  /** null for a set registered by reference: registration reads only the files' metadata */
+  events: number | null;
+  nonEvents: number | null;
+}
+
+/** One object of a set registered by reference, as listed at registration. */
+export interface ReferencedObjectRecord {
+  /** key in the store's container (bucket, or the file store's root) */
+  key: string;
+  size: number;
+  etag: string;
+  rows: number;
+  /** hive partition values of its path */
+  partition: Record<string, string>;
 }
 
 const bigintToNumber = { to: (v: number | null) => v, from: (v: string | null) => (v === null ? null : Number(v)) };
@@ -75,6 +87,18 @@ export class SampleSetEntity {
   /** content hash of the stored file (null for sets imported before the DataBank) */
   @Column({ name: 'data_version', type: 'text', nullable: true })
   dataVersion!: string | null;
+
+  /** registered by reference: the store URL the set lives at (s3://bucket/prefix/ or file:///path/); null for uploads */
+  @Column({ type: 'text', nullable: true })
+  location!: string | null;
+
+  /** registered by reference: the objects pinned at registration (the data version hashes this list) */
+  @Column({ type: 'jsonb', nullable: true })
+  objects!: ReferencedObjectRecord[] | null;
+
+  /** registered by reference: the partition range taken ({column, from, to}), if any */
+  @Column({ type: 'jsonb', nullable: true })
+  partitions!: { column: string; from?: string; to?: string } | null;
 
   @Column({ name: 'key_columns', type: 'jsonb', default: () => `'[]'` })
   keyColumns!: string[];

@@ -21,7 +21,14 @@ export interface NormalizedFeature {
 
 /** the request with defaults filled in and file paths made absolute */
 export interface NormalizedRequest {
-  samples: { file: string; label: string; positive?: string | number | boolean; time: string | null; groupKey: string | null };
+  samples: {
+    file: string;
+    version?: string;
+    label: string;
+    positive?: string | number | boolean;
+    time: string | null;
+    groupKey: string | null;
+  };
   features: NormalizedFeature[];
   split: { testFrom: number | null; testFraction: number; seed: number };
   filter: { column: string; values: string[] } | null;
@@ -39,6 +46,7 @@ export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
   return {
     samples: {
       file: path.resolve(r.samples.file),
+      ...(r.samples.version !== undefined ? { version: r.samples.version } : {}),
       label: r.samples.label,
       ...(r.samples.positive !== undefined ? { positive: r.samples.positive } : {}),
       time: r.samples.time ?? null,
@@ -90,11 +98,14 @@ function canonicalJson(value: unknown): string {
 }
 
 export function cacheKeyOf(req: NormalizedRequest): string {
-  const files = [fileIdentity(req.samples.file, 'samples.file')];
+  // a set read through a store: its version, not the local mirror's path and times
+  const versioned = req.samples.version !== undefined;
+  const files: unknown[] = [versioned ? { version: req.samples.version } : fileIdentity(req.samples.file, 'samples.file')];
   req.features.forEach((f, i) => {
     if (f.source.kind === 'table') files.push(fileIdentity(f.source.file, `features.${i}.source.file`));
   });
-  const payload = canonicalJson({ builder: SAMPLE_BUILDER_VERSION, request: req, files });
+  const request = versioned ? { ...req, samples: { ...req.samples, file: '' } } : req;
+  const payload = canonicalJson({ builder: SAMPLE_BUILDER_VERSION, request, files });
   return createHash('sha256').update(payload).digest('hex');
 }
 

@@ -67,6 +67,7 @@ export const sampleBuildRequestSchema = z
     samples: z
       .object({
         file: name,
+        version: z.string().min(1).max(200).optional(),
         label: name,
         positive: z.union([z.string(), z.number(), z.boolean()]).optional(),
         time: name.nullable().optional(),

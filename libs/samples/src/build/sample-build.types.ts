@@ -35,8 +35,16 @@ export interface FeatureDef {
 
 export interface SampleBuildRequest {
   samples: {
-    /** the labelled sample table (Parquet / CSV), one row per impression */
+    /**
+     * the labelled sample table (Parquet / CSV), one row per impression, or a directory of Parquet
+     * files (hive partition folders such as dt=2026-11-20/ become columns)
+     */
     file: string;
+    /**
+     * the data version of a set read through a store (see @abacus/store): the build key uses it
+     * instead of the file's identity, since `file` is then a local mirror whose path changes per use
+     */
+    version?: string;
     /** label column: exactly two classes */
     label: string;
     /** the event class; default 1 (numeric labels) or 'true' / '1' */

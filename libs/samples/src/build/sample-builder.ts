@@ -700,7 +700,10 @@ export interface BuildThreadJob {
 
 /** A thread's error as it was thrown: a SampleBuildError keeps its field and reason. */
 function revive(e: Extract<BuildThreadMessage, { type: 'error' }>['error']): Error {
-  const err = e.name === 'SampleBuildError' && e.field !== undefined ? new SampleBuildError(e.field, e.reason ?? e.message) : new Error(e.message);
+  const err =
+    e.name === 'SampleBuildError' && e.field !== undefined
+      ? new SampleBuildError(e.field, e.reason ?? e.message)
+      : new Error(e.message);
   err.name = e.name;
   if (e.stack) err.stack = e.stack;
   return err;
@@ -731,43 +734,43 @@ async function encodeOnThreads(
   const workers: Worker[] = [];
   try {
     const outs = await Promise.all(
-      shares.map(
-        (only, t) =>
-          new Promise<EncodedPart>((resolve, reject) => {
-            const job: BuildThreadJob = {
-              request,
-              only,
-              ...(opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: opts.memoryLimitBytes } : {}),
-            };
-            const w = new Worker(script, { workerData: { abacusBuildJob: job } });
-            workers.push(w);
-            let settled = false;
-            const settle = (f: () => void) => {
-              if (!settled) {
-                settled = true;
-                f();
-              }
-            };
-            w.on('message', (m: BuildThreadMessage) => {
-              if (m.type === 'progress') {
-                fractions[t] = m.fraction;
-                progress(fractions.reduce((a, b) => a + b, 0) / threads, m.message);
-              } else if (m.type === 'done') settle(() => resolve(m.part));
-              else settle(() => reject(revive(m.error)));
-            });
-            w.on('error', (err) => settle(() => reject(err)));
-            w.on('exit', (code) => settle(() => reject(new Error(`a sample build thread exited (code ${code}) without a result`))));
-          }).catch((err: unknown) => {
-            // the others stop at their next chunk and end on their own: a thread is never terminated
-            // from outside, which would tear its DuckDB down under a running query (and the process with it)
-            for (const w of workers) w.postMessage({ type: 'stop' } satisfies BuildThreadCommand);
-            throw err;
-          }),
+      shares.map((only, t) =>
+        new Promise<EncodedPart>((resolve, reject) => {
+          const job: BuildThreadJob = {
+            request,
+            only,
+            ...(opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: opts.memoryLimitBytes } : {}),
+          };
+          const w = new Worker(script, { workerData: { abacusBuildJob: job } });
+          workers.push(w);
+          let settled = false;
+          const settle = (f: () => void) => {
+            if (!settled) {
+              settled = true;
+              f();
+            }
+          };
+          w.on('message', (m: BuildThreadMessage) => {
+            if (m.type === 'progress') {
+              fractions[t] = m.fraction;
+              progress(fractions.reduce((a, b) => a + b, 0) / threads, m.message);
+            } else if (m.type === 'done') settle(() => resolve(m.part));
+            else settle(() => reject(revive(m.error)));
+          });
+          w.on('error', (err) => settle(() => reject(err)));
+          w.on('exit', (code) => settle(() => reject(new Error(`a sample build thread exited (code ${code}) without a result`))));
+        }).catch((err: unknown) => {
+          // the others stop at their next chunk and end on their own: a thread is never terminated
+          // from outside, which would tear its DuckDB down under a running query (and the process with it)
+          for (const w of workers) w.postMessage({ type: 'stop' } satisfies BuildThreadCommand);
+          throw err;
+        }),
       ),
     );
     const first = outs[0];
     for (const o of outs.slice(1)) {
-      if (o.n !== first.n || !sameRows(o.rid, first.rid)) throw new Error('sample builder: the build threads read different rows');
+      if (o.n !== first.n || !sameRows(o.rid, first.rid))
+        throw new Error('sample builder: the build threads read different rows');
     }
     const columns = new Array<EncodedColumn>(req.features.length);
     for (const o of outs) o.features.forEach((f, j) => (columns[f] = o.columns[j]));

@@ -1,4 +1,4 @@
-import { open, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection, type DuckDBListVector, type DuckDBVector } from '@duckdb/node-api';
 import type { FeatureKind } from '../simulator/world.types';
@@ -31,8 +31,44 @@ export interface TableSource {
   delimiter?: string;
 }
 
-/** The DuckDB table function that reads a file as the platform does (strict CSV, explicit delimiter). */
+/** Parquet files under a directory (links followed), in path order; whether their paths hold hive partitions (k=v/). */
+async function parquetFilesUnder(dir: string): Promise<{ files: string[]; hive: boolean }> {
+  const files: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    const entries = (await readdir(d, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (/\.(parquet|pq)$/i.test(e.name)) files.push(p);
+    }
+  };
+  await walk(dir);
+  return {
+    files,
+    hive: files.some((f) =>
+      path
+        .relative(dir, f)
+        .split(path.sep)
+        .slice(0, -1)
+        .some((s) => s.includes('=')),
+    ),
+  };
+}
+
+/**
+ * The DuckDB table function that reads a file as the platform does (strict CSV, explicit delimiter),
+ * or every Parquet file under a directory as one table (hive partition folders as VARCHAR columns).
+ */
 export async function tableSource(file: string): Promise<TableSource> {
+  const st = await stat(file).catch(() => null);
+  if (st?.isDirectory()) {
+    const { files, hive } = await parquetFilesUnder(file);
+    if (files.length === 0) throw new TableReadError(file, 'the directory holds no Parquet files');
+    return {
+      format: 'parquet',
+      sql: `read_parquet([${files.map(quoteLiteral).join(', ')}], hive_partitioning = ${hive}${hive ? ', hive_types_autocast = false' : ''})`,
+    };
+  }
   const lower = file.toLowerCase();
   const isParquet = lower.endsWith('.parquet') || lower.endsWith('.pq');
   const isCsv = /\.(csv|tsv)(\.gz)?$/.test(lower);

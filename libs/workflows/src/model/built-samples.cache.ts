@@ -40,14 +40,27 @@ export class BuiltSamplesCache {
 
   constructor(
     private readonly dataDir: DataDir,
-    /** threads: worker threads a build encodes its features on (see buildSamples) */
-    private readonly opts: { memoryLimitBytes?: number; threads?: number } = {},
+    /**
+     * threads: worker threads a build encodes its features on (see buildSamples); openSamples: the
+     * local copy of a set registered by reference (its recipe's sampleFile is a store URL), opened
+     * only when the samples are built, not when they are cached
+     */
+    private readonly opts: {
+      memoryLimitBytes?: number;
+      threads?: number;
+      openSamples?: (
+        recipe: ModelRecipe,
+        onProgress?: (fraction: number, message: string) => void,
+      ) => Promise<{ path: string; release(): void }>;
+    } = {},
   ) {}
 
   request(recipe: ModelRecipe, features: ResolvedFeature[] = recipe.features): SampleBuildRequest {
     return {
       samples: {
-        file: this.dataDir.abs(recipe.sampleFile),
+        ...(recipe.sampleVersion
+          ? { file: recipe.sampleFile, version: recipe.sampleVersion }
+          : { file: this.dataDir.abs(recipe.sampleFile) }),
         label: recipe.label,
         time: recipe.time,
         ...(recipe.positive ? { positive: recipe.positive } : {}),
@@ -137,11 +150,22 @@ export class BuiltSamplesCache {
         dir: rel,
       };
     }
-    const built = await buildSamples(req, {
-      onProgress,
-      ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
-      ...(this.opts.threads !== undefined ? { threads: this.opts.threads } : {}),
-    });
+    let opened: { path: string; release(): void } | null = null;
+    if (recipe.sampleVersion) {
+      if (!this.opts.openSamples)
+        throw new Error(`sample set ${recipe.sampleSetId} is registered by reference; this worker cannot read stores`);
+      opened = await this.opts.openSamples(recipe, onProgress ? (f, m) => onProgress(0.1 * f, m) : undefined);
+    }
+    let built;
+    try {
+      built = await buildSamples(opened ? { ...req, samples: { ...req.samples, file: opened.path } } : req, {
+        onProgress,
+        ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
+        ...(this.opts.threads !== undefined ? { threads: this.opts.threads } : {}),
+      });
+    } finally {
+      opened?.release();
+    }
     const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
     fs.mkdirSync(tmp, { recursive: true });
     const vocab = Object.fromEntries(built.inputs.slots.map((s) => [s.name, s.vocab]));

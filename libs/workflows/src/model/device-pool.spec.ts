@@ -26,15 +26,20 @@ describe('onDevices', () => {
     const running = new Map<number | undefined, number>();
     let peak = 0;
     const peakOn = new Map<number | undefined, number>();
-    const task = (i: number, ms: number, fail = false) => async (d: number | undefined) => {
-      running.set(d, (running.get(d) ?? 0) + 1);
-      peakOn.set(d, Math.max(peakOn.get(d) ?? 0, running.get(d)!));
-      peak = Math.max(peak, [...running.values()].reduce((a, b) => a + b, 0));
-      await new Promise((r) => setTimeout(r, ms));
-      running.set(d, running.get(d)! - 1);
-      if (fail) throw new Error(`task ${i} failed`);
-      return { i, d };
-    };
+    const task =
+      (i: number, ms: number, fail = false) =>
+      async (d: number | undefined) => {
+        running.set(d, (running.get(d) ?? 0) + 1);
+        peakOn.set(d, Math.max(peakOn.get(d) ?? 0, running.get(d)!));
+        peak = Math.max(
+          peak,
+          [...running.values()].reduce((a, b) => a + b, 0),
+        );
+        await new Promise((r) => setTimeout(r, ms));
+        running.set(d, running.get(d)! - 1);
+        if (fail) throw new Error(`task ${i} failed`);
+        return { i, d };
+      };
     return { task, peak: () => peak, peakOn, running };
   };
 
@@ -43,7 +48,11 @@ describe('onDevices', () => {
     const own = await pool.acquire();
     const busy = await pool.acquire(); // another trial holds this one
     const t = tracker();
-    const out = await onDevices(pool, own, Array.from({ length: 7 }, (_, i) => t.task(i, 5 + ((i * 7) % 5))));
+    const out = await onDevices(
+      pool,
+      own,
+      Array.from({ length: 7 }, (_, i) => t.task(i, 5 + ((i * 7) % 5))),
+    );
     expect(out.map((r) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     // own (2 lanes) + the one free GPU (2 lanes); never the busy one
     expect(t.peak()).toBe(4);
@@ -67,7 +76,11 @@ describe('onDevices', () => {
     const pool = new DevicePool(2, 2);
     const own = await pool.acquire();
     const t = tracker();
-    const out = await onDevices(pool, own, Array.from({ length: 5 }, (_, i) => t.task(i, 2)));
+    const out = await onDevices(
+      pool,
+      own,
+      Array.from({ length: 5 }, (_, i) => t.task(i, 2)),
+    );
     expect(out.map((r) => r.i)).toEqual([0, 1, 2, 3, 4]);
     expect(new Set(out.map((r) => r.d))).toEqual(new Set([own]));
     expect(t.peak()).toBe(2);

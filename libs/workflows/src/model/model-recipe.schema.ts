@@ -61,7 +61,10 @@ export interface ResolvedFeature {
 
 export interface ModelRecipe {
   sampleSetId: string;
+  /** a path under the data directory (uploaded sets) or the store URL of a set registered by reference */
   sampleFile: string;
+  /** a set registered by reference: its data version (the objects pinned at registration) */
+  sampleVersion?: string | null;
   label: string;
   /** the label's event value named at import; null = 0/1 or false/true */
   positive?: string | null;

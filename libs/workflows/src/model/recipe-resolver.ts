@@ -165,6 +165,7 @@ export class RecipeResolver {
       recipe: {
         sampleSetId: ss.id,
         sampleFile: ss.files[0],
+        ...(ss.location ? { sampleVersion: ss.dataVersion } : {}),
         label: ss.labelColumn,
         positive: explicitPositive(ss) ?? null,
         time: ss.timeColumn,

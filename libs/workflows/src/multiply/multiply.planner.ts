@@ -44,6 +44,12 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
           `"${f.name}" is joined from a feature table; multiply borrows sample columns only`,
         );
     });
+    if (target.location) {
+      throw new InvalidInputError(
+        'spec.target.sampleSet',
+        `sample set ${target.name} is registered by reference (${target.location}); multiply pools uploaded sets only so far`,
+      );
+    }
     const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);
 
     let sources: SampleSetEntity[];
@@ -54,6 +60,13 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       for (const [i, ref] of spec.sources.entries()) {
         sources.push(await this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features));
       }
+    }
+    const referenced = sources.findIndex((s) => s.location);
+    if (referenced >= 0) {
+      throw new InvalidInputError(
+        Array.isArray(spec.sources) ? `spec.sources.${referenced}` : 'spec.sources',
+        `sample set ${sources[referenced].name} is registered by reference (${sources[referenced].location}); multiply pools uploaded sets only so far`,
+      );
     }
     if (new Set(sources.map((s) => s.id)).size !== sources.length)
       throw new InvalidInputError('spec.sources', 'duplicate sources');
@@ -231,7 +244,7 @@ async function autoSources(
 ): Promise<SampleSetEntity[]> {
   const all = await ds.getRepository(SampleSetEntity).find({ order: { businessLine: 'ASC', name: 'ASC' } });
   const out = all.filter(
-    (s) => sharedWith(s, line) && s.labelStats?.binary === true && incompatibility(s, target, features) === null,
+    (s) => !s.location && sharedWith(s, line) && s.labelStats?.binary === true && incompatibility(s, target, features) === null,
   );
   if (!out.length) {
     throw new InvalidInputError(

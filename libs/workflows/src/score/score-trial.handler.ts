@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { FeatureResultEntity, SampleSetEntity } from '@abacus/data';
-import type { DataDir } from '@abacus/catalog';
+import { SampleSetData, type DataDir } from '@abacus/catalog';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { runTrial } from '../trials/trial-runner';
 import type { TrialLedger } from '../trials/trial-ledger';
@@ -13,8 +13,11 @@ export class ScoreTrialHandler {
     private readonly ds: DataSource,
     private readonly ledger: TrialLedger,
     private readonly dataDir: DataDir,
-    /** threads: worker threads the columns are read and binned on (see scoreOffThread) */
-    private readonly opts: { threads: number } = { threads: 1 },
+    /**
+     * threads: worker threads the columns are read and binned on (see scoreOffThread); data: where a
+     * set registered by reference is read (the host's cache of the store)
+     */
+    private readonly opts: { threads: number; data?: SampleSetData } = { threads: 1 },
   ) {}
 
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
@@ -24,37 +27,47 @@ export class ScoreTrialHandler {
       await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
       const time = params.psiSplitTime !== null ? ss.timeColumn : null;
       const columns = [...params.features, ss.labelColumn, ...(time ? [time] : [])];
-      // on worker threads where the build has them: the main thread stays free for the trials beside
-      const { report, rows: rowCount, readMs, scoreMs, ranOn } = await scoreOffThread(
-        {
-          file: this.dataDir.abs(ss.files[0]),
-          columns,
-          options: {
-            label: ss.labelColumn,
-            positive: params.positive,
-            time: time ?? undefined,
-            testFrom: params.psiSplitTime ?? undefined,
-            prebins: params.binning.prebins,
-            maxBins: params.binning.maxBins,
-            minBinShare: params.binning.minBinShare,
-            minCategoryShare: params.binning.minCategoryShare,
-            smoothing: params.binning.smoothing,
-          },
-        },
-        {
-          signal,
-          read: async () => {
-            checkpoint();
-            await progress(0.3, `scoring ${params.features.length} feature(s)`);
-          },
-          column: async (done, of) => {
-            checkpoint();
-            if (done % 10 === 0) await progress(0.3 + (0.6 * done) / of, `scored ${done} of ${of} feature(s)`);
-          },
-        },
-        undefined,
-        this.opts.threads,
+      const opened = await (this.opts.data ?? new SampleSetData(this.dataDir, null, null)).open(
+        ss,
+        (f, m) => void progress(0.05 + 0.2 * f, m),
       );
+      let scored: Awaited<ReturnType<typeof scoreOffThread>>;
+      try {
+        // on worker threads where the build has them: the main thread stays free for the trials beside
+        scored = await scoreOffThread(
+          {
+            file: opened.path,
+            columns,
+            options: {
+              label: ss.labelColumn,
+              positive: params.positive,
+              time: time ?? undefined,
+              testFrom: params.psiSplitTime ?? undefined,
+              prebins: params.binning.prebins,
+              maxBins: params.binning.maxBins,
+              minBinShare: params.binning.minBinShare,
+              minCategoryShare: params.binning.minCategoryShare,
+              smoothing: params.binning.smoothing,
+            },
+          },
+          {
+            signal,
+            read: async () => {
+              checkpoint();
+              await progress(0.3, `scoring ${params.features.length} feature(s)`);
+            },
+            column: async (done, of) => {
+              checkpoint();
+              if (done % 10 === 0) await progress(0.3 + (0.6 * done) / of, `scored ${done} of ${of} feature(s)`);
+            },
+          },
+          undefined,
+          this.opts.threads,
+        );
+      } finally {
+        opened.release();
+      }
+      const { report, rows: rowCount, readMs, scoreMs, ranOn } = scored;
       const scores = report.features;
       checkpoint();
       await progress(0.9, 'writing results');

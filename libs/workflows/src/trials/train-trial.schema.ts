@@ -37,6 +37,7 @@ export const resolvedInitSchema = z.object({
 export const recipeSchema = z.object({
   sampleSetId: z.string(),
   sampleFile: z.string(),
+  sampleVersion: z.string().nullable().optional(),
   label: z.string(),
   positive: z.string().nullable().optional(),
   time: z.string().nullable(),

@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { SampleSetEntity } from '@abacus/data';
+import { StoreError, type ObjectCache, type StoreRegistry } from '@abacus/store';
+import type { DataDir } from './data-dir';
+
+/** A sample set's data opened for reading on this host. */
+export interface OpenedSamples {
+  /** the Parquet / CSV file of an upload, or a folder mirroring the referenced objects (partition folders kept) */
+  path: string;
+  /** bytes fetched from the store for this use (0 when the cache held everything) */
+  fetchedBytes: number;
+  objects: number;
+  /** ends the use: the cache may evict the objects again */
+  release(): void;
+}
+
+/**
+ * Where a worker reads a sample set: an upload is its file under the data directory; a set
+ * registered by reference is fetched into the host's bounded cache (ranged and whole-object reads
+ * through the store, never re-fetched while cached) and presented as a folder of links in the same
+ * layout as in the store, so partition folders (dt=.../) stay columns. An object whose ETag no longer
+ * matches the registration is an error: the set's version pins its objects.
+ */
+export class SampleSetData {
+  constructor(
+    private readonly dataDir: DataDir,
+    private readonly stores: StoreRegistry | null,
+    private readonly cache: ObjectCache | null,
+  ) {}
+
+  async open(ss: SampleSetEntity, onProgress?: (fraction: number, message: string) => void): Promise<OpenedSamples> {
+    if (!ss.location || !ss.objects) {
+      return { path: this.dataDir.abs(ss.files[0]), fetchedBytes: 0, objects: 1, release: () => undefined };
+    }
+    if (!this.stores || !this.cache)
+      throw new Error(`sample set ${ss.name} is registered by reference, and this process has no store settings`);
+    const { store, prefix, location } = this.stores.resolve(ss.location);
+    const base =
+      prefix === '' || prefix.endsWith('/')
+        ? prefix
+        : ss.objects.length === 1 && ss.objects[0].key === prefix
+          ? prefix.slice(0, prefix.lastIndexOf('/') + 1)
+          : `${prefix}/`;
+    const dir = this.dataDir.ensure(
+      path.join('tmp', `samples-${ss.id.slice(0, 8)}-${process.pid}-${randomBytes(4).toString('hex')}`),
+    );
+    const releases: (() => void)[] = [];
+    const release = () => {
+      for (const r of releases.splice(0)) r();
+      fs.rmSync(dir, { recursive: true, force: true });
+    };
+    let fetchedBytes = 0;
+    let done = 0;
+    const total = ss.objects.reduce((a, o) => a + o.size, 0);
+    try {
+      const queue = [...ss.objects];
+      await Promise.all(
+        Array.from({ length: Math.min(8, queue.length) }, async () => {
+          for (let o = queue.shift(); o; o = queue.shift()) {
+            const now = await store.head(o.key);
+            if (!now)
+              throw new StoreError(
+                `${location.url}`,
+                `object ${o.key} of sample set ${ss.name} is gone from the store: register the set again`,
+                'not-found',
+              );
+            if (now.etag !== o.etag || now.size !== o.size) {
+              throw new StoreError(
+                `${location.url}`,
+                `object ${o.key} of sample set ${ss.name} changed since it was registered (ETag ${o.etag}, ${o.size} bytes; now ${now.etag}, ${now.size} bytes): register it again for a new data version`,
+              );
+            }
+            const hit = await this.cache!.acquire(store, now);
+            releases.push(hit.release);
+            fetchedBytes += hit.bytes;
+            const link = path.join(dir, o.key.slice(base.length));
+            fs.mkdirSync(path.dirname(link), { recursive: true });
+            fs.symlinkSync(hit.file, link);
+            done += o.size;
+            onProgress?.(total > 0 ? done / total : 1, `fetching ${ss.objects!.length} object(s) of ${ss.name}`);
+          }
+        }),
+      );
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return { path: dir, fetchedBytes, objects: ss.objects.length, release };
+  }
+}
