@@ -34,12 +34,6 @@ export const configSchema = z
     ABACUS_API_URL: z.string().url().default('http://localhost:3000'),
     /** sample sets, feature tables, built samples and checkpoints live under this directory */
     ABACUS_DATA_DIR: z.string().min(1).default('.data'),
-    /**
-     * the store every host shares (sample sets uploaded, built shards, checkpoints, shared embeddings,
-     * exported models, report assets): s3://bucket/prefix/ or file:///shared/path/; unset = the file
-     * store ABACUS_DATA_DIR/store (one host)
-     */
-    ABACUS_STORE_URL: z.string().min(1).optional(),
     /** S3 endpoint of every s3:// URL without its own entry in ABACUS_STORES_FILE (MinIO, Ceph RGW, R2); unset = AWS */
     ABACUS_S3_ENDPOINT: z.string().url().optional(),
     ABACUS_S3_REGION: z.string().min(1).optional(),

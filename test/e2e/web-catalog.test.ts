@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { ModelEntity } from '@abacus/data';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
@@ -419,6 +420,48 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     await page.locator('#set-name-error').waitFor();
     expect(await page.getByLabel('Set name').getAttribute('aria-invalid')).toBe('true');
     expect((await admin.call('GET', '/sample-sets?pageSize=50')).body.total).toBe(2);
+  });
+
+  it('registers a partitioned Parquet folder on a shared path by reference from the data page', async () => {
+    // the shape a shared file system holds: dt=YYYY-MM-DD/ folders of Parquet files
+    const csv = path.join(env.dataDir, 'in', 'daily.csv');
+    writeSmallCsv(csv, 3000);
+    const shared = path.join(env.dataDir, 'shared', 'daily');
+    fs.mkdirSync(path.dirname(shared), { recursive: true });
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    await con.run(
+      `COPY (SELECT *, strftime(DATE '2026-11-20' + CAST(floor(3 * (ts - (SELECT min(ts) FROM read_csv('${csv}'))) / ((SELECT max(ts) - min(ts) FROM read_csv('${csv}')) + 1)) AS INTEGER), '%Y-%m-%d') AS dt
+        FROM read_csv('${csv}')) TO '${shared}' (FORMAT parquet, PARTITION_BY (dt))`,
+    );
+    con.closeSync();
+    db.closeSync();
+    await page.goto(`${url}/data`);
+    const form = page.getByRole('form', { name: 'register a sample set by reference' });
+    await form.getByLabel('Location').fill(`file://${shared}/`);
+    await form.getByLabel("Registered set's name").fill('daily-shared');
+    await form.getByLabel("Registered set's line").selectOption('feed');
+    await form.getByLabel('Label (0/1 or true/false)').fill('click');
+    await form.getByLabel('Event time (optional)').fill('ts');
+    await form.getByLabel('Partition column (optional)').fill('dt');
+    await form.getByLabel('From (inclusive, optional)').fill('2026-11-21');
+    await form.getByRole('button', { name: 'Register sample set' }).click();
+    const done = form.getByText(/^Registered feed\/daily-shared \([\d,]+ rows, not copied\)\.$/);
+    await done.waitFor({ timeout: 30_000 });
+    await screenshot(page, 'data-register-reference');
+    const list = (await admin.call('GET', '/sample-sets?pageSize=50')).body.items as {
+      name: string;
+      rowCount: number;
+      location: string | null;
+      objects: unknown[];
+    }[];
+    const reg = list.find((x) => x.name === 'daily-shared')!;
+    expect(reg.location).toBe(`file://${shared}/`);
+    expect(reg.objects.length).toBe(2);
+    expect(reg.rowCount).toBeGreaterThan(0);
+    expect(reg.rowCount).toBeLessThan(3000);
+    await done.getByRole('link').click();
+    await page.getByText(/by reference, not copied/).waitFor();
   });
 
   it('every catalog page fits 390 px (only tables scroll sideways)', async () => {

@@ -91,6 +91,9 @@ export interface SampleSet {
   keyColumns: string[];
   schema: SchemaColumn[];
   sharingPolicy: { shareWith: string[] };
+  /** registered by reference: where the data is kept, and the objects pinned at registration */
+  location?: string | null;
+  objects?: { key: string; size: number; rows: number; partition: Record<string, string> }[] | null;
   createdAt: string;
 }
 

@@ -14,7 +14,7 @@ import {
   type BankSearch,
 } from '../lib/search';
 import { ErrorNotice, Loading, Pager, TableWrap } from '../components';
-import { FeatureTablesSection, UploadSampleSet } from './DataUploads';
+import { FeatureTablesSection, RegisterSampleSet, UploadSampleSet } from './DataUploads';
 
 /** Label meanings offered in the filter (any other event->outcome can be typed). */
 const KNOWN_SEMANTICS = ['exposure->click', 'click->order', 'exposure->order'];
@@ -100,6 +100,7 @@ export function DataPage({ search }: { search: BankSearch }) {
       <Embeddings line={search.line} />
       <FeatureTablesSection line={search.line} />
       <UploadSampleSet lineOptions={(lines.data ?? []).map((l) => l.name)} />
+      <RegisterSampleSet lineOptions={(lines.data ?? []).map((l) => l.name)} />
     </>
   );
 }

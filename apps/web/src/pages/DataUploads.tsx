@@ -226,3 +226,160 @@ export function UploadSampleSet({ lineOptions }: { lineOptions: string[] }) {
     </section>
   );
 }
+
+const REF_FIELDS = [
+  'url',
+  'name',
+  'businessLine',
+  'label',
+  'positive',
+  'time',
+  'keys',
+  'shareWith',
+  'labelSemantics',
+  'partitions',
+] as const;
+type RefField = (typeof REF_FIELDS)[number] | 'partitionColumn' | 'from' | 'to';
+
+const splitList = (s: string) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+/** Register a Parquet set where it is kept (S3-compatible store or shared path), without copying it. */
+export function RegisterSampleSet({ lineOptions }: { lineOptions: string[] }) {
+  const key = useKey();
+  const client = useQueryClient();
+  const [v, setV] = useState<Record<RefField, string>>({
+    url: '',
+    name: '',
+    businessLine: '',
+    label: '',
+    positive: '',
+    time: '',
+    keys: '',
+    shareWith: '',
+    labelSemantics: 'exposure->click',
+    partitions: '',
+    partitionColumn: '',
+    from: '',
+    to: '',
+  });
+  const [issues, setIssues] = useState<ReturnType<typeof placeFieldIssues>>({ byField: {}, summary: [] });
+  const [done, setDone] = useState<SampleSet | null>(null);
+  const [busy, setBusy] = useState(false);
+  const line = v.businessLine || lineOptions[0] || '';
+  const set = (k: RefField) => (e: { target: { value: string } }) => setV({ ...v, [k]: e.target.value });
+
+  async function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    setDone(null);
+    setIssues({ byField: {}, summary: [] });
+    const body: Record<string, unknown> = { url: v.url.trim(), name: v.name.trim(), businessLine: line, label: v.label.trim() };
+    for (const k of ['positive', 'time', 'labelSemantics'] as const) if (v[k].trim()) body[k] = v[k].trim();
+    if (v.keys.trim()) body.keys = splitList(v.keys);
+    if (v.shareWith.trim()) body.shareWith = splitList(v.shareWith);
+    if (v.partitionColumn.trim()) {
+      body.partitions = {
+        column: v.partitionColumn.trim(),
+        ...(v.from.trim() ? { from: v.from.trim() } : {}),
+        ...(v.to.trim() ? { to: v.to.trim() } : {}),
+      };
+    }
+    setBusy(true);
+    try {
+      const out = await apiCall<SampleSet>(key, '/sample-sets/register', { method: 'POST', body });
+      setDone(out);
+      void client.invalidateQueries({ queryKey: ['sample-sets'] });
+    } catch (err) {
+      setIssues(
+        err instanceof ApiError && err.issues.length
+          ? placeFieldIssues(err.issues, REF_FIELDS)
+          : { byField: {}, summary: [{ path: '', message: err instanceof Error ? err.message : String(err) }] },
+      );
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const by = issues.byField;
+  const text = (k: RefField, label: string, hint?: string, errors = by[k as (typeof REF_FIELDS)[number]]) => (
+    <div className="field">
+      <label htmlFor={`ref-${k}`}>{label}</label>
+      <input
+        id={`ref-${k}`}
+        value={v[k]}
+        onChange={set(k)}
+        autoComplete="off"
+        {...ariaFor(`ref-${k}`, errors, hint ? `ref-${k}-help` : undefined)}
+      />
+      {hint ? (
+        <span id={`ref-${k}-help`} className="muted small hint">
+          {hint}
+        </span>
+      ) : null}
+      <FieldMessages id={`ref-${k}-error`} messages={errors} />
+    </div>
+  );
+  return (
+    <section aria-labelledby="register-set" className="register">
+      <h2 id="register-set">Register a sample set by reference</h2>
+      <form className="register-form" onSubmit={submit} aria-label="register a sample set by reference" noValidate>
+        <p className="muted">
+          Parquet files left where they are kept — an S3-compatible bucket or a shared path every worker host mounts — and read by
+          the workers through their caches. Hive folders such as <code>dt=2026-11-20/</code> become columns. Same as{' '}
+          <code>abacus samples register</code>.
+        </p>
+        {issues.summary.length ? (
+          <div className="notice notice-error" role="alert">
+            <strong>The sample set was not registered:</strong>{' '}
+            {issues.summary.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}
+          </div>
+        ) : null}
+        <div className="form-grid">
+          {text('url', 'Location', 's3://bucket/prefix/ or file:///shared/path/')}
+          {text('name', "Registered set's name")}
+          <div className="field">
+            <label htmlFor="ref-businessLine">Registered set's line</label>
+            <select
+              id="ref-businessLine"
+              value={line}
+              onChange={set('businessLine')}
+              {...ariaFor('ref-businessLine', by.businessLine)}
+            >
+              {lineOptions.map((l) => (
+                <option key={l} value={l}>
+                  {l}
+                </option>
+              ))}
+            </select>
+            <FieldMessages id="ref-businessLine-error" messages={by.businessLine} />
+          </div>
+          {text('label', 'Label (0/1 or true/false)')}
+          {text('time', 'Event time (optional)')}
+          {text('keys', 'Keys (optional)', 'comma-separated columns, e.g. user_id,item_id')}
+          {text('shareWith', 'Lines it is shared with (optional)', 'comma-separated line names, or * for all; empty: private')}
+          {text('labelSemantics', 'Label meaning', 'event->outcome, e.g. exposure->click')}
+          {text('partitionColumn', 'Partition column (optional)', 'e.g. dt, to take a range of its folders', by.partitions)}
+          {text('from', 'From (inclusive, optional)')}
+          {text('to', 'To (inclusive, optional)')}
+        </div>
+        <div className="form-actions">
+          <button type="submit" disabled={busy}>
+            {busy ? 'Registering…' : 'Register sample set'}
+          </button>
+        </div>
+        {done ? (
+          <div className="notice notice-ok" role="status">
+            Registered{' '}
+            <Link to="/data/$id" params={{ id: done.id }}>
+              {done.businessLine}/{done.name}
+            </Link>{' '}
+            ({formatCount(done.rowCount)} rows, not copied).
+          </div>
+        ) : null}
+      </form>
+    </section>
+  );
+}

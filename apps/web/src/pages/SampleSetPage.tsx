@@ -56,6 +56,17 @@ export function SampleSetPage({ id }: { id: string }) {
                 <dd>
                   <code>{s.id}</code>
                 </dd>
+                <dt>Stored</dt>
+                <dd>
+                  {s.location ? (
+                    <>
+                      by reference, not copied: <code>{s.location}</code> ({formatCount(s.objects?.length ?? 0)} Parquet
+                      object(s))
+                    </>
+                  ) : (
+                    'uploaded into the data directory'
+                  )}
+                </dd>
               </dl>
             </section>
             <section aria-labelledby="label">
