@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '@abacus/data';
 import type { GroundTruth } from '@abacus/samples';
@@ -213,6 +214,86 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     const shown = await cli(['experiment', 'show', id], cliEnv);
     expect(shown.stdout).toMatch(/removable: \d+ of \d+ features/);
     expect(shown.stdout).toMatch(/pruning curve:/);
+  });
+
+  it('registers a partitioned Parquet folder on a shared path by reference and runs subtract on it from the CLI', async () => {
+    // the world's feed samples as two days of a "shared" path: dt=.../part-0.parquet
+    const shared = path.join(env.dataDir, 'shared', 'feed');
+    const src = path.join(world, 'samples', 'feed.parquet');
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    for (const [day, cond] of [
+      ['2026-11-20', '<'],
+      ['2026-11-21', '>='],
+    ]) {
+      fs.mkdirSync(path.join(shared, `dt=${day}`), { recursive: true });
+      await con.run(
+        `COPY (SELECT * FROM read_parquet('${src}') WHERE ts ${cond} (SELECT median(ts) FROM read_parquet('${src}'))) TO '${path.join(shared, `dt=${day}`, 'part-0.parquet')}' (FORMAT parquet)`,
+      );
+    }
+    con.closeSync();
+    db.closeSync();
+    const reg = await cli(
+      [
+        'samples',
+        'register',
+        `file://${shared}/`,
+        '--name',
+        'feed-shared',
+        '--domain',
+        'feed',
+        '--label',
+        'click',
+        '--time',
+        'ts',
+        '--json',
+      ],
+      cliEnv,
+    );
+    expect(reg.code, reg.stderr).toBe(0);
+    const ss = JSON.parse(reg.stdout) as { rowCount: number; location: string; objects: unknown[] };
+    expect(ss.location).toBe(`file://${shared}/`);
+    expect(ss.objects).toHaveLength(2);
+    expect(ss.rowCount).toBe(Number((await ds.query(`SELECT row_count FROM sample_sets WHERE name = 'demo-feed'`))[0].row_count));
+    const features = truth.features.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
+    const spec = writeSpec('subtract-shared', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'feed-shared', features }, seed: 3 },
+    });
+    const sub = await cli(['experiment', 'submit', spec, '--wait', '--json'], cliEnv);
+    expect(sub.code, sub.stderr).toBe(0);
+    const e = JSON.parse(sub.stdout) as { status: string; result: { removable: { feature?: string; name?: string }[] } };
+    expect(e.status).toBe('succeeded');
+    const removed = e.result.removable.map((f) => f.feature ?? f.name);
+    for (const strong of truth.features.filter((f) => f.role === 'strong' && features.includes(f.name))) {
+      expect(removed).not.toContain(strong.name);
+    }
+    // bad references: a CLI message naming the field, non-zero exit, nothing registered
+    const before = await count('sample_sets');
+    const missing = await cli(
+      ['samples', 'register', 'file:///nonexistent/abacus/', '--name', 'x', '--domain', 'feed', '--label', 'click'],
+      cliEnv,
+    );
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/url: file:\/\/\/nonexistent\/abacus\/: no such directory/);
+    const mixed = path.join(env.dataDir, 'shared', 'mixed');
+    fs.mkdirSync(mixed, { recursive: true });
+    fs.copyFileSync(src, path.join(mixed, 'feed.parquet'));
+    fs.writeFileSync(path.join(mixed, 'notes.txt'), 'not data');
+    const notParquet = await cli(
+      ['samples', 'register', `file://${mixed}/`, '--name', 'x', '--domain', 'feed', '--label', 'click'],
+      cliEnv,
+    );
+    expect(notParquet.code).toBe(1);
+    expect(notParquet.stderr).toMatch(/url: file:\/\/.*\/mixed\/notes\.txt is not a Parquet object/);
+    const range = await cli(
+      ['samples', 'register', `file://${shared}/`, '--name', 'x', '--domain', 'feed', '--label', 'click', '--from', '2026-11-21'],
+      cliEnv,
+    );
+    expect(range.code).toBe(1);
+    expect(range.stderr).toMatch(/--from \/ --to need --partition <column>/);
+    expect(await count('sample_sets')).toBe(before);
   });
 
   it('prints a local WOE/IV report with `abacus iv --json`, sorted by IV', async () => {
