@@ -39,8 +39,8 @@ run_project e2e "end-to-end tests (api + worker + CLI; the web app in headless C
 
 # the Docker images, where an engine runs: build, start on spare ports, wait for health, tear down
 if docker_works; then
-  say "docker compose: building and starting postgres, redis, migrate, api, worker (project abacus-ci)"
-  export ABACUS_COMPOSE_PG_PORT=55432 ABACUS_COMPOSE_REDIS_PORT=56379 ABACUS_COMPOSE_API_PORT=53000
+  say "docker compose: building and starting postgres, redis, minio, migrate, api, worker (project abacus-ci)"
+  export ABACUS_COMPOSE_PG_PORT=55432 ABACUS_COMPOSE_REDIS_PORT=56379 ABACUS_COMPOSE_API_PORT=53000 ABACUS_COMPOSE_S3_PORT=59000 ABACUS_COMPOSE_S3_CONSOLE_PORT=59001
   compose() { docker compose -p abacus-ci "$@"; }
   if compose up -d --build --quiet-pull >/dev/null; then
     ok=0
