@@ -203,6 +203,12 @@ export class CostLedgerService {
     }
     for (const [setId, fs] of bySet) {
       const ss = sampleSets.find((s) => s.id === setId)!;
+      if (ss.location) {
+        // (its column sizes are in the footers the registration read, but not kept yet)
+        for (const f of fs)
+          skipped.push({ name: f.name, reason: `sample set ${ss.name} is registered by reference: storage not measured` });
+        continue;
+      }
       const got = await measureStorage(
         ss.files.map((p) => this.dataDir.abs(p)),
         `${ss.name} (sample set)`,
