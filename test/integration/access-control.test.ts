@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { createDataSource } from '@abacus/data';
 import { EmbeddingService } from '@abacus/catalog';
 import * as ort from 'onnxruntime-node';
@@ -66,6 +67,21 @@ function csv(name: string): string {
   const file = path.join(env.dataDir, 'in', `${name}.csv`);
   writeSmallCsv(file, 200);
   return file;
+}
+
+/** a small Parquet file on a "shared path", to register by reference (written once) */
+let sharedParquet: string | null = null;
+async function parquetOnSharedPath(): Promise<string> {
+  if (sharedParquet) return sharedParquet;
+  const src = csv('shared-src');
+  const file = path.join(env.dataDir, 'shared', 'clicks.parquet');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  await con.run(`COPY (SELECT * FROM read_csv('${src}')) TO '${file}' (FORMAT parquet)`);
+  con.closeSync();
+  db.closeSync();
+  return (sharedParquet = file);
 }
 
 function featureTableCsv(column: string): string {
@@ -158,6 +174,16 @@ const TABLE: Record<string, Case[]> = {
   }),
   'POST /api/v1/sample-sets': perLine(
     (l) => (c) => as(c).upload('/sample-sets', csv(unique('s')), { name: unique('set'), businessLine: l, label: 'click' }),
+    { feed: expected('engineer', 201), search: expected('engineer', 201, 403), mall: expected('engineer', 201, 403) },
+  ),
+  'POST /api/v1/sample-sets/register': perLine(
+    (l) => async (c) =>
+      as(c).call('POST', '/sample-sets/register', {
+        url: `file://${await parquetOnSharedPath()}`,
+        name: unique('ref'),
+        businessLine: l,
+        label: 'click',
+      }),
     { feed: expected('engineer', 201), search: expected('engineer', 201, 403), mall: expected('engineer', 201, 403) },
   ),
   'GET /api/v1/sample-sets': perLine((l) => (c) => as(c).call('GET', `/sample-sets?businessLine=${l}`), {
