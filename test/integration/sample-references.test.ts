@@ -219,6 +219,17 @@ describe('subtract on sets registered by reference', () => {
     const strong = world.truth.features.filter((f) => f.role === 'strong').map((f) => f.name);
     for (const s of strong) expect(removed(a)).not.toContain(s);
     expect(removed(a).length).toBeGreaterThan(0);
+    // the score trial read the S3 set through this host's cache: fetched once, then served from disk
+    const fetched = (e: Record<string, any>) =>
+      (e.trials as { kind: string; metrics: { store?: { fetchedBytes: number; objects: number } } }[]).find(
+        (t) => t.kind === 'score',
+      )!.metrics.store!;
+    expect(fetched(a)).toMatchObject({ objects: 4 });
+    expect(fetched(a).fetchedBytes).toBeGreaterThan(0);
+    const again = await run('clicks-s3');
+    expect(again.status).toBe('succeeded');
+    expect(fetched(again)).toEqual({ objects: 4, fetchedBytes: 0 });
+    expect(removed(again)).toEqual(removed(a));
   });
 
   it('an object changed since registration fails the experiment with what to do', async () => {

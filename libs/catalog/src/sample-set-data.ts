@@ -87,6 +87,12 @@ export class SampleSetData {
       release();
       throw err;
     }
+    onProgress?.(
+      1,
+      fetchedBytes > 0
+        ? `fetched ${(fetchedBytes / 2 ** 20).toFixed(1)} MiB of ${ss.name} from ${location.url} (${ss.objects.length} object(s); the rest cached)`
+        : `${ss.name}: all ${ss.objects.length} object(s) in this host's cache`,
+    );
     return { path: dir, fetchedBytes, objects: ss.objects.length, release };
   }
 }

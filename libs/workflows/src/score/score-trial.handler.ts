@@ -122,6 +122,8 @@ export class ScoreTrialHandler {
           // where the reading and binning ran: a worker thread, or the worker's main thread
           scoredOn: ranOn,
           threads: ranOn === 'thread' ? Math.min(this.opts.threads, params.features.length) : 1,
+          // a set registered by reference: what this host fetched from the store for it (0: all cached)
+          ...(ss.location ? { store: { objects: opened.objects, fetchedBytes: opened.fetchedBytes } } : {}),
         },
         backend: null,
       };
