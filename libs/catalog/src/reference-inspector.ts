@@ -205,7 +205,11 @@ export async function inspectReference(registry: StoreRegistry, req: ReferenceRe
   const listed = await store.list(prefix).catch((err: unknown) => fail('url', err));
   // "s3://b/logs" names the folder logs/ (or the one object logs), never logs2/
   const base = prefix === '' || prefix.endsWith('/') ? prefix : listed.some((o) => o.key === prefix) ? prefix : `${prefix}/`;
-  const inside = listed.filter((o) => o.key === base || o.key.startsWith(base));
+  // one object named exactly: that object alone (not data.parquet.bak beside it)
+  const inside =
+    base === prefix && !prefix.endsWith('/') && prefix !== ''
+      ? listed.filter((o) => o.key === base)
+      : listed.filter((o) => o.key.startsWith(base));
   const rel = (o: ObjectInfo) => (o.key === base ? o.key.split('/').pop()! : o.key.slice(base.length));
   const data = inside.filter(
     (o) =>

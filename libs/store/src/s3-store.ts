@@ -44,9 +44,12 @@ export function s3Failure(location: string, err: unknown, what: string): StoreEr
   const status = e.$metadata?.httpStatusCode;
   let code: StoreErrorCode = 'failed';
   let reason: string;
-  if (net && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(net)) {
+  if (
+    (net && /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(net)) ||
+    e.name === 'TimeoutError'
+  ) {
     code = 'unreachable';
-    reason = `the endpoint cannot be reached (${net})`;
+    reason = `the endpoint cannot be reached (${net ?? e.name})`;
   } else if (e.name === 'CredentialsProviderError') {
     code = 'denied';
     reason =
@@ -84,8 +87,10 @@ export class S3Store implements ObjectStore {
     const config: S3ClientConfig = {
       region: settings.region ?? 'us-east-1',
       forcePathStyle: settings.forcePathStyle ?? settings.endpoint !== undefined,
-      // a refused connection is reported after a few quick tries, not after the SDK's long default backoff
+      // a refused connection is reported after a few quick tries, not after the SDK's long default backoff;
+      // an endpoint that never answers fails its connection after 10 s (a blackholed address)
       maxAttempts: 3,
+      requestHandler: { connectionTimeout: 10_000, socketTimeout: 120_000 },
     };
     if (settings.endpoint) config.endpoint = settings.endpoint;
     if (settings.accessKeyId && settings.secretAccessKey) {
