@@ -19,20 +19,11 @@ const importFlags = z.object({
   json: z.boolean().optional(),
 });
 
-const registerFlags = z.object({
+const registerFlags = importFlags.omit({ file: true, allowNonFinite: true }).extend({
   url: z.string().min(1).max(2000),
-  name: objectName,
-  domain: lineName,
-  label: columnName,
-  positive: z.string().min(1).max(200).optional(),
-  time: columnName.optional(),
-  keys: z.string().min(1).optional(),
-  shareWith: z.string().min(1).optional(),
-  labelSemantics: labelSemanticsSchema.optional(),
   partition: columnName.optional(),
   from: z.string().min(1).max(200).optional(),
   to: z.string().min(1).max(200).optional(),
-  json: z.boolean().optional(),
 });
 
 const commaSplit = (v: string | undefined) =>
