@@ -64,6 +64,13 @@ export const configSchema = z
      * 0 = three quarters of the machine's memory
      */
     ABACUS_SAMPLE_MEMORY_MB: z.coerce.number().int().min(0).default(0),
+    /**
+     * DuckDB's memory cap (MiB) for each sample build and IV scoring pass (reading, ordering, joining,
+     * aggregating); past it DuckDB spills to the data directory, so a set of any size builds within it
+     */
+    ABACUS_DUCKDB_MEMORY_MB: z.coerce.number().int().min(64).default(2048),
+    /** rows per encoded range of a sample build (the unit of encoding, threading and shard files) */
+    ABACUS_BUILD_RANGE_ROWS: z.coerce.number().int().min(1024).default(262144),
     /** native threads per trial; 0 = all cores */
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
     ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
@@ -73,9 +80,9 @@ export const configSchema = z
      */
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**
-     * worker threads a sample build reads, joins and encodes on (the features dealt among them, each
-     * thread with its own DuckDB; the built set is the same); 0 = min(4, the machine's cores), 1 = the
-     * worker's main thread
+     * worker threads a sample build encodes its row ranges on (dealt among them, each thread reading its
+     * ranges from the build's DuckDB file; the built set is the same); 0 = min(4, the machine's cores),
+     * 1 = the worker's main thread
      */
     ABACUS_BUILD_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**

@@ -89,6 +89,8 @@ export class WorkerModule {
             samples: new BuiltSamplesCache(dataDir, {
               memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
               threads: config.ABACUS_BUILD_THREADS || Math.min(4, os.availableParallelism()),
+              duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
+              rangeRows: config.ABACUS_BUILD_RANGE_ROWS,
               openSamples: async (recipe, onProgress) =>
                 data.open(await ds.getRepository(SampleSetEntity).findOneByOrFail({ id: recipe.sampleSetId }), onProgress),
             }),

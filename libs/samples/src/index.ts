@@ -17,7 +17,21 @@ export { runSim, formatSimSummary, type SimSummary } from './simulator/sim-runne
 export * from './calibration/calibration-world';
 // sample building: labelled samples + feature definitions -> encoded train/test datasets for the runtime
 export type * from './build/sample-build.types';
-export { buildSamples, sampleBuildKey, estimateBuildBytes } from './build/sample-builder';
+export {
+  buildSamples,
+  sampleBuildKey,
+  estimateBuildBytes,
+  prepareBuild,
+  openPlan,
+  encodeRange,
+  describeBuild,
+  concatSplits,
+  DEFAULT_RANGE_ROWS,
+  type BuildPlan,
+  type EncodedRange,
+  type PlannedColumn,
+} from './build/sample-builder';
+export { encodeRanges, buildThreadScript, type EncodeRangesOptions } from './build/range-threads';
 export {
   sampleBuildRequestSchema,
   featureDefSchema,

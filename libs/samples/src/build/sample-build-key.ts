@@ -6,7 +6,7 @@ import { SampleBuildError } from './sample-build.error';
 import type { FeatureKind, FeatureTransform, SampleBuildRequest } from './sample-build.types';
 
 /** bump when the encoding of an unchanged request changes, so cached builds are not reused */
-export const SAMPLE_BUILDER_VERSION = 1;
+export const SAMPLE_BUILDER_VERSION = 2;
 
 export type NormalizedSource =
   | { kind: 'column'; column: string }

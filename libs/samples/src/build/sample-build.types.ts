@@ -122,15 +122,14 @@ export interface BuildSamplesOptions {
   /** fraction in [0, 1], non-decreasing */
   onProgress?(fraction: number, message: string): void;
   /**
-   * refuse (SampleBuildError on `samples`) a build whose encoded columns and splits would take more
-   * than this many bytes (estimateBuildBytes), before reading the features; default: no limit
+   * refuse (SampleBuildError on `samples`) a build whose splits would take more than this many bytes
+   * once loaded to train on (estimateBuildBytes), before the features are read; default: no limit
    */
   memoryLimitBytes?: number;
-  /**
-   * worker threads the features are read and encoded on (dealt round-robin; every thread reads the
-   * rows itself); default 1: the calling thread. Needs the compiled thread script (below)
-   */
-  threads?: number;
-  /** the compiled build-thread script; default: the one beside the module, null = the calling thread */
-  threadScript?: string | null;
+  /** DuckDB's memory cap (MiB) while reading, joining and ordering; past it DuckDB spills to disk. Default 1024 */
+  duckdbMemoryMb?: number;
+  /** rows per encoded range (the unit of encoding, and of shard files); default DEFAULT_RANGE_ROWS */
+  rangeRows?: number;
+  /** where the scratch DuckDB database and its spill files go (removed after); default the OS temp directory */
+  workDir?: string;
 }

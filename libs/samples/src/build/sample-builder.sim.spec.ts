@@ -7,7 +7,7 @@ import type { CategoricalTableColumn, MultiIdTableColumn, NumericTableColumn, Ta
 import { FEATURE_CATALOG } from '../simulator/feature-catalog';
 import { simulateWorld } from '../simulator/simulator.service';
 import { writeWorld } from '../simulator/world-writer';
-import type { BuiltSamples, EncodedSplit, FeatureDef } from './sample-build.types';
+import type { BuiltSamples, EncodedSplit, FeatureDef, SampleBuildRequest } from './sample-build.types';
 import { buildSamples } from './sample-builder';
 
 const TABLE = {
@@ -20,6 +20,7 @@ let dir: string;
 let testFrom: number;
 let built: BuiltSamples;
 let flat: Table;
+let request: SampleBuildRequest;
 const LINE = 'search';
 
 beforeAll(async () => {
@@ -36,12 +37,13 @@ beforeAll(async () => {
       source: { kind: 'table', file: path.join(dir, t.file), entityKey: t.key, sampleKey: t.key, timeColumn: t.time },
     };
   });
-  built = await buildSamples({
+  request = {
     samples: { file: path.join(dir, 'impressions.parquet'), label: 'click', time: 'ts', groupKey: 'impression_id' },
     features,
     split: { testFrom },
     filter: { column: 'domain', values: [LINE] },
-  });
+  };
+  built = await buildSamples(request);
   // the simulator's own flat, point-in-time joined samples of the line
   flat = await readTable(path.join(dir, `samples/${LINE}.parquet`));
 }, 60_000);
@@ -131,4 +133,16 @@ describe('buildSamples on the simulated world', () => {
     expect(checked).toBe(32);
     expect(built.inputs.numeric.length + built.inputs.slots.length).toBe(32);
   });
+
+  it('encodes the same set whatever the ranges and however little memory DuckDB has (it spills)', async () => {
+    const { timings: _t, ...whole } = built;
+    for (const [rangeRows, duckdbMemoryMb] of [
+      [997, 64],
+      [4096, 1024],
+    ] as const) {
+      const { timings, ...other } = await buildSamples(request, { rangeRows, duckdbMemoryMb });
+      expect(other).toEqual(whole);
+      expect(timings.encodeMs).toBeGreaterThan(0);
+    }
+  }, 60_000);
 });

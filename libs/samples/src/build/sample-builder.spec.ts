@@ -517,17 +517,17 @@ describe('fnv1a32', () => {
 describe('buildSamples: the memory limit', () => {
   it('refuses a build over the limit before reading the features, naming the rows, the estimate and the limit', async () => {
     const req = tinyRequest([col('x', 'numeric'), col('city', 'categorical')]);
-    // 10 rows x (1 numeric, 1 slot): 10 * (48 + 56 + 64) = 1680 bytes
-    expect(estimateBuildBytes(10, 1, 1)).toBe(1680);
-    const err = await buildSamples(req, { memoryLimitBytes: 1679 }).catch((e: unknown) => e);
+    // 10 rows x (1 numeric, 1 slot): 10 * (16 + 24 + 32) = 720 bytes
+    expect(estimateBuildBytes(10, 1, 1)).toBe(720);
+    const err = await buildSamples(req, { memoryLimitBytes: 719 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SampleBuildError);
     expect((err as SampleBuildError).field).toBe('samples');
     expect((err as Error).message).toMatch(
-      /^samples: 10 rows x 2 features would take about 1680 bytes of memory .* over this worker's limit of 1679 bytes \(ABACUS_SAMPLE_MEMORY_MB\)/,
+      /^samples: 10 rows x 2 features would take about 720 bytes of memory .* over this worker's limit of 719 bytes \(ABACUS_SAMPLE_MEMORY_MB\)/,
     );
     // not "out of memory": the queue would take that for a transient failure and retry it
     expect((err as Error).message).not.toMatch(/out of memory/i);
-    const ok = await buildSamples(req, { memoryLimitBytes: 1680 });
+    const ok = await buildSamples(req, { memoryLimitBytes: 720 });
     expect(ok.train.rows + ok.test.rows).toBe(10);
   });
 });

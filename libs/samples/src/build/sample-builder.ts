@@ -1,20 +1,12 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { quoteIdent, quoteLiteral } from '../io/column-loader';
 import { TableReadError } from '../io/table-read.error';
 import { tableSource, type TableSource } from '../io/table-reader';
-import {
-  bucketEncoder,
-  categoricalEncoder,
-  multiIdEncoder,
-  numericEncoder,
-  readDoubles,
-  type EncodedColumn,
-  type FeatureEncoder,
-} from './feature-encoders';
-import { rowHashUnit } from './feature-hash';
+import { ColumnEncoder, readDoubles, type ColumnPlan, type SlotIdSpace } from './feature-encoders';
 import { cacheKeyOf, normalizeRequest, type NormalizedFeature, type NormalizedRequest } from './sample-build-key';
 import { SampleBuildError } from './sample-build.error';
 import type {
@@ -51,10 +43,17 @@ interface TableGroup {
   feature: number;
 }
 
+/** A feature's encoding before the global statistics (train mean, train dictionary, vocabulary) are known. */
+type FeatureSpec =
+  | { input: 'numeric'; log: boolean }
+  | { input: 'buckets'; boundaries: number[] }
+  | { input: 'categorical'; reader: 'double' | 'string'; hash: number | null; numericStrings: boolean }
+  | { input: 'multi'; child: 'int' | 'double' | 'string'; hash: number | null; field: string };
+
 interface PlannedFeature {
   def: NormalizedFeature;
   expr: string;
-  make(rows: number): FeatureEncoder;
+  spec: FeatureSpec;
 }
 
 /** errors from DuckDB (or the table reader) as SampleBuildError on `field` */
@@ -127,7 +126,7 @@ function planFeature(
     return {
       def,
       expr: nanIfNull(expr),
-      make: (n) => (boundaries ? bucketEncoder(n, boundaries) : numericEncoder(n, t.type === 'log')),
+      spec: boundaries ? { input: 'buckets', boundaries: [...boundaries] } : { input: 'numeric', log: t.type === 'log' },
     };
   }
   if (def.kind === 'categorical') {
@@ -135,10 +134,14 @@ function planFeature(
       throw mismatch(' (categorical needs a scalar column; lists are multi_id)');
     }
     if (INT32_TYPE.test(type) || (NUMBER_TYPE.test(type) && !WIDE_INT_TYPE.test(type))) {
-      return { def, expr: nanIfNull(`CAST(${ref} AS DOUBLE)`), make: (n) => categoricalEncoder(n, 'double', hash, false) };
+      return {
+        def,
+        expr: nanIfNull(`CAST(${ref} AS DOUBLE)`),
+        spec: { input: 'categorical', reader: 'double', hash, numericStrings: false },
+      };
     }
     const numericStrings = WIDE_INT_TYPE.test(type);
-    return { def, expr: `CAST(${ref} AS VARCHAR)`, make: (n) => categoricalEncoder(n, 'string', hash, numericStrings) };
+    return { def, expr: `CAST(${ref} AS VARCHAR)`, spec: { input: 'categorical', reader: 'string', hash, numericStrings } };
   }
   const child = LIST_TYPE.exec(type)?.[1];
   if (child === undefined) throw mismatch(' (multi_id needs a LIST column, e.g. INTEGER[] or VARCHAR[])');
@@ -147,7 +150,7 @@ function planFeature(
     return {
       def,
       expr: `coalesce(CAST(${kept} AS INTEGER[]), []::INTEGER[])`,
-      make: (n) => multiIdEncoder(n, 'int', hash, `${field}.source`),
+      spec: { input: 'multi', child: 'int', hash, field: `${field}.source` },
     };
   }
   if (WIDE_INT_TYPE.test(child)) {
@@ -156,14 +159,14 @@ function planFeature(
     return {
       def,
       expr: `coalesce(CAST(${kept} AS ${as}[]), []::${as}[])`,
-      make: (n) => multiIdEncoder(n, hash !== null ? 'string' : 'double', hash, `${field}.source`),
+      spec: { input: 'multi', child: hash !== null ? 'string' : 'double', hash, field: `${field}.source` },
     };
   }
   if (child === 'VARCHAR') {
     return {
       def,
       expr: `coalesce(${kept}, []::VARCHAR[])`,
-      make: (n) => multiIdEncoder(n, 'string', hash, `${field}.source`),
+      spec: { input: 'multi', child: 'string', hash, field: `${field}.source` },
     };
   }
   throw mismatch(' (multi_id needs a list of integers or strings)');
@@ -222,20 +225,13 @@ async function labelPlan(
 }
 
 /**
- * Builds encoded train/test datasets from a labelled sample table and feature definitions (see the "Sample
- * building" section of libs/samples/README.md for the encoding rules). One DuckDB query joins every feature
- * table (ASOF JOIN for timed tables); the result is encoded into typed arrays.
- */
-/**
- * Bytes a build of `rows` rows holds at its peak (and keeps while models train on it), on the high
- * side: per numeric feature three DuckDB copies of the column (read, filtered, joined; 24), the
- * encoder's float64 column (8), the float32 splits and the training split's cut into fitted and
- * validation rows (8) and room for the allocator (8); per slot the same in int32 ids and offsets (56);
- * labels, row ids, times and masks (64). Seen on 10M rows x 100 features (85 numeric, 15 slots):
- * the worker peaked at 47 GiB with the IV trial reading the same table beside it; this says 46 GiB.
+ * Bytes a built set takes once a worker has loaded it to train on: per numeric feature the float32
+ * training and test columns and the fitted/validation copies cut from the training split (16), per
+ * slot the same in int32 ids and offsets (24), labels, keys and row bookkeeping (32). The build itself
+ * streams and stays within its DuckDB memory cap whatever the rows (see BuildSamplesOptions).
  */
 export function estimateBuildBytes(rows: number, numeric: number, slots: number): number {
-  return rows * (numeric * 48 + slots * 56 + 64);
+  return rows * (numeric * 16 + slots * 24 + 32);
 }
 
 const size = (bytes: number) =>
@@ -245,41 +241,99 @@ const size = (bytes: number) =>
       ? `${Math.round(bytes / 2 ** 20)} MiB`
       : `${bytes} bytes`;
 
+/** rows a range holds by default: about 130 MB of encoded samples at 100 features */
+export const DEFAULT_RANGE_ROWS = 262_144;
+
+/** One feature of a plan: its name and kind, how it is encoded, its vocabulary and id space. */
+export type PlannedColumn = ColumnPlan & { name: string; kind: NormalizedFeature['kind']; vocab?: number; idSpace?: SlotIdSpace };
+
 /**
- * One pass over the samples: the rows (order, split, labels, group keys) and the encoded columns of
- * the features `only` names (indices into req.features; null = all), in that order. Error fields
- * keep the request's own feature indices.
+ * A sample build prepared in DuckDB: the samples read, filtered, ordered and joined with every feature
+ * table into one on-disk table (`__j`, in time then row order), its global statistics taken. Every range
+ * of `ranges` can then be encoded on its own (encodeRange), on any thread that opens `dbFile` read-only.
+ * Plain data.
  */
-export interface EncodedPart {
-  n: number;
-  rid: Float64Array;
-  test: Uint8Array;
-  labels: Float32Array;
-  groupValues: Int32Array | null;
+export interface BuildPlan {
+  dbFile: string;
+  rows: number;
+  trainRows: number;
+  testRows: number;
   testFrom: number | null;
-  features: number[];
-  columns: EncodedColumn[];
-  timings: { readMs: number; joinMs: number; encodeMs: number };
+  time: boolean;
+  groupName: string | null;
+  columns: PlannedColumn[];
+  /** consecutive row ranges of __j (by rowid) and how many of their rows are train / test */
+  ranges: { start: number; rows: number; train: number; test: number }[];
+  cacheKey: string;
+  timings: { readMs: number; joinMs: number; statsMs: number };
 }
 
-export async function encodePart(
-  req: NormalizedRequest,
-  only: number[] | null,
-  opts: Pick<BuildSamplesOptions, 'memoryLimitBytes'> & {
-    onProgress?: (fraction: number, message: string) => void;
-    /** asked between steps and chunks: true ends the pass with an error (a thread told to stop) */
-    stopped?: () => boolean;
-  } = {},
-): Promise<EncodedPart> {
-  const progress = (fraction: number, message: string): void => {
-    if (opts.stopped?.()) throw new Error('sample build stopped');
-    opts.onProgress?.(fraction, message);
+/** What one range encodes to: its train and test rows (in order) and what was counted on the way. */
+export interface EncodedRange {
+  index: number;
+  train: EncodedSplit;
+  test: EncodedSplit;
+  /** missing values per feature */
+  missing: number[];
+  positives: { train: number; test: number };
+  encodeMs: number;
+}
+
+/** SQL of rowHashUnit(rid, seed) < fraction (feature-hash.ts: murmur3 fmix32 in 32-bit arithmetic on UBIGINT). */
+function hashTestSql(rid: string, seed: number, fraction: number): string {
+  const fmix = (x: string): string => {
+    let h = `xor(${x}, (${x}) >> 16)`;
+    h = `((${h}) * 2246822507::UBIGINT) % 4294967296::UBIGINT`;
+    h = `xor(${h}, (${h}) >> 13)`;
+    h = `((${h}) * 3266489909::UBIGINT) % 4294967296::UBIGINT`;
+    return `xor(${h}, (${h}) >> 16)`;
   };
-  const wanted = only ? new Set(only) : null;
-  const featureIdx: number[] = [];
+  let s = (seed + 0x9e3779b9) | 0;
+  s ^= s >>> 16;
+  s = Math.imul(s, 0x85ebca6b);
+  s ^= s >>> 13;
+  s = Math.imul(s, 0xc2b2ae35);
+  s ^= s >>> 16;
+  const salt = s >>> 0;
+  return `((${fmix(`xor(CAST(${rid} AS UBIGINT), ${salt}::UBIGINT)`)})::DOUBLE / 4294967296.0 < ${fraction})`;
+}
+
+/** compares dictionary values: numbers numerically, strings by UTF-16 code units (or as integers when `numericStrings`) */
+function valueOrder(numericStrings: boolean): (a: string | number, b: string | number) => number {
+  if (numericStrings) {
+    return (a, b) => {
+      const x = BigInt(a);
+      const y = BigInt(b);
+      return x < y ? -1 : x > y ? 1 : 0;
+    };
+  }
+  return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : a < b ? -1 : a > b ? 1 : 0);
+}
+
+export interface PrepareOptions extends Pick<BuildSamplesOptions, 'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows'> {
+  onProgress?(fraction: number, message: string): void;
+}
+
+/**
+ * Reads, checks, filters, orders and joins the samples into `workDir`/build.duckdb (DuckDB within its
+ * memory cap, spilling to `workDir`/spill), takes the global statistics and cuts the rows into ranges.
+ * Throws SampleBuildError naming the field for every problem of the request or the data.
+ */
+export async function prepareBuild(request: SampleBuildRequest, workDir: string, opts: PrepareOptions = {}): Promise<BuildPlan> {
+  const req = normalizeRequest(request);
+  const cacheKey = cacheKeyOf(req);
+  const progress = (f: number, m: string) => opts.onProgress?.(f, m);
   progress(0, 'reading samples');
+  fs.mkdirSync(workDir, { recursive: true });
+  const dbFile = path.join(workDir, 'build.duckdb');
+  const spill = path.join(workDir, 'spill');
+  const memoryMb = opts.duckdbMemoryMb ?? 1024;
   const t0 = performance.now();
-  const instance = await DuckDBInstance.create(':memory:');
+  const instance = await DuckDBInstance.create(dbFile, {
+    memory_limit: `${memoryMb}MB`,
+    temp_directory: spill,
+    preserve_insertion_order: 'true',
+  });
   const con = await instance.connect();
   try {
     // ---- schemas and validation (no data read yet)
@@ -303,8 +357,6 @@ export async function encodePart(
     const numericTextChecks: { field: string; ref: string; source?: string }[] = [];
     const planned: PlannedFeature[] = [];
     for (const [i, def] of req.features.entries()) {
-      if (wanted && !wanted.has(i)) continue;
-      featureIdx.push(i);
       const src = def.source;
       const columnField = `features.${i}.${src.column === def.name ? 'name' : 'source.column'}`;
       const checks: { field: string; ref: string }[] = [];
@@ -359,10 +411,9 @@ export async function encodePart(
     }
 
     // ---- read the sample columns; filter, cap and order the rows
-    await guarded('samples.file', 'malformed or unreadable', async () => {
-      await con.run(`SET preserve_insertion_order = true`);
-      await con.run(`CREATE TEMP TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`);
-    });
+    await guarded('samples.file', 'malformed or unreadable', () =>
+      con.run(`CREATE TEMP TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`),
+    );
     const where = req.filter
       ? `WHERE CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
       : '';
@@ -372,6 +423,7 @@ export async function encodePart(
          ORDER BY ${time ? '__t, ' : ''}rowid ${req.maxRows !== null ? `LIMIT ${req.maxRows}` : ''}`,
       ),
     );
+    await con.run('DROP TABLE __base');
     for (const c of numericTextChecks) {
       const [[bad, example]] = await rows(
         con,
@@ -401,22 +453,21 @@ export async function encodePart(
       }
     }
     if (opts.memoryLimitBytes !== undefined) {
-      // the whole build's need, whichever share of the features this pass encodes
-      const numeric = req.features.filter((f) => f.kind === 'numeric').length;
+      const numeric = req.features.filter((f) => f.kind === 'numeric' && f.transform.type !== 'buckets').length;
       const need = estimateBuildBytes(total, numeric, req.features.length - numeric);
       if (need > opts.memoryLimitBytes) {
         throw new SampleBuildError(
           'samples',
-          `${total} rows x ${req.features.length} features would take about ${size(need)} of memory to build and train on, ` +
+          `${total} rows x ${req.features.length} features would take about ${size(need)} of memory to train on, ` +
             `over this worker's limit of ${size(opts.memoryLimitBytes)} (ABACUS_SAMPLE_MEMORY_MB): ` +
             `filter the rows, use fewer features, or run on a worker with more memory`,
         );
       }
     }
     const readMs = performance.now() - t0;
-    progress(0.15, `joining ${groups.size} feature table(s)`);
+    progress(0.1, `joining ${groups.size} feature table(s)`);
 
-    // ---- one query joins every feature table
+    // ---- one query joins every feature table into the on-disk table the ranges are read from
     const t1 = performance.now();
     const joins: string[] = [];
     for (const g of groups.values()) {
@@ -450,96 +501,170 @@ export async function encodePart(
           : `LEFT JOIN ${sub} ${g.alias} ON ${sk} = ${g.alias}.__k`,
       );
     }
+    // group keys: integer columns as they are, other types as codes of their sorted distinct values
     const groupRef = req.samples.groupKey ? `s.${quoteIdent(req.samples.groupKey)}` : null;
-    const groupAsNumber = groupType !== null && INT32_TYPE.test(groupType);
+    let groupSelect: string | null = null;
+    if (groupRef && groupType !== null) {
+      if (INT32_TYPE.test(groupType)) groupSelect = `${nanIfNull(`CAST(${groupRef} AS DOUBLE)`)} AS __g`;
+      else {
+        await con.run(
+          `CREATE TEMP TABLE __gd AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS DOUBLE) AS code
+             FROM (SELECT DISTINCT CAST(${quoteIdent(req.samples.groupKey!)} AS VARCHAR) AS v FROM __s WHERE ${quoteIdent(req.samples.groupKey!)} IS NOT NULL)`,
+        );
+        joins.push(`LEFT JOIN __gd ON CAST(${groupRef} AS VARCHAR) = __gd.v`);
+        groupSelect = `coalesce(__gd.code, 'NaN'::DOUBLE) AS __g`;
+      }
+    }
+    const testSql = time ? `s.__t >= ${testFrom}` : hashTestSql('s.__rid', req.split.seed, req.split.testFraction);
     const select = [
       `CAST(s.__rid AS DOUBLE) AS __rid`,
       time ? `s.__t AS __t` : null,
+      `CASE WHEN ${testSql} THEN 1.0 ELSE 0.0 END AS __test`,
       `${label.expr} AS __y`,
-      groupRef
-        ? groupAsNumber
-          ? `${nanIfNull(`CAST(${groupRef} AS DOUBLE)`)} AS __g`
-          : `CAST(${groupRef} AS VARCHAR) AS __g`
-        : null,
+      groupSelect,
       ...planned.map((p, i) => `${p.expr} AS f${i}`),
     ].filter((x): x is string => x !== null);
     await guarded('features', 'join failed', () =>
       con.run(
-        `CREATE TEMP TABLE __j AS SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`,
+        `CREATE TABLE __j AS SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`,
       ),
     );
-    const [[joined]] = await rows(con, 'SELECT count(*) FROM __j');
-    if (Number(joined) !== total) throw new Error(`sample builder: join produced ${Number(joined)} rows for ${total} samples`);
+    await con.run('DROP TABLE __s');
     const joinMs = performance.now() - t1;
-    progress(0.4, 'encoding');
+    progress(0.3, 'statistics');
 
-    // ---- stream and encode
+    // ---- global statistics: one thread, so sums are taken in row order and every build gives the same bits
     const t2 = performance.now();
-    const n = total;
-    const test = new Uint8Array(n);
-    const labels = new Float32Array(n);
-    const rid = new Float64Array(n);
-    const times = time ? new Float64Array(n) : null;
-    const groupValues = groupRef ? new Int32Array(n) : null;
-    const groupDict = new Map<string, number>();
-    const encoders = planned.map((p) => p.make(n));
-    const firstFeature = select.length - planned.length;
-    const tmp = new Float64Array(2048);
-    const result = await con.stream('SELECT * FROM __j');
-    let row = 0;
-    for (;;) {
-      const chunk = await result.fetchChunk();
-      if (!chunk || chunk.rowCount === 0) break;
-      const m = chunk.rowCount;
-      let col = 0;
-      readDoubles(chunk.getColumnVector(col++), m, rid, row);
-      if (times) {
-        readDoubles(chunk.getColumnVector(col++), m, times, row);
-        for (let i = row; i < row + m; i++) test[i] = times[i] >= testFrom! ? 1 : 0;
-      } else {
-        for (let i = row; i < row + m; i++) test[i] = rowHashUnit(rid[i], req.split.seed) < req.split.testFraction ? 1 : 0;
+    await con.run('SET threads = 1');
+    const stats: string[] = ['count(*)', 'count(*) FILTER (WHERE __test = 0)'];
+    const at = new Map<number, number>();
+    planned.forEach((p, i) => {
+      if (p.spec.input === 'numeric') {
+        const x = p.spec.log ? `(CASE WHEN f${i} >= 0 THEN ln(1 + f${i}) ELSE -ln(1 - f${i}) END)` : `f${i}`;
+        at.set(i, stats.length);
+        stats.push(
+          `sum(${x}) FILTER (WHERE __test = 0 AND isfinite(${x}))`,
+          `count(*) FILTER (WHERE __test = 0 AND isfinite(${x}))`,
+        );
+      } else if (p.spec.input === 'multi' && p.spec.hash === null && p.spec.child !== 'string') {
+        at.set(i, stats.length);
+        stats.push(`max(list_max(f${i}))`);
       }
-      const buf = tmp.length >= m ? tmp : new Float64Array(m);
-      readDoubles(chunk.getColumnVector(col++), m, buf, 0);
-      for (let i = 0; i < m; i++) labels[row + i] = buf[i];
-      if (groupValues) {
-        const v = chunk.getColumnVector(col++);
-        if (groupAsNumber) {
-          readDoubles(v, m, buf, 0);
-          for (let i = 0; i < m; i++) groupValues[row + i] = Number.isNaN(buf[i]) ? -1 : buf[i];
+    });
+    const [s] = await rows(con, `SELECT ${stats.join(', ')} FROM __j`);
+    const n = Number(s[0]);
+    if (n !== total) throw new Error(`sample builder: join produced ${n} rows for ${total} samples`);
+    const trainRows = Number(s[1]);
+    const testRows = n - trainRows;
+    if (trainRows === 0)
+      throw new SampleBuildError(
+        'split',
+        `the train split is empty (${n} rows, all in test${testFrom !== null ? ` from ${testFrom}` : ''})`,
+      );
+    if (testRows === 0)
+      throw new SampleBuildError(
+        'split',
+        `the test split is empty (${n} rows, all in train${testFrom !== null ? ` before ${testFrom}` : ''})`,
+      );
+    const columns: PlannedColumn[] = [];
+    for (const [i, p] of planned.entries()) {
+      const base = { name: p.def.name, kind: p.def.kind };
+      const sp = p.spec;
+      if (sp.input === 'numeric') {
+        const j = at.get(i)!;
+        const count = Number(s[j + 1]);
+        // the train mean, the fill of missing values, in float64 as summed
+        const fill = count > 0 ? Number(s[j]) / count : 0;
+        columns.push({ ...base, input: 'numeric', log: sp.log, fill });
+      } else if (sp.input === 'buckets') {
+        columns.push({
+          ...base,
+          input: 'slot',
+          encode: 'buckets',
+          boundaries: sp.boundaries,
+          vocab: sp.boundaries.length + 1,
+          idSpace: { kind: 'buckets', boundaries: sp.boundaries },
+        });
+      } else if (sp.input === 'categorical') {
+        if (sp.hash !== null) {
+          columns.push({
+            ...base,
+            input: 'slot',
+            encode: 'categorical',
+            reader: sp.reader,
+            hash: sp.hash,
+            dictionary: null,
+            vocab: sp.hash,
+            idSpace: { kind: 'hash', buckets: sp.hash },
+          });
+          continue;
+        }
+        const missing = sp.reader === 'double' ? `isnan(f${i})` : `f${i} IS NULL`;
+        const found = await rows(con, `SELECT DISTINCT f${i} FROM __j WHERE __test = 0 AND NOT (${missing})`);
+        const values = [...new Set(found.map((r) => (sp.reader === 'double' ? Number(r[0]) : String(r[0]))))];
+        values.sort(valueOrder(sp.numericStrings));
+        columns.push({
+          ...base,
+          input: 'slot',
+          encode: 'categorical',
+          reader: sp.reader,
+          hash: null,
+          dictionary: values,
+          vocab: values.length + 1,
+          idSpace: { kind: 'dictionary', values },
+        });
+      } else {
+        const common = {
+          ...base,
+          input: 'slot' as const,
+          encode: 'multi' as const,
+          child: sp.child,
+          hash: sp.hash,
+          field: sp.field,
+        };
+        if (sp.hash !== null) {
+          columns.push({ ...common, dictionary: null, vocab: sp.hash, idSpace: { kind: 'hash', buckets: sp.hash } });
+        } else if (sp.child === 'string') {
+          const found = await rows(con, `SELECT DISTINCT v FROM (SELECT unnest(f${i}) AS v FROM __j WHERE __test = 0)`);
+          const values = [...new Set(found.map((r) => String(r[0])))].sort(valueOrder(false));
+          columns.push({ ...common, dictionary: values, vocab: values.length + 1, idSpace: { kind: 'dictionary', values } });
         } else {
-          for (let i = 0; i < m; i++) {
-            const s = v.getItem(i) as string | null;
-            if (s === null) groupValues[row + i] = -1;
-            else {
-              let c = groupDict.get(s);
-              if (c === undefined) groupDict.set(s, (c = groupDict.size));
-              groupValues[row + i] = c;
-            }
-          }
+          const max = s[at.get(i)!];
+          const maxId = max === null || max === undefined ? -1 : Number(max);
+          columns.push({
+            ...common,
+            dictionary: null,
+            vocab: maxId + 1 > 0 ? Math.min(maxId + 1, 2 ** 31) : 1,
+            idSpace: { kind: 'identity' },
+          });
         }
       }
-      for (let f = 0; f < encoders.length; f++) encoders[f].read(chunk.getColumnVector(firstFeature + f), row, m, test);
-      row += m;
-      if (opts.stopped?.()) throw new Error('sample build stopped');
-      progress(0.4 + 0.5 * (row / n), 'encoding');
     }
-    if (row !== n) throw new Error(`sample builder: streamed ${row} rows, expected ${n}`);
-    for (let i = 1; i < n; i++) {
-      const ordered = times ? times[i - 1] < times[i] || (times[i - 1] === times[i] && rid[i - 1] < rid[i]) : rid[i - 1] < rid[i];
-      if (!ordered) throw new Error('sample builder: joined rows are not in (time, row) order');
-    }
-    const columns = encoders.map((e) => e.finish(test));
+    const rangeRows = Math.max(1, Math.floor(opts.rangeRows ?? DEFAULT_RANGE_ROWS));
+    const perRange = await rows(
+      con,
+      `SELECT rowid // ${rangeRows} AS r, count(*), count(*) FILTER (WHERE __test = 1) FROM __j GROUP BY r ORDER BY r`,
+    );
+    const ranges = perRange.map((r) => {
+      const index = Number(r[0]);
+      const all = Number(r[1]);
+      const test = Number(r[2]);
+      return { start: index * rangeRows, rows: all, train: all - test, test };
+    });
+    await con.run('CHECKPOINT');
+    progress(0.35, 'encoding');
     return {
-      n,
-      rid,
-      test,
-      labels,
-      groupValues,
+      dbFile,
+      rows: n,
+      trainRows,
+      testRows,
       testFrom,
-      features: featureIdx,
+      time: time !== null,
+      groupName: req.samples.groupKey,
       columns,
-      timings: { readMs, joinMs, encodeMs: performance.now() - t2 },
+      ranges,
+      cacheKey,
+      timings: { readMs, joinMs, statsMs: performance.now() - t2 },
     };
   } finally {
     con.closeSync();
@@ -547,242 +672,237 @@ export async function encodePart(
   }
 }
 
+/** Opens a prepared build read-only (one per thread), within `memoryMb` of DuckDB memory. */
+export async function openPlan(plan: BuildPlan, memoryMb = 256): Promise<{ con: DuckDBConnection; close(): void }> {
+  const instance = await DuckDBInstance.create(plan.dbFile, {
+    access_mode: 'READ_ONLY',
+    memory_limit: `${memoryMb}MB`,
+    threads: '1',
+  });
+  const con = await instance.connect();
+  return {
+    con,
+    close: () => {
+      con.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+/**
+ * Encodes range `index` of a prepared build: reads its rows of __j in order and writes every feature
+ * straight into the range's train and test splits. `stopped` is asked between chunks.
+ */
+export async function encodeRange(
+  con: DuckDBConnection,
+  plan: BuildPlan,
+  index: number,
+  stopped?: () => boolean,
+): Promise<EncodedRange> {
+  const t0 = performance.now();
+  const range = plan.ranges[index];
+  const counts: [number, number] = [range.train, range.test];
+  const numericNames = plan.columns.filter((c) => c.input === 'numeric').map((c) => c.name);
+  const width = numericNames.length;
+  const numeric: [Float32Array, Float32Array] = [new Float32Array(counts[0] * width), new Float32Array(counts[1] * width)];
+  const labels: [Float32Array, Float32Array] = [new Float32Array(counts[0]), new Float32Array(counts[1])];
+  const keys: [Int32Array, Int32Array] | null = plan.groupName ? [new Int32Array(counts[0]), new Int32Array(counts[1])] : null;
+  let col = 0;
+  const encoders = plan.columns.map(
+    (c) => new ColumnEncoder(c, ColumnEncoder.sinks(c, counts, numeric, width, c.input === 'numeric' ? col++ : -1)),
+  );
+  const fill: [number, number] = [0, 0];
+  let test = new Uint8Array(2048);
+  let dest = new Int32Array(2048);
+  let buf = new Float64Array(2048);
+  let times = new Float64Array(2048);
+  let prevT = -Infinity;
+  let prevRid = -Infinity;
+  const result = await con.stream(`SELECT * FROM __j WHERE rowid >= ${range.start} AND rowid < ${range.start + range.rows}`);
+  let read = 0;
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (!chunk || chunk.rowCount === 0) break;
+    const m = chunk.rowCount;
+    if (test.length < m) {
+      test = new Uint8Array(m);
+      dest = new Int32Array(m);
+      buf = new Float64Array(m);
+      times = new Float64Array(m);
+    }
+    let c = 0;
+    readDoubles(chunk.getColumnVector(c++), m, buf, 0);
+    const rid = buf.slice(0, m);
+    if (plan.time) readDoubles(chunk.getColumnVector(c++), m, times, 0);
+    // the rows must come in (time, row) order: a range is read by rowid, which must follow the join's ORDER BY
+    for (let i = 0; i < m; i++) {
+      const t = plan.time ? times[i] : 0;
+      if (!(t > prevT || (t === prevT && rid[i] > prevRid)))
+        throw new Error('sample builder: joined rows are not in (time, row) order');
+      prevT = t;
+      prevRid = rid[i];
+    }
+    readDoubles(chunk.getColumnVector(c++), m, buf, 0);
+    for (let i = 0; i < m; i++) {
+      const s = buf[i] === 1 ? 1 : 0;
+      test[i] = s;
+      dest[i] = fill[s]++;
+    }
+    readDoubles(chunk.getColumnVector(c++), m, buf, 0);
+    for (let i = 0; i < m; i++) labels[test[i]][dest[i]] = buf[i];
+    if (keys) {
+      readDoubles(chunk.getColumnVector(c++), m, buf, 0);
+      for (let i = 0; i < m; i++) keys[test[i]][dest[i]] = Number.isNaN(buf[i]) ? -1 : buf[i];
+    }
+    for (let f = 0; f < encoders.length; f++) encoders[f].read(chunk.getColumnVector(c + f), m, test, dest);
+    read += m;
+    if (stopped?.()) throw new Error('sample build stopped');
+  }
+  if (read !== range.rows || fill[0] !== counts[0] || fill[1] !== counts[1])
+    throw new Error(
+      `sample builder: range ${index} read ${read} rows (${fill[0]} train, ${fill[1]} test), expected ${range.rows}`,
+    );
+  const split = (s: 0 | 1): EncodedSplit => {
+    const slots: EncodedSlot[] = [];
+    encoders.forEach((e, f) => {
+      if (e.plan.input === 'slot') slots.push({ name: plan.columns[f].name, ...e.slot(s) });
+    });
+    const out: EncodedSplit = { rows: counts[s], numericNames: [...numericNames], numeric: numeric[s], slots, labels: labels[s] };
+    if (keys && plan.groupName) out.keys = { [plan.groupName]: keys[s] };
+    return out;
+  };
+  const positives = (y: Float32Array) => y.reduce((a, b) => a + b, 0);
+  return {
+    index,
+    train: split(0),
+    test: split(1),
+    missing: encoders.map((e) => e.missing),
+    positives: { train: positives(labels[0]), test: positives(labels[1]) },
+    encodeMs: performance.now() - t0,
+  };
+}
+
+/** What a build is, once every range is encoded: what the runtime's model spec needs and the set's description. */
+export function describeBuild(
+  plan: BuildPlan,
+  missing: number[],
+  positives: { train: number; test: number },
+): Omit<BuiltSamples, 'train' | 'test' | 'timings'> {
+  const features: BuiltFeature[] = plan.columns.map((c, f) =>
+    c.input === 'numeric'
+      ? { name: c.name, kind: c.kind, input: 'numeric', missingRate: missing[f] / plan.rows }
+      : { name: c.name, kind: c.kind, input: 'slot', vocab: c.vocab!, missingRate: missing[f] / plan.rows },
+  );
+  const slots = plan.columns.filter((c) => c.input === 'slot');
+  return {
+    inputs: {
+      numeric: plan.columns.filter((c) => c.input === 'numeric').map((c) => c.name),
+      slots: slots.map((c) => ({ name: c.name, vocab: c.vocab! })),
+    },
+    idSpaces: Object.fromEntries(slots.map((c) => [c.name, c.idSpace!])),
+    features,
+    split: {
+      testFrom: plan.testFrom,
+      trainRows: plan.trainRows,
+      testRows: plan.testRows,
+      trainPositiveRate: positives.train / plan.trainRows,
+      testPositiveRate: positives.test / plan.testRows,
+    },
+    cacheKey: plan.cacheKey,
+  };
+}
+
+/** The splits of consecutive ranges as one split (rows in range order). */
+export function concatSplits(parts: EncodedSplit[]): EncodedSplit {
+  const first = parts[0];
+  const rowsOf = parts.reduce((a, p) => a + p.rows, 0);
+  const numeric = new Float32Array(rowsOf * first.numericNames.length);
+  const labels = new Float32Array(rowsOf);
+  let at = 0;
+  for (const p of parts) {
+    numeric.set(p.numeric, at * first.numericNames.length);
+    labels.set(p.labels, at);
+    at += p.rows;
+  }
+  const slots = first.slots.map((s0, k) => {
+    const nnz = parts.reduce((a, p) => a + p.slots[k].offsets[p.rows], 0);
+    const ids = new Int32Array(nnz);
+    const offsets = new Int32Array(rowsOf + 1);
+    let r = 0;
+    let z = 0;
+    for (const p of parts) {
+      const s = p.slots[k];
+      ids.set(s.ids.subarray(0, s.offsets[p.rows]), z);
+      for (let i = 1; i <= p.rows; i++) offsets[r + i] = z + s.offsets[i];
+      r += p.rows;
+      z += s.offsets[p.rows];
+    }
+    return { name: s0.name, ids, offsets };
+  });
+  const out: EncodedSplit = { rows: rowsOf, numericNames: [...first.numericNames], numeric, slots, labels };
+  if (first.keys) {
+    out.keys = Object.fromEntries(
+      Object.keys(first.keys).map((k) => {
+        const v = new Int32Array(rowsOf);
+        let r = 0;
+        for (const p of parts) {
+          v.set(p.keys![k], r);
+          r += p.rows;
+        }
+        return [k, v];
+      }),
+    );
+  }
+  return out;
+}
+
+/**
+ * Builds encoded train/test datasets in memory (see the "Sample building" section of libs/samples/README.md
+ * for the encoding rules): prepareBuild in a scratch directory, then every range encoded on this thread and
+ * put together. For sets that fit in memory (tests, small tools); workers build shards range by range
+ * instead (the workflows' BuiltSamplesCache), never holding the whole set.
+ */
 export async function buildSamples(request: SampleBuildRequest, opts: BuildSamplesOptions = {}): Promise<BuiltSamples> {
-  const req = normalizeRequest(request);
-  const cacheKey = cacheKeyOf(req);
   let lastProgress = 0;
   const progress = (fraction: number, message: string): void => {
     lastProgress = Math.max(lastProgress, Math.min(1, fraction));
     opts.onProgress?.(lastProgress, message);
   };
-  const threads = Math.min(Math.max(1, Math.floor(opts.threads ?? 1)), req.features.length);
-  const script = opts.threadScript === undefined ? buildThreadScript() : opts.threadScript;
+  const work = path.join(opts.workDir ?? os.tmpdir(), `abacus-build-${process.pid}-${randomBytes(4).toString('hex')}`);
   const t0 = performance.now();
-  const part =
-    threads > 1 && script
-      ? await encodeOnThreads(request, req, threads, script, opts, progress)
-      : await encodePart(req, null, { ...opts, onProgress: progress });
-  progress(0.92, 'assembling splits');
-  const t2 = performance.now();
-  const { n, test, labels, groupValues, testFrom, columns } = part;
-  const planned = req.features.map((def) => ({ def }));
-  const groupName = req.samples.groupKey;
-  {
-    let testRows = 0;
-    for (let i = 0; i < n; i++) testRows += test[i];
-    const trainIdx = new Int32Array(n - testRows);
-    const testIdx = new Int32Array(testRows);
-    for (let i = 0, a = 0, b = 0; i < n; i++) {
-      if (test[i]) testIdx[b++] = i;
-      else trainIdx[a++] = i;
+  try {
+    const plan = await prepareBuild(request, work, { ...opts, onProgress: progress });
+    const t1 = performance.now();
+    const db = await openPlan(plan, opts.duckdbMemoryMb);
+    const parts: EncodedRange[] = [];
+    try {
+      for (let r = 0; r < plan.ranges.length; r++) {
+        parts.push(await encodeRange(db.con, plan, r));
+        progress(0.35 + 0.6 * ((r + 1) / plan.ranges.length), 'encoding');
+      }
+    } finally {
+      db.close();
     }
-    if (trainIdx.length === 0)
-      throw new SampleBuildError(
-        'split',
-        `the train split is empty (${n} rows, all in test${testFrom !== null ? ` from ${testFrom}` : ''})`,
-      );
-    if (testIdx.length === 0)
-      throw new SampleBuildError(
-        'split',
-        `the test split is empty (${n} rows, all in train${testFrom !== null ? ` before ${testFrom}` : ''})`,
-      );
-
-    const numericNames: string[] = [];
-    const numericCols: Float64Array[] = [];
-    const slotCols: { name: string; col: Extract<EncodedColumn, { input: 'slot' }> }[] = [];
-    const features: BuiltFeature[] = planned.map((p, i) => {
-      const c = columns[i];
-      if (c.input === 'numeric') {
-        numericNames.push(p.def.name);
-        numericCols.push(c.values);
-        return { name: p.def.name, kind: p.def.kind, input: 'numeric', missingRate: c.missing / n };
-      }
-      slotCols.push({ name: p.def.name, col: c });
-      return { name: p.def.name, kind: p.def.kind, input: 'slot', vocab: c.vocab, missingRate: c.missing / n };
+    const missing = plan.columns.map((_, f) => parts.reduce((a, p) => a + p.missing[f], 0));
+    const positives = parts.reduce((a, p) => ({ train: a.train + p.positives.train, test: a.test + p.positives.test }), {
+      train: 0,
+      test: 0,
     });
-    // a column at a time, yielding between columns: at 10M rows x 100 features the assembly is many
-    // seconds of copying, and the worker's job locks are renewed on this thread's event loop
-    const breathe = () => new Promise<void>((resolve) => setImmediate(resolve));
-    const slotOf = (name: string, col: (typeof slotCols)[number]['col'], idx: Int32Array): EncodedSlot => {
-      const r = idx.length;
-      if ('single' in col) {
-        const ids = new Int32Array(r);
-        const offsets = new Int32Array(r + 1);
-        for (let i = 0; i < r; i++) {
-          ids[i] = col.single[idx[i]];
-          offsets[i + 1] = i + 1;
-        }
-        return { name, ids, offsets };
-      }
-      const offsets = new Int32Array(r + 1);
-      for (let i = 0; i < r; i++) offsets[i + 1] = offsets[i] + col.offsets[idx[i] + 1] - col.offsets[idx[i]];
-      const ids = new Int32Array(offsets[r]);
-      for (let i = 0; i < r; i++) ids.set(col.ids.subarray(col.offsets[idx[i]], col.offsets[idx[i] + 1]), offsets[i]);
-      return { name, ids, offsets };
-    };
-    const makeSplit = async (idx: Int32Array): Promise<EncodedSplit> => {
-      const r = idx.length;
-      const k = numericCols.length;
-      const numeric = new Float32Array(r * k);
-      for (const [j, values] of numericCols.entries()) {
-        for (let i = 0; i < r; i++) numeric[i * k + j] = values[idx[i]];
-        await breathe();
-      }
-      const slots: EncodedSlot[] = [];
-      for (const { name, col } of slotCols) {
-        slots.push(slotOf(name, col, idx));
-        await breathe();
-      }
-      const y = new Float32Array(r);
-      for (let i = 0; i < r; i++) y[i] = labels[idx[i]];
-      const split: EncodedSplit = { rows: r, numericNames: [...numericNames], numeric, slots, labels: y };
-      if (groupName && groupValues) {
-        const g = new Int32Array(r);
-        for (let i = 0; i < r; i++) g[i] = groupValues[idx[i]];
-        split.keys = { [groupName]: g };
-      }
-      return split;
-    };
-    const train = await makeSplit(trainIdx);
-    const testSplit = await makeSplit(testIdx);
-    const positiveRate = (y: Float32Array): number => {
-      let s = 0;
-      for (let i = 0; i < y.length; i++) s += y[i];
-      return s / y.length;
+    const nonEmpty = (s: 'train' | 'test') => parts.map((p) => p[s]).filter((x) => x.rows > 0);
+    const built: BuiltSamples = {
+      train: concatSplits(nonEmpty('train')),
+      test: concatSplits(nonEmpty('test')),
+      ...describeBuild(plan, missing, positives),
+      timings: {
+        readMs: plan.timings.readMs,
+        joinMs: plan.timings.joinMs + plan.timings.statsMs,
+        encodeMs: performance.now() - t1,
+        wallMs: performance.now() - t0,
+      },
     };
     progress(1, 'done');
-    return {
-      train,
-      test: testSplit,
-      inputs: { numeric: [...numericNames], slots: slotCols.map(({ name, col }) => ({ name, vocab: col.vocab })) },
-      idSpaces: Object.fromEntries(slotCols.map(({ name, col }) => [name, col.idSpace])),
-      features,
-      split: {
-        testFrom,
-        trainRows: train.rows,
-        testRows: testSplit.rows,
-        trainPositiveRate: positiveRate(train.labels),
-        testPositiveRate: positiveRate(testSplit.labels),
-      },
-      cacheKey,
-      // with threads: the slowest thread's reading and joining; encoding includes the assembly
-      timings: {
-        readMs: part.timings.readMs,
-        joinMs: part.timings.joinMs,
-        encodeMs: part.timings.encodeMs + (performance.now() - t2),
-        ...(threads > 1 && script ? { threads, wallMs: performance.now() - t0 } : {}),
-      },
-    };
-  }
-}
-
-/** The compiled build-thread script beside this module (absent when running from the TypeScript sources). */
-export function buildThreadScript(): string | null {
-  const file = path.join(__dirname, 'build-thread.js');
-  return fs.existsSync(file) ? file : null;
-}
-
-/** What a build thread posts back. */
-export type BuildThreadMessage =
-  | { type: 'progress'; fraction: number; message: string }
-  | { type: 'done'; part: EncodedPart }
-  | { type: 'error'; error: { name: string; message: string; stack?: string; field?: string; reason?: string } };
-
-/** What a build thread is told: stop at the next chunk (another thread failed). */
-export type BuildThreadCommand = { type: 'stop' };
-
-/** The job a build thread is handed (workerData.abacusBuildJob). */
-export interface BuildThreadJob {
-  request: SampleBuildRequest;
-  only: number[];
-  memoryLimitBytes?: number;
-}
-
-/** A thread's error as it was thrown: a SampleBuildError keeps its field and reason. */
-function revive(e: Extract<BuildThreadMessage, { type: 'error' }>['error']): Error {
-  const err =
-    e.name === 'SampleBuildError' && e.field !== undefined
-      ? new SampleBuildError(e.field, e.reason ?? e.message)
-      : new Error(e.message);
-  err.name = e.name;
-  if (e.stack) err.stack = e.stack;
-  return err;
-}
-
-function sameRows(a: Float64Array, b: Float64Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/**
- * The encoding pass on `threads` worker threads, the features dealt round-robin among them: each
- * thread reads and joins the samples with its own DuckDB and encodes its features (every feature is
- * encoded on its own, so the columns are those of a single pass). The rows must come out the same
- * in every thread (checked); the first failure ends the others.
- */
-async function encodeOnThreads(
-  request: SampleBuildRequest,
-  req: NormalizedRequest,
-  threads: number,
-  script: string,
-  opts: BuildSamplesOptions,
-  progress: (fraction: number, message: string) => void,
-): Promise<EncodedPart> {
-  const shares = Array.from({ length: threads }, (_, t) => req.features.map((_, i) => i).filter((i) => i % threads === t));
-  const fractions = new Array<number>(threads).fill(0);
-  const workers: Worker[] = [];
-  try {
-    const outs = await Promise.all(
-      shares.map((only, t) =>
-        new Promise<EncodedPart>((resolve, reject) => {
-          const job: BuildThreadJob = {
-            request,
-            only,
-            ...(opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: opts.memoryLimitBytes } : {}),
-          };
-          const w = new Worker(script, { workerData: { abacusBuildJob: job } });
-          workers.push(w);
-          let settled = false;
-          const settle = (f: () => void) => {
-            if (!settled) {
-              settled = true;
-              f();
-            }
-          };
-          w.on('message', (m: BuildThreadMessage) => {
-            if (m.type === 'progress') {
-              fractions[t] = m.fraction;
-              progress(fractions.reduce((a, b) => a + b, 0) / threads, m.message);
-            } else if (m.type === 'done') settle(() => resolve(m.part));
-            else settle(() => reject(revive(m.error)));
-          });
-          w.on('error', (err) => settle(() => reject(err)));
-          w.on('exit', (code) => settle(() => reject(new Error(`a sample build thread exited (code ${code}) without a result`))));
-        }).catch((err: unknown) => {
-          // the others stop at their next chunk and end on their own: a thread is never terminated
-          // from outside, which would tear its DuckDB down under a running query (and the process with it)
-          for (const w of workers) w.postMessage({ type: 'stop' } satisfies BuildThreadCommand);
-          throw err;
-        }),
-      ),
-    );
-    const first = outs[0];
-    for (const o of outs.slice(1)) {
-      if (o.n !== first.n || !sameRows(o.rid, first.rid))
-        throw new Error('sample builder: the build threads read different rows');
-    }
-    const columns = new Array<EncodedColumn>(req.features.length);
-    for (const o of outs) o.features.forEach((f, j) => (columns[f] = o.columns[j]));
-    const max = (k: keyof EncodedPart['timings']) => Math.max(...outs.map((o) => o.timings[k]));
-    return {
-      ...first,
-      features: req.features.map((_, i) => i),
-      columns,
-      timings: { readMs: max('readMs'), joinMs: max('joinMs'), encodeMs: max('encodeMs') },
-    };
-  } catch (err) {
-    for (const w of workers) w.postMessage({ type: 'stop' } satisfies BuildThreadCommand);
-    throw err;
+    return built;
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
   }
 }

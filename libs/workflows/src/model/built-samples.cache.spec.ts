@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDir } from '@abacus/catalog';
 import type { ColumnarDataset } from '@abacus/runtime';
+import { bundleThreadScript } from '../../../../test/support/thread-bundle';
 import { BuiltSamplesCache } from './built-samples.cache';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from './model-recipe.schema';
 
@@ -114,4 +115,49 @@ describe('BuiltSamplesCache: a subset of a built set is cut from it, not built a
     expect(built.meta.projectedFrom).toBeUndefined();
     expect(built.inputs.numeric).toEqual(['a', 'b2']);
   }, 60_000);
+});
+
+describe('BuiltSamplesCache: the build streams range by range into shard files', () => {
+  it('writes one shard per range and split, the same set on threads as on one, and leaves no scratch behind', async () => {
+    const { dir: bundle, script } = await bundleThreadScript(path.join(__dirname, '../../../samples/src/build/build-thread.ts'));
+    try {
+      for (const time of [true, false]) {
+        const r = recipe(time);
+        const one = fs.mkdtempSync(path.join(root, 'one-'));
+        const many = fs.mkdtempSync(path.join(root, 'many-'));
+        fs.cpSync(path.join(root, 'in'), path.join(one, 'in'), { recursive: true, preserveTimestamps: true });
+        fs.cpSync(path.join(root, 'in'), path.join(many, 'in'), { recursive: true, preserveTimestamps: true });
+        const whole = await new BuiltSamplesCache(new DataDir(one), { threadScript: null }).get(r);
+        const ranged = await new BuiltSamplesCache(new DataDir(many), {
+          threads: 3,
+          threadScript: script,
+          rangeRows: 97,
+          duckdbMemoryMb: 64,
+        }).get(r);
+        const meta = ranged.meta as {
+          shards: { train: { rows: number }[]; test: { rows: number }[] };
+          timings: { ranges: number };
+        };
+        expect(meta.timings.ranges).toBe(Math.ceil(600 / 97));
+        expect(meta.shards.train.length + meta.shards.test.length).toBeGreaterThanOrEqual(7);
+        expect(meta.shards.train.reduce((a, s) => a + s.rows, 0)).toBe(ranged.trainAll.rows);
+        for (const k of ['train', 'validation', 'trainAll', 'test'] as const) expect(plain(ranged[k])).toEqual(plain(whole[k]));
+        expect(ranged.inputs).toEqual(whole.inputs);
+        expect((ranged.meta as { features: unknown }).features).toEqual((whole.meta as { features: unknown }).features);
+        const built = fs.readdirSync(path.join(many, 'built'));
+        expect(built).toEqual([ranged.dir.split(path.sep)[1]]);
+        expect(fs.readdirSync(path.join(many, ranged.dir)).sort()).toEqual(['id-spaces.json', 'meta.json', 'test', 'train']);
+      }
+    } finally {
+      fs.rmSync(bundle, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('a build that fails leaves nothing under built/', async () => {
+    const d = fs.mkdtempSync(path.join(root, 'fail-'));
+    fs.cpSync(path.join(root, 'in'), path.join(d, 'in'), { recursive: true });
+    const bad = { ...recipe(true), label: 'no_such_column' };
+    await expect(new BuiltSamplesCache(new DataDir(d), { threadScript: null }).get(bad)).rejects.toThrow(/no_such_column/);
+    expect(fs.existsSync(path.join(d, 'built')) ? fs.readdirSync(path.join(d, 'built')) : []).toEqual([]);
+  });
 });

@@ -3,7 +3,14 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
 import { readShard, writeShard, type ColumnarDataset } from '@abacus/runtime';
-import { buildSamples, sampleBuildKey, type SampleBuildRequest, type SlotIdSpace } from '@abacus/samples';
+import {
+  describeBuild,
+  encodeRanges,
+  prepareBuild,
+  sampleBuildKey,
+  type SampleBuildRequest,
+  type SlotIdSpace,
+} from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
 import { carveValidation, crossFold, crossFoldKey, threeWayKey } from './validation-split';
 
@@ -41,13 +48,19 @@ export class BuiltSamplesCache {
   constructor(
     private readonly dataDir: DataDir,
     /**
-     * threads: worker threads a build encodes its features on (see buildSamples); openSamples: the
+     * threads: worker threads a build encodes its ranges on (see encodeRanges); openSamples: the
      * local copy of a set registered by reference (its recipe's sampleFile is a store URL), opened
      * only when the samples are built, not when they are cached
      */
     private readonly opts: {
       memoryLimitBytes?: number;
       threads?: number;
+      /** the compiled build-thread script (tests hand a bundled one); default the one beside @abacus/samples */
+      threadScript?: string | null;
+      /** DuckDB's memory cap while building (MiB); it spills to the build's directory past it */
+      duckdbMemoryMb?: number;
+      /** rows per range, the unit of encoding and of shard files */
+      rangeRows?: number;
       openSamples?: (
         recipe: ModelRecipe,
         onProgress?: (fraction: number, message: string) => void,
@@ -131,72 +144,179 @@ export class BuiltSamplesCache {
     const splitKey = threeWayKey(key);
     const rel = path.join('built', key);
     const dir = this.dataDir.abs(rel);
+    let meta: BuiltMeta;
+    let cached = true;
     if (fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES))) {
-      const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltSet['meta'] & {
-        inputs: BuiltSet['inputs'];
-      };
-      // asynchronous: a 10M-row split is gigabytes (past Node's 2 GiB file read) and must not hold the event loop
-      const trainAll = await readShard(path.join(dir, 'train.shard'));
-      const test = await readShard(path.join(dir, 'test.shard'));
-      return {
-        cached: true,
-        key: splitKey,
-        trainAll,
-        timeOrdered: recipe.time !== null,
-        ...carveValidation(trainAll, recipe.time !== null),
-        test,
-        inputs: meta.inputs,
-        meta,
-        dir: rel,
-      };
+      meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta;
+    } else {
+      meta = await this.build(req, key, recipe, onProgress);
+      cached = false;
     }
+    // asynchronous: a 10M-row split is gigabytes and must not hold the event loop
+    const trainAll = await readShards(dir, meta.shards.train);
+    const test = await readShards(dir, meta.shards.test);
+    return {
+      cached,
+      key: splitKey,
+      trainAll,
+      timeOrdered: recipe.time !== null,
+      ...carveValidation(trainAll, recipe.time !== null),
+      test,
+      inputs: meta.inputs,
+      meta,
+      dir: rel,
+    };
+  }
+
+  /**
+   * Builds the samples into built/<key>/ as shard files of one range each (train/ and test/), never
+   * holding the whole set: DuckDB reads, orders and joins within its memory cap (spilling to disk),
+   * the ranges are encoded on threads and each written as it comes. Written to a temporary directory,
+   * then renamed into place, so a crash leaves nothing half-built under the key.
+   */
+  private async build(
+    req: SampleBuildRequest,
+    key: string,
+    recipe: ModelRecipe,
+    onProgress?: (fraction: number, message: string) => void,
+  ): Promise<BuiltMeta> {
+    const dir = this.dataDir.abs(path.join('built', key));
     let opened: { path: string; release(): void } | null = null;
     if (recipe.sampleVersion) {
       if (!this.opts.openSamples)
         throw new Error(`sample set ${recipe.sampleSetId} is registered by reference; this worker cannot read stores`);
       opened = await this.opts.openSamples(recipe, onProgress ? (f, m) => onProgress(0.1 * f, m) : undefined);
     }
-    let built;
+    const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
+    const t0 = performance.now();
     try {
-      built = await buildSamples(opened ? { ...req, samples: { ...req.samples, file: opened.path } } : req, {
-        onProgress,
-        ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
+      fs.mkdirSync(path.join(tmp, 'train'), { recursive: true });
+      fs.mkdirSync(path.join(tmp, 'test'), { recursive: true });
+      const plan = await prepareBuild(
+        opened ? { ...req, samples: { ...req.samples, file: opened.path } } : req,
+        path.join(tmp, '.work'),
+        {
+          ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
+          ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
+          ...(this.opts.rangeRows !== undefined ? { rangeRows: this.opts.rangeRows } : {}),
+          onProgress: (f, m) => onProgress?.(0.1 + 0.9 * f, m),
+        },
+      );
+      opened?.release();
+      opened = null;
+      const t1 = performance.now();
+      const vocab = Object.fromEntries(plan.columns.filter((c) => c.input === 'slot').map((c) => [c.name, c.vocab!]));
+      const shards: BuiltMeta['shards'] = { train: [], test: [] };
+      const missing = plan.columns.map(() => 0);
+      const positives = { train: 0, test: 0 };
+      let done = 0;
+      let encodeMs = 0;
+      await encodeRanges(plan, {
         ...(this.opts.threads !== undefined ? { threads: this.opts.threads } : {}),
+        ...(this.opts.threadScript !== undefined ? { threadScript: this.opts.threadScript } : {}),
+        ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
+        onRange: async (r) => {
+          for (const s of ['train', 'test'] as const) {
+            const split = r[s];
+            if (split.rows === 0) continue;
+            const file = path.join(s, `${String(r.index).padStart(6, '0')}.shard`);
+            await writeShard(path.join(tmp, file), split, { vocab });
+            shards[s].push({ index: r.index, file, rows: split.rows, nnz: split.slots.map((x) => x.offsets[split.rows]) });
+          }
+          r.missing.forEach((m, f) => (missing[f] += m));
+          positives.train += r.positives.train;
+          positives.test += r.positives.test;
+          encodeMs += r.encodeMs;
+          done++;
+          onProgress?.(0.1 + 0.9 * (0.35 + 0.6 * (done / plan.ranges.length)), 'encoding');
+        },
       });
+      fs.rmSync(path.join(tmp, '.work'), { recursive: true, force: true });
+      for (const s of ['train', 'test'] as const) shards[s].sort((a, b) => a.index - b.index);
+      const described = describeBuild(plan, missing, positives);
+      const meta: BuiltMeta = {
+        inputs: described.inputs,
+        features: described.features,
+        split: described.split,
+        timings: {
+          readMs: plan.timings.readMs,
+          joinMs: plan.timings.joinMs + plan.timings.statsMs,
+          encodeMs: performance.now() - t1,
+          encodeCpuMs: encodeMs,
+          wallMs: performance.now() - t0,
+          ranges: plan.ranges.length,
+        },
+        shards,
+      };
+      fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
+      fs.writeFileSync(path.join(tmp, ID_SPACES), JSON.stringify(described.idSpaces));
+      try {
+        fs.renameSync(tmp, dir);
+      } catch {
+        // another worker built the same key first: theirs is the same set
+        if (!fs.existsSync(path.join(dir, ID_SPACES))) throw new Error(`cannot move the built samples into ${dir}`);
+        fs.rmSync(tmp, { recursive: true, force: true });
+        return JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta;
+      }
+      return meta;
+    } catch (err) {
+      fs.rmSync(tmp, { recursive: true, force: true });
+      throw err;
     } finally {
       opened?.release();
     }
-    const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
-    fs.mkdirSync(tmp, { recursive: true });
-    const vocab = Object.fromEntries(built.inputs.slots.map((s) => [s.name, s.vocab]));
-    await writeShard(path.join(tmp, 'train.shard'), built.train, { vocab });
-    await writeShard(path.join(tmp, 'test.shard'), built.test, { vocab });
-    const meta = { inputs: built.inputs, features: built.features, split: built.split, timings: built.timings };
-    fs.writeFileSync(path.join(tmp, 'meta.json'), JSON.stringify(meta, null, 2));
-    fs.writeFileSync(path.join(tmp, ID_SPACES), JSON.stringify(built.idSpaces));
-    try {
-      fs.renameSync(tmp, dir);
-    } catch {
-      if (fs.existsSync(path.join(dir, ID_SPACES))) fs.rmSync(tmp, { recursive: true, force: true });
-      else {
-        // built by a version that kept no id spaces: add the file to the existing directory
-        const file = path.join(tmp, ID_SPACES);
-        fs.renameSync(file, path.join(dir, ID_SPACES));
-        fs.rmSync(tmp, { recursive: true, force: true });
-      }
-    }
-    return {
-      key: splitKey,
-      cached: false,
-      trainAll: built.train,
-      timeOrdered: recipe.time !== null,
-      ...carveValidation(built.train, recipe.time !== null),
-      test: built.test,
-      inputs: built.inputs,
-      meta,
-      dir: rel,
-    };
   }
+}
+
+/** meta.json of a built set */
+interface BuiltMeta extends Record<string, unknown> {
+  inputs: BuiltSet['inputs'];
+  features: unknown[];
+  split: unknown;
+  timings: Record<string, number>;
+  /** every range's train and test shard (relative to the built directory), in row order */
+  shards: Record<'train' | 'test', { index: number; file: string; rows: number; nnz: number[] }[]>;
+}
+
+/** The shards of one split read into one columnar dataset, one shard at a time into the final arrays. */
+async function readShards(dir: string, shards: BuiltMeta['shards']['train']): Promise<ColumnarDataset> {
+  const rows = shards.reduce((a, s) => a + s.rows, 0);
+  let out: ColumnarDataset | null = null;
+  let r = 0;
+  const z: number[] = [];
+  for (const s of shards) {
+    const part = await readShard(path.join(dir, s.file));
+    if (part.rows !== s.rows) throw new Error(`${s.file}: ${part.rows} rows, the built set's meta says ${s.rows}`);
+    if (!out) {
+      const width = part.numericNames.length;
+      out = {
+        rows,
+        numericNames: part.numericNames,
+        numeric: new Float32Array(rows * width),
+        labels: new Float32Array(rows),
+        slots: part.slots.map((x, k) => ({
+          name: x.name,
+          ids: new Int32Array(shards.reduce((a, sh) => a + sh.nnz[k], 0)),
+          offsets: new Int32Array(rows + 1),
+        })),
+        ...(part.keys ? { keys: Object.fromEntries(Object.keys(part.keys).map((k) => [k, new Int32Array(rows)])) } : {}),
+      };
+      out.slots.forEach(() => z.push(0));
+    }
+    out.numeric.set(part.numeric, r * out.numericNames.length);
+    out.labels.set(part.labels, r);
+    part.slots.forEach((x, k) => {
+      const o = out!.slots[k];
+      const nnz = x.offsets[part.rows];
+      o.ids.set(x.ids.subarray(0, nnz), z[k]);
+      for (let i = 1; i <= part.rows; i++) o.offsets[r + i] = z[k] + x.offsets[i];
+      z[k] += nnz;
+    });
+    for (const [k, v] of Object.entries(part.keys ?? {})) out.keys![k].set(v, r);
+    r += part.rows;
+  }
+  if (!out) throw new Error(`${dir}: a split without shards`);
+  return out;
 }
 
 interface Memo {
