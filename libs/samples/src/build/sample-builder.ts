@@ -533,9 +533,9 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const joinMs = performance.now() - t1;
     progress(0.3, 'statistics');
 
-    // ---- global statistics: one thread, so sums are taken in row order and every build gives the same bits
+    // ---- global statistics; the means by compensated (Kahan-Babuska) sums, so the order the threads
+    // add their parts in does not show in the result
     const t2 = performance.now();
-    await con.run('SET threads = 1');
     const stats: string[] = ['count(*)', 'count(*) FILTER (WHERE __test = 0)'];
     const at = new Map<number, number>();
     planned.forEach((p, i) => {
@@ -549,6 +549,11 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       } else if (p.spec.input === 'multi' && p.spec.hash === null && p.spec.child !== 'string') {
         at.set(i, stats.length);
         stats.push(`max(list_max(f${i}))`);
+      } else if (p.spec.input === 'categorical' && p.spec.hash === null) {
+        // the train dictionary, in the same scan (as many values as the column has, whatever the rows)
+        at.set(i, stats.length);
+        const missing = p.spec.reader === 'double' ? `isnan(f${i})` : `f${i} IS NULL`;
+        stats.push(`list(DISTINCT f${i}) FILTER (WHERE __test = 0 AND NOT (${missing}))`);
       }
     });
     const [s] = await rows(con, `SELECT ${stats.join(', ')} FROM __j`);
@@ -599,9 +604,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
           });
           continue;
         }
-        const missing = sp.reader === 'double' ? `isnan(f${i})` : `f${i} IS NULL`;
-        const found = await rows(con, `SELECT DISTINCT f${i} FROM __j WHERE __test = 0 AND NOT (${missing})`);
-        const values = [...new Set(found.map((r) => (sp.reader === 'double' ? Number(r[0]) : String(r[0]))))];
+        const found = (s[at.get(i)!] as { items: unknown[] } | null)?.items ?? [];
+        const values = [...new Set(found.map((v) => (sp.reader === 'double' ? Number(v) : String(v))))];
         values.sort(valueOrder(sp.numericStrings));
         columns.push({
           ...base,

@@ -135,6 +135,27 @@ export class BuiltSamplesCache {
     return set;
   }
 
+  /**
+   * The samples of `recipe` (or of `features` of it) built on disk, building them if no worker has:
+   * their directory (relative to the data directory), meta.json and whether they were there already.
+   * Holds no samples in memory.
+   */
+  async ensureBuilt(
+    recipe: ModelRecipe,
+    features: ResolvedFeature[] = recipe.features,
+    onProgress?: (fraction: number, message: string) => void,
+    request?: SampleBuildRequest,
+  ): Promise<{ key: string; dir: string; meta: BuiltMeta; cached: boolean }> {
+    const req = request ?? this.request(recipe, features);
+    const key = sampleBuildKey(req);
+    const rel = path.join('built', key);
+    const dir = this.dataDir.abs(rel);
+    if (fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES))) {
+      return { key, dir: rel, meta: JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta, cached: true };
+    }
+    return { key, dir: rel, meta: await this.build(req, key, recipe, onProgress), cached: false };
+  }
+
   private async load(
     req: SampleBuildRequest,
     key: string,
@@ -142,16 +163,17 @@ export class BuiltSamplesCache {
     onProgress?: (fraction: number, message: string) => void,
   ): Promise<BuiltSet> {
     const splitKey = threeWayKey(key);
-    const rel = path.join('built', key);
+    const {
+      dir: rel,
+      meta,
+      cached,
+    } = await this.ensureBuilt(
+      recipe,
+      req.features.length === recipe.features.length ? recipe.features : undefined,
+      onProgress,
+      req,
+    );
     const dir = this.dataDir.abs(rel);
-    let meta: BuiltMeta;
-    let cached = true;
-    if (fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES))) {
-      meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta;
-    } else {
-      meta = await this.build(req, key, recipe, onProgress);
-      cached = false;
-    }
     // asynchronous: a 10M-row split is gigabytes and must not hold the event loop
     const trainAll = await readShards(dir, meta.shards.train);
     const test = await readShards(dir, meta.shards.test);
@@ -269,7 +291,7 @@ export class BuiltSamplesCache {
 }
 
 /** meta.json of a built set */
-interface BuiltMeta extends Record<string, unknown> {
+export interface BuiltMeta extends Record<string, unknown> {
   inputs: BuiltSet['inputs'];
   features: unknown[];
   split: unknown;
