@@ -10,6 +10,7 @@
 
 #include "common/data_source.h"
 #include "common/shard.h"
+#include "common/train_split.h"
 #include "cpu/gemm.h"
 #include "cpu/model.h"
 
@@ -70,6 +71,10 @@ DataSource make_source(const Napi::Env& env, const Napi::Object& d, int num_nume
       const MappedShard& s = *h->shard;
       ds.keep.push_back(h->shard);
       part.rows = (int64_t)s.rows();
+      // rows [start, start + count) of the shard: the columns' pointers move, the slots' offsets keep
+      // indexing the whole ids section
+      const int64_t start = (int64_t)num(p, "start", 0), count = (int64_t)num(p, "count", (double)part.rows - start);
+      if (start < 0 || count < 0 || start + count > part.rows) throw Napi::Error::New(env, "shard part: rows " + std::to_string(start) + " + " + std::to_string(count) + " are outside its " + std::to_string(part.rows));
       part.num_stride = (int64_t)num(p, "numStride", 0);
       uint64_t bytes = 0;
       part.numeric = static_cast<const float*>(s.section(kNumeric, 0, &bytes));
@@ -86,9 +91,14 @@ DataSource make_source(const Napi::Env& env, const Napi::Object& d, int num_nume
         auto* id = static_cast<const int32_t*>(s.section(kSlotIds, si[k], &ib));
         if (!o || !id || ob != (uint64_t)(part.rows + 1) * 4) throw Napi::Error::New(env, "shard slot section missing or wrong size");
         if ((uint64_t)o[part.rows] * 4 > ib) throw Napi::Error::New(env, "shard slot offsets run past its ids");
-        part.offs.push_back(o);
+        part.offs.push_back(o + start);
         part.ids.push_back(id);
       }
+      if (part.numeric) part.numeric += start * part.num_stride;
+      part.labels += start;
+      if (part.weights) part.weights += start;
+      if (part.key) part.key += start;
+      part.rows = count;
     } else {
       part.rows = (int64_t)num(p, "rows", 0);
       part.num_stride = (int64_t)num(p, "numStride", 0);
@@ -609,6 +619,110 @@ Napi::Value WriteShard(const Napi::CallbackInfo& info) {
   return w->deferred.Promise();
 }
 
+// gather(data, numNumeric, numSlots, rows?) -> Promise<{ numeric, labels, weights?, key?, offs[], ids[] }>:
+// the rows (all, in order, or the given indices) copied into arrays in the model's column order; the
+// arrays' memory is handed to JS without a second copy. Mapped pages are released as it goes.
+class GatherWorker : public Napi::AsyncWorker {
+ public:
+  GatherWorker(Napi::Env env, DataSource src, Napi::Object owner)
+      : Napi::AsyncWorker(env), deferred(Napi::Promise::Deferred::New(env)), ds(std::move(src)) {
+    keep = Napi::Persistent(owner);
+  }
+  void Execute() override {
+    try {
+      const int64_t n = rows.empty() ? ds.rows : (int64_t)rows.size();
+      const int N = (int)ds.num_map.size();
+      const size_t S = (size_t)num_slots;
+      numeric = new std::vector<float>((size_t)n * N);
+      labels = new std::vector<float>(n);
+      if (ds.has_weights()) weights = new std::vector<float>(n);
+      if (ds.has_key()) key = new std::vector<int32_t>(n);
+      for (size_t s = 0; s < S; ++s) {
+        offs.push_back(new std::vector<int32_t>(n + 1));
+        ids.push_back(new std::vector<int32_t>());
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t g = rows.empty() ? i : rows[i];
+        if (g < 0 || g >= ds.rows) throw std::runtime_error("gather: row " + std::to_string(g) + " is outside the " + std::to_string(ds.rows) + " rows");
+        int64_t local;
+        const DataPart& p = ds.locate(g, local);
+        for (int j = 0; j < N; ++j) (*numeric)[(size_t)i * N + j] = p.numeric[local * p.num_stride + ds.num_map[j]];
+        (*labels)[i] = p.labels[local];
+        if (weights) (*weights)[i] = p.weights[local];
+        if (key) (*key)[i] = p.key[local];
+        for (size_t s = 0; s < S; ++s) {
+          const int32_t* o = p.offs[s];
+          auto& v = *ids[s];
+          if (v.size() + (size_t)(o[local + 1] - o[local]) > (size_t)INT32_MAX) throw std::runtime_error("gather: more than 2^31 ids in a slot");
+          v.insert(v.end(), p.ids[s] + o[local], p.ids[s] + o[local + 1]);
+          (*offs[s])[i + 1] = (int32_t)v.size();
+        }
+        if (ds.mapped() && (i + 1) % kReleaseEvery == 0) ds.release();
+      }
+      if (ds.mapped()) ds.release();
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  template <class T, class A>
+  static A hand_over(Napi::Env env, std::vector<T>*& v) {
+    std::vector<T>* owned = v;
+    v = nullptr;
+    const size_t n = owned->size();
+    if (n == 0) owned->push_back(T{});  // an empty external buffer would read as detached: keep one element behind
+    auto buf = Napi::ArrayBuffer::New(env, owned->data(), owned->size() * sizeof(T),
+                                      [](Napi::Env, void*, std::vector<T>* o) { delete o; }, owned);
+    return A::New(env, n, buf, 0);
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("numeric", hand_over<float, Napi::Float32Array>(env, numeric));
+    o.Set("labels", hand_over<float, Napi::Float32Array>(env, labels));
+    if (weights) o.Set("weights", hand_over<float, Napi::Float32Array>(env, weights));
+    if (key) o.Set("key", hand_over<int32_t, Napi::Int32Array>(env, key));
+    Napi::Array oa = Napi::Array::New(env, offs.size()), ia = Napi::Array::New(env, ids.size());
+    for (size_t s = 0; s < offs.size(); ++s) {
+      oa.Set((uint32_t)s, hand_over<int32_t, Napi::Int32Array>(env, offs[s]));
+      ia.Set((uint32_t)s, hand_over<int32_t, Napi::Int32Array>(env, ids[s]));
+    }
+    o.Set("offs", oa);
+    o.Set("ids", ia);
+    deferred.Resolve(o);
+  }
+  void OnError(const Napi::Error& e) override { deferred.Reject(e.Value()); }
+  ~GatherWorker() override {
+    delete numeric;
+    delete labels;
+    delete weights;
+    delete key;
+    for (auto* v : offs) delete v;
+    for (auto* v : ids) delete v;
+  }
+  Napi::Promise::Deferred deferred;
+  Napi::ObjectReference keep;
+  DataSource ds;
+  std::vector<int64_t> rows;
+  int num_slots = 0;
+  std::vector<float>*numeric = nullptr, *labels = nullptr, *weights = nullptr;
+  std::vector<int32_t>* key = nullptr;
+  std::vector<std::vector<int32_t>*> offs, ids;
+};
+
+Napi::Value Gather(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object d = info[0].As<Napi::Object>();
+  DataSource src = make_source(env, d, info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value());
+  auto* w = new GatherWorker(env, std::move(src), d);
+  w->num_slots = info[2].As<Napi::Number>().Int32Value();
+  if (info.Length() > 3 && info[3].IsTypedArray()) {
+    auto a = info[3].As<Napi::Int32Array>();
+    w->rows.assign(a.Data(), a.Data() + a.ElementLength());
+  }
+  w->Queue();
+  return w->deferred.Promise();
+}
+
 Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   __builtin_cpu_init();
@@ -633,6 +747,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("ShardHandle", ShardHandle::Init(env));
   exports.Set("openShard", Napi::Function::New(env, OpenShard));
   exports.Set("writeShard", Napi::Function::New(env, WriteShard));
+  exports.Set("gather", Napi::Function::New(env, Gather));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
   exports.Set("backend", "cpu");
   return exports;

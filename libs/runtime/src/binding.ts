@@ -23,6 +23,9 @@ export interface NativeShardPart {
   numStride: number;
   slotIndex: Int32Array;
   keyIndex: number;
+  /** rows [start, start + count) of the shard; default all */
+  start?: number;
+  count?: number;
 }
 export interface NativeData {
   parts: (NativeMemoryPart | NativeShardPart)[];
@@ -164,6 +167,13 @@ export interface NativeAddon {
   NativeModel: new (cfg: NativeModelConfig) => NativeModelHandle;
   openShard(path: string, verify: boolean): Promise<NativeShardHandle>;
   writeShard(path: string, rows: number, json: string, sections: { kind: number; index: number; data: Float32Array | Int32Array }[]): Promise<void>;
+  /** the rows (all in order, or `rows`) of the data copied into arrays in numMap / slot order, off the event loop */
+  gather(
+    data: NativeData,
+    numNumeric: number,
+    numSlots: number,
+    rows?: Int32Array,
+  ): Promise<{ numeric: Float32Array; labels: Float32Array; weights?: Float32Array; key?: Int32Array; offs: Int32Array[]; ids: Int32Array[] }>;
   /** avx512bf16 / evalPrecision: whether predict / evaluate / ablate run the bf16 forward (env ABACUS_CPU_EVAL_PRECISION=fp32 opts out) */
   cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number; avx512bf16?: boolean; amxBf16?: boolean; vendorAmd?: boolean; evalPrecision?: 'bf16' | 'fp32'; evalKernel?: 'bf16-amx' | 'bf16' | 'fp32' };
   backend: 'cpu';

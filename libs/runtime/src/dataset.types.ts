@@ -27,7 +27,11 @@ export interface ColumnarDataset {
   keys?: Record<string, Int32Array>;
 }
 
-/** Samples in shard files, memory-mapped and read by the native code (never loaded into JS). */
+/**
+ * Samples in shard files, memory-mapped and read by the native code (never loaded into JS). A view
+ * may take a row range of a shard (`start`, `rows`); the rows are the shards' in order. The native
+ * code releases the pages it has read behind it, so a set far larger than memory can be trained on.
+ */
 export interface ShardDataset {
   kind: 'shards';
   rows: number;
@@ -35,7 +39,8 @@ export interface ShardDataset {
   slots: { name: string; vocab?: number }[];
   keys: string[];
   hasWeights: boolean;
-  shards: { path: string; rows: number; handle: NativeShardHandle }[];
+  /** `rows` of the shard from `start` (default 0); `total` is the shard's own row count */
+  shards: { path: string; rows: number; start?: number; total?: number; handle: NativeShardHandle }[];
 }
 
 export type RuntimeData = ColumnarDataset | ShardDataset;

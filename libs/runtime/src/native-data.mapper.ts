@@ -37,7 +37,14 @@ export function toNativeData(spec: ModelSpec, data: RuntimeData, keyName?: strin
       keyIndex = data.keys.indexOf(keyName);
       if (keyIndex < 0) throw new Error(`shards have no key column "${keyName}" (have: ${data.keys.join(', ') || 'none'})`);
     }
-    const parts: NativeShardPart[] = data.shards.map((s) => ({ shard: s.handle, numStride: data.numericNames.length, slotIndex: new Int32Array(slotIndex), keyIndex }));
+    const parts: NativeShardPart[] = data.shards.map((s) => ({
+      shard: s.handle,
+      numStride: data.numericNames.length,
+      slotIndex: new Int32Array(slotIndex),
+      keyIndex,
+      start: s.start ?? 0,
+      count: s.rows,
+    }));
     return { parts, numMap };
   }
   checkColumnar(data);

@@ -39,6 +39,12 @@ struct DataSource {
     return parts[i];
   }
   bool has_weights() const { return !parts.empty() && parts[0].weights; }
+  // whether the rows are read from mapped shard files (not arrays handed over in memory)
+  bool mapped() const { return !keep.empty(); }
+  // drops the pages of the mapped shards from the process (see MappedShard::release); no-op in memory
+  void release() const {
+    for (auto& s : keep) s->release();
+  }
   bool has_key() const { return !parts.empty() && parts[0].key; }
 };
 

@@ -97,6 +97,12 @@ MappedShard::MappedShard(const std::string& path, bool verify) : path_(path) {
     if (verify && crc32c(0, p + s.offset, s.bytes) != s.crc) fail("checksum mismatch in section " + std::to_string(i) + " (kind " + std::to_string(s.kind) + ")");
     sections_.push_back(s);
   }
+  // verifying read every page: let them go (they are read again as training reaches them)
+  if (verify) release();
+}
+
+void MappedShard::release() const {
+  if (map_) madvise(map_, size_, MADV_DONTNEED);
 }
 
 MappedShard::~MappedShard() {

@@ -35,6 +35,10 @@ class MappedShard {
   const std::string& json() const { return json_; }
   // nullptr when absent
   const void* section(uint32_t kind, uint32_t index, uint64_t* bytes = nullptr) const;
+  // Drops the mapped pages from this process (MADV_DONTNEED): they stay in the page cache, so the
+  // next read is a minor fault, but the process's resident memory no longer holds them. Reading a
+  // set far larger than memory with a release behind each window keeps the worker's RSS bounded.
+  void release() const;
 
  private:
   std::string path_;

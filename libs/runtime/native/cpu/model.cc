@@ -128,9 +128,15 @@ void CpuModel::fit_normalization(const DataSource& ds, const std::vector<int64_t
   if (N == 0 || rows.empty()) { normalized = true; return; }
   const int T = pool_->size();
   std::vector<double> sum(T * N, 0.0), sq(T * N, 0.0);
+  // rows from mapped shards: a chunk at a time, its pages released after it (in memory: one chunk)
+  const int64_t chunk = ds.mapped() ? kReleaseEvery : std::max<int64_t>(1, (int64_t)rows.size());
+  for (int64_t c0 = 0; c0 < (int64_t)rows.size(); c0 += chunk) {
+  const int64_t c1 = std::min<int64_t>((int64_t)rows.size(), c0 + chunk);
   pool_->run([&](int t) {
     int64_t b, e;
-    ThreadPool::range((int64_t)rows.size(), t, T, b, e);
+    ThreadPool::range(c1 - c0, t, T, b, e);
+    b += c0;
+    e += c0;
     for (int64_t i = b; i < e; ++i) {
       int64_t local;
       const DataPart& p = ds.locate(rows[i], local);
@@ -143,6 +149,8 @@ void CpuModel::fit_normalization(const DataSource& ds, const std::vector<int64_t
       }
     }
   });
+  ds.release();
+  }
   const double n = (double)rows.size();
   for (int j = 0; j < N; ++j) {
     double s = 0, q = 0;
@@ -377,8 +385,13 @@ void CpuModel::predict_rows(const DataSource& ds, const std::vector<int64_t>& ro
   const int64_t n = (int64_t)rows.size();
   const bool bf = fast && use_bf16();
   if (bf) prepare_bf16();
+  int64_t released = 0;
   for (int64_t b0 = 0; b0 < n; b0 += batch) {
     const int64_t B = std::min(batch, n - b0);
+    if (ds.mapped() && b0 - released >= kReleaseEvery) {
+      ds.release();
+      released = b0;
+    }
     if (bf) {
       ensure(B);
       gather_dense(ds, rows.data() + b0, B);
@@ -390,6 +403,7 @@ void CpuModel::predict_rows(const DataSource& ds, const std::vector<int64_t>& ro
     for (int64_t r = 0; r < B; ++r) pred[b0 + r] = sigmoid(logit_[r]);
     if (cancel.load()) throw std::runtime_error("cancelled");
   }
+  if (ds.mapped()) ds.release();
 }
 
 void CpuModel::predict(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {
@@ -424,19 +438,21 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
   const double t0 = now_s();
   double window_loss = 0;
   int64_t window_steps = 0;
-  std::vector<int64_t> order = train_rows;
+  std::vector<int64_t> order, ends;
   std::vector<float> vpred;
   for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
     const double te = now_s();
-    if (o.shuffle) {
-      std::vector<int64_t> p;
-      seeded_permutation(p, n, mix_seed(o.seed, 11, ep));
-      for (int64_t i = 0; i < n; ++i) order[i] = train_rows[p[i]];
-    }
+    epoch_order(train_rows, o.shuffle, tr.mapped(), o.seed, ep, order, ends);
+    size_t window = 0;
     double epoch_loss = 0;
     int64_t epoch_steps = 0;
     for (int64_t b0 = 0; b0 < n && res.steps < total; b0 += o.batch) {
       if (cancel.load()) { res.cancelled = true; break; }
+      // from mapped shards: past a window's end its pages are released (a batch may span two windows)
+      if (tr.mapped() && window + 1 < ends.size() && b0 >= ends[window]) {
+        tr.release();
+        while (window + 1 < ends.size() && b0 >= ends[window]) ++window;
+      }
       const int64_t B = std::min(o.batch, n - b0);
       double loss;
       train_step(tr, order.data() + b0, B, &loss);
@@ -454,6 +470,7 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
       }
     }
     res.epochs = ep + 1;
+    if (tr.mapped()) tr.release();
     EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
     if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
     if (vds && !val_rows.empty()) {
@@ -653,6 +670,7 @@ void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& gr
     }
     base = compute_metrics(base_pred.data(), label.data(), hw ? weight.data() : nullptr, n);
   }
+  if (ds.mapped()) ds.release();
 }
 
 double CpuModel::gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads) {

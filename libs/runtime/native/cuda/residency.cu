@@ -127,6 +127,8 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
       lab[g] = p.labels[r];
       if (hw) wt[g] = p.weights[r];
     }
+  // read from mapped shards: the host no longer needs their pages (the copy below is what is used)
+  if (ds.mapped()) ds.release();
   // ids must lie inside their slot's vocabulary (same message as the CPU backend)
   {
     const ModelConfig* cfgp = nullptr;

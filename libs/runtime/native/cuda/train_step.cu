@@ -300,18 +300,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   const double t0 = now_s();
   double window_loss = 0;
   int64_t window_steps = 0;
+  std::vector<int64_t> order_host, window_ends;
   try {
     for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
       const double te = now_s();
       // the epoch's order: pinned, one copy, then the cursor restarts
       CK(cudaStreamSynchronize(I.st));
-      if (o.shuffle) {
-        std::vector<int64_t> p;
-        seeded_permutation(p, n, mix_seed(o.seed, 11, ep));
-        for (int64_t i = 0; i < n; ++i) pinned_order[i] = train_rows[p[i]];
-      } else {
-        for (int64_t i = 0; i < n; ++i) pinned_order[i] = train_rows[i];
-      }
+      // the CPU backend's order (train_split.h): windowed when streamed from mapped shards
+      epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, order_host, window_ends);
+      std::copy(order_host.begin(), order_host.end(), pinned_order);
+      size_t window = 0;
       if (!streaming) {
         CK(cudaMemcpyAsync(I.d_order, pinned_order, n * 8, cudaMemcpyHostToDevice, I.st));
         const int64_t zero64 = 0;
@@ -355,7 +353,14 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           CK(cudaStreamWaitEvent(I.st, I.stage[slot].copied, 0));
           run_step(B, stage_data(slot, B), nullptr, true);
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));
-          if (b0 + o.batch < n && res.steps + 1 < total) prep(b0 + o.batch, slot ^ 1);
+          if (b0 + o.batch < n && res.steps + 1 < total) {
+            // from mapped shards: the pages of windows already packed are released
+            if (tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
+              tr.release();
+              while (window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) ++window;
+            }
+            prep(b0 + o.batch, slot ^ 1);
+          }
           slot ^= 1;
         } else {
           run_step(B, dd, I.d_order, false);
@@ -373,6 +378,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           window_steps = 0;
         }
       }
+      if (tr.mapped()) tr.release();
       read_losses(res.steps);
       double epoch_loss = 0;
       for (int64_t s = first_step; s < res.steps; ++s) epoch_loss += losses_host[s];
