@@ -121,6 +121,7 @@ export class WorkerModule {
             const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
             const score = new ScoreTrialHandler(ds, ledger, dataDir, {
               threads: config.ABACUS_SCORE_THREADS || Math.min(4, os.availableParallelism()),
+              duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               data,
             });
             const train = new TrainTrialHandler(w);

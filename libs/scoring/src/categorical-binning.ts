@@ -1,5 +1,64 @@
 import { MISSING_LABEL, OTHER_LABEL, UNSEEN_LABEL, type BinningOptions, type FittedBinning } from './binning.types';
 
+/** Categorical bins fitted from per-value counts; `binOfValue[v]` places value v (fit or test only). */
+export interface CategoricalBins {
+  labels: (string | string[])[];
+  counts: Float64Array;
+  events: Float64Array;
+  binOfValue: Int32Array;
+  missingBin: number;
+}
+
+/**
+ * The categorical binning of fitCategoricalBinning from fit rows counted per distinct value (`count[v]`,
+ * `events[v]`; a value with count 0 occurs only outside the fit rows) and in the missing bin. The result
+ * depends on the values and their counts, not on their order.
+ */
+export function categoricalBinsFromCounts(
+  values: readonly string[],
+  count: ArrayLike<number>,
+  events: ArrayLike<number>,
+  missing: { count: number; events: number },
+  fitRows: number,
+  opts: BinningOptions,
+): CategoricalBins {
+  const k = values.length;
+  const minCount = opts.minCategoryShare * fitRows;
+  const kept: number[] = [];
+  const rare: number[] = [];
+  for (let c = 0; c < k; c++) {
+    if (count[c] === 0) continue;
+    (count[c] >= minCount ? kept : rare).push(c);
+  }
+  kept.sort((a, b) => count[b] - count[a] || (values[a] < values[b] ? -1 : 1));
+  const labels: (string | string[])[] = kept.map((c) => [values[c]]);
+  const binOfValue = new Int32Array(k).fill(-1);
+  kept.forEach((c, i) => (binOfValue[c] = i));
+  const binCounts: number[] = kept.map((c) => count[c]);
+  const binEvents: number[] = kept.map((c) => events[c]);
+  let otherBin = -1;
+  if (rare.length > 0) {
+    otherBin = labels.length;
+    labels.push([OTHER_LABEL, ...rare.map((c) => values[c]).sort()]);
+    binCounts.push(rare.reduce((s, c) => s + count[c], 0));
+    binEvents.push(rare.reduce((s, c) => s + events[c], 0));
+    for (const c of rare) binOfValue[c] = otherBin;
+  }
+  const missingBin = labels.length;
+  labels.push(MISSING_LABEL);
+  binCounts.push(missing.count);
+  binEvents.push(missing.events);
+  let unseenBin = otherBin;
+  if (unseenBin < 0) {
+    unseenBin = labels.length;
+    labels.push([UNSEEN_LABEL]);
+    binCounts.push(0);
+    binEvents.push(0);
+  }
+  for (let c = 0; c < k; c++) if (binOfValue[c] < 0) binOfValue[c] = unseenBin;
+  return { labels, counts: Float64Array.from(binCounts), events: Float64Array.from(binEvents), binOfValue, missingBin };
+}
+
 /**
  * One bin per category seen in the fit rows (ordered by count, descending), plus a missing bin (code -1).
  * With minCategoryShare > 0, categories rarer than that share of the fit rows are pooled into "__other__".
@@ -21,47 +80,15 @@ export function fitCategoricalBinning(
     count[c]++;
     events[c] += y[r];
   }
-  const minCount = opts.minCategoryShare * fitRows.length;
-  const kept: number[] = [];
-  const rare: number[] = [];
-  for (let c = 0; c < k; c++) {
-    if (count[c] === 0) continue;
-    (count[c] >= minCount ? kept : rare).push(c);
-  }
-  kept.sort((a, b) => count[b] - count[a] || (dictionary[a] < dictionary[b] ? -1 : 1));
-  const labels: (string | string[])[] = kept.map((c) => [dictionary[c]]);
-  const binOfCode = new Int32Array(k + 1).fill(-1);
-  kept.forEach((c, i) => (binOfCode[c] = i));
-  const binCounts: number[] = kept.map((c) => count[c]);
-  const binEvents: number[] = kept.map((c) => events[c]);
-  let otherBin = -1;
-  if (rare.length > 0) {
-    otherBin = labels.length;
-    labels.push([OTHER_LABEL, ...rare.map((c) => dictionary[c]).sort()]);
-    binCounts.push(rare.reduce((s, c) => s + count[c], 0));
-    binEvents.push(rare.reduce((s, c) => s + events[c], 0));
-    for (const c of rare) binOfCode[c] = otherBin;
-  }
-  const missingBin = labels.length;
-  labels.push(MISSING_LABEL);
-  binCounts.push(count[k]);
-  binEvents.push(events[k]);
-  binOfCode[k] = missingBin;
-  let unseenBin = otherBin;
-  if (unseenBin < 0) {
-    unseenBin = labels.length;
-    labels.push([UNSEEN_LABEL]);
-    binCounts.push(0);
-    binEvents.push(0);
-  }
-  for (let c = 0; c < k; c++) if (binOfCode[c] < 0) binOfCode[c] = unseenBin;
+  const bins = categoricalBinsFromCounts(dictionary, count, events, { count: count[k], events: events[k] }, fitRows.length, opts);
+  const { labels, binOfValue, missingBin } = bins;
   return {
     labels,
-    counts: Float64Array.from(binCounts),
-    events: Float64Array.from(binEvents),
+    counts: bins.counts,
+    events: bins.events,
     countRows(rows) {
       const out = new Float64Array(labels.length);
-      for (const r of rows) out[binOfCode[codes[r] < 0 ? k : codes[r]]]++;
+      for (const r of rows) out[codes[r] < 0 ? missingBin : binOfValue[codes[r]]]++;
       return out;
     },
   };

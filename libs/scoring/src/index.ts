@@ -1,4 +1,11 @@
 export { scoreTable, scoreTableAsync } from './iv-scorer';
+export {
+  scoreFileStreaming,
+  DEFAULT_DUCKDB_MEMORY_MB,
+  type DuckdbLimits,
+  type StreamScoreOptions,
+  type StreamedScore,
+} from './streaming-iv-scorer';
 export { scoreTableOptionsSchema, type ScoreTableOptions } from './score-table-options.schema';
 export type { IvReport, FeatureScore, BinScore } from './iv-report.types';
 export { computeWoe, WOE_CONVENTION, type WoeResult } from './woe-stats';

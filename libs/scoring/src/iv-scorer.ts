@@ -1,12 +1,12 @@
-import type { Table } from '@abacus/samples';
-import type { BinningOptions, FittedBinning } from './binning.types';
+import type { FeatureKind, Table } from '@abacus/samples';
+import type { FittedBinning } from './binning.types';
 import { fitCategoricalBinning } from './categorical-binning';
 import type { FeatureScore, IvReport } from './iv-report.types';
 import { encodeLabel } from './label-encoder';
 import { fitMultiIdBinning } from './multi-id-binning';
 import { fitNumericBinning } from './numeric-binning';
 import { psi } from './psi';
-import { scoreTableOptionsSchema, type ScoreTableOptions } from './score-table-options.schema';
+import { scoreTableOptionsSchema, type ParsedScoreTableOptions, type ScoreTableOptions } from './score-table-options.schema';
 import { ScoringError } from './scoring.error';
 import { WOE_CONVENTION, computeWoe } from './woe-stats';
 
@@ -44,18 +44,8 @@ export async function scoreTableAsync(
 
 /** The label, the fitted (and test) rows and the feature columns of a table; one column at a time. */
 function prepare(table: Table, options: ScoreTableOptions) {
-  const parsed = scoreTableOptionsSchema.safeParse(options);
-  if (!parsed.success)
-    throw new ScoringError(
-      `invalid scoring options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'}: ${i.message}`).join('; ')}`,
-    );
-  const opts = parsed.data;
-  const names = table.columns.map((c) => c.name);
-  const find = (name: string, role: string) => {
-    const col = table.columns.find((c) => c.name === name);
-    if (!col) throw new ScoringError(`${role} column '${name}' not found in ${table.file} (available: ${names.join(', ')})`);
-    return col;
-  };
+  const opts = parseScoreOptions(options);
+  const find = columnFinder(table.file, table.columns);
   const labelCol = find(opts.label, 'label');
   for (const e of opts.exclude) find(e, 'excluded');
   const { y, positive } = encodeLabel(labelCol, opts.positive);
@@ -64,8 +54,7 @@ function prepare(table: Table, options: ScoreTableOptions) {
   let testRows: Int32Array | undefined;
   if (opts.time !== undefined && opts.testFrom !== undefined) {
     const timeCol = find(opts.time, 'time');
-    if (timeCol.kind !== 'numeric')
-      throw new ScoringError(`time column '${opts.time}' must be numeric or a date/timestamp (it is ${timeCol.kind})`);
+    if (timeCol.kind !== 'numeric') throw timeKindError(opts.time, timeCol.kind);
     const testFrom = parseTestFrom(opts.testFrom);
     const fit: number[] = [];
     const test: number[] = [];
@@ -73,11 +62,7 @@ function prepare(table: Table, options: ScoreTableOptions) {
       if (Number.isNaN(t)) return;
       (t < testFrom ? fit : test).push(r);
     });
-    if (fit.length === 0 || test.length === 0) {
-      throw new ScoringError(
-        `test-from ${opts.testFrom} leaves ${fit.length} train and ${test.length} test rows; both must be non-empty`,
-      );
-    }
+    checkSplit(opts.testFrom, fit.length, test.length);
     fitRows = Int32Array.from(fit);
     testRows = Int32Array.from(test);
   } else {
@@ -85,49 +70,107 @@ function prepare(table: Table, options: ScoreTableOptions) {
   }
   let events = 0;
   for (const r of fitRows) events += y[r];
-  if (events === 0 || events === fitRows.length)
-    throw new ScoringError(`the fitted rows hold only one class of label '${opts.label}'`);
+  checkBothClasses(opts.label, events, fitRows.length);
 
-  const binOpts: BinningOptions = opts;
-  const skip = new Set([opts.label, ...(opts.time ? [opts.time] : []), ...opts.exclude]);
+  const skip = featureSkip(opts);
   const columns = table.columns.filter((col) => !skip.has(col.name));
   const score = (col: Table['columns'][number]): FeatureScore => {
     let binning: FittedBinning;
-    if (col.kind === 'numeric') binning = fitNumericBinning(col.values, y, fitRows, binOpts);
-    else if (col.kind === 'categorical') binning = fitCategoricalBinning(col.codes, col.dictionary, y, fitRows, binOpts);
-    else binning = fitMultiIdBinning(col.offsets, col.ids, y, fitRows, binOpts);
-    const nonEvents = binning.counts.map((c, i) => c - binning.events[i]);
-    const w = computeWoe(binning.events, nonEvents, opts.smoothing);
-    const bins = binning.labels
-      .map((label, i) => ({
-        range_or_values: label,
-        count: round(binning.counts[i]),
-        events: round(binning.events[i]),
-        woe: round(w.woe[i]),
-        iv: round(w.ivTerms[i], 8),
-      }))
-      .filter((_, i) => binning.counts[i] > 0);
-    const out: FeatureScore = { name: col.name, kind: col.kind, iv: round(w.iv, 8), bins };
-    if (binning.trend) out.trend = binning.trend;
-    if (testRows) out.psi = round(psi(binning.counts, binning.countRows(testRows), opts.smoothing), 8);
-    return out;
+    if (col.kind === 'numeric') binning = fitNumericBinning(col.values, y, fitRows, opts);
+    else if (col.kind === 'categorical') binning = fitCategoricalBinning(col.codes, col.dictionary, y, fitRows, opts);
+    else binning = fitMultiIdBinning(col.offsets, col.ids, y, fitRows, opts);
+    return featureScore(col.name, col.kind, binning, testRows && binning.countRows(testRows), opts);
   };
-  const report = (features: FeatureScore[]): IvReport => {
-    features.sort((a, b) => b.iv - a.iv || (a.name < b.name ? -1 : 1));
-    return {
-      label: opts.label,
-      positive,
-      woeConvention: WOE_CONVENTION,
-      smoothing: `when a bin has 0 events or 0 non-events, ${opts.smoothing} is added to the event and non-event counts of every non-empty bin: dist_i = (c_i + ${opts.smoothing}) / (C + ${opts.smoothing} * k)`,
-      rows: testRows ? { fit: fitRows.length, test: testRows.length } : { fit: fitRows.length },
-      events,
-      features,
-    };
-  };
+  const rows = testRows ? { fit: fitRows.length, test: testRows.length } : { fit: fitRows.length };
+  const report = (features: FeatureScore[]): IvReport => ivReport(opts, positive, rows, events, features);
   return { columns, score, report };
 }
 
-function parseTestFrom(v: number | string): number {
+/** Validated scoring options (ScoringError naming every bad field). */
+export function parseScoreOptions(options: ScoreTableOptions): ParsedScoreTableOptions {
+  const parsed = scoreTableOptionsSchema.safeParse(options);
+  if (!parsed.success)
+    throw new ScoringError(
+      `invalid scoring options: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(options)'}: ${i.message}`).join('; ')}`,
+    );
+  return parsed.data;
+}
+
+/** A column of `file` by name, or a ScoringError naming its role and the columns there are. */
+export function columnFinder<C extends { name: string }>(file: string, columns: readonly C[]): (name: string, role: string) => C {
+  const names = columns.map((c) => c.name);
+  return (name, role) => {
+    const col = columns.find((c) => c.name === name);
+    if (!col) throw new ScoringError(`${role} column '${name}' not found in ${file} (available: ${names.join(', ')})`);
+    return col;
+  };
+}
+
+export function timeKindError(name: string, kind: FeatureKind): ScoringError {
+  return new ScoringError(`time column '${name}' must be numeric or a date/timestamp (it is ${kind})`);
+}
+
+export function checkSplit(testFrom: number | string, fit: number, test: number): void {
+  if (fit === 0 || test === 0) {
+    throw new ScoringError(`test-from ${testFrom} leaves ${fit} train and ${test} test rows; both must be non-empty`);
+  }
+}
+
+export function checkBothClasses(label: string, events: number, fitRows: number): void {
+  if (events === 0 || events === fitRows) throw new ScoringError(`the fitted rows hold only one class of label '${label}'`);
+}
+
+/** The columns that are not features: the label, the time column and the excluded ones. */
+export function featureSkip(opts: ParsedScoreTableOptions): Set<string> {
+  return new Set([opts.label, ...(opts.time ? [opts.time] : []), ...opts.exclude]);
+}
+
+/** One feature's entry of the report from its fitted bins (and the test rows counted over them). */
+export function featureScore(
+  name: string,
+  kind: FeatureKind,
+  binning: Pick<FittedBinning, 'labels' | 'counts' | 'events' | 'trend'>,
+  testCounts: Float64Array | undefined,
+  opts: ParsedScoreTableOptions,
+): FeatureScore {
+  const nonEvents = binning.counts.map((c, i) => c - binning.events[i]);
+  const w = computeWoe(binning.events, nonEvents, opts.smoothing);
+  const bins = binning.labels
+    .map((label, i) => ({
+      range_or_values: label,
+      count: round(binning.counts[i]),
+      events: round(binning.events[i]),
+      woe: round(w.woe[i]),
+      iv: round(w.ivTerms[i], 8),
+    }))
+    .filter((_, i) => binning.counts[i] > 0);
+  const out: FeatureScore = { name, kind, iv: round(w.iv, 8), bins };
+  if (binning.trend) out.trend = binning.trend;
+  if (testCounts) out.psi = round(psi(binning.counts, testCounts, opts.smoothing), 8);
+  return out;
+}
+
+/** The report of scored features, highest IV first (ties by name). */
+export function ivReport(
+  opts: ParsedScoreTableOptions,
+  positive: string,
+  rows: IvReport['rows'],
+  events: number,
+  features: FeatureScore[],
+): IvReport {
+  features.sort((a, b) => b.iv - a.iv || (a.name < b.name ? -1 : 1));
+  return {
+    label: opts.label,
+    positive,
+    woeConvention: WOE_CONVENTION,
+    smoothing: `when a bin has 0 events or 0 non-events, ${opts.smoothing} is added to the event and non-event counts of every non-empty bin: dist_i = (c_i + ${opts.smoothing}) / (C + ${opts.smoothing} * k)`,
+    rows,
+    events,
+    features,
+  };
+}
+
+export function parseTestFrom(v: number | string): number {
   if (typeof v === 'number') return v;
   const n = Number(v);
   if (Number.isFinite(n)) return n;

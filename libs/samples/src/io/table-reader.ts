@@ -118,15 +118,20 @@ async function sniffDelimiter(file: string): Promise<string> {
   }
 }
 
+/** A DuckDB failure while reading `file`, as readTable reports it (a TableReadError passes through). */
+export function asTableReadError(file: string, err: unknown): TableReadError {
+  if (err instanceof TableReadError) return err;
+  const msg = err instanceof Error ? err.message : String(err);
+  return new TableReadError(file, `malformed or unreadable: ${msg.split('\n').slice(0, 3).join(' ')}`);
+}
+
 async function withConnection<T>(file: string, fn: (con: DuckDBConnection) => Promise<T>): Promise<T> {
   const instance = await DuckDBInstance.create(':memory:');
   const con = await instance.connect();
   try {
     return await fn(con);
   } catch (err) {
-    if (err instanceof TableReadError) throw err;
-    const msg = err instanceof Error ? err.message : String(err);
-    throw new TableReadError(file, `malformed or unreadable: ${msg.split('\n').slice(0, 3).join(' ')}`);
+    throw asTableReadError(file, err);
   } finally {
     con.closeSync();
     instance.closeSync();
@@ -149,6 +154,70 @@ export async function describeTable(file: string): Promise<TableSchema> {
   });
 }
 
+/** One column as readTable reads it: its DuckDB type, the kind it is read as and the SQL expression it is read through. */
+export interface ColumnRead {
+  name: string;
+  type: string;
+  kind: FeatureKind;
+  expr: string;
+}
+
+/**
+ * The columns readTable reads from `source`, in its order, each with the expression that gives its values
+ * (numeric → DOUBLE, dates/timestamps as epoch seconds; categorical → VARCHAR; lists → INTEGER[] without
+ * null elements, a null list empty), and readTable's errors for unknown or unreadable columns. Shared
+ * with scorers that aggregate in SQL instead of reading the rows, so both see the same values.
+ */
+export async function planTableRead(
+  con: DuckDBConnection,
+  file: string,
+  source: TableSource,
+  options: ReadTableOptions = {},
+): Promise<ColumnRead[]> {
+  const opts = readTableOptionsSchema.parse(options);
+  const all = await schemaOf(con, source);
+  const byName = new Map(all.map((c) => [c.name, c]));
+  for (const name of [...(opts.columns ?? []), ...Object.keys(opts.kinds ?? {})]) {
+    if (!byName.has(name)) {
+      throw new TableReadError(file, `unknown column '${name}' (available: ${all.map((c) => c.name).join(', ')})`);
+    }
+  }
+  const wanted = opts.columns ? opts.columns.map((n) => byName.get(n)!) : all;
+  const plan: ColumnRead[] = [];
+  for (const c of wanted) {
+    const detected = kindOfDuckdbType(c.type);
+    const kind = opts.kinds?.[c.name] ?? detected;
+    const col = quoteIdent(c.name);
+    if (kind === 'unsupported') {
+      if (opts.columns) throw new TableReadError(file, `column '${c.name}' has unsupported type ${c.type}`);
+      continue;
+    }
+    if (kind === 'numeric') {
+      if (detected !== 'numeric')
+        throw new TableReadError(file, `column '${c.name}' of type ${c.type} cannot be read as numeric`);
+      plan.push({
+        name: c.name,
+        type: c.type,
+        kind,
+        expr: TIME_TYPE.test(c.type) ? `epoch(${col})::DOUBLE` : `CAST(${col} AS DOUBLE)`,
+      });
+    } else if (kind === 'categorical') {
+      if (detected === 'multi_id') throw new TableReadError(file, `list column '${c.name}' cannot be read as categorical`);
+      plan.push({ name: c.name, type: c.type, kind, expr: `CAST(${col} AS VARCHAR)` });
+    } else {
+      if (detected !== 'multi_id')
+        throw new TableReadError(file, `column '${c.name}' of type ${c.type} is not a list of integers`);
+      plan.push({
+        name: c.name,
+        type: c.type,
+        kind,
+        expr: `coalesce(list_filter(CAST(${col} AS INTEGER[]), x -> x IS NOT NULL), []::INTEGER[])`,
+      });
+    }
+  }
+  return plan;
+}
+
 /**
  * Reads a CSV or Parquet file through DuckDB into typed columns: numeric → Float64Array (NaN = null),
  * categorical → dictionary codes (-1 = null), integer lists → CSR. Unsupported types are skipped unless
@@ -158,46 +227,7 @@ export async function readTable(file: string, options: ReadTableOptions = {}): P
   const opts = readTableOptionsSchema.parse(options);
   const source = await tableSource(file);
   return withConnection(file, async (con) => {
-    const all = await schemaOf(con, source);
-    const byName = new Map(all.map((c) => [c.name, c]));
-    for (const name of [...(opts.columns ?? []), ...Object.keys(opts.kinds ?? {})]) {
-      if (!byName.has(name)) {
-        throw new TableReadError(file, `unknown column '${name}' (available: ${all.map((c) => c.name).join(', ')})`);
-      }
-    }
-    const wanted = opts.columns ? opts.columns.map((n) => byName.get(n)!) : all;
-    const plan: { name: string; type: string; kind: FeatureKind; expr: string }[] = [];
-    for (const c of wanted) {
-      const detected = kindOfDuckdbType(c.type);
-      const kind = opts.kinds?.[c.name] ?? detected;
-      const col = quoteIdent(c.name);
-      if (kind === 'unsupported') {
-        if (opts.columns) throw new TableReadError(file, `column '${c.name}' has unsupported type ${c.type}`);
-        continue;
-      }
-      if (kind === 'numeric') {
-        if (detected !== 'numeric')
-          throw new TableReadError(file, `column '${c.name}' of type ${c.type} cannot be read as numeric`);
-        plan.push({
-          name: c.name,
-          type: c.type,
-          kind,
-          expr: TIME_TYPE.test(c.type) ? `epoch(${col})::DOUBLE` : `CAST(${col} AS DOUBLE)`,
-        });
-      } else if (kind === 'categorical') {
-        if (detected === 'multi_id') throw new TableReadError(file, `list column '${c.name}' cannot be read as categorical`);
-        plan.push({ name: c.name, type: c.type, kind, expr: `CAST(${col} AS VARCHAR)` });
-      } else {
-        if (detected !== 'multi_id')
-          throw new TableReadError(file, `column '${c.name}' of type ${c.type} is not a list of integers`);
-        plan.push({
-          name: c.name,
-          type: c.type,
-          kind,
-          expr: `coalesce(list_filter(CAST(${col} AS INTEGER[]), x -> x IS NOT NULL), []::INTEGER[])`,
-        });
-      }
-    }
+    const plan = await planTableRead(con, file, source, opts);
     const rowCount = Number((await con.runAndReadAll(`SELECT count(*) FROM ${source.sql}`)).getRows()[0][0]);
     const builders = plan.map((p) => newBuilder(p.kind, rowCount));
     if (plan.length > 0) {

@@ -1,14 +1,22 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { readTable } from '@abacus/samples';
-import { scoreTableAsync, type IvReport, type ScoreTableOptions } from '@abacus/scoring';
+import {
+  DEFAULT_DUCKDB_MEMORY_MB,
+  scoreFileStreaming,
+  type DuckdbLimits,
+  type IvReport,
+  type ScoreTableOptions,
+} from '@abacus/scoring';
 
-/** One score trial's work: read the columns of a sample file, then WOE/IV (and PSI) per column. */
+/** One score trial's work: WOE/IV (and PSI) per column of a sample file. */
 export interface ScoreJob {
   file: string;
   columns: string[];
   options: ScoreTableOptions;
+  /** DuckDB's memory cap, spill folder and threads for the whole job (shared out when it runs on several threads) */
+  duckdb?: DuckdbLimits;
 }
 
 export interface ScoreOutcome {
@@ -26,18 +34,33 @@ type Message =
   | { type: 'done'; report: IvReport; rows: number; readMs: number; scoreMs: number }
   | { type: 'error'; error: { name: string; message: string; stack?: string; code?: string } };
 
-/** The reading and the binning of a score job, reporting as it goes (on whichever thread runs it). */
+/**
+ * A score job, reporting as it goes (on whichever thread runs it): DuckDB aggregates the file within the
+ * job's memory cap, spilling past it, and only per-bin and per-value counts reach JavaScript, so memory
+ * does not grow with the rows. `read` fires after the first pass (label, split, counts), `column` after
+ * each feature; the report is the one scoring the columns read into memory gives.
+ */
 export async function scoreFile(
   job: ScoreJob,
   on: { read?: (readMs: number) => void | Promise<void>; column?: (done: number, of: number) => void | Promise<void> } = {},
 ): Promise<Omit<ScoreOutcome, 'ranOn'>> {
-  let t0 = Date.now();
-  const table = await readTable(job.file, { columns: job.columns });
-  const readMs = Date.now() - t0;
-  await on.read?.(readMs);
-  t0 = Date.now();
-  const report = await scoreTableAsync(table, job.options, on.column);
-  return { report, rows: table.rowCount, readMs, scoreMs: Date.now() - t0 };
+  const { report, rows, readMs, scoreMs } = await scoreFileStreaming(job.file, job.options, {
+    columns: job.columns,
+    ...(job.duckdb ?? { memoryLimitMb: DEFAULT_DUCKDB_MEMORY_MB }),
+    onRead: on.read,
+    onColumn: on.column,
+  });
+  return { report, rows, readMs, scoreMs };
+}
+
+/** One of `k` threads' share of a job's DuckDB budget: the memory cap divided, and the cores. */
+export function duckdbShare(limits: DuckdbLimits | undefined, k: number): DuckdbLimits {
+  const whole = limits ?? { memoryLimitMb: DEFAULT_DUCKDB_MEMORY_MB };
+  return {
+    ...whole,
+    memoryLimitMb: Math.max(1, Math.floor(whole.memoryLimitMb / k)),
+    threads: Math.max(1, Math.floor((whole.threads ?? os.availableParallelism()) / k)),
+  };
 }
 
 /** The compiled thread script beside this module (absent when running from the TypeScript sources). */
@@ -54,14 +77,14 @@ export interface ScoreHooks {
 }
 
 /**
- * Runs a score job on worker threads, so that reading and binning (JavaScript, seconds to minutes
- * at 1M-10M rows) leave the worker's main thread to the trials beside it (a sample build, the
- * trainings' callbacks, the job locks); inline where there is no compiled thread script. With
- * `threads` > 1 the feature columns are dealt round-robin to that many threads (each reads its own
- * columns and the label): every column is scored on its own, so the report is the one a single
- * thread gives (highest IV first). Errors keep their name, message and code (the trial
- * runner classifies them); `abort` rejects at once and tells the threads to stop (each ends after
- * the DuckDB read it is in, if any).
+ * Runs a score job on worker threads, so that its passes (seconds to minutes at 1M-10M rows) leave
+ * the worker's main thread to the trials beside it (a sample build, the trainings' callbacks, the job
+ * locks); inline where there is no compiled thread script. With `threads` > 1 the feature columns are
+ * dealt round-robin to that many threads (each with its own DuckDB, its share of the memory cap and
+ * of the cores, reading its own columns and the label): every column is scored on its own, so the
+ * report is the one a single thread gives (highest IV first). Errors keep their name, message and
+ * code (the trial runner classifies them); `abort` rejects at once and tells the threads to stop
+ * (each ends after the DuckDB pass it is in, if any).
  */
 export async function scoreOffThread(
   job: ScoreJob,
@@ -76,7 +99,11 @@ export async function scoreOffThread(
   const k = Math.max(1, Math.min(Math.floor(threads), features.length));
   if (k === 1) return onThread(job, on, script);
   const parts = Array.from({ length: k }, (_, i) => features.filter((_, j) => j % k === i));
-  const jobs = parts.map((cols) => ({ ...job, columns: [...cols, ...job.columns.filter((c) => shared.has(c))] }));
+  const jobs = parts.map((cols) => ({
+    ...job,
+    columns: [...cols, ...job.columns.filter((c) => shared.has(c))],
+    duckdb: duckdbShare(job.duckdb, k),
+  }));
   // one abort for all: a thread that fails (or a callback that throws) ends the others
   const stop = new AbortController();
   const abort = () => stop.abort();

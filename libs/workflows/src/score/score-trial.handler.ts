@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { FeatureResultEntity, SampleSetEntity } from '@abacus/data';
 import { SampleSetData, type DataDir } from '@abacus/catalog';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
+import { DEFAULT_DUCKDB_MEMORY_MB } from '@abacus/scoring';
 import { runTrial } from '../trials/trial-runner';
 import type { TrialLedger } from '../trials/trial-ledger';
 import { scoreTrialParamsSchema } from './score-experiment.schema';
@@ -14,10 +15,11 @@ export class ScoreTrialHandler {
     private readonly ledger: TrialLedger,
     private readonly dataDir: DataDir,
     /**
-     * threads: worker threads the columns are read and binned on (see scoreOffThread); data: where a
-     * set registered by reference is read (the host's cache of the store)
+     * threads: worker threads the columns are scored on (see scoreOffThread); duckdbMemoryMb: DuckDB's
+     * memory cap for the whole trial (shared out among the threads; past it DuckDB spills to the data
+     * directory's tmp/); data: where a set registered by reference is read (the host's cache of the store)
      */
-    private readonly opts: { threads: number; data?: SampleSetData } = { threads: 1 },
+    private readonly opts: { threads: number; duckdbMemoryMb?: number; data?: SampleSetData } = { threads: 1 },
   ) {}
 
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
@@ -49,6 +51,7 @@ export class ScoreTrialHandler {
               minCategoryShare: params.binning.minCategoryShare,
               smoothing: params.binning.smoothing,
             },
+            duckdb: { memoryLimitMb: this.opts.duckdbMemoryMb ?? DEFAULT_DUCKDB_MEMORY_MB, tempDir: this.dataDir.tmpDir() },
           },
           {
             signal,
