@@ -71,7 +71,7 @@ export class CompareTrialHandler {
       checkpoint();
       const seed = p.seeds[k]!;
       await progress(at, `${what}, seed ${seed} (validation fold ${k + 1}/${folds})`);
-      const built = foldOf(await this.w.samples.get(recipe, features), k, folds);
+      const built = await foldOf(await this.w.samples.get(recipe, features), k, folds);
       const t = await this.w.trainer.trainOrReuse(
         built,
         recipe.architecture,

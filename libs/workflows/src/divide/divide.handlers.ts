@@ -1,7 +1,8 @@
 import { FeatureResultEntity, ModelEntity, type ModelCosts } from '@abacus/data';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { recipeInit } from '../embeddings/recipe-init';
-import { foldIndices, subsetDataset } from '../model/dataset-subset';
+import { materialize } from '@abacus/runtime';
+import { foldIndices } from '../model/dataset-subset';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { foldInterval } from '../stats/fold-interval';
 import { groupDrops } from '../trials/group-ablation';
@@ -89,7 +90,9 @@ export class DivideSelectHandler {
             recipeInit(this.w.dataDir, recipe, built),
           );
           // the grouping is part of the selection: validation split
-          const folds = foldIndices(built.validation.rows, p.folds, p.seed).map((idx) => subsetDataset(built.validation, idx));
+          const folds = await Promise.all(
+            foldIndices(built.validation.rows, p.folds, p.seed).map((idx) => materialize(built.validation, idx)),
+          );
           const drops = await groupDrops(trained.model, folds, pairs, p.repeats, p.seed + 101, async (k) => {
             checkpoint();
             await progress(0.05 + (0.7 * k) / folds.length, `joint ablation: fold ${k + 1}/${folds.length}`);

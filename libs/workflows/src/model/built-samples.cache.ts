@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
-import { readShard, writeShard, type ColumnarDataset } from '@abacus/runtime';
+import { isShardDataset, materialize, openShards, writeShard, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
 import {
   describeBuild,
   encodeRanges,
@@ -18,16 +18,20 @@ export interface BuiltSet {
   /** the samples' key with the validation carve (models are cached under it) */
   key: string;
   cached: boolean;
-  /** the rows models fit on: the training split less the validation split */
-  train: ColumnarDataset;
+  /**
+   * the rows models fit on: the training split less the validation split. Every split is a view of
+   * the built shard files (mapped, read natively, never loaded whole); `materialize` copies rows
+   * into memory where JavaScript must read them
+   */
+  train: RuntimeData;
   /** decisions read this: the last part of the training time range (see validation-split.ts) */
-  validation: ColumnarDataset;
+  validation: RuntimeData;
   /** the whole training split (train + validation), for cross-fitted checks (see foldOf) */
-  trainAll: ColumnarDataset;
+  trainAll: RuntimeData;
   /** whether the rows are in time order (the recipe has a time column) */
   timeOrdered: boolean;
   /** reported results only */
-  test: ColumnarDataset;
+  test: RuntimeData;
   inputs: { numeric: string[]; slots: { name: string; vocab: number }[] };
   meta: Record<string, unknown>;
   /** built/<key>, relative to the data directory */
@@ -174,15 +178,15 @@ export class BuiltSamplesCache {
       req,
     );
     const dir = this.dataDir.abs(rel);
-    // asynchronous: a 10M-row split is gigabytes and must not hold the event loop
-    const trainAll = await readShards(dir, meta.shards.train);
-    const test = await readShards(dir, meta.shards.test);
+    // mapped, checksums verified natively off the event loop: nothing of the samples is held in memory
+    const trainAll = await openShards(meta.shards.train.map((s) => path.join(dir, s.file)));
+    const test = await openShards(meta.shards.test.map((s) => path.join(dir, s.file)));
     return {
       cached,
       key: splitKey,
       trainAll,
       timeOrdered: recipe.time !== null,
-      ...carveValidation(trainAll, recipe.time !== null),
+      ...(await carveValidation(trainAll, recipe.time !== null)),
       test,
       inputs: meta.inputs,
       meta,
@@ -300,47 +304,6 @@ export interface BuiltMeta extends Record<string, unknown> {
   shards: Record<'train' | 'test', { index: number; file: string; rows: number; nnz: number[] }[]>;
 }
 
-/** The shards of one split read into one columnar dataset, one shard at a time into the final arrays. */
-async function readShards(dir: string, shards: BuiltMeta['shards']['train']): Promise<ColumnarDataset> {
-  const rows = shards.reduce((a, s) => a + s.rows, 0);
-  let out: ColumnarDataset | null = null;
-  let r = 0;
-  const z: number[] = [];
-  for (const s of shards) {
-    const part = await readShard(path.join(dir, s.file));
-    if (part.rows !== s.rows) throw new Error(`${s.file}: ${part.rows} rows, the built set's meta says ${s.rows}`);
-    if (!out) {
-      const width = part.numericNames.length;
-      out = {
-        rows,
-        numericNames: part.numericNames,
-        numeric: new Float32Array(rows * width),
-        labels: new Float32Array(rows),
-        slots: part.slots.map((x, k) => ({
-          name: x.name,
-          ids: new Int32Array(shards.reduce((a, sh) => a + sh.nnz[k], 0)),
-          offsets: new Int32Array(rows + 1),
-        })),
-        ...(part.keys ? { keys: Object.fromEntries(Object.keys(part.keys).map((k) => [k, new Int32Array(rows)])) } : {}),
-      };
-      out.slots.forEach(() => z.push(0));
-    }
-    out.numeric.set(part.numeric, r * out.numericNames.length);
-    out.labels.set(part.labels, r);
-    part.slots.forEach((x, k) => {
-      const o = out!.slots[k];
-      const nnz = x.offsets[part.rows];
-      o.ids.set(x.ids.subarray(0, nnz), z[k]);
-      for (let i = 1; i <= part.rows; i++) o.offsets[r + i] = z[k] + x.offsets[i];
-      z[k] += nnz;
-    });
-    for (const [k, v] of Object.entries(part.keys ?? {})) out.keys![k].set(v, r);
-    r += part.rows;
-  }
-  if (!out) throw new Error(`${dir}: a split without shards`);
-  return out;
-}
-
 interface Memo {
   key: string;
   set: BuiltSet;
@@ -359,26 +322,31 @@ function featureDefs(req: SampleBuildRequest): Map<string, string> {
   return new Map(req.features.map((f) => [f.name, JSON.stringify(f)]));
 }
 
-/** The columns of `names` (in that order) of a dataset; labels, weights and keys are shared, not copied. */
-export function projectDataset(ds: ColumnarDataset, names: string[]): ColumnarDataset {
-  const order = names.filter((n) => ds.numericNames.includes(n));
-  const at = new Map(ds.numericNames.map((n, j) => [n, j]));
+/**
+ * The columns of `names` (in that order) of a dataset; labels, weights and keys are shared, not copied.
+ * Shards are the same view: the native code reads the columns a model names from the shards' own.
+ */
+export function projectDataset<T extends RuntimeData>(ds: T, names: string[]): T {
+  if (isShardDataset(ds)) return ds;
+  const cd = ds as ColumnarDataset;
+  const order = names.filter((n) => cd.numericNames.includes(n));
+  const at = new Map(cd.numericNames.map((n, j) => [n, j]));
   const src = order.map((n) => at.get(n)!);
-  const w = ds.numericNames.length;
+  const w = cd.numericNames.length;
   const k = src.length;
-  const numeric = new Float32Array(ds.rows * k);
-  for (let i = 0; i < ds.rows; i++) {
+  const numeric = new Float32Array(cd.rows * k);
+  for (let i = 0; i < cd.rows; i++) {
     const o = i * w;
     const d = i * k;
-    for (let c = 0; c < k; c++) numeric[d + c] = ds.numeric[o + src[c]];
+    for (let c = 0; c < k; c++) numeric[d + c] = cd.numeric[o + src[c]];
   }
-  const slotAt = new Map(ds.slots.map((s) => [s.name, s]));
+  const slotAt = new Map(cd.slots.map((s) => [s.name, s]));
   return {
-    ...ds,
+    ...cd,
     numericNames: order,
     numeric,
     slots: names.filter((n) => slotAt.has(n)).map((n) => slotAt.get(n)!),
-  };
+  } as T;
 }
 
 /**
@@ -409,15 +377,37 @@ export function projectBuilt(set: BuiltSet, names: string[], key: string): Built
   };
 }
 
+/** A built set whose splits are all in memory (see inMemory). */
+export type MemoryBuiltSet = BuiltSet & {
+  train: ColumnarDataset;
+  validation: ColumnarDataset;
+  trainAll: ColumnarDataset;
+  test: ColumnarDataset;
+};
+
+/**
+ * The built set with every split copied into memory, for code that reads the rows in JavaScript
+ * (multiply's unions): its memory is that of the set.
+ */
+export async function inMemory(set: BuiltSet): Promise<MemoryBuiltSet> {
+  return {
+    ...set,
+    train: await materialize(set.train),
+    validation: await materialize(set.validation),
+    trainAll: await materialize(set.trainAll),
+    test: await materialize(set.test),
+  };
+}
+
 /**
  * Fold `fold` of `folds` of a built set's training range as its validation split, the rest fitted on
  * (validation-split.ts: crossFold); the key names the fold, so models trained on it are cached apart.
  */
-export function foldOf(built: BuiltSet, fold: number, folds: number): BuiltSet {
+export async function foldOf(built: BuiltSet, fold: number, folds: number): Promise<BuiltSet> {
   return {
     ...built,
     key: crossFoldKey(built.key, fold, folds),
-    ...crossFold(built.trainAll, fold, folds, built.timeOrdered),
+    ...(await crossFold(built.trainAll, fold, folds, built.timeOrdered)),
   };
 }
 

@@ -109,7 +109,7 @@ describe('ModelTrainer.switchedOff + fineTune (warm retraining checks)', () => {
     const base = await trainer.trainOrReuse(built, arch, training);
     const auc = async (off: string[]) => {
       const xs: number[] = [];
-      const data = trainer.switchedOff(base, built, off);
+      const data = await trainer.switchedOff(base, built, off);
       for (const seed of [1, 2]) xs.push((await trainer.fineTune(base, data, training, { epochs: 1, seed })).validation.auc);
       return (xs[0] + xs[1]) / 2;
     };
@@ -118,11 +118,11 @@ describe('ModelTrainer.switchedOff + fineTune (warm retraining checks)', () => {
     expect(full - (await auc(['strong']))).toBeGreaterThan(0.05);
     expect(full - (await auc(['cat']))).toBeGreaterThan(0.01);
     expect(Math.abs(full - (await auc(['noise', 'junk'])))).toBeLessThan(0.005);
-    expect(() => trainer.switchedOff(base, built, ['nope'])).toThrow(/nope not inputs of the model/);
+    await expect(trainer.switchedOff(base, built, ['nope'])).rejects.toThrow(/nope not inputs of the model/);
     // the checkpoint it started from is unchanged: a second fine-tune from it gives the same result
     expect(await auc([])).toBe(full);
     // a step cap ends the epoch early (71 steps an epoch here): still tells the useful input apart
-    const data = trainer.switchedOff(base, built, ['strong']);
+    const data = await trainer.switchedOff(base, built, ['strong']);
     const capped = await trainer.fineTune(base, data, training, { epochs: 1, seed: 1, maxSteps: 30 });
     expect(capped.steps).toBe(30);
     expect((await trainer.fineTune(base, data, training, { epochs: 1, seed: 1 })).steps).toBe(Math.ceil(18_000 / 256));

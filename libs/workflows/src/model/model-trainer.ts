@@ -4,11 +4,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
 import {
   RuntimeModel,
+  labelsOf,
+  materialize,
   resolveBackend,
   type BackendChoice,
-  type ColumnarDataset,
   type EvaluationResult,
   type ModelSpecInput,
+  type RuntimeData,
 } from '@abacus/runtime';
 import type { BuiltSet } from './built-samples.cache';
 import { switchOff } from './dataset-subset';
@@ -127,8 +129,8 @@ export class ModelTrainer {
    */
   async pretrainFinetuneOrReuse(
     built: BuiltSet,
-    pretrain: ColumnarDataset,
-    finetune: ColumnarDataset,
+    pretrain: RuntimeData,
+    finetune: RuntimeData,
     tag: string,
     arch: Architecture,
     training: Training,
@@ -150,16 +152,27 @@ export class ModelTrainer {
    * (see switchOff: numeric inputs held at the model's normalization mean, slots as empty bags), for
    * fineTune; made once per input set, shared by its seeds.
    */
-  switchedOff(base: TrainedModel, built: BuiltSet, off: string[]): { train: ColumnarDataset; validation: ColumnarDataset } {
-    return { train: this.switchedOffRows(base, built.train, off), validation: this.switchedOffRows(base, built.validation, off) };
+  async switchedOff(
+    base: TrainedModel,
+    built: BuiltSet,
+    off: string[],
+  ): Promise<{ train: RuntimeData; validation: RuntimeData }> {
+    return {
+      train: await this.switchedOffRows(base, built.train, off),
+      validation: await this.switchedOffRows(base, built.validation, off),
+    };
   }
 
-  /** Any rows in the trained model's encoding (a split, or a row sample of one) with `off` switched off, as switchedOff. */
-  switchedOffRows(base: TrainedModel, rows: ColumnarDataset, off: string[]): ColumnarDataset {
+  /**
+   * Any rows in the trained model's encoding (a split, or a row sample of one) with `off` switched off,
+   * as switchedOff. Nothing off: the rows as they are (a view of shards stays one); else a copy.
+   */
+  async switchedOffRows(base: TrainedModel, rows: RuntimeData, off: string[]): Promise<RuntimeData> {
     const spec = base.model.spec;
     const unknown = off.filter((n) => !spec.numeric.includes(n) && !spec.slots.some((s) => s.name === n));
     if (unknown.length) throw new Error(`switchedOff: ${unknown.join(', ')} not inputs of the model`);
-    return switchOff(rows, off, this.heldValue(base.model));
+    if (off.length === 0) return rows;
+    return switchOff(await materialize(rows), off, this.heldValue(base.model));
   }
 
   /** A numeric input's value when switched off: the model's normalization mean (read once per model). */
@@ -184,7 +197,7 @@ export class ModelTrainer {
    */
   async fineTune(
     base: TrainedModel,
-    data: { train: ColumnarDataset; validation: ColumnarDataset },
+    data: { train: RuntimeData; validation: RuntimeData },
     training: Training,
     opts: { epochs: number; seed: number; maxSteps?: number },
     ctx: TrainContextOptions = {},
@@ -214,7 +227,7 @@ export class ModelTrainer {
   private async trainPhases(
     key: string,
     built: BuiltSet,
-    phases: ColumnarDataset[],
+    phases: RuntimeData[],
     arch: Architecture,
     training: Training,
     ctx: TrainContextOptions,
@@ -297,13 +310,15 @@ export class ModelTrainer {
       bestEpoch: last.bestEpoch,
       samplesPerSecond: last.samplesPerSecond,
     };
+    const testLabels = await labelsOf(built.test);
+    const validationLabels = await labelsOf(built.validation);
     const tmp = this.dataDir.abs(path.join('models', `.${key}.${randomBytes(4).toString('hex')}`));
     fs.mkdirSync(tmp, { recursive: true });
     await model.save(tmp);
     writeF32(path.join(tmp, 'test-predictions.f32'), predictions);
-    writeF32(path.join(tmp, 'test-labels.f32'), built.test.labels);
+    writeF32(path.join(tmp, 'test-labels.f32'), testLabels);
     writeF32(path.join(tmp, 'validation-predictions.f32'), validationPredictions);
-    writeF32(path.join(tmp, 'validation-labels.f32'), built.validation.labels);
+    writeF32(path.join(tmp, 'validation-labels.f32'), validationLabels);
     fs.writeFileSync(
       path.join(tmp, 'meta.json'),
       JSON.stringify(
@@ -333,8 +348,8 @@ export class ModelTrainer {
       model,
       metrics,
       predictions,
-      labels: built.test.labels,
-      validation: { predictions: validationPredictions, labels: built.validation.labels },
+      labels: testLabels,
+      validation: { predictions: validationPredictions, labels: validationLabels },
       ...(init !== undefined ? { init } : {}),
     };
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ColumnarDataset } from '@abacus/runtime';
-import { carveValidation, crossFold, crossFoldKey, VALIDATION_SHARE } from './validation-split';
+import { carveValidation, crossFold, crossFoldKey, VALIDATION_SHARE, type ThreeWaySplit } from './validation-split';
 
 function rows(n: number): ColumnarDataset {
   const numeric = Float32Array.from({ length: n }, (_, i) => i);
@@ -14,18 +14,25 @@ function rows(n: number): ColumnarDataset {
   };
 }
 
-describe('carveValidation', () => {
-  it('takes the last share of time-ordered rows, after every fitted row', () => {
-    const { train, validation } = carveValidation(rows(1000), true);
+const columnar = async (p: Promise<ThreeWaySplit>) => {
+  const s = await p;
+  return { train: s.train as ColumnarDataset, validation: s.validation as ColumnarDataset };
+};
+const cv = (...a: Parameters<typeof carveValidation>) => columnar(carveValidation(...a));
+const cf = (...a: Parameters<typeof crossFold>) => columnar(crossFold(...a));
+
+describe('carveValidation', async () => {
+  it('takes the last share of time-ordered rows, after every fitted row', async () => {
+    const { train, validation } = await cv(rows(1000), true);
     expect(validation.rows).toBe(1000 * VALIDATION_SHARE);
     expect(train.rows + validation.rows).toBe(1000);
     expect(Math.max(...train.numeric)).toBeLessThan(Math.min(...validation.numeric));
     expect(Array.from(validation.slots[0]!.ids.slice(0, 3))).toEqual([800 % 7, 801 % 7, 802 % 7]);
   });
 
-  it('takes a seeded share of rows without a time column, disjoint from the fitted rows', () => {
-    const a = carveValidation(rows(5000), false);
-    const b = carveValidation(rows(5000), false);
+  it('takes a seeded share of rows without a time column, disjoint from the fitted rows', async () => {
+    const a = await cv(rows(5000), false);
+    const b = await cv(rows(5000), false);
     expect(Array.from(a.validation.numeric)).toEqual(Array.from(b.validation.numeric));
     expect(a.validation.rows / 5000).toBeGreaterThan(VALIDATION_SHARE - 0.03);
     expect(a.validation.rows / 5000).toBeLessThan(VALIDATION_SHARE + 0.03);
@@ -34,20 +41,20 @@ describe('carveValidation', () => {
     expect(a.train.rows + a.validation.rows).toBe(5000);
   });
 
-  it('leaves at least one row on each side', () => {
-    const { train, validation } = carveValidation(rows(2), true);
+  it('leaves at least one row on each side', async () => {
+    const { train, validation } = await cv(rows(2), true);
     expect([train.rows, validation.rows]).toEqual([1, 1]);
   });
 });
 
-describe('crossFold', () => {
+describe('crossFold', async () => {
   for (const timeOrdered of [true, false]) {
-    it(`puts every training row in exactly one validation fold (${timeOrdered ? 'time blocks' : 'hash bands'})`, () => {
+    it(`puts every training row in exactly one validation fold (${timeOrdered ? 'time blocks' : 'hash bands'})`, async () => {
       const n = 1003;
       const folds = 7;
       const seen = new Map<number, number>();
       for (let k = 0; k < folds; k++) {
-        const { train, validation } = crossFold(rows(n), k, folds, timeOrdered);
+        const { train, validation } = await cf(rows(n), k, folds, timeOrdered);
         expect(train.rows + validation.rows).toBe(n);
         const fit = new Set(train.numeric);
         for (const x of validation.numeric) {
@@ -61,26 +68,26 @@ describe('crossFold', () => {
     });
   }
 
-  it('fold 0 of 1 / VALIDATION_SHARE folds is the carved validation split', () => {
+  it('fold 0 of 1 / VALIDATION_SHARE folds is the carved validation split', async () => {
     const folds = Math.round(1 / VALIDATION_SHARE);
     for (const timeOrdered of [true, false]) {
-      const a = crossFold(rows(5000), 0, folds, timeOrdered);
-      const b = carveValidation(rows(5000), timeOrdered);
+      const a = await cf(rows(5000), 0, folds, timeOrdered);
+      const b = await cv(rows(5000), timeOrdered);
       expect(Array.from(a.validation.numeric)).toEqual(Array.from(b.validation.numeric));
     }
   });
 
-  it('with a time column the folds are consecutive blocks, fold 0 the latest', () => {
-    const f0 = crossFold(rows(100), 0, 4, true).validation.numeric;
-    const f3 = crossFold(rows(100), 3, 4, true).validation.numeric;
+  it('with a time column the folds are consecutive blocks, fold 0 the latest', async () => {
+    const f0 = (await cf(rows(100), 0, 4, true)).validation.numeric;
+    const f3 = (await cf(rows(100), 3, 4, true)).validation.numeric;
     expect([f0[0], f0[f0.length - 1]]).toEqual([75, 99]);
     expect([f3[0], f3[f3.length - 1]]).toEqual([0, 24]);
   });
 
-  it('refuses folds it cannot make and keys each fold apart', () => {
-    expect(() => crossFold(rows(100), 4, 4, true)).toThrow(/fold 4/);
-    expect(() => crossFold(rows(3), 0, 4, true)).toThrow(/3 training rows/);
-    expect(() => crossFold(rows(100), 0, 1, true)).toThrow(/folds/);
+  it('refuses folds it cannot make and keys each fold apart', async () => {
+    await expect(cf(rows(100), 4, 4, true)).rejects.toThrow(/fold 4/);
+    await expect(cf(rows(3), 0, 4, true)).rejects.toThrow(/3 training rows/);
+    await expect(cf(rows(100), 0, 1, true)).rejects.toThrow(/folds/);
     expect(crossFoldKey('k', 0, 5)).not.toBe(crossFoldKey('k', 1, 5));
     expect(crossFoldKey('k', 0, 5)).not.toBe(crossFoldKey('k', 0, 10));
   });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ColumnarDataset } from '@abacus/runtime';
-import { subsetDataset } from './dataset-subset';
+import { concatRows, materialize, sliceRows, type RuntimeData } from '@abacus/runtime';
 
 /**
  * Share of the training split held out as the validation split that experiments decide on. Models
@@ -11,9 +10,9 @@ export const VALIDATION_SHARE = 0.2;
 
 export interface ThreeWaySplit {
   /** the rows models are fitted on (early stopping holds out its own share of these) */
-  train: ColumnarDataset;
+  train: RuntimeData;
   /** the rows decisions are taken on: the last part of the training time range */
-  validation: ColumnarDataset;
+  validation: RuntimeData;
 }
 
 /**
@@ -21,20 +20,17 @@ export interface ThreeWaySplit {
  * of the rows (the built rows are in time order, so validation lies after every fitted row, as the
  * test split lies after the training split); without one a seeded random share (there is no later part).
  */
-export function carveValidation(train: ColumnarDataset, timeOrdered: boolean, seed = 17): ThreeWaySplit {
+export async function carveValidation(train: RuntimeData, timeOrdered: boolean, seed = 17): Promise<ThreeWaySplit> {
   const n = train.rows;
   const nv = n >= 2 ? Math.min(n - 1, Math.max(1, Math.round(n * VALIDATION_SHARE))) : 0;
-  if (timeOrdered) {
-    const fitIdx = Uint32Array.from({ length: n - nv }, (_, i) => i);
-    const valIdx = Uint32Array.from({ length: nv }, (_, i) => n - nv + i);
-    return { train: subsetDataset(train, fitIdx), validation: subsetDataset(train, valIdx) };
-  }
+  // in time order the two parts are ranges: views of the shards, never read here
+  if (timeOrdered) return { train: sliceRows(train, 0, n - nv), validation: sliceRows(train, n - nv, n) };
   // a seeded hash of the row index: about VALIDATION_SHARE of the rows, the same for every feature set
   const valIdx: number[] = [];
   const fitIdx: number[] = [];
   for (let i = 0; i < n; i++) (hashUnit(i, seed) < VALIDATION_SHARE ? valIdx : fitIdx).push(i);
   if (!valIdx.length || !fitIdx.length) return carveValidation(train, true, seed);
-  return { train: subsetDataset(train, fitIdx), validation: subsetDataset(train, valIdx) };
+  return { train: await materialize(train, fitIdx), validation: await materialize(train, valIdx) };
 }
 
 /**
@@ -45,38 +41,34 @@ export function carveValidation(train: ColumnarDataset, timeOrdered: boolean, se
  * row is validation in exactly one fold, so a decision that reads all folds is evaluated on the whole
  * training range, never on the test split.
  */
-export function crossFold(
-  trainAll: ColumnarDataset,
+export async function crossFold(
+  trainAll: RuntimeData,
   fold: number,
   folds: number,
   timeOrdered: boolean,
   seed = 17,
-): ThreeWaySplit {
+): Promise<ThreeWaySplit> {
   if (!(Number.isInteger(folds) && folds >= 2)) throw new Error(`crossFold: folds must be an integer >= 2, got ${folds}`);
   if (!(Number.isInteger(fold) && fold >= 0 && fold < folds)) throw new Error(`crossFold: fold ${fold} is not in [0, ${folds})`);
   const n = trainAll.rows;
   if (n < folds) throw new Error(`crossFold: ${n} training rows cannot make ${folds} folds`);
-  const fitIdx: number[] = [];
-  const valIdx: number[] = [];
   if (timeOrdered) {
     // block b (0 = earliest) covers rows [round(b n / folds), round((b + 1) n / folds)); fold 0 is the last block
     const b = folds - 1 - fold;
     const lo = Math.round((b * n) / folds);
     const hi = Math.round(((b + 1) * n) / folds);
-    for (let i = 0; i < n; i++) (i >= lo && i < hi ? valIdx : fitIdx).push(i);
-  } else {
-    const lo = fold / folds;
-    const hi = (fold + 1) / folds;
-    for (let i = 0; i < n; i++) {
-      const u = hashUnit(i, seed);
-      (u >= lo && u < hi ? valIdx : fitIdx).push(i);
-    }
-    if (!valIdx.length || !fitIdx.length) return crossFold(trainAll, fold, folds, true, seed);
+    return { train: concatRows(sliceRows(trainAll, 0, lo), sliceRows(trainAll, hi, n)), validation: sliceRows(trainAll, lo, hi) };
   }
-  return {
-    train: subsetDataset(trainAll, Uint32Array.from(fitIdx)),
-    validation: subsetDataset(trainAll, Uint32Array.from(valIdx)),
-  };
+  const fitIdx: number[] = [];
+  const valIdx: number[] = [];
+  const lo = fold / folds;
+  const hi = (fold + 1) / folds;
+  for (let i = 0; i < n; i++) {
+    const u = hashUnit(i, seed);
+    (u >= lo && u < hi ? valIdx : fitIdx).push(i);
+  }
+  if (!valIdx.length || !fitIdx.length) return crossFold(trainAll, fold, folds, true, seed);
+  return { train: await materialize(trainAll, fitIdx), validation: await materialize(trainAll, valIdx) };
 }
 
 /** The key of fold `fold` of `folds` of a built set (the training cache is keyed by it). */

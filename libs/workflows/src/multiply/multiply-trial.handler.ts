@@ -5,7 +5,7 @@ import { EmbeddingService } from '@abacus/catalog';
 import type { ColumnarDataset } from '@abacus/runtime';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { UNION_DOMAIN, type SlotIdSpace } from '@abacus/samples';
-import { readIdSpaces, type BuiltSet } from '../model/built-samples.cache';
+import { inMemory, readIdSpaces, type MemoryBuiltSet } from '../model/built-samples.cache';
 import { recipeInit } from '../embeddings/recipe-init';
 import { extractSlots, writeSharedEmbeddingFile } from '../embeddings/shared-embedding-file';
 import { subsetDataset } from '../model/dataset-subset';
@@ -53,8 +53,11 @@ export class MultiplyTrialHandler {
     const alignMs = Date.now() - t0;
     checkpoint();
     t0 = Date.now();
+    // multiply reads the union's rows in JavaScript: its sets are in memory
     const built = this.targetValidation(
-      await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
+      await inMemory(
+        await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
+      ),
       union,
     );
     checkpoint();
@@ -134,7 +137,7 @@ export class MultiplyTrialHandler {
    * The built union with the target's validation split (see carveTargetValidation): the same target rows
    * for every model of the experiment, none of them fitted on.
    */
-  private targetValidation(built: BuiltSet, union: Awaited<ReturnType<typeof ensureUnion>>): BuiltSet {
+  private targetValidation(built: MemoryBuiltSet, union: Awaited<ReturnType<typeof ensureUnion>>): MemoryBuiltSet {
     const hasDomain = built.train.slots.some((s) => s.name === UNION_DOMAIN);
     let targetId: number | null = null;
     if (hasDomain) {
@@ -148,7 +151,7 @@ export class MultiplyTrialHandler {
   }
 
   /** The union's train rows with a loss weight per borrowed domain (the target's rows and unnamed domains weigh 1). */
-  private weighted(built: BuiltSet, weights: Record<string, number>): BuiltSet {
+  private weighted(built: MemoryBuiltSet, weights: Record<string, number>): MemoryBuiltSet {
     const space = readIdSpaces(this.w.dataDir, built)[UNION_DOMAIN];
     const slot = built.train.slots.find((s) => s.name === UNION_DOMAIN);
     if (!slot || !space) throw new Error('the union samples have no domain column');
@@ -169,7 +172,7 @@ export class MultiplyTrialHandler {
     { trial, experiment, checkpoint, progress, signal, logger }: TrialScope,
     p: MultiplyTrialParams,
     recipe: MultiplyTrialParams['recipe'] & { features: ResolvedFeature[] },
-    built: BuiltSet,
+    built: MemoryBuiltSet,
     union: Awaited<ReturnType<typeof ensureUnion>>,
     device: number | undefined,
     timings: { alignMs: number; buildMs: number },
@@ -263,7 +266,10 @@ export class MultiplyTrialHandler {
     const targetUnion = await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom);
     timings.alignMs += Date.now() - t0;
     t0 = Date.now();
-    const targetBuilt = this.targetValidation(await this.w.samples.get(targetRecipe, targetRecipe.features), targetUnion);
+    const targetBuilt = this.targetValidation(
+      await inMemory(await this.w.samples.get(targetRecipe, targetRecipe.features)),
+      targetUnion,
+    );
     timings.buildMs += Date.now() - t0;
     checkpoint();
     const init = {
@@ -368,7 +374,12 @@ export function domainLossWeights(
  * The built union's train rows split into borrowed (pretraining) and target (fine-tuning) rows by the
  * domain slot, which is then dropped: pretraining needs no indicator, and the model must not see one.
  */
-function splitByDomain(built: BuiltSet): { built: BuiltSet; pretrain: ColumnarDataset; finetune: ColumnarDataset; tag: string } {
+function splitByDomain(built: MemoryBuiltSet): {
+  built: MemoryBuiltSet;
+  pretrain: ColumnarDataset;
+  finetune: ColumnarDataset;
+  tag: string;
+} {
   const slot = (d: ColumnarDataset) => d.slots.find((s) => s.name === UNION_DOMAIN);
   const testSlot = slot(built.test);
   const trainSlot = slot(built.train);
@@ -382,7 +393,7 @@ function splitByDomain(built: BuiltSet): { built: BuiltSet; pretrain: ColumnarDa
   if (!fine.length) throw new Error('the target has no training rows');
   const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== UNION_DOMAIN) });
   const train = drop(built.train);
-  const stripped: BuiltSet = {
+  const stripped: MemoryBuiltSet = {
     ...built,
     train,
     validation: drop(built.validation),

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDir } from '@abacus/catalog';
 import type { ColumnarDataset } from '@abacus/runtime';
 import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
-import { BuiltSamplesCache, readIdSpaces } from '../model/built-samples.cache';
+import { BuiltSamplesCache, inMemory, readIdSpaces } from '../model/built-samples.cache';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from '../model/model-recipe.schema';
 import type { UnionPartParams } from './multiply-experiment.schema';
 import { carveTargetValidation, concatRows } from './target-validation';
@@ -85,7 +85,7 @@ const col = (d: ColumnarDataset, name: string): number[] => {
 async function unionBuilt(parts: UnionPartParams[], domain: boolean) {
   const rel = unionFile(parts, columns, TEST_FROM);
   const union = await ensureUnion(dataDir, rel, parts, columns, TEST_FROM);
-  const built = await new BuiltSamplesCache(dataDir).get(recipe(rel, true, domain));
+  const built = await inMemory(await new BuiltSamplesCache(dataDir).get(recipe(rel, true, domain)));
   let targetId: number | null = null;
   if (domain) {
     const space = readIdSpaces(dataDir, built)[UNION_DOMAIN];
@@ -130,7 +130,9 @@ describe("multiply's validation split", () => {
 
   it('for the target alone is the carve of a plain training on the target set (the baseline is that model)', async () => {
     const base = await unionBuilt([part('target', 'target.parquet')], false);
-    const plain = await new BuiltSamplesCache(dataDir).get(recipe(path.join('in', 'target.parquet'), false, false));
+    const plain = await inMemory(
+      await new BuiltSamplesCache(dataDir).get(recipe(path.join('in', 'target.parquet'), false, false)),
+    );
     expect(col(base.built.validation, 'v')).toEqual(col(plain.validation, 'v'));
     expect(col(base.built.train, 'v')).toEqual(col(plain.train, 'v'));
     expect([...base.built.train.labels]).toEqual([...plain.train.labels]);

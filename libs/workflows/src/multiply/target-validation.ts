@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ColumnarDataset } from '@abacus/runtime';
 import { UNION_DOMAIN, validationRowCount, type SampleUnionResult } from '@abacus/samples';
-import type { BuiltSet } from '../model/built-samples.cache';
+import type { MemoryBuiltSet } from '../model/built-samples.cache';
 import { subsetDataset } from '../model/dataset-subset';
 import { VALIDATION_SHARE } from '../model/validation-split';
 
@@ -18,10 +18,10 @@ import { VALIDATION_SHARE } from '../model/validation-split';
  * validation rows are checked to be the target's).
  */
 export function carveTargetValidation(
-  built: BuiltSet,
+  built: MemoryBuiltSet,
   validation: SampleUnionResult['validation'],
   targetDomainId: number | null,
-): BuiltSet {
+): MemoryBuiltSet {
   const all = concatRows(built.train, built.validation);
   const n = all.rows;
   const nv = validation.rows;

@@ -1,8 +1,11 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { foldIndices, sampleRows, subsetDataset } from '../model/dataset-subset';
-import type { ColumnarDataset } from '@abacus/runtime';
+import { foldIndices, sampleRows } from '../model/dataset-subset';
+import { materialize, type ColumnarDataset } from '@abacus/runtime';
+
+/** rows the correlations between numeric inputs are measured on: all of a set this size, a sample of larger ones */
+const CORRELATION_ROWS = 1_000_000;
 import { foldInterval, type FoldEstimate } from '../stats/fold-interval';
 import { groupDrops } from '../trials/group-ablation';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
@@ -95,7 +98,9 @@ export class PruneTrialHandler {
       { device },
       recipeInit(this.w.dataDir, recipe, built),
     );
-    const folds = foldIndices(built.validation.rows, p.folds, p.seed + 7).map((idx) => subsetDataset(built.validation, idx));
+    const folds = await Promise.all(
+      foldIndices(built.validation.rows, p.folds, p.seed + 7).map((idx) => materialize(built.validation, idx)),
+    );
     // retraining checks: warm (fine-tuned copies of the trained model) or from scratch (see the spec)
     const stepsPerEpoch = Math.floor((built.train.rows * (1 - recipe.training.validationFraction)) / recipe.training.batchSize);
     const mode: 'warm' | 'scratch' = p.retrain === 'auto' ? (stepsPerEpoch >= WARM_MIN_STEPS ? 'warm' : 'scratch') : p.retrain;
@@ -169,7 +174,11 @@ export class PruneTrialHandler {
     const correlations = async (among: string[]) => {
       const key = among.join('|');
       let c = correlationsOf.get(key);
-      if (!c) correlationsOf.set(key, (c = await numericCorrelations(built.train, among)));
+      // on at most CORRELATION_ROWS rows of the fitted split (a sample of larger ones, copied from the shards)
+      if (!c) {
+        const rows = await materialize(built.train, sampleRows(built.train.rows, CORRELATION_ROWS, p.seed + 13));
+        correlationsOf.set(key, (c = await numericCorrelations(rows, among)));
+      }
       return c;
     };
     // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
@@ -181,12 +190,15 @@ export class PruneTrialHandler {
     // was most of a fine-tune)
     const capRows = mode === 'warm' && p.warmMaxSteps > 0 ? p.warmMaxSteps * recipe.training.batchSize : Infinity;
     const sampled = built.train.rows > capRows;
-    const rowsOfSeed = new Map<number, ColumnarDataset>();
-    const trainRowsOf = (seed: number): ColumnarDataset => {
+    const rowsOfSeed = new Map<number, Promise<ColumnarDataset>>();
+    const trainRowsOf = (seed: number): Promise<ColumnarDataset> => {
       let d = rowsOfSeed.get(seed);
-      if (!d) rowsOfSeed.set(seed, (d = subsetDataset(built.train, sampleRows(built.train.rows, capRows, seed))));
+      if (!d) rowsOfSeed.set(seed, (d = materialize(built.train, sampleRows(built.train.rows, capRows, seed))));
       return d;
     };
+    // the validation split in memory once (every warm check switches inputs off in a copy of it)
+    let validationCopy: Promise<ColumnarDataset> | null = null;
+    const validationRows = () => (validationCopy ??= materialize(built.validation));
     const retrainAuc = new Map<string, number>();
     // sets fitted ahead of being asked for (lookahead), until they are
     const ahead = new Set<string>();
@@ -212,8 +224,8 @@ export class PruneTrialHandler {
         for (const set of todo) {
           if (mode === 'warm') {
             const switched = sampled
-              ? { train: null, validation: this.w.trainer.switchedOffRows(trained, built.validation, set) }
-              : this.w.trainer.switchedOff(trained, built, set);
+              ? { train: null, validation: await this.w.trainer.switchedOffRows(trained, await validationRows(), set) }
+              : await this.w.trainer.switchedOff(trained, built, set);
             inputs.push({ set, switched, built: null });
             continue;
           }
@@ -230,10 +242,10 @@ export class PruneTrialHandler {
         const verb = mode === 'warm' ? 'fine-tuning' : 'retraining';
         await progress(
           progressAt(),
-          (what
+          what
             ? `${verb} without ${what} feature(s), ${seeds.length} seed(s) each` +
-              (extra.length ? ` (and ${extra.length} set(s) the next checks may ask for)` : '')
-            : `${verb} ahead: ${extra.length} set(s) the next checks may ask for, ${seeds.length} seed(s) each`),
+                (extra.length ? ` (and ${extra.length} set(s) the next checks may ask for)` : '')
+            : `${verb} ahead: ${extra.length} set(s) the next checks may ask for, ${seeds.length} seed(s) each`,
         );
         const tasks = inputs.flatMap((x) =>
           seeds.map((seed) => async (dev: number | undefined): Promise<number> => {
@@ -241,7 +253,7 @@ export class PruneTrialHandler {
             const tf = Date.now();
             if (x.switched) {
               const data = {
-                train: x.switched.train ?? this.w.trainer.switchedOffRows(trained, trainRowsOf(seed), x.set),
+                train: x.switched.train ?? (await this.w.trainer.switchedOffRows(trained, await trainRowsOf(seed), x.set)),
                 validation: x.switched.validation,
               };
               const t = await this.w.trainer.fineTune(
@@ -272,7 +284,12 @@ export class PruneTrialHandler {
           }),
         );
         // fits of sets asked for ahead run beside the asked ones: as many at once as the batch holds
-        const aucs = await onDevices(this.w.devices, device, tasks, extra.length ? Math.max(this.w.devices.lanes, tasks.length) : undefined);
+        const aucs = await onDevices(
+          this.w.devices,
+          device,
+          tasks,
+          extra.length ? Math.max(this.w.devices.lanes, tasks.length) : undefined,
+        );
         for (const [k, x] of inputs.entries()) {
           const own = aucs.slice(k * seeds.length, (k + 1) * seeds.length);
           retrainAuc.set(keyOf(x.set), own.reduce((a, v) => a + v, 0) / own.length);

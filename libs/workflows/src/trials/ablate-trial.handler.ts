@@ -1,7 +1,8 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { foldIndices, subsetDataset } from '../model/dataset-subset';
+import { materialize } from '@abacus/runtime';
+import { foldIndices } from '../model/dataset-subset';
 import { foldInterval } from '../stats/fold-interval';
 import { runTrial, type TrialScope } from './trial-runner';
 import { ablateTrialParamsSchema, trainTrialParamsSchema } from './train-trial.schema';
@@ -42,7 +43,8 @@ export class AblateTrialHandler {
     checkpoint();
     const t0 = Date.now();
     const rows = params.split === 'validation' ? built.validation : built.test;
-    const folds = foldIndices(rows.rows, params.folds, params.seed).map((idx) => subsetDataset(rows, idx));
+    // each fold copied from the split (a view of the built shards): together the size of the split
+    const folds = await Promise.all(foldIndices(rows.rows, params.folds, params.seed).map((idx) => materialize(rows, idx)));
     const drops = await groupDrops(trained.model, folds, params.groups, params.repeats, params.seed, async (k) => {
       checkpoint();
       await progress(0.1 + (0.8 * k) / folds.length, `ablating ${params.groups.length} group(s): fold ${k + 1}/${folds.length}`);
