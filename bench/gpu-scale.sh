@@ -4,6 +4,8 @@
 # trial did: status, time, its own timings and progress, from the database; every GPU's memory and use
 # and every worker's RSS every second. Results go to $OUT (default ./bench-out).
 #   bash bench/gpu-scale.sh [rows] [features] [limit seconds]
+# REGISTER_AT=<dir>: the samples are written there as day=N/ partitions and registered by reference
+# (file://) instead of uploaded.
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
 ROWS="${1:-10000000}"
@@ -23,6 +25,7 @@ done >>"$OUT/scale-samples.log") &
 sampler=$!
 start=$(date +%s)
 timeout "$LIMIT" abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
+  ${REGISTER_AT:+--register-at "$REGISTER_AT"} \
   --out "$OUT/scale-subtract-${ROWS}x$FEATURES.json" >/dev/null 2>"$OUT/scale-bench.err"
 echo "bench: rc $? after $(($(date +%s) - start)) s"
 kill "$sampler"

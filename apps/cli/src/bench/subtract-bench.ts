@@ -42,6 +42,11 @@ export interface SubtractBenchOptions {
   features: number;
   backend: 'cpu' | 'cuda';
   seed: number;
+  /**
+   * register the samples by reference instead of uploading them: written under this folder (a path
+   * the api and workers see) as hive partitions by day (day=N/), registered as file://<folder>/
+   */
+  registerAt?: string;
   onStatus?: (line: string) => void;
 }
 
@@ -63,15 +68,17 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
     const extra = Math.max(0, o.features - catalog.length);
     const features = [...catalog.slice(0, o.features), ...Array.from({ length: extra }, (_, k) => `bench_noise_${k + 1}`)];
     // one table of every line's samples; features past the simulator's own are per-impression noise
-    const file = path.join(dir, 'bench-samples.parquet');
+    const file = o.registerAt ? path.resolve(o.registerAt, `bench-${o.rows}x${o.features}-${o.seed}`) : path.join(dir, 'bench-samples.parquet');
+    if (o.registerAt) fs.rmSync(file, { recursive: true, force: true });
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
     const noise = Array.from(
       { length: extra },
       (_, k) => `, (hash(impression_id, ${k + 1}) % 10000) / 10000.0 AS bench_noise_${k + 1}`,
     ).join('');
+    const select = `SELECT *${noise}${o.registerAt ? ', CAST(floor(ts / 86400) AS INTEGER) AS day' : ''} FROM read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}') ORDER BY ts, impression_id`;
     await conn.run(
-      `COPY (SELECT *${noise} FROM read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}') ORDER BY ts, impression_id) TO '${file.replace(/'/g, "''")}' (FORMAT parquet)`,
+      `COPY (${select}) TO '${file.replace(/'/g, "''")}' (FORMAT parquet${o.registerAt ? ', PARTITION_BY (day)' : ''})`,
     );
     conn.closeSync();
     db.closeSync();
@@ -79,15 +86,28 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
     const lines = await api.get<{ name: string }[]>('/business-lines');
     if (!lines.some((l) => l.name === 'bench')) await api.post('/business-lines', { name: 'bench', description: 'benchmarks' });
     const name = `bench-${Date.now()}`;
-    log('importing the samples through the API');
     const t1 = Date.now();
-    const ss = await api.upload<{ id: string; rowCount: number }>('/sample-sets', file, {
-      name,
-      businessLine: 'bench',
-      label: 'click',
-      time: 'ts',
-      keys: 'impression_id,user_id,item_id,context_id,domain',
-    });
+    let ss: { id: string; rowCount: number };
+    if (o.registerAt) {
+      log(`registering file://${file}/ by reference`);
+      ss = await api.post<{ id: string; rowCount: number }>('/sample-sets/register', {
+        url: `file://${file}/`,
+        name,
+        businessLine: 'bench',
+        label: 'click',
+        time: 'ts',
+        keys: ['impression_id', 'user_id', 'item_id', 'context_id', 'domain'],
+      });
+    } else {
+      log('importing the samples through the API');
+      ss = await api.upload<{ id: string; rowCount: number }>('/sample-sets', file, {
+        name,
+        businessLine: 'bench',
+        label: 'click',
+        time: 'ts',
+        keys: 'impression_id,user_id,item_id,context_id,domain',
+      });
+    }
     const importMs = Date.now() - t1;
 
     log(`submitting subtract on ${features.length} features`);

@@ -8,10 +8,11 @@ import { parseFlags } from '../flags';
 import type { RegisterCommand } from './command.types';
 
 const flags = z.object({
-  rows: z.coerce.number().int().min(10_000).max(20_000_000).default(1_000_000),
+  rows: z.coerce.number().int().min(10_000).max(100_000_000).default(1_000_000),
   features: z.coerce.number().int().min(2).max(500).default(40),
   backend: z.enum(['cpu', 'cuda']).default('cpu'),
   seed: z.coerce.number().int().min(0).default(1),
+  registerAt: z.string().min(1).optional(),
   private: z.boolean().optional(),
   threads: z.coerce.number().int().min(0).max(1024).default(0),
   out: z.string().min(1).optional(),
@@ -53,6 +54,10 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .option('--features <n>', "features of the model (past the simulator's own, per-impression noise columns)", '40')
     .option('--backend <b>', 'cpu | cuda: the backend the worker is expected to run (ABACUS_RUNTIME_BACKEND)', 'cpu')
     .option('--seed <n>', 'world and experiment seed', '1')
+    .option(
+      '--register-at <dir>',
+      'write the samples under this folder as day=N/ partitions and register them by reference (file://), instead of uploading them',
+    )
     .option(
       '--private',
       'start a private api + one worker (own database, queue prefix and data dir) from dist/ on --backend, instead of using the running API',

@@ -330,7 +330,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
   const memoryMb = opts.duckdbMemoryMb ?? 1024;
   const t0 = performance.now();
   const instance = await DuckDBInstance.create(dbFile, {
-    memory_limit: `${memoryMb}MB`,
+    memory_limit: `${memoryMb}MiB`,
     temp_directory: spill,
     preserve_insertion_order: 'true',
   });
@@ -680,7 +680,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
 export async function openPlan(plan: BuildPlan, memoryMb = 256): Promise<{ con: DuckDBConnection; close(): void }> {
   const instance = await DuckDBInstance.create(plan.dbFile, {
     access_mode: 'READ_ONLY',
-    memory_limit: `${memoryMb}MB`,
+    memory_limit: `${memoryMb}MiB`,
     threads: '1',
   });
   const con = await instance.connect();
