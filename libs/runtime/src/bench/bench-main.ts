@@ -1,7 +1,7 @@
 /**
  * Standalone runner (bundled by libs/runtime/bench/build-runner.sh into one file that needs only
  * node and the addon beside it):
- *   node run-bench.js --backend cpu --batch 8192 --steps 64 --threads 2 [--vocab 100000] [--addon path]
+ *   node run-bench.js --backend cpu --batch 8192 --steps 64 --threads 2 [--vocab 100000] [--addon path] [--stream]
  */
 import path from 'node:path';
 
@@ -66,6 +66,7 @@ async function main() {
       dataSeed: Number(get('data-seed', '0')),
       ...(get('data', '') ? { dataDir: get('data', '') } : {}),
       trace: args.includes('--trace'),
+      stream: args.includes('--stream'),
       ...(get('auc-seeds', '') ? { aucSeeds: get('auc-seeds', '').split(',').map(Number) } : {}),
       command: `node run-bench.js ${args.join(' ')}`,
     },

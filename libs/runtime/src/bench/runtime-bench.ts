@@ -1,9 +1,12 @@
-import os from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
+import path from 'node:path';
 
 import { loadCudaAddon, loadNativeAddon } from '../binding';
 import { RuntimeModel } from '../runtime-model';
 import { ctr26Spec } from './ctr26';
-import type { ColumnarDataset } from '../dataset.types';
+import type { ColumnarDataset, RuntimeData } from '../dataset.types';
+import { openShards, writeShard } from '../shard-format';
 import { readPeerData, type PeerDataMeta } from './peer-data';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
 
@@ -33,6 +36,11 @@ export interface RuntimeBenchOptions {
   trace?: boolean;
   /** model seeds whose test AUC on the peer's schedule is also reported (mean and each) */
   aucSeeds?: number[];
+  /**
+   * train from shard files (written first, one per 8 batches, then mapped and read natively, pages
+   * released behind) instead of from arrays in memory: the streaming path of built sample sets
+   */
+  stream?: boolean;
 }
 
 /** Multiply-adds x 2 of the MLP per sample (13 + 26 x 16 = 429 inputs, 512, 256, 1). */
@@ -54,10 +62,23 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
   } else {
     dataset = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: o.dataSeed ?? 0 }).dataset;
   }
-  const train = sliceDataset(dataset, 0, cut);
+  const trainRows = sliceDataset(dataset, 0, cut);
   let test = sliceDataset(dataset, cut, dataset.rows);
   if (o.evalRows && o.evalRows < test.rows) test = sliceDataset(test, 0, o.evalRows);
   log(`data: ${dataset.rows} rows (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  let streamDir: string | null = null;
+  let train: RuntimeData = trainRows;
+  if (o.stream) {
+    streamDir = mkdtempSync(path.join(tmpdir(), 'abacus-stream-bench-'));
+    const files: string[] = [];
+    for (let at = 0; at < trainRows.rows; at += 8 * o.batch) {
+      const f = path.join(streamDir, `${String(files.length).padStart(4, '0')}.shard`);
+      await writeShard(f, sliceDataset(trainRows, at, Math.min(trainRows.rows, at + 8 * o.batch)));
+      files.push(f);
+    }
+    train = await openShards(files);
+    log(`stream: training from ${files.length} shard files`);
+  }
   const model = RuntimeModel.create({ ...ctr26Spec(o.vocab), seed: o.seed ?? 0 }, { backend: o.backend, threads: o.threads });
   await model.train(train, { epochs: 1, batchSize: o.batch, maxSteps: 3, shuffle: o.shuffle }); // warm-up
   const perEpoch = Math.ceil(train.rows / o.batch);
@@ -190,10 +211,12 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
   } catch {
     /* tfjs-only run */
   }
+  if (streamDir) rmSync(streamDir, { recursive: true, force: true });
   return {
     bench: 'runtime',
     model: 'ctr26',
     backend: model.backend,
+    train_from: o.stream ? 'shards (mapped, read natively)' : 'memory',
     batch: o.batch,
     steps: tr.steps,
     threads: o.threads,
