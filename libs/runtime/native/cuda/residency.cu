@@ -92,66 +92,98 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   check_vocab(ds, I.vocab);
   const int64_t n = ds.rows;
   const int N = I.N, S = I.S;
-  std::vector<float> num((size_t)n * N), lab(n), wt;
   const bool hw = ds.has_weights();
-  if (hw) wt.resize(n);
-  std::vector<int64_t> offs((size_t)S * (n + 1));
   int64_t nnz = 0;
   for (int s = 0; s < S; ++s) {
     for (auto& p : ds.parts) nnz += p.offs[s][p.rows] - p.offs[s][0];
   }
-  std::vector<int32_t> ids(std::max<int64_t>(nnz, 1));
+  auto e = std::make_unique<DevDataset>();
+  auto dev = [&](size_t bytes) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
+    e->bufs.push_back(p);
+    return p;
+  };
+  float* d_num = static_cast<float*>(dev((size_t)n * N * 4));
+  float* d_lab = static_cast<float*>(dev((size_t)n * 4));
+  float* d_wt = hw ? static_cast<float*>(dev((size_t)n * 4)) : nullptr;
+  int64_t* d_offs = static_cast<int64_t*>(dev((size_t)S * (n + 1) * 8));
+  int32_t* d_ids = static_cast<int32_t*>(dev((size_t)std::max<int64_t>(nnz, 1) * 4));
+  // the rows go up a chunk at a time through host buffers of kChunk rows: the host never holds a
+  // second copy of the set (read from mapped shards, their pages are released after each chunk)
+  constexpr int64_t kChunk = int64_t(1) << 18;
+  std::vector<float> lab(n), wt(hw ? n : 0);
+  {
+    std::vector<float> hnum((size_t)std::min<int64_t>(std::max<int64_t>(n, 1), kChunk) * N);
+    int64_t g = 0, at = 0, k = 0;
+    for (auto& p : ds.parts)
+      for (int64_t r = 0; r < p.rows; ++r, ++g) {
+        for (int j = 0; j < N; ++j) hnum[(size_t)k * N + j] = p.numeric[r * p.num_stride + ds.num_map[j]];
+        lab[g] = p.labels[r];
+        if (hw) wt[g] = p.weights[r];
+        if (++k == kChunk) {
+          if (N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
+          at += k;
+          k = 0;
+          if (ds.mapped()) ds.release();
+        }
+      }
+    if (k && N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
+    if (n) copy_sync(d_lab, lab.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
+    if (hw && n) copy_sync(d_wt, wt.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
+  }
   int64_t pos = 0;
   int max_bag = 0;
-  for (int s = 0; s < S; ++s) {
-    int64_t g = 0;
-    const int64_t vocab = I.rows == 0 ? 0 : 0;
-    (void)vocab;
-    for (auto& p : ds.parts) {
-      const int32_t* o = p.offs[s];
-      const int32_t* id = p.ids[s];
-      for (int64_t r = 0; r < p.rows; ++r, ++g) {
-        // the lean predict path skips the addon's per-call offsets scan: checked here, once
-        if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(r));
-        offs[(size_t)s * (n + 1) + g] = pos;
-        max_bag = std::max(max_bag, o[r + 1] - o[r]);
-        for (int32_t q = o[r]; q < o[r + 1]; ++q) ids[pos++] = id[q];
-      }
-    }
-    offs[(size_t)s * (n + 1) + n] = pos;
-  }
-  int64_t g = 0;
-  for (auto& p : ds.parts)
-    for (int64_t r = 0; r < p.rows; ++r, ++g) {
-      for (int j = 0; j < N; ++j) num[(size_t)g * N + j] = p.numeric[r * p.num_stride + ds.num_map[j]];
-      lab[g] = p.labels[r];
-      if (hw) wt[g] = p.weights[r];
-    }
-  // read from mapped shards: the host no longer needs their pages (the copy below is what is used)
-  if (ds.mapped()) ds.release();
-  // ids must lie inside their slot's vocabulary (same message as the CPU backend)
   {
-    const ModelConfig* cfgp = nullptr;
-    (void)cfgp;
+    std::vector<int64_t> hoffs;
+    std::vector<int32_t> hids;
+    hoffs.reserve((size_t)std::min<int64_t>(n + 1, kChunk));
+    for (int s = 0; s < S; ++s) {
+      int64_t oat = 0, iat = pos;
+      hoffs.clear();
+      hids.clear();
+      auto flush_offs = [&] {
+        if (hoffs.empty()) return;
+        copy_sync(d_offs + (size_t)s * (n + 1) + oat, hoffs.data(), hoffs.size() * 8, cudaMemcpyHostToDevice);
+        oat += (int64_t)hoffs.size();
+        hoffs.clear();
+      };
+      auto flush_ids = [&] {
+        if (hids.empty()) return;
+        copy_sync(d_ids + iat, hids.data(), hids.size() * 4, cudaMemcpyHostToDevice);
+        iat += (int64_t)hids.size();
+        hids.clear();
+      };
+      for (auto& p : ds.parts) {
+        const int32_t* o = p.offs[s];
+        const int32_t* id = p.ids[s];
+        for (int64_t r = 0; r < p.rows; ++r) {
+          // the lean predict path skips the addon's per-call offsets scan: checked here, once
+          if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(r));
+          hoffs.push_back(pos);
+          max_bag = std::max(max_bag, o[r + 1] - o[r]);
+          for (int32_t q = o[r]; q < o[r + 1]; ++q) hids.push_back(id[q]);
+          pos += o[r + 1] - o[r];
+          if ((int64_t)hoffs.size() == kChunk) flush_offs();
+          if ((int64_t)hids.size() >= 4 * kChunk) flush_ids();
+        }
+      }
+      hoffs.push_back(pos);  // offsets[n]
+      flush_offs();
+      flush_ids();
+      if (ds.mapped()) ds.release();
+    }
   }
-  auto e = std::make_unique<DevDataset>();
   e->fp = h;
   e->pkey = pk;
   e->light = lh;
   e->d.n = n;
   e->d.max_bag = max_bag;
-  auto up = [&](const void* src, size_t bytes) {
-    void* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
-    copy_sync(p, src, bytes, cudaMemcpyHostToDevice);
-    e->bufs.push_back(p);
-    return p;
-  };
-  e->d.num = (const float*)up(num.data(), num.size() * 4);
-  e->d.lab = (const float*)up(lab.data(), lab.size() * 4);
-  e->d.wt = hw ? (const float*)up(wt.data(), wt.size() * 4) : nullptr;
-  e->d.offs = (const int64_t*)up(offs.data(), offs.size() * 8);
-  e->d.ids = (const int32_t*)up(ids.data(), (size_t)nnz * 4);
+  e->d.num = d_num;
+  e->d.lab = d_lab;
+  e->d.wt = d_wt;
+  e->d.offs = d_offs;
+  e->d.ids = d_ids;
   e->host_lab = std::move(lab);
   e->host_wt = std::move(wt);
   if (I.cache.size() >= 3) {
