@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Training from shard files (mapped, read natively, pages released behind) against training from
+# arrays in memory, ctr26 at batch 8192, in one process each, on one GPU host; then the CUDA/CPU
+# parity check. Needs libs/runtime/bench/dist (bash libs/runtime/bench/build-runner.sh) and a node
+# (the .gpu bundle's is unpacked when there is none). Results (one JSON line per run) go to $OUT.
+#   bash bench/gpu-streaming.sh [steps] [batches]
+set -uo pipefail
+OUT="${OUT:-$PWD/bench-out}"
+STEPS="${1:-300}"
+BATCHES="${2:-200}"
+mkdir -p "$OUT"
+NODE="$(command -v node || true)"
+if [ -z "$NODE" ]; then
+  NODE=/tmp/abacus-stream-node
+  [ -x "$NODE" ] || { xz -dc .gpu/node.xz >"$NODE.tmp" && chmod 755 "$NODE.tmp" && mv "$NODE.tmp" "$NODE"; }
+fi
+RUN=libs/runtime/bench/dist/run-bench.js
+common=(--batch 8192 --steps "$STEPS" --batches "$BATCHES" --shuffle true --vocab 100000)
+run() { # label env... -- args...
+  local label=$1; shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  echo "[stream] $label"
+  env "${envs[@]}" "$NODE" "$RUN" "${common[@]}" "$@" 2>>"$OUT/streaming.err" | tail -n 1 | sed "s/^{/{\"run\":\"$label\",/" >>"$OUT/streaming.jsonl"
+}
+run cuda-memory ABACUS_CUDA_STREAM=0 -- --backend cuda
+run cuda-shards ABACUS_CUDA_STREAM=0 -- --backend cuda --stream
+run cuda-memory-hoststream ABACUS_CUDA_STREAM=1 -- --backend cuda
+run cuda-shards-hoststream ABACUS_CUDA_STREAM=1 -- --backend cuda --stream
+run cpu-memory X=1 -- --backend cpu --threads "$(nproc)" --steps 40
+run cpu-shards X=1 -- --backend cpu --threads "$(nproc)" --steps 40 --stream
+"$NODE" -e '
+  const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const by = Object.fromEntries(rows.map((r) => [r.run, r]));
+  for (const [a, b] of [["cuda-shards", "cuda-memory"], ["cuda-shards-hoststream", "cuda-memory-hoststream"], ["cuda-shards-hoststream", "cuda-memory"], ["cpu-shards", "cpu-memory"]])
+    if (by[a] && by[b]) console.log(`${a} / ${b}: train ${(by[a].train_samples_per_s / by[b].train_samples_per_s).toFixed(3)} (${by[a].train_samples_per_s} vs ${by[b].train_samples_per_s} samples/s), test AUC ${by[a].test_auc} vs ${by[b].test_auc}`);
+' "$OUT/streaming.jsonl" | tee "$OUT/streaming-summary.txt"
+echo "[stream] parity"
+"$NODE" "$RUN" --parity >"$OUT/parity.json" 2>>"$OUT/streaming.err"; echo "parity rc $?"
+tail -c 600 "$OUT/parity.json"
