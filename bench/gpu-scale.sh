@@ -15,12 +15,23 @@ PREFIX="${ABACUS_GPU_PREFIX:-/tmp/abacus-gpu}"
 mkdir -p "$OUT"
 export PATH="$PREFIX/bin:$PATH"
 free -g | head -n 2
+# RSS (KiB) of a process and all its descendants: a worker runs under a supervisor loop (its pid in the
+# pid file), the Node process is its child
+tree_rss() {
+  local all=$1 frontier=$1 next
+  while [ -n "$frontier" ]; do
+    next=$(for p in $frontier; do ps -o pid= --ppid "$p" 2>/dev/null; done | tr -s ' \n' ' ')
+    all="$all $next"
+    frontier=$(echo $next)
+  done
+  ps -o rss= -p "$(echo $all | tr ' ' ',')" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+}
 # every GPU (memory MiB,utilisation per GPU, space-separated) and every worker's RSS (KiB, comma-separated):
 # with one worker per GPU the experiment's trials run on whichever pair takes them
 (while sleep 1; do
   printf '%s %s %s %s\n' scale "$(date +%s)" \
     "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd';')" \
-    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && ps -o rss= -p "$(cat "$f")" 2>/dev/null | tr -d ' '; done | paste -sd,)"
+    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_rss "$(cat "$f")"; done | paste -sd,)"
 done >>"$OUT/scale-samples.log") &
 sampler=$!
 start=$(date +%s)

@@ -69,7 +69,10 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
     const features = [...catalog.slice(0, o.features), ...Array.from({ length: extra }, (_, k) => `bench_noise_${k + 1}`)];
     // one table of every line's samples; features past the simulator's own are per-impression noise
     const file = o.registerAt ? path.resolve(o.registerAt, `bench-${o.rows}x${o.features}-${o.seed}`) : path.join(dir, 'bench-samples.parquet');
-    if (o.registerAt) fs.rmSync(file, { recursive: true, force: true });
+    if (o.registerAt) {
+      fs.rmSync(file, { recursive: true, force: true });
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+    }
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
     const noise = Array.from(

@@ -329,10 +329,13 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
   const spill = path.join(workDir, 'spill');
   const memoryMb = opts.duckdbMemoryMb ?? 1024;
   const t0 = performance.now();
+  // few threads: DuckDB pins buffers per thread when it sorts and writes wide rows, and past the cap
+  // many threads fail to pin rather than spill
   const instance = await DuckDBInstance.create(dbFile, {
     memory_limit: `${memoryMb}MiB`,
     temp_directory: spill,
     preserve_insertion_order: 'true',
+    threads: String(Math.max(1, Math.min(4, os.availableParallelism()))),
   });
   const con = await instance.connect();
   try {
@@ -412,15 +415,16 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
 
     // ---- read the sample columns; filter, cap and order the rows
     await guarded('samples.file', 'malformed or unreadable', () =>
-      con.run(`CREATE TEMP TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`),
+      con.run(`CREATE TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`),
     );
     const where = req.filter
       ? `WHERE CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
       : '';
+    // the rows are put in (time, row) order once, when they are joined; only a cap needs them ordered here
     await guarded('samples', 'cannot select the rows', () =>
       con.run(
-        `CREATE TEMP TABLE __s AS SELECT CAST(rowid AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}* FROM __base ${where}
-         ORDER BY ${time ? '__t, ' : ''}rowid ${req.maxRows !== null ? `LIMIT ${req.maxRows}` : ''}`,
+        `CREATE TABLE __s AS SELECT CAST(rowid AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}* FROM __base ${where}
+         ${req.maxRows !== null ? `ORDER BY ${time ? '__t, ' : ''}rowid LIMIT ${req.maxRows}` : ''}`,
       ),
     );
     await con.run('DROP TABLE __base');
@@ -508,7 +512,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       if (INT32_TYPE.test(groupType)) groupSelect = `${nanIfNull(`CAST(${groupRef} AS DOUBLE)`)} AS __g`;
       else {
         await con.run(
-          `CREATE TEMP TABLE __gd AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS DOUBLE) AS code
+          `CREATE TABLE __gd AS SELECT v, CAST(row_number() OVER (ORDER BY v) - 1 AS DOUBLE) AS code
              FROM (SELECT DISTINCT CAST(${quoteIdent(req.samples.groupKey!)} AS VARCHAR) AS v FROM __s WHERE ${quoteIdent(req.samples.groupKey!)} IS NOT NULL)`,
         );
         joins.push(`LEFT JOIN __gd ON CAST(${groupRef} AS VARCHAR) = __gd.v`);
