@@ -420,14 +420,14 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const where = req.filter
       ? `WHERE CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
       : '';
-    // the rows are put in (time, row) order once, when they are joined; only a cap needs them ordered here
+    // the rows are put in (time, row) order once, when they are joined: a view, unless a cap needs
+    // them ordered here (a second copy of the rows is what a large build can least afford)
     await guarded('samples', 'cannot select the rows', () =>
       con.run(
-        `CREATE TABLE __s AS SELECT CAST(rowid AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}* FROM __base ${where}
+        `CREATE ${req.maxRows !== null ? 'TABLE' : 'VIEW'} __s AS SELECT CAST(rowid AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}* FROM __base ${where}
          ${req.maxRows !== null ? `ORDER BY ${time ? '__t, ' : ''}rowid LIMIT ${req.maxRows}` : ''}`,
       ),
     );
-    await con.run('DROP TABLE __base');
     for (const c of numericTextChecks) {
       const [[bad, example]] = await rows(
         con,
@@ -533,7 +533,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         `CREATE TABLE __j AS SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`,
       ),
     );
-    await con.run('DROP TABLE __s');
+    await con.run(req.maxRows !== null ? 'DROP TABLE __s' : 'DROP VIEW __s');
+    await con.run('DROP TABLE __base');
     const joinMs = performance.now() - t1;
     progress(0.3, 'statistics');
 

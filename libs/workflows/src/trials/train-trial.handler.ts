@@ -31,7 +31,7 @@ export class TrainTrialHandler {
       ...(params.compareWithFull ? [{ label: 'full model', features: params.recipe.features as ResolvedFeature[] }] : []),
     ];
     const total = runs.length * seeds.length;
-    const timings = { buildMs: 0, trainMs: 0 };
+    const timings: { buildMs: number; trainMs: number; build?: unknown } = { buildMs: 0, trainMs: 0 };
     // the sample sets first (one per feature set), then every (set, seed) fit as one batch of
     // independent fits: several at a time on the GPU (and its free peers), one at a time on the CPU
     const sets: { label: string; built: Awaited<ReturnType<WorkflowContext['samples']['get']>> }[] = [];
@@ -41,6 +41,8 @@ export class TrainTrialHandler {
         void progress(0.02 + (0.1 * (k + f)) / runs.length, m).catch(() => undefined),
       );
       timings.buildMs += Date.now() - t0;
+      // a build done here: its stages (read, join + statistics, encode; ranges and threads)
+      if (!built.cached && k === 0) timings.build = (built.meta as { timings?: unknown }).timings;
       sets.push({ label: run.label, built });
     }
     checkpoint();
