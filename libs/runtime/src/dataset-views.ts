@@ -50,6 +50,8 @@ export function sliceRows<T extends RuntimeData>(ds: T, from: number, to: number
 
 /** The rows of `a` then those of `b` (same columns): a view of both's shards, or a copy of columnar data. */
 export function concatRows<T extends RuntimeData>(a: T, b: T): T {
+  if (a.numericNames.join() !== b.numericNames.join() || a.slots.map((s) => s.name).join() !== b.slots.map((s) => s.name).join())
+    throw new Error('concatRows: the datasets have different columns');
   if (isShardDataset(a) && isShardDataset(b)) return { ...a, rows: a.rows + b.rows, shards: [...a.shards, ...b.shards] } as T;
   if (isShardDataset(a) || isShardDataset(b)) throw new Error('concatRows: both must be in shards or both in memory');
   const x = a as ColumnarDataset;
@@ -108,7 +110,7 @@ function allColumns(ds: RuntimeData): ModelSpec {
 export async function materialize(ds: RuntimeData, idx?: ArrayLike<number>): Promise<ColumnarDataset> {
   if (!isShardDataset(ds)) {
     if (!idx) return ds;
-    return gatherColumnar(ds, idx);
+    return selectRows(ds, idx);
   }
   const keyName = ds.keys[0];
   const native = toNativeData(allColumns(ds), ds, keyName);
@@ -143,7 +145,7 @@ export async function labelsOf(ds: RuntimeData): Promise<Float32Array> {
 }
 
 /** Rows `idx` of columnar data, copied (in memory: no native round trip). */
-function gatherColumnar(ds: ColumnarDataset, idx: ArrayLike<number>): ColumnarDataset {
+export function selectRows(ds: ColumnarDataset, idx: ArrayLike<number>): ColumnarDataset {
   checkColumnar(ds);
   const n = idx.length;
   const w = ds.numericNames.length;

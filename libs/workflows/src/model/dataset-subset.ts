@@ -1,27 +1,7 @@
-import type { ColumnarDataset } from '@abacus/runtime';
+import { selectRows, type ColumnarDataset } from '@abacus/runtime';
 
 /** The rows `idx` of a columnar dataset (copies; for test folds, never for training data). */
-export function subsetDataset(ds: ColumnarDataset, idx: Uint32Array | number[]): ColumnarDataset {
-  const n = idx.length;
-  const w = ds.numericNames.length;
-  const numeric = new Float32Array(n * w);
-  const labels = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    const r = idx[i];
-    numeric.set(ds.numeric.subarray(r * w, r * w + w), i * w);
-    labels[i] = ds.labels[r];
-  }
-  const slots = ds.slots.map((s) => {
-    const offsets = new Int32Array(n + 1);
-    for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + (s.offsets[idx[i] + 1] - s.offsets[idx[i]]);
-    const ids = new Int32Array(offsets[n]);
-    for (let i = 0; i < n; i++) ids.set(s.ids.subarray(s.offsets[idx[i]], s.offsets[idx[i] + 1]), offsets[i]);
-    return { name: s.name, ids, offsets };
-  });
-  const out: ColumnarDataset = { rows: n, numericNames: ds.numericNames, numeric, slots, labels };
-  if (ds.weights) out.weights = Float32Array.from(idx, (r) => ds.weights![r]);
-  return out;
-}
+export const subsetDataset = (ds: ColumnarDataset, idx: Uint32Array | number[]): ColumnarDataset => selectRows(ds, idx);
 
 /** K disjoint folds of 0..rows-1 after a seeded shuffle, each sorted (deterministic for a seed). */
 export function foldIndices(rows: number, folds: number, seed: number): Uint32Array[] {

@@ -9,7 +9,8 @@ import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
 import { BuiltSamplesCache, inMemory, readIdSpaces } from '../model/built-samples.cache';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from '../model/model-recipe.schema';
 import type { UnionPartParams } from './multiply-experiment.schema';
-import { carveTargetValidation, concatRows } from './target-validation';
+import { concatRows } from '@abacus/runtime';
+import { carveTargetValidation } from './target-validation';
 import { ensureUnion, unionFile } from './union-samples';
 
 let root: string;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ColumnarDataset } from '@abacus/runtime';
+import { concatRows } from '@abacus/runtime';
 import { UNION_DOMAIN, validationRowCount, type SampleUnionResult } from '@abacus/samples';
 import type { MemoryBuiltSet } from '../model/built-samples.cache';
 import { subsetDataset } from '../model/dataset-subset';
@@ -56,27 +56,4 @@ export function carveTargetValidation(
 
 function range(from: number, to: number): Uint32Array {
   return Uint32Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
-}
-
-/** The rows of `a`, then those of `b` (the same columns; weights and keys are not carried). */
-export function concatRows(a: ColumnarDataset, b: ColumnarDataset): ColumnarDataset {
-  if (a.numericNames.join() !== b.numericNames.join() || a.slots.map((s) => s.name).join() !== b.slots.map((s) => s.name).join())
-    throw new Error('concatRows: the datasets have different columns');
-  const numeric = new Float32Array(a.numeric.length + b.numeric.length);
-  numeric.set(a.numeric);
-  numeric.set(b.numeric, a.numeric.length);
-  const labels = new Float32Array(a.rows + b.rows);
-  labels.set(a.labels);
-  labels.set(b.labels, a.rows);
-  const slots = a.slots.map((s, k) => {
-    const t = b.slots[k];
-    const ids = new Int32Array(s.offsets[a.rows] + t.offsets[b.rows]);
-    ids.set(s.ids.subarray(0, s.offsets[a.rows]));
-    ids.set(t.ids.subarray(0, t.offsets[b.rows]), s.offsets[a.rows]);
-    const offsets = new Int32Array(a.rows + b.rows + 1);
-    offsets.set(s.offsets.subarray(0, a.rows + 1));
-    for (let r = 1; r <= b.rows; r++) offsets[a.rows + r] = s.offsets[a.rows] + t.offsets[r];
-    return { name: s.name, ids, offsets };
-  });
-  return { rows: a.rows + b.rows, numericNames: a.numericNames, numeric, slots, labels };
 }
