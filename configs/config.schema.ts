@@ -41,6 +41,11 @@ export const configSchema = z
     ABACUS_S3_FORCE_PATH_STYLE: bool.optional(),
     /** JSON file of S3 settings (endpoint, region, credentials) per s3://bucket/ prefix */
     ABACUS_STORES_FILE: z.string().min(1).optional(),
+    /**
+     * the deployment's store (s3://bucket/prefix/ or file:///mnt/shared/abacus/): uploads, built samples,
+     * checkpoints and shared embeddings go through it, so hosts share nothing else; unset = the data directory
+     */
+    ABACUS_STORE_URL: z.string().min(1).optional(),
     /** the local cache of store objects on each host (shared by its worker processes); unset = ABACUS_DATA_DIR/cache */
     ABACUS_CACHE_DIR: z.string().min(1).optional(),
     /** its bound in GiB, least recently used objects out first */

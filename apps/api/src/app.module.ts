@@ -5,8 +5,7 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService, KeyRevocationBus } from '@abacus/access';
-import { StoreRegistry, storeSettings } from '@abacus/store';
-import { BusinessLineService, DataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
+import { BusinessLineService, DataDir, openDataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
 import { ReportScheduleService, ReportService } from '@abacus/reports';
@@ -48,7 +47,8 @@ export const CONTROLLERS: Type[] = [
 @Module({})
 export class AppModule implements NestModule {
   static forRoot(config: AppConfig, ds: DataSource, queue: QueueService): DynamicModule {
-    const dataDir = new DataDir(config.ABACUS_DATA_DIR);
+    // the data directory is this host's working copy of the store when ABACUS_STORE_URL names one
+    const { dataDir, stores } = openDataDir(config);
     const limits = { maxColumns: config.ABACUS_MAX_COLUMNS, maxCategories: config.ABACUS_MAX_CATEGORIES };
     return {
       module: AppModule,
@@ -84,7 +84,7 @@ export class AppModule implements NestModule {
         { provide: BusinessLineService, useFactory: () => new BusinessLineService(ds) },
         {
           provide: SampleSetService,
-          useFactory: () => new SampleSetService(ds, dataDir, limits, new StoreRegistry(storeSettings(config))),
+          useFactory: () => new SampleSetService(ds, dataDir, limits, stores),
         },
         { provide: EmbeddingService, useFactory: () => new EmbeddingService(ds) },
         { provide: FeatureService, useFactory: () => new FeatureService(ds, dataDir, limits) },

@@ -2,10 +2,8 @@ import os from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
-import path from 'node:path';
-import { DataDir, SampleSetData } from '@abacus/catalog';
+import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
 import { SampleSetEntity } from '@abacus/data';
-import { ObjectCache, StoreRegistry, storeSettings } from '@abacus/store';
 import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import { Mailer, ReportDeliveryHandler, ReportFireHandler, ReportRunHandler, ReportSweeper } from '@abacus/reports';
@@ -40,21 +38,18 @@ const WORKFLOW_CONTEXT = Symbol('WORKFLOW_CONTEXT');
 @Module({})
 export class WorkerModule {
   static forRoot(config: AppConfig, ds: DataSource, backend: BackendSelection): DynamicModule {
+    // the data directory is this host's working copy of the store when ABACUS_STORE_URL names one
+    const opened = openDataDir(config);
     return {
       module: WorkerModule,
       providers: [
         { provide: DataSource, useValue: ds },
-        { provide: DataDir, useValue: new DataDir(config.ABACUS_DATA_DIR) },
+        { provide: DataDir, useValue: opened.dataDir },
         {
           // sets registered by reference: read through the host's bounded cache (shared by its worker processes)
           provide: SampleSetData,
           inject: [DataDir],
-          useFactory: (dataDir: DataDir) =>
-            new SampleSetData(
-              dataDir,
-              new StoreRegistry(storeSettings(config)),
-              new ObjectCache(config.ABACUS_CACHE_DIR ?? path.join(dataDir.root, 'cache'), config.ABACUS_CACHE_GB * 2 ** 30),
-            ),
+          useFactory: (dataDir: DataDir) => new SampleSetData(dataDir, opened.stores, opened.cache),
         },
         { provide: TrialLedger, useFactory: () => new TrialLedger(ds) },
         { provide: QueueService, useFactory: () => new QueueService(config) },

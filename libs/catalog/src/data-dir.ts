@@ -1,5 +1,8 @@
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { StoreError, type ObjectCache, type ObjectInfo, type ObjectStore } from '@abacus/store';
 
 /** A stored or computed relative path that would lead out of the data directory. */
 export class PathEscapeError extends Error {
@@ -15,15 +18,224 @@ export class PathEscapeError extends Error {
 const within = (root: string, p: string) => p === root || p.startsWith(root + path.sep);
 
 /**
+ * The deployment's store (ABACUS_STORE_URL): where every host finds what another wrote (uploads,
+ * built samples, checkpoints, shared embeddings). `cache` is the host's bounded cache of large objects.
+ */
+export interface SharedStore {
+  store: ObjectStore;
+  /** key prefix in the store ('' or ending in '/') */
+  prefix: string;
+  /** the store container's URL (s3://bucket/ or file:///root/); messages name `url` + key */
+  url: string;
+  cache: ObjectCache | null;
+}
+
+/** A directory's manifest in the store, written after its files: a directory is there once this is. */
+const MANIFEST = '.abacus-dir.json';
+
+interface Manifest {
+  files: { path: string; size: number; etag: string }[];
+}
+
+/** A directory of the store presented on this host through the cache (links), until `release()`. */
+export interface PulledDir {
+  /** relative to the data directory */
+  dir: string;
+  fetchedBytes: number;
+  release(): void;
+}
+
+async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(
+    Array.from({ length: Math.min(n, queue.length) }, async () => {
+      for (let x = queue.shift(); x !== undefined; x = queue.shift()) await fn(x);
+    }),
+  );
+}
+
+async function walkFiles(dir: string, base = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+    const rel = base ? `${base}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await walkFiles(path.join(dir, e.name), rel)));
+    else if (e.isFile()) out.push(rel);
+  }
+  return out.sort();
+}
+
+/**
  * The layout of the data directory; the only place that turns ids and stored relative paths into
  * paths. Every path it hands out stays inside the directory: no absolute paths, no `..` segments, and
  * no symbolic link on the way that resolves outside it (checked with realpath on each call).
+ *
+ * With a shared store (ABACUS_STORE_URL) the data directory is this host's working copy: what a
+ * process writes that other hosts need is pushed to the store under the same relative path (`push`),
+ * and what it reads is pulled from the store when this host lacks it (`pull`, or `pullCached` for
+ * large directories, which go through the host's bounded cache). Without one, both are no-ops: the
+ * data directory is the store (shared by mounting it on every host, or one host).
  */
 export class DataDir {
   readonly root: string;
 
-  constructor(root: string) {
+  constructor(
+    root: string,
+    readonly shared: SharedStore | null = null,
+  ) {
     this.root = path.resolve(root);
+  }
+
+  /** the store key of a relative path */
+  storeKey(relative: string): string {
+    this.abs(relative);
+    return `${this.shared?.prefix ?? ''}${relative.split(path.sep).join('/')}`;
+  }
+
+  private async manifest(relative: string): Promise<Manifest | null> {
+    const s = this.shared!;
+    const key = `${this.storeKey(relative)}/${MANIFEST}`;
+    if (!(await s.store.head(key))) return null;
+    return JSON.parse(Buffer.from(await this.readAll(key)).toString('utf8')) as Manifest;
+  }
+
+  private async readAll(key: string): Promise<Uint8Array> {
+    const info = await this.shared!.store.head(key);
+    if (!info) throw new StoreError(`${this.shared!.url}${key}`, 'no such object', 'not-found');
+    return info.size === 0 ? new Uint8Array(0) : this.shared!.store.read(key, 0, info.size);
+  }
+
+  /** Whether `relative` (a file, or a directory pushed whole) is on this host or in the store. */
+  async exists(relative: string): Promise<boolean> {
+    if (fs.existsSync(this.abs(relative))) return true;
+    if (!this.shared) return false;
+    const key = this.storeKey(relative);
+    return !!(await this.shared.store.head(key)) || !!(await this.shared.store.head(`${key}/${MANIFEST}`));
+  }
+
+  /**
+   * The local path of `relative` (a file, or a directory pushed whole), fetched from the store into
+   * the data directory when this host lacks it (a directory into a temporary one, renamed into place).
+   * For small things (uploads, checkpoints, embeddings); large ones: pullCached.
+   */
+  async pull(relative: string): Promise<string> {
+    const local = this.abs(relative);
+    if (fs.existsSync(local) || !this.shared) return local;
+    const s = this.shared;
+    const key = this.storeKey(relative);
+    fs.mkdirSync(path.dirname(local), { recursive: true });
+    if (await s.store.head(key)) {
+      await s.store.download(key, local);
+      return local;
+    }
+    const m = await this.manifest(relative);
+    if (!m) throw new StoreError(`${s.url}${key}`, 'not on this host and not in the store', 'not-found');
+    const tmp = `${local}.pull-${process.pid}-${randomBytes(4).toString('hex')}`;
+    try {
+      await pool(m.files, 4, async (f) => {
+        const dst = path.join(tmp, f.path);
+        fs.mkdirSync(path.dirname(dst), { recursive: true });
+        await s.store.download(`${key}/${f.path}`, dst);
+      });
+      try {
+        fs.renameSync(tmp, local);
+      } catch (err) {
+        // another process of this host pulled it first: theirs is the same
+        if (!fs.existsSync(local)) throw err;
+      }
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+    return local;
+  }
+
+  /**
+   * Presents the store directory `relative` on this host through the bounded cache: each file is
+   * fetched once per host (the cache is shared by its worker processes) and linked into a folder of
+   * its own under tmp/. Null when the store has no such directory. The files stay until `release()`.
+   */
+  async pullCached(relative: string, onProgress?: (fraction: number, message: string) => void): Promise<PulledDir | null> {
+    const s = this.shared;
+    if (!s?.cache) return null;
+    const m = await this.manifest(relative);
+    if (!m) return null;
+    const key = this.storeKey(relative);
+    // tmp/pulled-<pid>-<n>/<name>: the folder keeps the directory's own name
+    const holder = path.join('tmp', `pulled-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const dirRel = path.join(holder, path.basename(relative));
+    const dir = this.ensure(dirRel);
+    const releases: (() => void)[] = [];
+    const release = () => {
+      for (const r of releases.splice(0)) r();
+      fs.rmSync(this.abs(holder), { recursive: true, force: true });
+    };
+    let fetchedBytes = 0;
+    let done = 0;
+    const total = m.files.reduce((a, f) => a + f.size, 0);
+    try {
+      await pool(m.files, 8, async (f) => {
+        const info: ObjectInfo = { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 };
+        const hit = await s.cache!.acquire(s.store, info);
+        releases.push(hit.release);
+        fetchedBytes += hit.bytes;
+        const link = path.join(dir, f.path);
+        fs.mkdirSync(path.dirname(link), { recursive: true });
+        fs.symlinkSync(hit.file, link);
+        done += f.size;
+        onProgress?.(total ? done / total : 1, `fetching ${relative} from the store`);
+      });
+    } catch (err) {
+      release();
+      throw err;
+    }
+    return { dir: dirRel, fetchedBytes, release };
+  }
+
+  /**
+   * Publishes `relative` (a file, or a directory: its files, then its manifest) to the store, streamed.
+   * With `adopt`, a directory's files move into the host's cache afterwards (they are what the store
+   * now holds) and the local directory is removed: read it back with pullCached.
+   * Returns false when there is no store, or the directory was in it already (first writer wins).
+   */
+  async push(relative: string, opts: { adopt?: boolean } = {}): Promise<boolean> {
+    const s = this.shared;
+    if (!s) return false;
+    const local = this.abs(relative);
+    const key = this.storeKey(relative);
+    const st = fs.statSync(local);
+    if (st.isFile()) {
+      await s.store.upload(key, fs.createReadStream(local));
+      return true;
+    }
+    if (await s.store.head(`${key}/${MANIFEST}`)) {
+      if (opts.adopt) fs.rmSync(local, { recursive: true, force: true });
+      return false;
+    }
+    const files = await walkFiles(local);
+    const manifest: Manifest = { files: [] };
+    await pool(files, 4, async (f) => {
+      const info = await s.store.upload(`${key}/${f}`, fs.createReadStream(path.join(local, f)));
+      manifest.files.push({ path: f, size: info.size, etag: info.etag });
+    });
+    manifest.files.sort((a, b) => (a.path < b.path ? -1 : 1));
+    await s.store.upload(`${key}/${MANIFEST}`, Buffer.from(JSON.stringify(manifest)), 'application/json');
+    if (opts.adopt && s.cache) {
+      for (const f of manifest.files)
+        await s.cache.adopt(s.store, { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 }, path.join(local, f.path));
+      fs.rmSync(local, { recursive: true, force: true });
+    }
+    return true;
+  }
+
+  /** Removes `relative` here and from the store (a file, or a directory with its manifest). */
+  async removeShared(relative: string): Promise<void> {
+    this.remove(relative);
+    const s = this.shared;
+    if (!s) return;
+    const key = this.storeKey(relative);
+    const under = await s.store.list(`${key}/`);
+    // the manifest first: a half-removed directory is no longer there for readers
+    await s.store.remove([`${key}/${MANIFEST}`]);
+    await s.store.remove([key, ...under.map((o) => o.key).filter((k) => !k.endsWith(MANIFEST))]);
   }
 
   abs(relative: string): string {

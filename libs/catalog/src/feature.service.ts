@@ -154,6 +154,7 @@ export class FeatureService {
       this.dataDir.ensure(dir);
       if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
       else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
+      await this.dataDir.push(rel);
       const stored = await this.ds.transaction(async (m) => {
         const table = await m.getRepository(FeatureTableEntity).save(
           m.getRepository(FeatureTableEntity).create({
@@ -197,7 +198,7 @@ export class FeatureService {
       });
       return { ...stored, warnings };
     } catch (err) {
-      this.dataDir.remove(dir);
+      await this.dataDir.removeShared(dir).catch(() => this.dataDir.remove(dir));
       if ((err as { code?: string }).code === '23505')
         throw new ConflictError(`feature table ${input.name} conflicts with an existing one`);
       throw err;

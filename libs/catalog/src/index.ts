@@ -1,5 +1,6 @@
 export * from './catalog.schemas';
-export { DataDir, PathEscapeError } from './data-dir';
+export { DataDir, PathEscapeError, type SharedStore, type PulledDir } from './data-dir';
+export { openDataDir, type DataDirConfig } from './open-data-dir';
 export { TableInspector, columnKind, scrub, type InspectedTable, type ImportLimits } from './table-inspector';
 export { BusinessLineService } from './business-line.service';
 export { SampleSetService, sharedWith, canReadSampleSet, type UploadedFile, type ImportWarnings } from './sample-set.service';

@@ -32,7 +32,16 @@ export class SampleSetData {
 
   async open(ss: SampleSetEntity, onProgress?: (fraction: number, message: string) => void): Promise<OpenedSamples> {
     if (!ss.location || !ss.objects) {
-      return { path: this.dataDir.abs(ss.files[0]), fetchedBytes: 0, objects: 1, release: () => undefined };
+      const shared = this.dataDir.shared;
+      const local = this.dataDir.abs(ss.files[0]);
+      if (!shared?.cache || fs.existsSync(local)) return { path: local, fetchedBytes: 0, objects: 1, release: () => undefined };
+      // an upload another host took: from the deployment's store, through this host's cache
+      const info = await shared.store.head(this.dataDir.storeKey(ss.files[0]));
+      if (!info)
+        throw new StoreError(shared.url, `${this.dataDir.storeKey(ss.files[0])} of sample set ${ss.name} is not in the store`, 'not-found');
+      const hit = await shared.cache.acquire(shared.store, info);
+      onProgress?.(1, hit.fetched ? `fetched ${ss.name} from ${shared.url}` : `${ss.name}: in this host's cache`);
+      return { path: hit.file, fetchedBytes: hit.bytes, objects: 1, release: hit.release };
     }
     if (!this.stores || !this.cache)
       throw new Error(`sample set ${ss.name} is registered by reference, and this process has no store settings`);

@@ -95,6 +95,8 @@ export class SampleSetService {
       if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
       else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
       const dataVersion = await contentHash(this.dataDir.abs(rel));
+      // streamed to the deployment's store (when there is one), before the row that names it
+      await this.dataDir.push(rel);
       const saved = await this.ds.transaction(async (m) => {
         const repo = m.getRepository(SampleSetEntity);
         const row = await repo.save(
@@ -129,7 +131,7 @@ export class SampleSetService {
       });
       return Object.assign(saved, { warnings });
     } catch (err) {
-      this.dataDir.remove(dir);
+      await this.dataDir.removeShared(dir).catch(() => this.dataDir.remove(dir));
       if ((err as { code?: string }).code === '23505') {
         throw new ConflictError(`sample set ${input.businessLine}/${input.name} already exists`);
       }
@@ -234,9 +236,6 @@ export class SampleSetService {
     return this.repo.findOneBy({ businessLine, name });
   }
 
-  filePath(s: SampleSetEntity): string {
-    return this.dataDir.abs(s.files[0]);
-  }
 }
 
 /** sha256 of a stored file, the sample set's data version */

@@ -83,6 +83,29 @@ export class ObjectCache {
     }
   }
 
+  /**
+   * Takes `file` in as the entry of `info` (what the store holds now, e.g. just uploaded from it):
+   * moved, not copied, where the cache is on the same file system. `file` is gone afterwards.
+   */
+  async adopt(store: ObjectStore, info: ObjectInfo, file: string): Promise<void> {
+    const name = this.entryName(store, info);
+    const entry = path.join(this.dir, name);
+    try {
+      await fsp.link(file, entry);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EXDEV') {
+        const tmp = `${entry}.part-${process.pid}-${randomBytes(4).toString('hex')}`;
+        await fsp.copyFile(file, tmp);
+        await fsp.rename(tmp, entry);
+      } else if (code !== 'EEXIST') throw err;
+    }
+    await fsp.rm(file, { force: true });
+    const now = new Date();
+    await fsp.utimes(entry, now, now).catch(() => undefined);
+    await this.evict(new Set([name]));
+  }
+
   /** Bytes the cache holds now (entries only). */
   async usedBytes(): Promise<number> {
     return (await this.entries()).reduce((a, e) => a + e.size, 0);

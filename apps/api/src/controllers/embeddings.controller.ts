@@ -42,7 +42,7 @@ export class EmbeddingsController {
   })
   async export(@Param('ref') ref: string, @Scope() scope: RequestScope): Promise<StreamableFile> {
     const e = await this.embeddings.get(ref, scope);
-    const file = this.dataDir.abs(e.file);
+    const file = await this.dataDir.pull(e.file);
     return new StreamableFile(fs.createReadStream(file), {
       type: 'application/octet-stream',
       disposition: `attachment; filename="${e.name}@${e.version}.safetensors"`,

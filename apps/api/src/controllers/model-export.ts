@@ -27,6 +27,9 @@ export async function modelExportFile(
 ): Promise<{ file: string; bytes: number; filename: string; cleanup: boolean }> {
   const label = `model ${model.id} ("${model.name}" v${model.version})`;
   if (!model.checkpointPath) throw new NotFoundException(`${label} has no checkpoint: it has not been trained and saved yet`);
+  // a checkpoint a worker on another host saved: from the deployment's store
+  if (dataDir.shared && !fs.existsSync(dataDir.abs(model.checkpointPath)) && (await dataDir.exists(model.checkpointPath)))
+    await dataDir.pull(model.checkpointPath);
   const dir = dataDir.abs(model.checkpointPath);
   const weights = path.join(dir, 'model.safetensors');
   const config = path.join(dir, 'model.json');

@@ -10,7 +10,7 @@ export const SAMPLE_BUILDER_VERSION = 2;
 
 export type NormalizedSource =
   | { kind: 'column'; column: string }
-  | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn: string | null; column: string };
+  | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn: string | null; column: string; version?: string };
 
 export interface NormalizedFeature {
   name: string;
@@ -65,6 +65,7 @@ export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
               sampleKey: f.source.sampleKey,
               timeColumn: f.source.timeColumn ?? null,
               column: f.source.column ?? f.name,
+              ...(f.source.version !== undefined ? { version: f.source.version } : {}),
             },
       transform: f.transform ?? { type: 'none' },
     })),
@@ -102,9 +103,15 @@ export function cacheKeyOf(req: NormalizedRequest): string {
   const versioned = req.samples.version !== undefined;
   const files: unknown[] = [versioned ? { version: req.samples.version } : fileIdentity(req.samples.file, 'samples.file')];
   req.features.forEach((f, i) => {
-    if (f.source.kind === 'table') files.push(fileIdentity(f.source.file, `features.${i}.source.file`));
+    if (f.source.kind === 'table')
+      files.push(f.source.version !== undefined ? { version: f.source.version } : fileIdentity(f.source.file, `features.${i}.source.file`));
   });
-  const request = versioned ? { ...req, samples: { ...req.samples, file: '' } } : req;
+  // versioned files: the key leaves their (host-local) paths out, so every host computes the same one
+  const request = {
+    ...req,
+    samples: versioned ? { ...req.samples, file: '' } : req.samples,
+    features: req.features.map((f) => (f.source.kind === 'table' && f.source.version !== undefined ? { ...f, source: { ...f.source, file: '' } } : f)),
+  };
   const payload = canonicalJson({ builder: SAMPLE_BUILDER_VERSION, request, files });
   return createHash('sha256').update(payload).digest('hex');
 }

@@ -38,6 +38,8 @@ export const featureSourceSchema = z.discriminatedUnion('kind', [
       sampleKey: name,
       timeColumn: name.nullable().optional(),
       column: name.optional(),
+      /** the table's identity where its path is one host's copy (a store's): the build key uses it, not path and times */
+      version: z.string().min(1).max(200).optional(),
     })
     .strict(),
 ]);

@@ -48,6 +48,8 @@ export class CompareTrialHandler {
     const aug = await trialBySeq(this.w.ds, experiment.id, p.augmentedSeq);
     const screen = await trialBySeq(this.w.ds, experiment.id, p.screenSeq);
     const shuffle = await trialBySeq(this.w.ds, experiment.id, p.ablateSeq);
+    // checkpoints trained on another host: from the deployment's store
+    for (const t of [base, aug]) await this.w.dataDir.pull(t.metrics!.modelDir as string);
     const b = this.predictions(base.metrics!.modelDir as string, 'test');
     const a = this.predictions(aug.metrics!.modelDir as string, 'test');
     if (b.labels.length !== a.labels.length || b.labels.some((y, i) => y !== a.labels[i])) {

@@ -178,7 +178,7 @@ export class CostLedgerService {
       }
       const cols = this.columns(fs, table.schema, skipped);
       const got = await measureStorage(
-        table.files.map((p) => this.dataDir.abs(p)),
+        await Promise.all(table.files.map((p) => this.dataDir.pull(p))),
         table.name,
         cols,
       );
@@ -210,7 +210,7 @@ export class CostLedgerService {
         continue;
       }
       const got = await measureStorage(
-        ss.files.map((p) => this.dataDir.abs(p)),
+        await Promise.all(ss.files.map((p) => this.dataDir.pull(p))),
         `${ss.name} (sample set)`,
         this.columns(fs, ss.schema, skipped),
       );

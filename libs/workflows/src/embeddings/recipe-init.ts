@@ -13,7 +13,7 @@ export function recipeInit(dataDir: DataDir, recipe: { init?: ResolvedInit | nul
     apply: async (model) => ({
       embedding: init.ref,
       freeze: init.freeze,
-      slots: await applySharedEmbedding(model, readIdSpaces(dataDir, built), dataDir.abs(init.file), init.freeze),
+      slots: await applySharedEmbedding(model, readIdSpaces(dataDir, built), await dataDir.pull(init.file), init.freeze),
     }),
   };
 }

@@ -48,6 +48,8 @@ const ID_SPACES = 'id-spaces.json';
 export class BuiltSamplesCache {
   private base: Memo | null = null;
   private last: Memo | null = null;
+  /** sets read through the store's cache, newest last: their links stay while they may be in use */
+  private readonly pulled: (() => void)[] = [];
 
   constructor(
     private readonly dataDir: DataDir,
@@ -71,6 +73,16 @@ export class BuiltSamplesCache {
       ) => Promise<{ path: string; release(): void }>;
     } = {},
   ) {}
+
+  /**
+   * Keeps the cache links of the last few sets read from the store (a trial may still read the one
+   * it has when the next is opened: concurrent trials of one worker), releasing older ones; mapped
+   * shards stay readable after their links go.
+   */
+  private holdPulled(release: () => void): void {
+    this.pulled.push(release);
+    while (this.pulled.length > 4) this.pulled.shift()!();
+  }
 
   request(recipe: ModelRecipe, features: ResolvedFeature[] = recipe.features): SampleBuildRequest {
     return {
@@ -117,7 +129,8 @@ export class BuiltSamplesCache {
       const fullKey = sampleBuildKey(fullReq);
       if (
         covers({ source: sourceOf(fullReq), defs: featureDefs(fullReq) }) &&
-        fs.existsSync(this.dataDir.abs(path.join('built', fullKey, ID_SPACES)))
+        (fs.existsSync(this.dataDir.abs(path.join('built', fullKey, ID_SPACES))) ||
+          (!!this.dataDir.shared && (await this.dataDir.exists(path.join('built', fullKey)))))
       ) {
         await this.get(recipe, recipe.features, onProgress);
         whole = this.base;
@@ -149,15 +162,29 @@ export class BuiltSamplesCache {
     features: ResolvedFeature[] = recipe.features,
     onProgress?: (fraction: number, message: string) => void,
     request?: SampleBuildRequest,
-  ): Promise<{ key: string; dir: string; meta: BuiltMeta; cached: boolean }> {
+  ): Promise<{ key: string; dir: string; meta: BuiltMeta; cached: boolean; release?: () => void }> {
     const req = request ?? this.request(recipe, features);
     const key = sampleBuildKey(req);
     const rel = path.join('built', key);
     const dir = this.dataDir.abs(rel);
-    if (fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES))) {
-      return { key, dir: rel, meta: JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta, cached: true };
+    const local = fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES));
+    if (!this.dataDir.shared) {
+      if (local) return { key, dir: rel, meta: readMeta(dir), cached: true };
+      return { key, dir: rel, meta: await this.build(req, key, recipe, onProgress), cached: false };
     }
-    return { key, dir: rel, meta: await this.build(req, key, recipe, onProgress), cached: false };
+    // a deployment store: built sets live there (every host reads one build), read through this host's cache
+    let cached = true;
+    if (local) await this.dataDir.push(rel, { adopt: true });
+    let pulled = await this.dataDir.pullCached(rel, onProgress ? (f, m) => onProgress(f, m) : undefined);
+    if (!pulled) {
+      cached = false;
+      await this.build(req, key, recipe, onProgress);
+      onProgress?.(1, 'storing the built samples');
+      await this.dataDir.push(rel, { adopt: true });
+      pulled = await this.dataDir.pullCached(rel);
+      if (!pulled) throw new Error(`built samples ${key} are not in the store ${this.dataDir.shared.url} after being stored`);
+    }
+    return { key, dir: pulled.dir, meta: readMeta(this.dataDir.abs(pulled.dir)), cached, release: pulled.release };
   }
 
   private async load(
@@ -171,6 +198,7 @@ export class BuiltSamplesCache {
       dir: rel,
       meta,
       cached,
+      release,
     } = await this.ensureBuilt(
       recipe,
       req.features.length === recipe.features.length ? recipe.features : undefined,
@@ -181,6 +209,7 @@ export class BuiltSamplesCache {
     // mapped, checksums verified natively off the event loop: nothing of the samples is held in memory
     const trainAll = await openShards(meta.shards.train.map((s) => path.join(dir, s.file)));
     const test = await openShards(meta.shards.test.map((s) => path.join(dir, s.file)));
+    if (release) this.holdPulled(release);
     return {
       cached,
       key: splitKey,
@@ -209,10 +238,14 @@ export class BuiltSamplesCache {
     const dir = this.dataDir.abs(path.join('built', key));
     let opened: { path: string; release(): void } | null = null;
     if (recipe.sampleVersion) {
-      if (!this.opts.openSamples)
-        throw new Error(`sample set ${recipe.sampleSetId} is registered by reference; this worker cannot read stores`);
-      opened = await this.opts.openSamples(recipe, onProgress ? (f, m) => onProgress(0.1 * f, m) : undefined);
+      if (this.opts.openSamples)
+        opened = await this.opts.openSamples(recipe, onProgress ? (f, m) => onProgress(0.1 * f, m) : undefined);
+      else if (!recipe.sampleFile.includes('://'))
+        opened = { path: await this.dataDir.pull(recipe.sampleFile), release: () => undefined };
+      else throw new Error(`sample set ${recipe.sampleSetId} is registered by reference; this worker cannot read stores`);
     }
+    // feature tables another host took: from the store into this host's data directory
+    for (const f of recipe.features) if (f.source.kind === 'table') await this.dataDir.pull(f.source.file);
     const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
     const t0 = performance.now();
     try {
@@ -282,7 +315,7 @@ export class BuiltSamplesCache {
         // another worker built the same key first: theirs is the same set
         if (!fs.existsSync(path.join(dir, ID_SPACES))) throw new Error(`cannot move the built samples into ${dir}`);
         fs.rmSync(tmp, { recursive: true, force: true });
-        return JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta;
+        return readMeta(dir);
       }
       return meta;
     } catch (err) {
@@ -292,6 +325,10 @@ export class BuiltSamplesCache {
       opened?.release();
     }
   }
+}
+
+function readMeta(dir: string): BuiltMeta {
+  return JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as BuiltMeta;
 }
 
 /** meta.json of a built set */

@@ -54,7 +54,16 @@ export interface ResolvedFeature {
   kind: 'numeric' | 'categorical' | 'multi_id';
   source:
     | { kind: 'column'; column?: string }
-    | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn?: string | null; column?: string };
+    | {
+        kind: 'table';
+        file: string;
+        entityKey: string;
+        sampleKey: string;
+        timeColumn?: string | null;
+        column?: string;
+        /** the table's id: its file under the data directory never changes (a store's hosts agree on it, not on paths) */
+        version?: string;
+      };
   transform?:
     { type: 'none' | 'log' | 'standardize' } | { type: 'hash'; hashBuckets: number } | { type: 'buckets'; boundaries: number[] };
 }
@@ -63,7 +72,7 @@ export interface ModelRecipe {
   sampleSetId: string;
   /** a path under the data directory (uploaded sets) or the store URL of a set registered by reference */
   sampleFile: string;
-  /** a set registered by reference: its data version (the objects pinned at registration) */
+  /** the set's data version (a registered set's objects pinned at registration, an upload's content hash): the build reads the set through the worker's store and keys on it */
   sampleVersion?: string | null;
   label: string;
   /** the label's event value named at import; null = 0/1 or false/true */

@@ -203,7 +203,7 @@ export class ModelTrainer {
     ctx: TrainContextOptions = {},
   ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
     const t0 = Date.now();
-    const model = await RuntimeModel.load(this.dataDir.abs(base.dir), this.createOptions(ctx.device));
+    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device));
     const t1 = Date.now();
     const r = await model.train(
       data.train,
@@ -235,6 +235,9 @@ export class ModelTrainer {
   ): Promise<TrainedModel> {
     const rel = path.join('models', key);
     const dir = this.dataDir.abs(rel);
+    // trained already, here or (with a deployment store) on another host
+    if (!fs.existsSync(path.join(dir, 'meta.json')) && this.dataDir.shared && (await this.dataDir.exists(rel)))
+      await this.dataDir.pull(rel);
     if (fs.existsSync(path.join(dir, 'meta.json'))) {
       const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json'), 'utf8')) as {
         metrics: TrainedModel['metrics'];
@@ -340,6 +343,8 @@ export class ModelTrainer {
     } catch {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
+    // other hosts find it in the deployment's store (the first one stored wins)
+    await this.dataDir.push(rel);
     return {
       key,
       dir: rel,

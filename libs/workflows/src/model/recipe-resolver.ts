@@ -107,6 +107,7 @@ export class RecipeResolver {
       source: {
         kind: 'table',
         file: table.files[0],
+        version: table.id,
         entityKey: table.entityKey,
         sampleKey: table.entityKey,
         timeColumn: table.timeColumn,
@@ -165,7 +166,7 @@ export class RecipeResolver {
       recipe: {
         sampleSetId: ss.id,
         sampleFile: ss.files[0],
-        ...(ss.location ? { sampleVersion: ss.dataVersion } : {}),
+        ...(ss.dataVersion ? { sampleVersion: ss.dataVersion } : {}),
         label: ss.labelColumn,
         positive: explicitPositive(ss) ?? null,
         time: ss.timeColumn,

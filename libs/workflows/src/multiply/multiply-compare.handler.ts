@@ -165,7 +165,9 @@ export class MultiplyCompareHandler {
     return { labels: labels!, preds };
   }
 
-  private both(runs: SeedRun[]): Record<Split, SplitPredictions> {
+  private async both(runs: SeedRun[]): Promise<Record<Split, SplitPredictions>> {
+    // checkpoints trained on another host: from the deployment's store
+    for (const r of runs) await this.w.dataDir.pull(r.modelDir);
     return { validation: this.predictions(runs, 'validation'), test: this.predictions(runs, 'test') };
   }
 
@@ -174,7 +176,7 @@ export class MultiplyCompareHandler {
       const p = multiplyCompareParamsSchema.parse(trial.params);
       const baseTrial = await trialBySeq(this.w.ds, experiment.id, p.baselineSeq);
       const baseRuns = baseTrial.metrics!.perSeed as SeedRun[];
-      const base = this.both(baseRuns);
+      const base = await this.both(baseRuns);
       const validationFrom = baseTrial.metrics!.validationFrom as number | undefined;
       // per source, as borrowed alone when it was (duplicates counted against the target only)
       const parts = new Map<string, SourceStats>();
@@ -187,7 +189,7 @@ export class MultiplyCompareHandler {
           throw new Error(`trial #${arm.seq} ran other seeds than the baseline`);
         if (t.metrics!.validationFrom !== validationFrom)
           throw new Error(`trial #${arm.seq} has another validation start than the baseline`);
-        const other = this.both(runs);
+        const other = await this.both(runs);
         for (const split of ['validation', 'test'] as const) {
           if (!sameLabels(other[split].labels, base[split].labels))
             throw new Error(`trial #${arm.seq} was evaluated on other ${split} rows than the baseline`);

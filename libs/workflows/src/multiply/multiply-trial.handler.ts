@@ -209,6 +209,8 @@ export class MultiplyTrialHandler {
       const { sha256, bytes } = await writeSharedEmbeddingFile(this.w.dataDir.abs(rel), recipe.architecture.embeddingDim, slots, {
         name: p.embedding.name,
       });
+      // to the deployment's store before the registry row names it
+      await this.w.dataDir.push(rel);
       const kept = new Map(union.parts.map((x) => [x.domain, x.kept]));
       // the file is only kept with its registry row (a retry of this trial writes the same path again)
       entity = await registry
@@ -245,7 +247,8 @@ export class MultiplyTrialHandler {
             trialId: trial.id,
           },
         })
-        .catch((err: unknown) => {
+        .catch(async (err: unknown) => {
+          await this.w.dataDir.removeShared(rel).catch(() => undefined);
           fs.rmSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true, force: true });
           throw err;
         });
@@ -260,6 +263,7 @@ export class MultiplyTrialHandler {
     const targetRecipe = {
       ...recipe,
       sampleFile: unionFile(targetParts, columns, p.testFrom),
+      sampleVersion: null,
       features: recipe.features.filter((f) => f.name !== UNION_DOMAIN),
     };
     t0 = Date.now();

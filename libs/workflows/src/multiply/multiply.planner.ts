@@ -100,6 +100,8 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     const unionRecipe = (domains: string[], extra: ResolvedFeature[]): ModelRecipe => ({
       ...recipe,
       sampleFile: unionFile(partsOf(domains), columns, testFrom),
+      // a file of this host's data directory, keyed by its own identity (not the target set's version)
+      sampleVersion: null,
       label: UNION_LABEL,
       positive: null,
       time: UNION_TIME,

@@ -38,6 +38,8 @@ export async function ensureUnion(
   const meta = path.join(path.dirname(file), 'union.json');
   if (fs.existsSync(file) && fs.existsSync(meta))
     return { ...(JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult), cached: true };
+  // parts uploaded on another host: from the deployment's store
+  for (const p of parts) await dataDir.pull(p.file);
   const result = await writeSampleUnion(
     {
       parts: parts.map((p) => ({

@@ -12,6 +12,7 @@ const featureSchema = z.object({
       sampleKey: z.string(),
       timeColumn: z.string().nullable().optional(),
       column: z.string().optional(),
+      version: z.string().optional(),
     }),
   ]),
   transform: z
