@@ -40,8 +40,16 @@ export class SampleSetData {
       if (!info)
         throw new StoreError(shared.url, `${this.dataDir.storeKey(ss.files[0])} of sample set ${ss.name} is not in the store`, 'not-found');
       const hit = await shared.cache.acquire(shared.store, info);
+      // under its own name (readers go by the extension)
+      const dir = this.dataDir.ensure(path.join('tmp', `samples-${ss.id.slice(0, 8)}-${process.pid}-${randomBytes(4).toString('hex')}`));
+      const file = path.join(dir, path.basename(ss.files[0]));
+      fs.symlinkSync(hit.file, file);
       onProgress?.(1, hit.fetched ? `fetched ${ss.name} from ${shared.url}` : `${ss.name}: in this host's cache`);
-      return { path: hit.file, fetchedBytes: hit.bytes, objects: 1, release: hit.release };
+      const release = () => {
+        hit.release();
+        fs.rmSync(dir, { recursive: true, force: true });
+      };
+      return { path: file, fetchedBytes: hit.bytes, objects: 1, release };
     }
     if (!this.stores || !this.cache)
       throw new Error(`sample set ${ss.name} is registered by reference, and this process has no store settings`);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { Logger } from '@nestjs/common';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
@@ -39,6 +40,7 @@ export interface BuiltSet {
 }
 
 const ID_SPACES = 'id-spaces.json';
+const logger = new Logger('BuiltSamples');
 
 /**
  * Built samples, cached on disk in the runtime's shard format under built/<key>/, the key being a
@@ -176,6 +178,12 @@ export class BuiltSamplesCache {
     let cached = true;
     if (local) await this.dataDir.push(rel, { adopt: true });
     let pulled = await this.dataDir.pullCached(rel, onProgress ? (f, m) => onProgress(f, m) : undefined);
+    if (pulled)
+      logger.log(
+        pulled.fetchedBytes > 0
+          ? `built samples ${key}: fetched ${(pulled.fetchedBytes / 2 ** 20).toFixed(1)} MiB from ${this.dataDir.shared.url}`
+          : `built samples ${key}: in this host's cache`,
+      );
     if (!pulled) {
       cached = false;
       await this.build(req, key, recipe, onProgress);
@@ -183,6 +191,7 @@ export class BuiltSamplesCache {
       await this.dataDir.push(rel, { adopt: true });
       pulled = await this.dataDir.pullCached(rel);
       if (!pulled) throw new Error(`built samples ${key} are not in the store ${this.dataDir.shared.url} after being stored`);
+      logger.log(`built samples ${key}: built here and stored in ${this.dataDir.shared.url}`);
     }
     return { key, dir: pulled.dir, meta: readMeta(this.dataDir.abs(pulled.dir)), cached, release: pulled.release };
   }
