@@ -5,16 +5,26 @@
  * Writes a synthetic Parquet set (time, user, label, NUMERIC numeric columns with missing values,
  * SLOTS categorical / multi-id columns), builds it through BuiltSamplesCache with the worker's defaults
  * and prints one JSON line: rows, seconds and the process's peak RSS per stage, and the built size.
+ *
+ * BENCH_REFERENCE=1: the set is written as day=N/ partitions (8 files) and read as a set registered
+ * by reference on a file:// store is (SampleSetData: listing, the host's cache, a folder of links);
+ * BENCH_IV=1: then the streaming IV/WOE scoring of every feature, as a score trial runs it;
+ * BENCH_EPOCH=1: then one training epoch on the CPU backend from the built shards and an evaluation
+ * of the test split. Each is a stage of its own in the JSON.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { DataDir } from '@abacus/catalog';
+import { DataDir, SampleSetData } from '@abacus/catalog';
+import type { SampleSetEntity } from '@abacus/data';
+import { RuntimeModel } from '@abacus/runtime';
+import { scoreFileStreaming } from '@abacus/scoring';
+import { FileStore, ObjectCache, StoreRegistry } from '@abacus/store';
 import { BuiltSamplesCache } from './built-samples.cache';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from './model-recipe.schema';
 
-async function writeSet(file: string, rows: number, numeric: number, slots: number): Promise<void> {
+async function writeSet(file: string, rows: number, numeric: number, slots: number, partitioned: boolean): Promise<void> {
   const instance = await DuckDBInstance.create(':memory:', {
     memory_limit: '1GB',
     temp_directory: path.join(path.dirname(file), 'spill'),
@@ -36,7 +46,9 @@ async function writeSet(file: string, rows: number, numeric: number, slots: numb
     );
   try {
     await con.run(
-      `COPY (SELECT ${cols.join(', ')} FROM range(${rows}) r(i)) TO '${file}' (FORMAT parquet, ROW_GROUP_SIZE 122880)`,
+      partitioned
+        ? `COPY (SELECT ${cols.join(', ')}, CAST(((i * 7919) % 8640000) // 1080000 AS INTEGER) AS day FROM range(${rows}) r(i)) TO '${file}' (FORMAT parquet, PARTITION_BY (day), ROW_GROUP_SIZE 122880)`
+        : `COPY (SELECT ${cols.join(', ')} FROM range(${rows}) r(i)) TO '${file}' (FORMAT parquet, ROW_GROUP_SIZE 122880)`,
     );
   } finally {
     con.closeSync();
@@ -51,9 +63,10 @@ async function main(): Promise<void> {
   const duckdbMemoryMb = Number(process.argv[6] ?? 2048);
   const root = process.argv[5] ?? fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-build-mem-'));
   fs.mkdirSync(path.join(root, 'in'), { recursive: true });
-  const file = path.join(root, 'in', `set-${rows}x${numeric + slots}.parquet`);
+  const reference = process.env.BENCH_REFERENCE === '1';
+  const file = path.join(root, 'in', `set-${rows}x${numeric + slots}${reference ? '' : '.parquet'}`);
   const tw = performance.now();
-  if (!fs.existsSync(file)) await writeSet(file, rows, numeric, slots);
+  if (!fs.existsSync(file)) await writeSet(file, rows, numeric, slots, reference);
   const writeS = (performance.now() - tw) / 1000;
   const features: ResolvedFeature[] = [
     ...Array.from({ length: numeric }, (_, j) => ({
@@ -81,9 +94,29 @@ async function main(): Promise<void> {
     modelId: null,
   };
   const threads = Math.min(4, os.availableParallelism());
-  const cache = new BuiltSamplesCache(new DataDir(root), {
+  const dataDir = new DataDir(root);
+  // a set registered by reference on a file:// store, read as the worker reads one
+  const samples = new SampleSetData(
+    dataDir,
+    new StoreRegistry(),
+    new ObjectCache(path.join(root, 'cache'), 1e12),
+  );
+  const objects = reference ? await new FileStore(file).list('') : [];
+  const entity = {
+    id: '00000000-0000-0000-0000-00000000bead',
+    name: 'bench',
+    files: [],
+    location: `file://${file}/`,
+    objects,
+  } as unknown as SampleSetEntity;
+  if (reference) {
+    recipe.sampleFile = `file://${file}/`;
+    recipe.sampleVersion = `bench-${rows}x${numeric + slots}`;
+  }
+  const cache = new BuiltSamplesCache(dataDir, {
     threads,
     duckdbMemoryMb: duckdbMemoryMb,
+    ...(reference ? { openSamples: (_r: ModelRecipe, onProgress?: (f: number, m: string) => void) => samples.open(entity, onProgress) } : {}),
   });
   const stages: Record<string, { s: number; peakRssGiB: number }> = {};
   let stage = 'start';
@@ -105,6 +138,64 @@ async function main(): Promise<void> {
   });
   peak = Math.max(peak, process.memoryUsage.rss());
   close();
+  const buildS = +((performance.now() - t0) / 1000).toFixed(1);
+  const begin = (name: string) => {
+    close();
+    stage = name;
+    stageStart = performance.now();
+    peak = process.memoryUsage.rss();
+  };
+  const extra: Record<string, unknown> = {};
+  if (process.env.BENCH_IV === '1') {
+    begin('iv (streaming, every feature)');
+    const opened = reference ? await samples.open(entity) : { path: file, release: () => undefined };
+    try {
+      const scored = await scoreFileStreaming(
+        opened.path,
+        { label: 'click' },
+        { columns: [...features.map((f) => f.name), 'click'], memoryLimitMb: duckdbMemoryMb, tempDir: path.join(root, 'tmp') },
+      );
+      extra.iv = { rows: scored.rows, features: scored.report.features.length, readMs: scored.readMs, scoreMs: scored.scoreMs };
+    } finally {
+      opened.release();
+    }
+  }
+  if (process.env.BENCH_EPOCH === '1') {
+    begin('open built shards');
+    const set = await cache.get(recipe);
+    begin('train one epoch (cpu)');
+    const training = recipe.training;
+    const model = RuntimeModel.create(
+      {
+        numeric: set.inputs.numeric,
+        slots: set.inputs.slots,
+        pooling: recipe.architecture.pooling,
+        embeddingDim: recipe.architecture.embeddingDim,
+        wide: recipe.architecture.wide,
+        hidden: recipe.architecture.hidden,
+        optimizer: {
+          dense: { kind: 'adam', lr: training.learningRate },
+          sparse: { kind: training.sparseOptimizer, lr: training.sparseLearningRate },
+        },
+        seed: training.seed,
+      },
+      { backend: 'cpu' },
+    );
+    const tt = performance.now();
+    const r = await model.train(set.train, { epochs: 1, batchSize: training.batchSize, seed: 1, validationFraction: 0 });
+    const trainS = (performance.now() - tt) / 1000;
+    begin('evaluate test split (cpu)');
+    const ev = await model.evaluate(set.test);
+    extra.epoch = {
+      trainRows: set.train.rows,
+      testRows: set.test.rows,
+      batchSize: training.batchSize,
+      trainS: +trainS.toFixed(1),
+      samplesPerSecond: Math.round(r.samplesPerSecond),
+      testAuc: +ev.auc.toFixed(4),
+    };
+  }
+  close();
   clearInterval(timer);
   const dir = path.join(root, built.dir);
   const bytes = (d: string): number =>
@@ -118,15 +209,18 @@ async function main(): Promise<void> {
       threads,
       duckdbMemoryMb: duckdbMemoryMb,
       writeSetS: +writeS.toFixed(1),
-      buildS: +((performance.now() - t0) / 1000).toFixed(1),
+      buildS,
+      reference,
+      ...extra,
       maxRssGiB: +(process.resourceUsage().maxRSS / 2 ** 20).toFixed(2),
       stages,
       builtGiB: +(bytes(dir) / 2 ** 30).toFixed(2),
-      parquetGiB: +(fs.statSync(file).size / 2 ** 30).toFixed(2),
+      parquetGiB: +((fs.statSync(file).isDirectory() ? bytes(file) : fs.statSync(file).size) / 2 ** 30).toFixed(2),
       timings: built.meta.timings,
     }),
   );
   fs.rmSync(path.join(root, 'built'), { recursive: true, force: true });
+  fs.rmSync(path.join(root, 'cache'), { recursive: true, force: true });
 }
 
 void main();
