@@ -339,6 +339,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
   });
   const con = await instance.connect();
   try {
+    // the joined rows are written once and read twice (statistics, ranges), then removed: stored
+    // uncompressed, which writes them a fifth faster and reads them without decoding, for about
+    // three times the disk of DuckDB's compressed columns (8 bytes a value)
+    await con.run(`SET force_compression = 'uncompressed'`);
     // ---- schemas and validation (no data read yet)
     const samplesSource = await guarded('samples.file', 'unreadable', () => tableSource(req.samples.file));
     const sampleSchema = await schemaOf(con, samplesSource, 'samples.file');
@@ -413,10 +417,50 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       for (const c of checks) numericTextChecks.push({ field: c.field, ref: quoteIdent(src.column), source: table.source.sql });
     }
 
-    // ---- read the sample columns; filter, cap and order the rows
-    await guarded('samples.file', 'malformed or unreadable', () =>
-      con.run(`CREATE TABLE __base AS SELECT ${[...sampleCols].map(quoteIdent).join(', ')} FROM ${samplesSource.sql}`),
-    );
+    // ---- read the sample columns; filter, cap and order the rows. Parquet is read where it lies (a
+    // view: the join below is the one pass over the data), each row numbered by its place in the
+    // files in read order; other formats are copied into the build's database first
+    const cols = [...sampleCols].map(quoteIdent).join(', ');
+    const direct =
+      samplesSource.format === 'parquet' &&
+      !!samplesSource.files?.length &&
+      !sampleSchema.has('filename') &&
+      !sampleSchema.has('file_row_number');
+    if (direct) {
+      const files = samplesSource.files!;
+      const hive = samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
+      const list = `[${files.map(quoteLiteral).join(', ')}]`;
+      if (files.length === 1) {
+        await con.run(
+          `CREATE VIEW __base AS SELECT CAST(file_row_number AS BIGINT) AS __row, ${cols} FROM read_parquet(${list}, file_row_number = true${hive})`,
+        );
+      } else {
+        // the rows of the files before each one (their footers' counts)
+        const counts = new Map(
+          (
+            await guarded('samples.file', 'malformed or unreadable', () =>
+              rows(con, `SELECT file_name, sum(row_group_num_rows) FROM (SELECT DISTINCT file_name, row_group_id, row_group_num_rows FROM parquet_metadata(${list})) GROUP BY file_name`),
+            )
+          ).map(([f, n]) => [String(f), Number(n)]),
+        );
+        let off = 0;
+        const offsets = files.map((f) => {
+          const o = off;
+          off += counts.get(f) ?? 0;
+          return `(${quoteLiteral(f)}, ${o})`;
+        });
+        await con.run(`CREATE TABLE __files AS SELECT * FROM (VALUES ${offsets.join(', ')}) v(name, off)`);
+        await con.run(
+          `CREATE VIEW __base AS SELECT CAST(o.off + p.file_row_number AS BIGINT) AS __row, ${[...sampleCols].map((c) => `p.${quoteIdent(c)}`).join(', ')}
+             FROM read_parquet(${list}, filename = true, file_row_number = true${hive}) p JOIN __files o ON p.filename = o.name`,
+        );
+      }
+    } else {
+      await guarded('samples.file', 'malformed or unreadable', () =>
+        con.run(`CREATE TABLE __copy AS SELECT ${cols} FROM ${samplesSource.sql}`),
+      );
+      await con.run(`CREATE VIEW __base AS SELECT rowid AS __row, * FROM __copy`);
+    }
     const where = req.filter
       ? `WHERE CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
       : '';
@@ -424,8 +468,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // them ordered here (a second copy of the rows is what a large build can least afford)
     await guarded('samples', 'cannot select the rows', () =>
       con.run(
-        `CREATE ${req.maxRows !== null ? 'TABLE' : 'VIEW'} __s AS SELECT CAST(rowid AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}* FROM __base ${where}
-         ${req.maxRows !== null ? `ORDER BY ${time ? '__t, ' : ''}rowid LIMIT ${req.maxRows}` : ''}`,
+        `CREATE ${req.maxRows !== null ? 'TABLE' : 'VIEW'} __s AS SELECT CAST(__row AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}* EXCLUDE (__row) FROM __base ${where}
+         ${req.maxRows !== null ? `ORDER BY ${time ? '__t, ' : ''}__row LIMIT ${req.maxRows}` : ''}`,
       ),
     );
     for (const c of numericTextChecks) {
@@ -440,9 +484,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         );
       }
     }
-    const [[count, nullTimes]] = await rows(
-      con,
-      `SELECT count(*), ${time ? 'count(*) FILTER (WHERE __t IS NULL)' : '0'} FROM __s`,
+    const [[count, nullTimes]] = await guarded('samples.file', 'malformed or unreadable', () =>
+      rows(con, `SELECT count(*), ${time ? 'count(*) FILTER (WHERE __t IS NULL)' : '0'} FROM __s`),
     );
     const total = Number(count);
     if (total === 0) throw new SampleBuildError(req.filter ? 'filter' : 'samples.file', 'no sample rows to build from');
@@ -528,28 +571,32 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       groupSelect,
       ...planned.map((p, i) => `${p.expr} AS f${i}`),
     ].filter((x): x is string => x !== null);
-    await guarded('features', 'join failed', () =>
+    // reading the Parquet files happens here when they are read where they lie
+    await guarded(direct ? 'samples.file' : 'features', direct ? 'malformed or unreadable' : 'join failed', () =>
       con.run(
         `CREATE TABLE __j AS SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`,
       ),
     );
     await con.run(req.maxRows !== null ? 'DROP TABLE __s' : 'DROP VIEW __s');
-    await con.run('DROP TABLE __base');
+    await con.run('DROP VIEW __base');
+    if (!direct) await con.run('DROP TABLE __copy');
+    if (direct && samplesSource.files!.length > 1) await con.run('DROP TABLE __files');
     const joinMs = performance.now() - t1;
     progress(0.3, 'statistics');
 
     // ---- global statistics; the means by compensated (Kahan-Babuska) sums, so the order the threads
     // add their parts in does not show in the result
     const t2 = performance.now();
-    const stats: string[] = ['count(*)', 'count(*) FILTER (WHERE __test = 0)'];
+    const stats: string[] = ['count(*)', 'count(CASE WHEN __test = 0 THEN 1 END)'];
     const at = new Map<number, number>();
     planned.forEach((p, i) => {
       if (p.spec.input === 'numeric') {
         const x = p.spec.log ? `(CASE WHEN f${i} >= 0 THEN ln(1 + f${i}) ELSE -ln(1 - f${i}) END)` : `f${i}`;
         at.set(i, stats.length);
+        // CASE, not FILTER: the same values summed, several times faster over a hundred columns
         stats.push(
-          `sum(${x}) FILTER (WHERE __test = 0 AND isfinite(${x}))`,
-          `count(*) FILTER (WHERE __test = 0 AND isfinite(${x}))`,
+          `sum(CASE WHEN __test = 0 AND isfinite(${x}) THEN ${x} END)`,
+          `count(CASE WHEN __test = 0 AND isfinite(${x}) THEN 1 END)`,
         );
       } else if (p.spec.input === 'multi' && p.spec.hash === null && p.spec.child !== 'string') {
         at.set(i, stats.length);

@@ -27,6 +27,9 @@ export function kindOfDuckdbType(type: string): FeatureKind | 'unsupported' {
 export interface TableSource {
   format: 'csv' | 'parquet';
   sql: string;
+  /** Parquet only: the files, in the order they are read, and whether their folders are hive partitions */
+  files?: string[];
+  hive?: boolean;
   /** CSV only: the delimiter the file is read with */
   delimiter?: string;
 }
@@ -67,6 +70,8 @@ export async function tableSource(file: string): Promise<TableSource> {
     return {
       format: 'parquet',
       sql: `read_parquet([${files.map(quoteLiteral).join(', ')}], hive_partitioning = ${hive}${hive ? ', hive_types_autocast = false' : ''})`,
+      files,
+      hive,
     };
   }
   const lower = file.toLowerCase();
@@ -85,7 +90,7 @@ export async function tableSource(file: string): Promise<TableSource> {
     if (err instanceof TableReadError) throw err;
     throw new TableReadError(file, 'file does not exist');
   }
-  if (isParquet) return { format: 'parquet', sql: `read_parquet(${quoteLiteral(file)})` };
+  if (isParquet) return { format: 'parquet', sql: `read_parquet(${quoteLiteral(file)})`, files: [file], hive: false };
   const delim = lower.includes('.tsv') ? '\t' : await sniffDelimiter(file);
   // explicit delimiter + strict mode: a ragged row is an error, never a silently re-sniffed single column or a skipped line
   return {
