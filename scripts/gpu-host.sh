@@ -722,10 +722,19 @@ cmd_up() {
   read -r -a gpus <<<"$(gpu_list)"
   if [ "${#gpus[@]}" -gt 1 ] && [ "${ABACUS_GPU_WORKERS:-per-gpu}" != one ]; then
     say "GPUs ${gpus[*]}: one worker each"
+    # ABACUS_GPU_HOSTS=separate (with ABACUS_STORE_URL): each worker its own data directory and cache,
+    # as on separate hosts that share only the store, Redis and Postgres
+    if [ "${ABACUS_GPU_HOSTS:-shared}" = separate ] && [ -z "${ABACUS_STORE_URL:-}" ]; then
+      die "ABACUS_GPU_HOSTS=separate needs ABACUS_STORE_URL (the store the \"hosts\" share)"
+    fi
     for k in "${!gpus[@]}"; do
       name=worker
       [ "$k" -gt 0 ] && name="worker-$k" && started+=("$name")
-      CUDA_VISIBLE_DEVICES=${gpus[$k]} start_node_proc "$name" dist/apps/worker/src/main.js supervise
+      if [ "${ABACUS_GPU_HOSTS:-shared}" = separate ]; then
+        ABACUS_DATA_DIR="$PREFIX/host-$k" CUDA_VISIBLE_DEVICES=${gpus[$k]} start_node_proc "$name" dist/apps/worker/src/main.js supervise
+      else
+        CUDA_VISIBLE_DEVICES=${gpus[$k]} start_node_proc "$name" dist/apps/worker/src/main.js supervise
+      fi
     done
   else
     start_node_proc worker dist/apps/worker/src/main.js supervise

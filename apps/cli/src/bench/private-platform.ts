@@ -104,6 +104,12 @@ export async function startPlatform(
     ABACUS_RUNTIME_THREADS: '1',
     // the bench measures the API, not the per-key limiter
     ABACUS_RATE_LIMIT_PER_MIN: '1000000',
+    // the stores this process is configured for (sets by reference, the deployment's store)
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        (e): e is [string, string] => e[1] !== undefined && /^(ABACUS_S3_|ABACUS_STORES_FILE$|ABACUS_STORE_URL$|AWS_)/.test(e[0]),
+      ),
+    ),
     ...o.env,
   };
   const config = loadConfig(env, { fresh: true });

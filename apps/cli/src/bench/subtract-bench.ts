@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { loadConfig } from '@abacus/configs';
 import { simulateWorld, writeWorld } from '@abacus/samples';
+import { StoreRegistry, storeSettings } from '@abacus/store';
 import type { ApiClient } from '../api-client';
 import { CliError } from '../commands/command.types';
 
@@ -44,7 +46,9 @@ export interface SubtractBenchOptions {
   seed: number;
   /**
    * register the samples by reference instead of uploading them: written under this folder (a path
-   * the api and workers see) as hive partitions by day (day=N/), registered as file://<folder>/
+   * the api and workers see) as hive partitions by day (day=N/), registered as file://<folder>/; or,
+   * given s3://bucket/prefix/, written locally and uploaded there (the store settings of this
+   * process's configuration: ABACUS_S3_*, ABACUS_STORES_FILE, AWS_*), registered as that URL
    */
   registerAt?: string;
   onStatus?: (line: string) => void;
@@ -68,7 +72,12 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
     const extra = Math.max(0, o.features - catalog.length);
     const features = [...catalog.slice(0, o.features), ...Array.from({ length: extra }, (_, k) => `bench_noise_${k + 1}`)];
     // one table of every line's samples; features past the simulator's own are per-impression noise
-    const file = o.registerAt ? path.resolve(o.registerAt, `bench-${o.rows}x${o.features}-${o.seed}`) : path.join(dir, 'bench-samples.parquet');
+    const s3 = o.registerAt?.startsWith('s3://') ?? false;
+    const file = o.registerAt
+      ? s3
+        ? path.join(dir, 'partitions')
+        : path.resolve(o.registerAt, `bench-${o.rows}x${o.features}-${o.seed}`)
+      : path.join(dir, 'bench-samples.parquet');
     if (o.registerAt) {
       fs.rmSync(file, { recursive: true, force: true });
       fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -91,10 +100,26 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
     const name = `bench-${Date.now()}`;
     const t1 = Date.now();
     let ss: { id: string; rowCount: number };
+    let url = `file://${file}/`;
+    if (o.registerAt && s3) {
+      const base = `${o.registerAt.replace(/\/?$/, '/')}bench-${o.rows}x${o.features}-${o.seed}/`;
+      const stores = new StoreRegistry(storeSettings(loadConfig()));
+      const { store, prefix } = stores.resolve(base);
+      const walk = (d: string): string[] =>
+        fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+      const files = walk(file);
+      const old = await store.list(prefix);
+      if (old.length) await store.remove(old.map((x) => x.key));
+      log(`uploading ${files.length} Parquet file(s) to ${base}`);
+      for (const f of files) await store.upload(`${prefix}${path.relative(file, f).split(path.sep).join('/')}`, fs.createReadStream(f));
+      stores.close();
+      url = base;
+    }
+    const uploadMs = Date.now() - t1;
     if (o.registerAt) {
-      log(`registering file://${file}/ by reference`);
+      log(`registering ${url} by reference`);
       ss = await api.post<{ id: string; rowCount: number }>('/sample-sets/register', {
-        url: `file://${file}/`,
+        url,
         name,
         businessLine: 'bench',
         label: 'click',
@@ -165,7 +190,7 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       slowestStage: slowest,
       experimentMs,
       clientWallMs: wallMs,
-      setup: { simulateMs, importMs },
+      setup: { simulateMs, importMs, ...(s3 ? { uploadToStoreMs: uploadMs } : {}) },
       trials: e.trials.map((t) => ({
         kind: t.kind,
         role: t.metrics?.role ?? null,

@@ -56,7 +56,7 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .option('--seed <n>', 'world and experiment seed', '1')
     .option(
       '--register-at <dir>',
-      'write the samples under this folder as day=N/ partitions and register them by reference (file://), instead of uploading them',
+      'write the samples under this folder as day=N/ partitions and register them by reference (file://), instead of uploading them; or upload the partitions to s3://bucket/prefix/ and register that',
     )
     .option(
       '--private',
