@@ -116,7 +116,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (process.env.ABACUS_TEST_LOGS)
-    for (const h of hosts) if (h.proc) fs.writeFileSync(path.join(process.env.ABACUS_TEST_LOGS, `host-${h.name}.log`), logOf(h.proc));
+    for (const h of hosts)
+      if (h.proc) fs.writeFileSync(path.join(process.env.ABACUS_TEST_LOGS, `host-${h.name}.log`), logOf(h.proc));
   for (const h of hosts) await h.proc?.stop('SIGKILL');
   await api?.stop();
   await ds?.destroy();
@@ -156,7 +157,8 @@ describe('two worker hosts sharing only the store, Redis and Postgres', () => {
     expect(e.status, log).toBe('succeeded');
     expect(log).toContain(`[trial ${trialId} / experiment ${id}] started train (attempt 2)`);
     // both hosts ran trials of the experiment
-    for (const h of [victimLog(), log]) expect(count(h, new RegExp(`\\[trial [0-9a-f-]+ / experiment ${id}\\] started`))).toBeGreaterThan(0);
+    for (const h of [victimLog(), log])
+      expect(count(h, new RegExp(`\\[trial [0-9a-f-]+ / experiment ${id}\\] started`))).toBeGreaterThan(0);
     expect(count(log, `experiment ${id} succeeded`)).toBe(1);
     const dup = await ds.query(
       `SELECT feature_name, scorer FROM feature_results WHERE experiment_id = $1 GROUP BY feature_name, scorer HAVING count(*) > 1`,

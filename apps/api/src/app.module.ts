@@ -5,7 +5,15 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { ApiKeyService, AuditService, KeyRevocationBus } from '@abacus/access';
-import { BusinessLineService, DataDir, openDataDir, EmbeddingService, FeatureService, ModelService, SampleSetService } from '@abacus/catalog';
+import {
+  BusinessLineService,
+  DataDir,
+  openDataDir,
+  EmbeddingService,
+  FeatureService,
+  ModelService,
+  SampleSetService,
+} from '@abacus/catalog';
 import { QueueService } from '@abacus/queue';
 import { ActiveTierCache, ServingService } from '@abacus/serving';
 import { ReportScheduleService, ReportService } from '@abacus/reports';

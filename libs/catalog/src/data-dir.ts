@@ -220,7 +220,11 @@ export class DataDir {
     await s.store.upload(`${key}/${MANIFEST}`, Buffer.from(JSON.stringify(manifest)), 'application/json');
     if (opts.adopt && s.cache) {
       for (const f of manifest.files)
-        await s.cache.adopt(s.store, { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 }, path.join(local, f.path));
+        await s.cache.adopt(
+          s.store,
+          { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 },
+          path.join(local, f.path),
+        );
       fs.rmSync(local, { recursive: true, force: true });
     }
     return true;

@@ -13,7 +13,10 @@ export interface DataDirConfig extends StoreConfig {
  * The data directory of a process, with the deployment's store when ABACUS_STORE_URL names one, and
  * the host's cache of store objects (shared by its processes; also the cache of sets registered by reference).
  */
-export function openDataDir(config: DataDirConfig, stores = new StoreRegistry(storeSettings(config))): { dataDir: DataDir; cache: ObjectCache; stores: StoreRegistry } {
+export function openDataDir(
+  config: DataDirConfig,
+  stores = new StoreRegistry(storeSettings(config)),
+): { dataDir: DataDir; cache: ObjectCache; stores: StoreRegistry } {
   const root = path.resolve(config.ABACUS_DATA_DIR);
   const cache = new ObjectCache(config.ABACUS_CACHE_DIR ?? path.join(root, 'cache'), config.ABACUS_CACHE_GB * 2 ** 30);
   if (!config.ABACUS_STORE_URL) return { dataDir: new DataDir(root), cache, stores };

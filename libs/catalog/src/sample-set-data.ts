@@ -38,10 +38,16 @@ export class SampleSetData {
       // an upload another host took: from the deployment's store, through this host's cache
       const info = await shared.store.head(this.dataDir.storeKey(ss.files[0]));
       if (!info)
-        throw new StoreError(shared.url, `${this.dataDir.storeKey(ss.files[0])} of sample set ${ss.name} is not in the store`, 'not-found');
+        throw new StoreError(
+          shared.url,
+          `${this.dataDir.storeKey(ss.files[0])} of sample set ${ss.name} is not in the store`,
+          'not-found',
+        );
       const hit = await shared.cache.acquire(shared.store, info);
       // under its own name (readers go by the extension)
-      const dir = this.dataDir.ensure(path.join('tmp', `samples-${ss.id.slice(0, 8)}-${process.pid}-${randomBytes(4).toString('hex')}`));
+      const dir = this.dataDir.ensure(
+        path.join('tmp', `samples-${ss.id.slice(0, 8)}-${process.pid}-${randomBytes(4).toString('hex')}`),
+      );
       const file = path.join(dir, path.basename(ss.files[0]));
       fs.symlinkSync(hit.file, file);
       onProgress?.(1, hit.fetched ? `fetched ${ss.name} from ${shared.url}` : `${ss.name}: in this host's cache`);

@@ -235,7 +235,6 @@ export class SampleSetService {
   async findByName(businessLine: string, name: string): Promise<SampleSetEntity | null> {
     return this.repo.findOneBy({ businessLine, name });
   }
-
 }
 
 /** sha256 of a stored file, the sample set's data version */

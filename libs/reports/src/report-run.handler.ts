@@ -227,7 +227,9 @@ export class ReportRunHandler {
     const columns = ss.location
       ? []
       : ss.schema.filter((c) => res.perFeature.some((f) => f.feature === c.name) && c.kind !== 'unsupported');
-    const table = columns.length ? await readTable(await this.dataDir.pull(ss.files[0]), { columns: columns.map((c) => c.name) }) : null;
+    const table = columns.length
+      ? await readTable(await this.dataDir.pull(ss.files[0]), { columns: columns.map((c) => c.name) })
+      : null;
     const profiles: Record<string, FeatureProfile> = {};
     const countsOnPrevious: Record<string, number[] | null> = {};
     for (const col of table?.columns ?? []) {

@@ -21,6 +21,15 @@ export interface Platform {
 const ROOT = path.resolve(__dirname, '../../../../..');
 export const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
+/** The AWS SDK's own settings and credential chain (AWS_ACCESS_KEY_ID, ...), passed on to the children as they are. */
+function awsEnv(): Record<string, string> {
+  // eslint-disable-next-line no-restricted-syntax -- settings of the SDK, read by the SDK itself in the children
+  const env = process.env;
+  return Object.fromEntries(
+    Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[0].startsWith('AWS_')),
+  );
+}
+
 function start(entry: string, env: Record<string, string>): { proc: ChildProcess; out: () => string } {
   const proc = spawn(process.execPath, [path.join(ROOT, entry)], {
     cwd: ROOT,
@@ -106,10 +115,19 @@ export async function startPlatform(
     ABACUS_RATE_LIMIT_PER_MIN: '1000000',
     // the stores this process is configured for (sets by reference, the deployment's store)
     ...Object.fromEntries(
-      Object.entries(process.env).filter(
-        (e): e is [string, string] => e[1] !== undefined && /^(ABACUS_S3_|ABACUS_STORES_FILE$|ABACUS_STORE_URL$|AWS_)/.test(e[0]),
-      ),
+      (
+        [
+          ['ABACUS_S3_ENDPOINT', base.ABACUS_S3_ENDPOINT],
+          ['ABACUS_S3_REGION', base.ABACUS_S3_REGION],
+          ['ABACUS_S3_FORCE_PATH_STYLE', base.ABACUS_S3_FORCE_PATH_STYLE],
+          ['ABACUS_STORES_FILE', base.ABACUS_STORES_FILE],
+          ['ABACUS_STORE_URL', base.ABACUS_STORE_URL],
+        ] as const
+      )
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, String(v)]),
     ),
+    ...awsEnv(),
     ...o.env,
   };
   const config = loadConfig(env, { fresh: true });

@@ -10,7 +10,15 @@ export const SAMPLE_BUILDER_VERSION = 2;
 
 export type NormalizedSource =
   | { kind: 'column'; column: string }
-  | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn: string | null; column: string; version?: string };
+  | {
+      kind: 'table';
+      file: string;
+      entityKey: string;
+      sampleKey: string;
+      timeColumn: string | null;
+      column: string;
+      version?: string;
+    };
 
 export interface NormalizedFeature {
   name: string;
@@ -104,13 +112,17 @@ export function cacheKeyOf(req: NormalizedRequest): string {
   const files: unknown[] = [versioned ? { version: req.samples.version } : fileIdentity(req.samples.file, 'samples.file')];
   req.features.forEach((f, i) => {
     if (f.source.kind === 'table')
-      files.push(f.source.version !== undefined ? { version: f.source.version } : fileIdentity(f.source.file, `features.${i}.source.file`));
+      files.push(
+        f.source.version !== undefined ? { version: f.source.version } : fileIdentity(f.source.file, `features.${i}.source.file`),
+      );
   });
   // versioned files: the key leaves their (host-local) paths out, so every host computes the same one
   const request = {
     ...req,
     samples: versioned ? { ...req.samples, file: '' } : req.samples,
-    features: req.features.map((f) => (f.source.kind === 'table' && f.source.version !== undefined ? { ...f, source: { ...f.source, file: '' } } : f)),
+    features: req.features.map((f) =>
+      f.source.kind === 'table' && f.source.version !== undefined ? { ...f, source: { ...f.source, file: '' } } : f,
+    ),
   };
   const payload = canonicalJson({ builder: SAMPLE_BUILDER_VERSION, request, files });
   return createHash('sha256').update(payload).digest('hex');

@@ -24,7 +24,15 @@ export type FeatureSource =
    * the join is point-in-time (DuckDB ASOF JOIN: the latest table row with table.time <= sample time, never a row
    * from after the impression; none → missing); without it a plain left join (the key must then be unique).
    */
-  | { kind: 'table'; file: string; entityKey: string; sampleKey: string; timeColumn?: string | null; column?: string; version?: string };
+  | {
+      kind: 'table';
+      file: string;
+      entityKey: string;
+      sampleKey: string;
+      timeColumn?: string | null;
+      column?: string;
+      version?: string;
+    };
 
 export interface FeatureDef {
   name: string;

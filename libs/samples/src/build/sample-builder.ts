@@ -439,7 +439,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         const counts = new Map(
           (
             await guarded('samples.file', 'malformed or unreadable', () =>
-              rows(con, `SELECT file_name, sum(row_group_num_rows) FROM (SELECT DISTINCT file_name, row_group_id, row_group_num_rows FROM parquet_metadata(${list})) GROUP BY file_name`),
+              rows(
+                con,
+                `SELECT file_name, sum(row_group_num_rows) FROM (SELECT DISTINCT file_name, row_group_id, row_group_num_rows FROM parquet_metadata(${list})) GROUP BY file_name`,
+              ),
             )
           ).map(([f, n]) => [String(f), Number(n)]),
         );

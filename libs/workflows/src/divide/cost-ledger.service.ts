@@ -177,11 +177,7 @@ export class CostLedgerService {
         continue;
       }
       const cols = this.columns(fs, table.schema, skipped);
-      const got = await measureStorage(
-        await Promise.all(table.files.map((p) => this.dataDir.pull(p))),
-        table.name,
-        cols,
-      );
+      const got = await measureStorage(await Promise.all(table.files.map((p) => this.dataDir.pull(p))), table.name, cols);
       for (const f of fs) {
         const m = got.get(f.sourceColumn ?? f.name);
         if (m) storage.set(f.id, m);

@@ -1,16 +1,16 @@
 /**
  * Peak memory of a sample build by stage, against rows (a script, not part of the unit suite):
  *   npx esbuild libs/workflows/src/model/built-samples.bench.ts --bundle --platform=node --packages=external \
- *     --outfile=dist-bench/built-samples.bench.js && node dist-bench/built-samples.bench.js ROWS [NUMERIC=85] [SLOTS=15] [DIR] [DUCKDB_MB=2048]
+ *     --outfile=dist-bench/built-samples.bench.js && node dist-bench/built-samples.bench.js ROWS [NUMERIC=85] [SLOTS=15] [DIR] [DUCKDB_MB=2048] [--reference] [--iv] [--epoch]
  * Writes a synthetic Parquet set (time, user, label, NUMERIC numeric columns with missing values,
  * SLOTS categorical / multi-id columns), builds it through BuiltSamplesCache with the worker's defaults
  * and prints one JSON line: rows, seconds and the process's peak RSS per stage, and the built size.
  *
- * BENCH_REFERENCE=1: the set is written as day=N/ partitions (8 files) and read as a set registered
- * by reference on a file:// store is (SampleSetData: listing, the host's cache, a folder of links);
- * BENCH_IV=1: then the streaming IV/WOE scoring of every feature, as a score trial runs it;
- * BENCH_EPOCH=1: then one training epoch on the CPU backend from the built shards and an evaluation
- * of the test split. Each is a stage of its own in the JSON.
+ * --reference (after the positional arguments): the set is written as day=N/ partitions (8 files)
+ * and read as a set registered by reference on a file:// store is (SampleSetData: listing, the host's
+ * cache, a folder of links); --iv: then the streaming IV/WOE scoring of every feature, as a score
+ * trial runs it; --epoch: then one training epoch on the CPU backend from the built shards and an
+ * evaluation of the test split. Each is a stage of its own in the JSON.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,13 +57,14 @@ async function writeSet(file: string, rows: number, numeric: number, slots: numb
 }
 
 async function main(): Promise<void> {
-  const rows = Number(process.argv[2] ?? 1_000_000);
-  const numeric = Number(process.argv[3] ?? 85);
-  const slots = Number(process.argv[4] ?? 15);
-  const duckdbMemoryMb = Number(process.argv[6] ?? 2048);
-  const root = process.argv[5] ?? fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-build-mem-'));
+  const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const rows = Number(args[0] ?? 1_000_000);
+  const numeric = Number(args[1] ?? 85);
+  const slots = Number(args[2] ?? 15);
+  const duckdbMemoryMb = Number(args[4] ?? 2048);
+  const root = args[3] ?? fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-build-mem-'));
   fs.mkdirSync(path.join(root, 'in'), { recursive: true });
-  const reference = process.env.BENCH_REFERENCE === '1';
+  const reference = process.argv.includes('--reference');
   const file = path.join(root, 'in', `set-${rows}x${numeric + slots}${reference ? '' : '.parquet'}`);
   const tw = performance.now();
   if (!fs.existsSync(file)) await writeSet(file, rows, numeric, slots, reference);
@@ -96,11 +97,7 @@ async function main(): Promise<void> {
   const threads = Math.min(4, os.availableParallelism());
   const dataDir = new DataDir(root);
   // a set registered by reference on a file:// store, read as the worker reads one
-  const samples = new SampleSetData(
-    dataDir,
-    new StoreRegistry(),
-    new ObjectCache(path.join(root, 'cache'), 1e12),
-  );
+  const samples = new SampleSetData(dataDir, new StoreRegistry(), new ObjectCache(path.join(root, 'cache'), 1e12));
   const objects = reference ? await new FileStore(file).list('') : [];
   const entity = {
     id: '00000000-0000-0000-0000-00000000bead',
@@ -116,7 +113,9 @@ async function main(): Promise<void> {
   const cache = new BuiltSamplesCache(dataDir, {
     threads,
     duckdbMemoryMb: duckdbMemoryMb,
-    ...(reference ? { openSamples: (_r: ModelRecipe, onProgress?: (f: number, m: string) => void) => samples.open(entity, onProgress) } : {}),
+    ...(reference
+      ? { openSamples: (_r: ModelRecipe, onProgress?: (f: number, m: string) => void) => samples.open(entity, onProgress) }
+      : {}),
   });
   const stages: Record<string, { s: number; peakRssGiB: number }> = {};
   let stage = 'start';
@@ -146,7 +145,7 @@ async function main(): Promise<void> {
     peak = process.memoryUsage.rss();
   };
   const extra: Record<string, unknown> = {};
-  if (process.env.BENCH_IV === '1') {
+  if (process.argv.includes('--iv')) {
     begin('iv (streaming, every feature)');
     const opened = reference ? await samples.open(entity) : { path: file, release: () => undefined };
     try {
@@ -160,7 +159,7 @@ async function main(): Promise<void> {
       opened.release();
     }
   }
-  if (process.env.BENCH_EPOCH === '1') {
+  if (process.argv.includes('--epoch')) {
     begin('open built shards');
     const set = await cache.get(recipe);
     begin('train one epoch (cpu)');
