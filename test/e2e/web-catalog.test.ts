@@ -324,6 +324,8 @@ describe.skipIf(!CHROMIUM)('catalog pages in headless Chromium (built api + work
     await page.waitForURL(new RegExp(`/models/${tierIds[1]}$`));
     await page.getByRole('heading', { name: /ctr/ }).first().waitFor();
     expect(await page.locator('dl.facts').innerText()).toMatch(/Reference\s+ctr@v2 or ctr@tier-1/);
+    // the set's name replaces its id once the page has fetched it
+    await page.locator('dl.facts').getByRole('link', { name: 'feed/feed-clicks' }).waitFor();
     expect(await page.locator('dl.facts').innerText()).toMatch(/Sample set\s+feed\/feed-clicks/);
     const [download] = await Promise.all([
       page.waitForEvent('download'),

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FileStore, ObjectCache } from '@abacus/store';
 import { DataDir, PathEscapeError } from './data-dir';
 
 describe('DataDir confinement', () => {
@@ -57,5 +58,76 @@ describe('DataDir confinement', () => {
     fs.symlinkSync(root, linkedRoot);
     expect(new DataDir(root).abs('sample-sets/alias/f.parquet')).toBe(path.join(root, 'sample-sets/alias/f.parquet'));
     expect(new DataDir(linkedRoot).abs('sample-sets/x')).toBe(path.join(linkedRoot, 'sample-sets/x'));
+  });
+});
+
+describe('DataDir with a deployment store (two hosts, one file store)', () => {
+  let base: string;
+  const host = (name: string, store: FileStore) => {
+    const root = path.join(base, name);
+    return new DataDir(root, {
+      store,
+      prefix: 'deploy/',
+      url: store.url,
+      cache: new ObjectCache(path.join(root, 'cache'), 2 ** 30),
+    });
+  };
+  const write = (d: DataDir, rel: string, files: Record<string, string>) => {
+    for (const [f, body] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(d.abs(rel), f)), { recursive: true });
+      fs.writeFileSync(path.join(d.abs(rel), f), body);
+    }
+  };
+
+  beforeEach(() => {
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-datadir-store-'));
+    fs.mkdirSync(path.join(base, 'store'));
+  });
+  afterEach(() => fs.rmSync(base, { recursive: true, force: true }));
+
+  it('pushes files and directories (manifest last), pulls them on another host, and reads large ones through its cache', async () => {
+    const store = new FileStore(path.join(base, 'store'));
+    const a = host('a', store);
+    const b = host('b', store);
+    write(a, 'models/k1', { 'meta.json': '{"m":1}', 'w/model.bin': 'weights' });
+    write(a, 'sample-sets/s1', { 'data.parquet': 'rows' });
+    expect(await a.exists('models/k1')).toBe(true);
+    expect(await b.exists('models/k1')).toBe(false);
+    expect(await a.push('models/k1')).toBe(true);
+    await a.push('sample-sets/s1/data.parquet');
+    // a second push of a stored directory writes nothing (the first one stored wins)
+    expect(await a.push('models/k1')).toBe(false);
+    expect((await store.list('deploy/models/k1/')).map((o) => o.key)).toEqual([
+      'deploy/models/k1/.abacus-dir.json',
+      'deploy/models/k1/meta.json',
+      'deploy/models/k1/w/model.bin',
+    ]);
+    expect(await b.exists('models/k1')).toBe(true);
+    expect(fs.readFileSync(path.join(await b.pull('models/k1'), 'w/model.bin'), 'utf8')).toBe('weights');
+    expect(fs.readFileSync(await b.pull('sample-sets/s1/data.parquet'), 'utf8')).toBe('rows');
+    await expect(b.pull('models/none')).rejects.toThrow(/not on this host and not in the store/);
+
+    // a large directory: through b's cache, fetched once, linked into a folder named like it
+    const first = (await b.pullCached('models/k1'))!;
+    expect(first.fetchedBytes).toBe(14);
+    expect(path.basename(first.dir)).toBe('k1');
+    expect(fs.readFileSync(path.join(b.abs(first.dir), 'meta.json'), 'utf8')).toBe('{"m":1}');
+    const again = (await b.pullCached('models/k1'))!;
+    expect(again.fetchedBytes).toBe(0);
+    first.release();
+    again.release();
+    expect(fs.existsSync(b.abs(first.dir))).toBe(false);
+    expect(await b.pullCached('models/none')).toBeNull();
+
+    // the host that stored a directory moves its files into its own cache: nothing to fetch after
+    await a.adoptPushed('models/k1');
+    expect(fs.existsSync(a.abs('models/k1'))).toBe(false);
+    const own = (await a.pullCached('models/k1'))!;
+    expect(own.fetchedBytes).toBe(0);
+    own.release();
+
+    await a.removeShared('models/k1');
+    expect(await store.list('deploy/models/')).toEqual([]);
+    expect(await b.exists('models/k1')).toBe(true); // b's own copy stays until b removes it
   });
 });

@@ -32,6 +32,8 @@ export interface SharedStore {
 
 /** A directory's manifest in the store, written after its files: a directory is there once this is. */
 const MANIFEST = '.abacus-dir.json';
+/** Left in a local directory this process stored: its files are the ones the store's manifest lists. */
+const STORED = '.abacus-stored';
 
 interface Manifest {
   files: { path: string; size: number; etag: string }[];
@@ -207,10 +209,14 @@ export class DataDir {
       return true;
     }
     if (await s.store.head(`${key}/${MANIFEST}`)) {
-      if (opts.adopt) fs.rmSync(local, { recursive: true, force: true });
+      // stored before: by this host (its files are the stored ones: into the cache) or by another
+      if (opts.adopt) {
+        if (fs.existsSync(path.join(local, STORED))) await this.adoptPushed(relative);
+        else fs.rmSync(local, { recursive: true, force: true });
+      }
       return false;
     }
-    const files = await walkFiles(local);
+    const files = (await walkFiles(local)).filter((f) => f !== STORED);
     const manifest: Manifest = { files: [] };
     await pool(files, 4, async (f) => {
       const info = await s.store.upload(`${key}/${f}`, fs.createReadStream(path.join(local, f)));
@@ -218,6 +224,7 @@ export class DataDir {
     });
     manifest.files.sort((a, b) => (a.path < b.path ? -1 : 1));
     await s.store.upload(`${key}/${MANIFEST}`, Buffer.from(JSON.stringify(manifest)), 'application/json');
+    fs.writeFileSync(path.join(local, STORED), '');
     if (opts.adopt && s.cache) {
       for (const f of manifest.files)
         await s.cache.adopt(
@@ -230,6 +237,26 @@ export class DataDir {
     return true;
   }
 
+  /**
+   * After `push` stored the local directory `relative`: its files move into the host's cache under
+   * what the store's manifest lists (read them back with pullCached) and the local directory goes.
+   */
+  async adoptPushed(relative: string): Promise<void> {
+    const s = this.shared;
+    if (!s?.cache) return;
+    const m = await this.manifest(relative);
+    const local = this.abs(relative);
+    if (m) {
+      const key = this.storeKey(relative);
+      for (const f of m.files) {
+        const file = path.join(local, f.path);
+        if (fs.existsSync(file))
+          await s.cache.adopt(s.store, { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 }, file);
+      }
+    }
+    fs.rmSync(local, { recursive: true, force: true });
+  }
+
   /** Removes `relative` here and from the store (a file, or a directory with its manifest). */
   async removeShared(relative: string): Promise<void> {
     this.remove(relative);
@@ -239,7 +266,8 @@ export class DataDir {
     const under = await s.store.list(`${key}/`);
     // the manifest first: a half-removed directory is no longer there for readers
     await s.store.remove([`${key}/${MANIFEST}`]);
-    await s.store.remove([key, ...under.map((o) => o.key).filter((k) => !k.endsWith(MANIFEST))]);
+    const self = (await s.store.head(key)) ? [key] : [];
+    await s.store.remove([...self, ...under.map((o) => o.key).filter((k) => !k.endsWith(MANIFEST))]);
   }
 
   abs(relative: string): string {

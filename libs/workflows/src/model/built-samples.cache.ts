@@ -50,8 +50,10 @@ const logger = new Logger('BuiltSamples');
 export class BuiltSamplesCache {
   private base: Memo | null = null;
   private last: Memo | null = null;
-  /** sets read through the store's cache, newest last: their links stay while they may be in use */
+  /** sets read through the store's cache (or built here), newest last: kept while they may be in use */
   private readonly pulled: (() => void)[] = [];
+  /** sets built by this process whose upload to the store is under way, by key */
+  private readonly storing = new Map<string, Promise<boolean>>();
 
   constructor(
     private readonly dataDir: DataDir,
@@ -175,25 +177,49 @@ export class BuiltSamplesCache {
       return { key, dir: rel, meta: await this.build(req, key, recipe, onProgress), cached: false };
     }
     // a deployment store: built sets live there (every host reads one build), read through this host's cache
-    let cached = true;
+    const storing = this.storing.get(key);
+    if (storing && local) {
+      // built here a moment ago and still being stored: this process reads its own copy
+      await storing.catch(() => undefined);
+      if (fs.existsSync(path.join(dir, ID_SPACES))) return { key, dir: rel, meta: readMeta(dir), cached: true };
+    }
     if (local) await this.dataDir.push(rel, { adopt: true });
-    let pulled = await this.dataDir.pullCached(rel, onProgress ? (f, m) => onProgress(f, m) : undefined);
-    if (pulled)
+    const pulled = await this.dataDir.pullCached(rel, onProgress ? (f, m) => onProgress(f, m) : undefined);
+    if (pulled) {
       logger.log(
         pulled.fetchedBytes > 0
           ? `built samples ${key}: fetched ${(pulled.fetchedBytes / 2 ** 20).toFixed(1)} MiB from ${this.dataDir.shared.url}`
           : `built samples ${key}: in this host's cache`,
       );
-    if (!pulled) {
-      cached = false;
-      await this.build(req, key, recipe, onProgress);
-      onProgress?.(1, 'storing the built samples');
-      await this.dataDir.push(rel, { adopt: true });
-      pulled = await this.dataDir.pullCached(rel);
-      if (!pulled) throw new Error(`built samples ${key} are not in the store ${this.dataDir.shared.url} after being stored`);
-      logger.log(`built samples ${key}: built here and stored in ${this.dataDir.shared.url}`);
+      return { key, dir: pulled.dir, meta: readMeta(this.dataDir.abs(pulled.dir)), cached: true, release: pulled.release };
     }
-    return { key, dir: pulled.dir, meta: readMeta(this.dataDir.abs(pulled.dir)), cached, release: pulled.release };
+    const meta = await this.build(req, key, recipe, onProgress);
+    // this trial trains from the local copy at once; the store gets it meanwhile (other hosts find it
+    // once its manifest is written), and when this process is done with the set its files move into
+    // the host's cache (or go, when another host stored the same set first)
+    const url = this.dataDir.shared.url;
+    const pushing = this.dataDir.push(rel).then(
+      (stored) => {
+        logger.log(
+          stored
+            ? `built samples ${key}: built here and stored in ${url}`
+            : `built samples ${key}: built here, another host stored it first`,
+        );
+        return stored;
+      },
+      (err: unknown) => {
+        logger.warn(`built samples ${key}: built here, storing failed (${(err as Error).message}); other hosts build their own`);
+        throw err;
+      },
+    );
+    this.storing.set(key, pushing);
+    const release = () => {
+      void pushing
+        .then((stored) => (stored ? this.dataDir.adoptPushed(rel) : this.dataDir.remove(rel)))
+        .catch(() => undefined)
+        .finally(() => this.storing.delete(key));
+    };
+    return { key, dir: rel, meta, cached: false, release };
   }
 
   private async load(
