@@ -8,7 +8,7 @@ import { S3Store } from '@abacus/store';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 import { startLocalS3, type LocalS3 } from '../support/local-s3';
-import { freePort, startProcess, type Proc } from '../support/processes';
+import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 
 // Several hosts that share only the deployment's store (a local S3 endpoint), one Redis and one
@@ -99,14 +99,7 @@ beforeAll(async () => {
   ds = createDataSource(env.config);
   await ds.initialize();
   api = startProcess('dist/apps/api/src/main.js', env.env);
-  await waitUntil(
-    async () => {
-      if (api.child.exitCode !== null) throw new Error(`api exited:\n${api.output()}`);
-      return (await client.call('GET', '/health').catch(() => null))?.status === 200;
-    },
-    60_000,
-    'api health',
-  );
+  await waitForApi(api, `http://127.0.0.1:${port}`);
   expect((await client.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
   const csv = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-upload-')), 'samples.csv');
   writeSmallCsv(csv, 20_000);

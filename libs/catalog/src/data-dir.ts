@@ -161,9 +161,34 @@ export class DataDir {
     const m = await this.manifest(relative);
     if (!m) return null;
     const key = this.storeKey(relative);
-    // tmp/pulled-<pid>-<n>/<name>: the folder keeps the directory's own name
+    return this.linkCached(
+      s.store,
+      s.cache,
+      path.basename(relative),
+      m.files.map((f) => ({
+        path: f.path,
+        size: f.size,
+        info: { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 },
+      })),
+      onProgress ? (f) => onProgress(f, `fetching ${relative} from the store`) : undefined,
+    );
+  }
+
+  /**
+   * Objects of `store` presented on this host through `cache`: each fetched once per host (the cache
+   * is shared by its processes) and linked at its `path` into a fresh folder tmp/pulled-<pid>-<n>/<name>/.
+   * `info` is what the store holds, or a check that returns it (and throws when the object is not
+   * the one wanted). The links stay until `release()`.
+   */
+  async linkCached(
+    store: ObjectStore,
+    cache: ObjectCache,
+    name: string,
+    objects: { path: string; size: number; info: ObjectInfo | (() => Promise<ObjectInfo>) }[],
+    onProgress?: (fraction: number) => void,
+  ): Promise<PulledDir> {
     const holder = path.join('tmp', `pulled-${process.pid}-${randomBytes(4).toString('hex')}`);
-    const dirRel = path.join(holder, path.basename(relative));
+    const dirRel = path.join(holder, name);
     const dir = this.ensure(dirRel);
     const releases: (() => void)[] = [];
     const release = () => {
@@ -172,18 +197,17 @@ export class DataDir {
     };
     let fetchedBytes = 0;
     let done = 0;
-    const total = m.files.reduce((a, f) => a + f.size, 0);
+    const total = objects.reduce((a, o) => a + o.size, 0);
     try {
-      await pool(m.files, 8, async (f) => {
-        const info: ObjectInfo = { key: `${key}/${f.path}`, size: f.size, etag: f.etag, modified: 0 };
-        const hit = await s.cache!.acquire(s.store, info);
+      await pool(objects, 8, async (o) => {
+        const hit = await cache.acquire(store, typeof o.info === 'function' ? await o.info() : o.info);
         releases.push(hit.release);
         fetchedBytes += hit.bytes;
-        const link = path.join(dir, f.path);
+        const link = path.join(dir, o.path);
         fs.mkdirSync(path.dirname(link), { recursive: true });
         fs.symlinkSync(hit.file, link);
-        done += f.size;
-        onProgress?.(total ? done / total : 1, `fetching ${relative} from the store`);
+        done += o.size;
+        onProgress?.(total ? done / total : 1);
       });
     } catch (err) {
       release();
