@@ -52,3 +52,14 @@ grep -hE 'built|samples|error|Error' "$PREFIX/logs/worker.log" | tail -n 8
 awk '{ n = split($3, gs, ";"); for (i = 1; i <= n; i++) { split(gs[i], g, ","); if (g[1] > m) m = g[1] }
        k = split($4, rs, ","); for (i = 1; i <= k; i++) if (rs[i] > r) r = rs[i] }
      END { print "max GPU memory MiB (any GPU)", m, "max worker RSS GiB (any worker)", r / 1048576 }' "$OUT/scale-samples.log"
+# peak worker RSS while each trial ran (its start..end in the database against the samples' seconds;
+# IV runs beside the build, so their windows overlap)
+psql -At -F ' ' -c "SELECT t.seq, t.kind, coalesce(t.metrics->>'role', ''), extract(epoch FROM t.started_at)::bigint,
+    extract(epoch FROM coalesce(t.finished_at, now()))::bigint
+  FROM trials t WHERE t.experiment_id = (SELECT id FROM experiments ORDER BY created_at DESC LIMIT 1) AND t.started_at IS NOT NULL
+  ORDER BY t.seq" >"$OUT/scale-trial-windows.txt"
+awk 'NR == FNR { seq[NR] = $1; kind[NR] = $2 (NF == 5 ? "/" $3 : ""); from[NR] = $(NF - 1); to[NR] = $NF; n = NR; next }
+     { k = split($4, rs, ","); r = 0; for (i = 1; i <= k; i++) if (rs[i] > r) r = rs[i]
+       for (j = 1; j <= n; j++) if ($2 >= from[j] && $2 <= to[j] && r > peak[j]) peak[j] = r }
+     END { for (j = 1; j <= n; j++) printf "trial %s %s: %d s, worker RSS peak %.2f GiB\n", seq[j], kind[j], to[j] - from[j], peak[j] / 1048576 }' \
+  "$OUT/scale-trial-windows.txt" "$OUT/scale-samples.log" | tee "$OUT/scale-rss-by-trial.txt"

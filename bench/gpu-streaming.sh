@@ -27,7 +27,7 @@ run() { # label env... -- args...
 run cuda-memory ABACUS_CUDA_STREAM=0 -- --backend cuda
 run cuda-shards ABACUS_CUDA_STREAM=0 -- --backend cuda --stream
 run cuda-memory-hoststream ABACUS_CUDA_STREAM=1 -- --backend cuda
-run cuda-shards-hoststream ABACUS_CUDA_STREAM=1 -- --backend cuda --stream
+run cuda-shards-hoststream ABACUS_CUDA_STREAM=1 ABACUS_CUDA_VERBOSE=1 -- --backend cuda --stream
 run cpu-memory X=1 -- --backend cpu --threads "$(nproc)" --steps 40
 run cpu-shards X=1 -- --backend cpu --threads "$(nproc)" --steps 40 --stream
 "$NODE" -e '

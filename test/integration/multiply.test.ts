@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataDir } from '@abacus/catalog';
+import { DataDir, SampleSetData } from '@abacus/catalog';
+import { ObjectCache, StoreRegistry } from '@abacus/store';
 import { simulateWorld, writeWorld, type GroundTruth, type SimWorld } from '@abacus/samples';
 import { BuiltSamplesCache, ModelTrainer, labelRateFlag, multiplyVerdict } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
@@ -303,11 +304,14 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
     const ss = (await call('GET', '/sample-sets?businessLine=mall&pageSize=500')).body.items.find(
       (s: { name: string }) => s.name === 'mall-samples',
     );
-    const samples = new BuiltSamplesCache(dataDir);
+    // the set read as the worker reads it: an upload's file, or a set registered by reference through a cache
+    const data = new SampleSetData(dataDir, new StoreRegistry(), new ObjectCache(path.join(env.dataDir, 'test-cache'), 2 ** 30));
+    const samples = new BuiltSamplesCache(dataDir, { openSamples: () => data.open(ss) });
     const trainer = new ModelTrainer(dataDir, { backend: 'cpu', threads: 2 });
     const recipe = {
       sampleSetId: ss.id,
       sampleFile: ss.files[0],
+      ...(ss.dataVersion ? { sampleVersion: ss.dataVersion as string } : {}),
       label: 'click',
       positive: null,
       time: 'ts',

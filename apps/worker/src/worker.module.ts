@@ -81,6 +81,7 @@ export class WorkerModule {
             ds,
             ledger,
             dataDir,
+            data,
             samples: new BuiltSamplesCache(dataDir, {
               memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
               threads: config.ABACUS_BUILD_THREADS || Math.min(4, os.availableParallelism()),

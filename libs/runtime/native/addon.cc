@@ -136,12 +136,14 @@ DataSource make_source(const Napi::Env& env, const Napi::Object& d, int num_nume
 
 // Offsets must be non-decreasing; checked off the event loop before any work.
 void check_offsets(const DataSource& ds) {
-  for (size_t i = 0; i < ds.parts.size(); ++i)
+  for (size_t i = 0; i < ds.parts.size(); ++i) {
     for (size_t s = 0; s < ds.parts[i].offs.size(); ++s) {
       const int32_t* o = ds.parts[i].offs[s];
       for (int64_t r = 0; r < ds.parts[i].rows; ++r)
         if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(r));
     }
+    ds.release_part(i);  // mapped shards: one at a time
+  }
 }
 
 Napi::Object metrics_obj(Napi::Env env, const Metrics& m) {

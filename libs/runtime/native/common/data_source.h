@@ -45,6 +45,14 @@ struct DataSource {
   void release() const {
     for (auto& s : keep) s->release();
   }
+  // drops the pages of part i's shard (every shard's when parts and shards do not pair up); a pass
+  // over the parts calls it behind each part, so the pass maps one shard at a time, not the set
+  // (a read maps the page-cache pages around it too: sparse reads of a whole part map most of it)
+  void release_part(size_t i) const {
+    if (keep.empty()) return;
+    if (keep.size() == parts.size()) keep[i]->release();
+    else release();
+  }
   bool has_key() const { return !parts.empty() && parts[0].key; }
 };
 

@@ -13,6 +13,7 @@
 
 #include "../common/rng.h"
 #include "../common/thread_pool.h"
+#include "../common/train_split.h"
 #include "cuda_impl.cuh"
 
 namespace abacus {
@@ -64,11 +65,13 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
         const int64_t stp = std::max<int64_t>(1, cnt / 64);
         for (int64_t i = 0; i < cnt; i += stp) { uint32_t u; std::memcpy(&u, a + i, 4); h = fp_mix(h, u); }
       };
-      for (auto& p : ds.parts) {
+      for (size_t i = 0; i < ds.parts.size(); ++i) {
+        const auto& p = ds.parts[i];
         smp(p.numeric, p.rows * p.num_stride);
         smp(p.labels, p.rows);
         smp(p.weights, p.weights ? p.rows : 0);
         for (size_t s = 0; s < p.offs.size(); ++s) smp(p.ids[s], p.offs[s][p.rows]);
+        ds.release_part(i);
       }
       return h;
     };
@@ -77,7 +80,10 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
       if (c->pkey == pk && c->light == lh) return *c;
   }
   uint64_t h = 1469598103934665603ULL;
-  for (auto& p : ds.parts) {
+  // sampled reads of mapped shards map most of each (the page cache's pages around each read come
+  // along): released behind each part, so fingerprinting maps one shard at a time
+  for (size_t i = 0; i < ds.parts.size(); ++i) {
+    const auto& p = ds.parts[i];
     h = sample_hash(h, p.numeric, p.rows * p.num_stride);
     h = sample_hash(h, p.labels, p.rows);
     h = sample_hash(h, p.weights, p.weights ? p.rows : 0);
@@ -85,6 +91,7 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
       h = sample_hash(h, p.offs[s], p.rows + 1);
       h = sample_hash(h, p.ids[s], p.offs[s][p.rows]);
     }
+    ds.release_part(i);
   }
   for (int j : ds.num_map) h = fp_mix(h, (uint64_t)j);
   for (auto& c : I.cache)
@@ -154,7 +161,8 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
         iat += (int64_t)hids.size();
         hids.clear();
       };
-      for (auto& p : ds.parts) {
+      for (size_t pi = 0; pi < ds.parts.size(); ++pi) {
+        const auto& p = ds.parts[pi];
         const int32_t* o = p.offs[s];
         const int32_t* id = p.ids[s];
         for (int64_t r = 0; r < p.rows; ++r) {
@@ -167,6 +175,7 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
           if ((int64_t)hoffs.size() == kChunk) flush_offs();
           if ((int64_t)hids.size() >= 4 * kChunk) flush_ids();
         }
+        ds.release_part(pi);
       }
       hoffs.push_back(pos);  // offsets[n]
       flush_offs();
@@ -214,9 +223,12 @@ bool stream_training(const CudaImpl& I, const DataSource& ds) {
 
 int max_bag_of(const DataSource& ds, int S) {
   int mb = 0;
-  for (auto& p : ds.parts)
+  for (size_t i = 0; i < ds.parts.size(); ++i) {
+    const auto& p = ds.parts[i];
     for (int s = 0; s < S; ++s)
       for (int64_t r = 0; r < p.rows; ++r) mb = std::max(mb, p.offs[s][r + 1] - p.offs[s][r]);
+    ds.release_part(i);
+  }
   return mb;
 }
 
@@ -287,6 +299,7 @@ std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<in
   o->offs.assign(S, std::vector<int32_t>(n + 1, 0));
   o->ids.assign(S, {});
   for (int64_t r = 0; r < n; ++r) {
+    if (src.mapped() && r > 0 && r % kReleaseEvery == 0) src.release();
     int64_t lr;
     const DataPart& p = src.locate(rows[r], lr);
     for (int j = 0; j < N; ++j) o->num[r * N + j] = p.numeric[lr * p.num_stride + src.num_map[j]];
@@ -297,6 +310,7 @@ std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<in
       o->offs[s][r + 1] = (int32_t)o->ids[s].size();
     }
   }
+  if (src.mapped()) src.release();
   DataPart part;
   part.rows = n;
   part.numeric = o->num.data();
@@ -346,8 +360,9 @@ void drop_resident(CudaImpl& I, const DataSource& ds) {
 }
 
 void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {
-  for (size_t s = 0; s < vocab.size(); ++s)
-    for (auto& p : ds.parts) {
+  for (size_t i = 0; i < ds.parts.size(); ++i) {
+    const auto& p = ds.parts[i];
+    for (size_t s = 0; s < vocab.size(); ++s) {
       const int32_t* o = p.offs[s];
       const int32_t* id = p.ids[s];
       for (int64_t q = o[0]; q < o[p.rows]; ++q)
@@ -355,6 +370,8 @@ void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {
           throw std::runtime_error("slot #" + std::to_string(s) + ": id " + std::to_string(id[q]) +
                                    " is outside its vocabulary (" + std::to_string(vocab[s]) + " rows)");
     }
+    ds.release_part(i);
+  }
 }
 
 }  // namespace abacus

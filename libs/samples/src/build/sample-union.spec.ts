@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -96,5 +96,32 @@ describe('writeSampleUnion', () => {
     const r = await writeSampleUnion({ parts: parts(), columns: ['x'], testFrom: 11 }, f('u4/samples.parquet'));
     expect(r.validation).toEqual({ from: 11, rows: 0 });
     expect(r.parts[1]).toMatchObject({ droppedAtOrAfterTestStart: 4, droppedAtOrAfterValidationStart: 0, kept: 10 });
+  });
+
+  it('reads a set registered by reference (a folder of Parquet files, partition folders kept) as the same rows in the same order', async () => {
+    // the target split over three files in two hive partitions, rows in file order as one file
+    for (const [k, [from, to]] of [
+      [0, 4],
+      [4, 9],
+      [9, 12],
+    ].entries()) {
+      await mkdir(f(`ref/part=${k < 2 ? 'a' : 'b'}`), { recursive: true });
+      await query(
+        `COPY (SELECT ts, click, x FROM read_parquet('${f('target.parquet')}', file_row_number = true)
+            WHERE file_row_number >= ${from} AND file_row_number < ${to} ORDER BY file_row_number)
+          TO '${f(`ref/part=${k < 2 ? 'a' : 'b'}/f${k}.parquet`)}' (FORMAT parquet)`,
+      );
+    }
+    const one = await writeSampleUnion(
+      { parts: parts(), columns: ['x'], testFrom: 10, validationShare: 0.1 },
+      f('u5/samples.parquet'),
+    );
+    const folder = await writeSampleUnion(
+      { parts: [{ ...parts()[0], file: f('ref') }, parts()[1]], columns: ['x'], testFrom: 10, validationShare: 0.1 },
+      f('u6/samples.parquet'),
+    );
+    expect(folder).toEqual(one);
+    const rows = (file: string) => query(`SELECT * FROM '${file}'`);
+    expect(await rows(f('u6/samples.parquet'))).toEqual(await rows(f('u5/samples.parquet')));
   });
 });

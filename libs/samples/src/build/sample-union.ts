@@ -1,14 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { quoteIdent, quoteLiteral } from '../io/column-loader';
+import { tableSource } from '../io/table-reader';
 
 /** One sample set of a union: the target first, then the borrowed sets. */
 export interface UnionPart {
   /** value of the domain column for its rows */
   domain: string;
-  /** absolute path of a Parquet file */
+  /** absolute path of a Parquet or CSV file, or of a folder of Parquet files (a set registered by reference, partition folders kept) */
   file: string;
   label: string;
   /** the label's event value when it is not 0/1 or false/true */
@@ -66,6 +67,27 @@ export const UNION_DOMAIN = '__domain';
 
 const NUMBER_TYPE = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|DECIMAL.*)$/;
 
+/**
+ * A part's rows with `__row`, their place in the part's files in read order (a folder's files in path
+ * order, as the sample builder numbers them): a file's row number, after those of the files before it
+ * (only the order matters); a CSV file is copied once and numbered in file order.
+ */
+async function partRows(con: DuckDBConnection, file: string, n: number): Promise<string> {
+  const source = await tableSource(file);
+  if (source.format !== 'parquet' || !source.files?.length) {
+    // CSV: copied once, numbered in file order
+    await con.run(`CREATE TEMP TABLE __csv${n} AS SELECT * FROM ${source.sql}`);
+    return `(SELECT *, CAST(rowid AS BIGINT) AS __row FROM __csv${n})`;
+  }
+  const list = `[${source.files.map(quoteLiteral).join(', ')}]`;
+  const hive = source.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
+  if (source.files.length === 1)
+    return `(SELECT * EXCLUDE (file_row_number), CAST(file_row_number AS BIGINT) AS __row FROM read_parquet(${list}, file_row_number = true${hive}))`;
+  // files in read order: the file's place in the list above the row number (no file has 2^40 rows)
+  return `(SELECT * EXCLUDE (filename, file_row_number), CAST(list_position(${list}, filename) AS BIGINT) * 1099511627776 + file_row_number AS __row
+    FROM read_parquet(${list}, filename = true, file_row_number = true${hive}))`;
+}
+
 /** The epoch-seconds DOUBLE expression of a part's time column, from its DESCRIBE rows. */
 function timeOf(column: string, described: unknown[][]): string {
   const type = String(described.find((r) => String(r[0]) === column)?.[1] ?? '');
@@ -89,11 +111,8 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
     const result: SampleUnionResult = { parts: [], validation: { from: req.testFrom, rows: 0 } };
     // the validation start: the time of the first of the target's last training rows (time, row order)
     const target = req.parts[0];
-    const targetTime = timeOf(
-      target.time,
-      (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(target.file)})`)).getRows(),
-    );
-    const targetSrc = `read_parquet(${quoteLiteral(target.file)}, file_row_number = true)`;
+    const targetSrc = await partRows(con, target.file, 0);
+    const targetTime = timeOf(target.time, (await con.runAndReadAll(`DESCRIBE SELECT * FROM ${targetSrc}`)).getRows());
     const [[trainCount]] = (
       await con.runAndReadAll(`SELECT count(*) FROM ${targetSrc} WHERE ${targetTime} < ${req.testFrom}`)
     ).getRows();
@@ -102,15 +121,15 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
     if (nv > 0) {
       const [[from]] = (
         await con.runAndReadAll(
-          `SELECT ${targetTime} FROM ${targetSrc} WHERE ${targetTime} < ${req.testFrom} ORDER BY ${targetTime}, file_row_number LIMIT 1 OFFSET ${Number(trainCount) - nv}`,
+          `SELECT ${targetTime} FROM ${targetSrc} WHERE ${targetTime} < ${req.testFrom} ORDER BY ${targetTime}, __row LIMIT 1 OFFSET ${Number(trainCount) - nv}`,
         )
       ).getRows();
       validationFrom = Number(from);
       result.validation = { from: validationFrom, rows: nv };
     }
     for (const [i, p] of req.parts.entries()) {
-      const src = `read_parquet(${quoteLiteral(p.file)}, file_row_number = true)`;
-      const described = (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(p.file)})`)).getRows();
+      const src = i === 0 ? targetSrc : await partRows(con, p.file, i);
+      const described = (await con.runAndReadAll(`DESCRIBE SELECT * FROM ${src}`)).getRows();
       const types = new Map(described.map((r) => [String(r[0]), String(r[1])]));
       const time = timeOf(p.time, described);
       const l = `CAST(${quoteIdent(p.label)} AS VARCHAR)`;
@@ -121,7 +140,7 @@ export async function writeSampleUnion(req: SampleUnionRequest, out: string): Pr
       // borrowed rows: before the validation start (the test start without one)
       const where = i === 0 ? '' : `WHERE ${time} < ${validationFrom}`;
       selects.push(
-        `SELECT ${[...cols, `${label} AS ${UNION_LABEL}`, `${time} AS ${UNION_TIME}`, `${quoteLiteral(p.domain)} AS ${UNION_DOMAIN}`, `${i} AS __part`, 'file_row_number AS __row'].join(', ')} FROM ${src} ${where}`,
+        `SELECT ${[...cols, `${label} AS ${UNION_LABEL}`, `${time} AS ${UNION_TIME}`, `${quoteLiteral(p.domain)} AS ${UNION_DOMAIN}`, `${i} AS __part`, '__row'].join(', ')} FROM ${src} ${where}`,
       );
       const [[rows, late, lateValidation, rate]] = (
         await con.runAndReadAll(

@@ -10,7 +10,12 @@
  * and read as a set registered by reference on a file:// store is (SampleSetData: listing, the host's
  * cache, a folder of links); --iv: then the streaming IV/WOE scoring of every feature, as a score
  * trial runs it; --epoch: then one training epoch on the CPU backend from the built shards and an
- * evaluation of the test split. Each is a stage of its own in the JSON.
+ * evaluation of the test split; --fits K [--backend cpu|cuda] [--keep M]: then K whole-model fits
+ * through ModelTrainer (training with early stopping, test and validation evaluation and
+ * predictions, the checkpoint), [--lanes L] at a time: first on every feature, then (with --keep M)
+ * K fits on the first M features beside the K whole fits found in the model cache, as a subtract's
+ * confirm step runs them; the process's RSS (anonymous and file-backed) is traced every 50 ms with each
+ * fit's phase. Each is a stage of its own in the JSON.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,7 +26,8 @@ import type { SampleSetEntity } from '@abacus/data';
 import { RuntimeModel } from '@abacus/runtime';
 import { scoreFileStreaming } from '@abacus/scoring';
 import { FileStore, ObjectCache, StoreRegistry } from '@abacus/store';
-import { BuiltSamplesCache } from './built-samples.cache';
+import { BuiltSamplesCache, projectBuilt } from './built-samples.cache';
+import { ModelTrainer } from './model-trainer';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from './model-recipe.schema';
 
 async function writeSet(file: string, rows: number, numeric: number, slots: number, partitioned: boolean): Promise<void> {
@@ -57,7 +63,12 @@ async function writeSet(file: string, rows: number, numeric: number, slots: numb
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const valued = new Set(['--fits', '--backend', '--keep', '--trace', '--lanes']);
+  const flag = (name: string): string | undefined => {
+    const i = process.argv.indexOf(name);
+    return i >= 0 ? process.argv[i + 1] : undefined;
+  };
+  const args = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !(i > 0 && valued.has(all[i - 1]!)));
   const rows = Number(args[0] ?? 1_000_000);
   const numeric = Number(args[1] ?? 85);
   const slots = Number(args[2] ?? 15);
@@ -194,6 +205,120 @@ async function main(): Promise<void> {
       testAuc: +ev.auc.toFixed(4),
     };
   }
+  const fits = Number(flag('--fits') ?? 0);
+  if (fits > 0) {
+    const backend = (flag('--backend') ?? 'cpu') as 'cpu' | 'cuda';
+    const keep = Number(flag('--keep') ?? features.length);
+    begin(`${fits} whole-model fits at once (${backend}, ${keep} features)`);
+    const whole = await cache.get(recipe);
+    const names = features.slice(0, keep).map((f) => f.name);
+    const set = keep < features.length ? projectBuilt(whole, names, `${whole.key}-first-${keep}`) : whole;
+    const trainer = new ModelTrainer(dataDir, { backend, threads: 0 });
+    // RSS from /proc (anonymous and file-backed pages apart) every 50 ms, with what each fit is doing
+    const trace: string[] = [];
+    const phase: string[] = Array.from({ length: Number(flag('--lanes') ?? fits) }, () => 'start');
+    const statm = () => {
+      const s = fs.readFileSync('/proc/self/status', 'utf8');
+      const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0);
+      return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
+    };
+    const tf = performance.now();
+    let fitPeak = { rss: 0, anon: 0, file: 0, at: 0, phases: '' };
+    // what the file-backed pages are, by file (the first time the RSS passes each further 256 MiB)
+    const byFile: Record<string, unknown>[] = [];
+    let nextSmaps = 0;
+    const smaps = () => {
+      const totals = new Map<string, number>();
+      let name = '';
+      for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+        const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+        if (head) name = head[1]!.replace(/\/[^/]*\.shard$/, '/*.shard') || '[anon]';
+        const rss = /^Rss:\s+(\d+) kB/.exec(line);
+        if (rss) totals.set(name, (totals.get(name) ?? 0) + Number(rss[1]));
+      }
+      return Object.fromEntries(
+        [...totals]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 8)
+          .map(([k, v]) => [path.basename(path.dirname(k)) + '/' + path.basename(k), +(v / 2 ** 20).toFixed(3)]),
+      );
+    };
+    const sample = setInterval(() => {
+      const m = statm();
+      if (m.rss > nextSmaps) {
+        nextSmaps = m.rss + 256 * 1024;
+        byFile.push({
+          at: +((performance.now() - tf) / 1000).toFixed(2),
+          rssGiB: +(m.rss / 2 ** 20).toFixed(2),
+          phases: phase.join(' | '),
+          gib: smaps(),
+        });
+      }
+      const at = +((performance.now() - tf) / 1000).toFixed(2);
+      if (m.rss > fitPeak.rss) fitPeak = { ...m, at, phases: phase.join(' | ') };
+      trace.push(
+        `${at}\t${(m.rss / 2 ** 20).toFixed(2)}\t${(m.anon / 2 ** 20).toFixed(2)}\t${(m.file / 2 ** 20).toFixed(2)}\t${phase.join(' | ')}`,
+      );
+    }, 50);
+    // as a subtract runs them: the whole model's fits first (the prune's confirm-ahead), then the
+    // confirm step: the kept features' fits trained and the whole model's found in the model cache,
+    // `lanes` at a time, each fit's model dropped when it is done
+    const lanes = Number(flag('--lanes') ?? fits);
+    const fitAll = async (jobs: { set: typeof set; seed: number; tag: string }[]) => {
+      let next = 0;
+      const out: number[] = [];
+      await Promise.all(
+        Array.from({ length: Math.min(lanes, jobs.length) }, async (_, lane) => {
+          while (next < jobs.length) {
+            const j = jobs[next++]!;
+            phase[lane] = `${j.tag}: load or create`;
+            const r = await trainer.trainOrReuse(
+              j.set,
+              recipe.architecture,
+              { ...recipe.training, seed: j.seed },
+              {
+                device: backend === 'cuda' ? 0 : undefined,
+                onProgress: (_f, m) => (phase[lane] = `${j.tag}: ${m.replace(/, loss .*/, '')}`),
+              },
+            );
+            phase[lane] = `${j.tag}: done${r.cached ? ' (cached)' : ''}`;
+            out.push(+r.metrics.auc.toFixed(4));
+          }
+        }),
+      );
+      return out;
+    };
+    const seeds = Array.from({ length: fits }, (_, k) => 101 + k);
+    const wholeAuc = await fitAll(seeds.map((seed) => ({ set: whole, seed, tag: `whole ${seed}` })));
+    const tc = performance.now();
+    const confirmAuc =
+      keep < features.length
+        ? await fitAll([
+            ...seeds.map((seed) => ({ set, seed, tag: `kept ${seed}` })),
+            ...seeds.map((seed) => ({ set: whole, seed, tag: `whole ${seed}` })),
+          ])
+        : [];
+    const results = { wholeAuc, confirmAuc, confirmS: +((performance.now() - tc) / 1000).toFixed(1) };
+    clearInterval(sample);
+    if (flag('--trace')) fs.writeFileSync(flag('--trace')!, `s\trss GiB\tanon GiB\tfile GiB\tphases\n${trace.join('\n')}\n`);
+    extra.fits = {
+      fits,
+      backend,
+      features: keep,
+      trainRows: set.train.rows,
+      s: +((performance.now() - tf) / 1000).toFixed(1),
+      lanes,
+      ...results,
+      peak: {
+        at: fitPeak.at,
+        rssGiB: +(fitPeak.rss / 2 ** 20).toFixed(2),
+        anonGiB: +(fitPeak.anon / 2 ** 20).toFixed(2),
+        fileGiB: +(fitPeak.file / 2 ** 20).toFixed(2),
+        phases: fitPeak.phases,
+      },
+      byFile,
+    };
+  }
   close();
   clearInterval(timer);
   const dir = path.join(root, built.dir);
@@ -220,6 +345,7 @@ async function main(): Promise<void> {
   );
   fs.rmSync(path.join(root, 'built'), { recursive: true, force: true });
   fs.rmSync(path.join(root, 'cache'), { recursive: true, force: true });
+  fs.rmSync(path.join(root, 'models'), { recursive: true, force: true });
 }
 
 void main();

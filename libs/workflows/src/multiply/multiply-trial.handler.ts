@@ -11,7 +11,7 @@ import { extractSlots, writeSharedEmbeddingFile } from '../embeddings/shared-emb
 import { subsetDataset } from '../model/dataset-subset';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
-import { withDevice, type WorkflowContext } from '../trials/workflow-context';
+import { openSampleSet, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { multiplyTrialParamsSchema, type MultiplyTrialParams } from './multiply-experiment.schema';
 import { carveTargetValidation } from './target-validation';
 import { ensureUnion, unionFile } from './union-samples';
@@ -49,7 +49,9 @@ export class MultiplyTrialHandler {
     const columns = recipe.features.filter((f) => f.name !== UNION_DOMAIN).map((f) => f.name);
     await progress(0.01, 'aligning the sample sets');
     let t0 = Date.now();
-    const union = await ensureUnion(this.w.dataDir, recipe.sampleFile, p.parts, columns, p.testFrom);
+    const union = await ensureUnion(this.w.dataDir, recipe.sampleFile, p.parts, columns, p.testFrom, (part) =>
+      openSampleSet(this.w, part.sampleSetId),
+    );
     const alignMs = Date.now() - t0;
     checkpoint();
     t0 = Date.now();
@@ -267,7 +269,9 @@ export class MultiplyTrialHandler {
       features: recipe.features.filter((f) => f.name !== UNION_DOMAIN),
     };
     t0 = Date.now();
-    const targetUnion = await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom);
+    const targetUnion = await ensureUnion(this.w.dataDir, targetRecipe.sampleFile, targetParts, columns, p.testFrom, (part) =>
+      openSampleSet(this.w, part.sampleSetId),
+    );
     timings.alignMs += Date.now() - t0;
     t0 = Date.now();
     const targetBuilt = this.targetValidation(

@@ -44,12 +44,6 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
           `"${f.name}" is joined from a feature table; multiply borrows sample columns only`,
         );
     });
-    if (target.location) {
-      throw new InvalidInputError(
-        'spec.target.sampleSet',
-        `sample set ${target.name} is registered by reference (${target.location}); multiply pools uploaded sets only so far`,
-      );
-    }
     const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);
 
     let sources: SampleSetEntity[];
@@ -61,13 +55,6 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
         sources.push(await this.source(ds, line, ref, `spec.sources.${i}`, target, recipe.features));
       }
     }
-    const referenced = sources.findIndex((s) => s.location);
-    if (referenced >= 0) {
-      throw new InvalidInputError(
-        Array.isArray(spec.sources) ? `spec.sources.${referenced}` : 'spec.sources',
-        `sample set ${sources[referenced].name} is registered by reference (${sources[referenced].location}); multiply pools uploaded sets only so far`,
-      );
-    }
     if (new Set(sources.map((s) => s.id)).size !== sources.length)
       throw new InvalidInputError('spec.sources', 'duplicate sources');
 
@@ -76,7 +63,9 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       sampleSetId: s.id,
       name: s.name,
       businessLine: s.businessLine,
-      file: s.files[0],
+      // an upload's file, or where a set registered by reference lies (the worker reads either
+      // through SampleSetData; the data version pins its objects)
+      file: s.location ?? s.files[0],
       dataVersion: s.dataVersion,
       label: s.labelColumn,
       positive: explicitPositive(s) ?? null,
@@ -246,7 +235,7 @@ async function autoSources(
 ): Promise<SampleSetEntity[]> {
   const all = await ds.getRepository(SampleSetEntity).find({ order: { businessLine: 'ASC', name: 'ASC' } });
   const out = all.filter(
-    (s) => !s.location && sharedWith(s, line) && s.labelStats?.binary === true && incompatibility(s, target, features) === null,
+    (s) => sharedWith(s, line) && s.labelStats?.binary === true && incompatibility(s, target, features) === null,
   );
   if (!out.length) {
     throw new InvalidInputError(

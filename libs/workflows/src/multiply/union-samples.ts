@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import type { DataDir } from '@abacus/catalog';
+import type { DataDir, OpenedSamples } from '@abacus/catalog';
 import { writeSampleUnion, type SampleUnionResult } from '@abacus/samples';
 import { VALIDATION_SHARE } from '../model/validation-split';
 import type { UnionPartParams } from './multiply-experiment.schema';
@@ -33,28 +33,45 @@ export async function ensureUnion(
   parts: UnionPartParams[],
   columns: string[],
   testFrom: number,
+  /**
+   * where this host reads a part's rows (SampleSetData.open: an upload's file, pulled from the
+   * deployment's store when another host took it; a set registered by reference, through the host's
+   * cache); without it, uploads in this data directory
+   */
+  open?: (part: UnionPartParams) => Promise<OpenedSamples>,
 ): Promise<SampleUnionResult & { cached: boolean }> {
   const file = dataDir.abs(rel);
   const meta = path.join(path.dirname(file), 'union.json');
   if (fs.existsSync(file) && fs.existsSync(meta))
     return { ...(JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult), cached: true };
-  // parts uploaded on another host: from the deployment's store
-  for (const p of parts) await dataDir.pull(p.file);
-  const result = await writeSampleUnion(
-    {
-      parts: parts.map((p) => ({
-        domain: p.domain,
-        file: dataDir.abs(p.file),
-        label: p.label,
-        positive: p.positive,
-        time: p.time,
-      })),
-      columns,
-      testFrom,
-      validationShare: VALIDATION_SHARE,
-    },
-    file,
-  );
+  const opened: OpenedSamples[] = [];
+  let result: SampleUnionResult;
+  try {
+    for (const p of parts) {
+      if (open) opened.push(await open(p));
+      else {
+        await dataDir.pull(p.file);
+        opened.push({ path: dataDir.abs(p.file), fetchedBytes: 0, objects: 1, release: () => undefined });
+      }
+    }
+    result = await writeSampleUnion(
+      {
+        parts: parts.map((p, i) => ({
+          domain: p.domain,
+          file: opened[i]!.path,
+          label: p.label,
+          positive: p.positive,
+          time: p.time,
+        })),
+        columns,
+        testFrom,
+        validationShare: VALIDATION_SHARE,
+      },
+      file,
+    );
+  } finally {
+    for (const o of opened) o.release();
+  }
   const tmp = `${meta}.${process.pid}`;
   fs.writeFileSync(tmp, JSON.stringify(result, null, 2));
   fs.renameSync(tmp, meta);

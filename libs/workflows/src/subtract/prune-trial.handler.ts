@@ -2,7 +2,7 @@ import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { foldIndices, sampleRows } from '../model/dataset-subset';
-import { materialize, type ColumnarDataset } from '@abacus/runtime';
+import { materialize, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
 
 /** rows the correlations between numeric inputs are measured on: all of a set this size, a sample of larger ones */
 const CORRELATION_ROWS = 1_000_000;
@@ -98,9 +98,13 @@ export class PruneTrialHandler {
       { device },
       recipeInit(this.w.dataDir, recipe, built),
     );
-    const folds = await Promise.all(
-      foldIndices(built.validation.rows, p.folds, p.seed + 7).map((idx) => materialize(built.validation, idx)),
-    );
+    // the decisions' rows: the validation split, or a seeded sample of decisionRows of a larger one
+    // (in memory once: its folds and the warm checks' switched-off copies are of it)
+    const sampledValidation = p.decisionRows !== undefined && built.validation.rows > p.decisionRows;
+    const validation: RuntimeData = sampledValidation
+      ? await materialize(built.validation, sampleRows(built.validation.rows, p.decisionRows!, p.seed + 29))
+      : built.validation;
+    const folds = await Promise.all(foldIndices(validation.rows, p.folds, p.seed + 7).map((idx) => materialize(validation, idx)));
     // retraining checks: warm (fine-tuned copies of the trained model) or from scratch (see the spec)
     const stepsPerEpoch = Math.floor((built.train.rows * (1 - recipe.training.validationFraction)) / recipe.training.batchSize);
     const mode: 'warm' | 'scratch' = p.retrain === 'auto' ? (stepsPerEpoch >= WARM_MIN_STEPS ? 'warm' : 'scratch') : p.retrain;
@@ -198,7 +202,7 @@ export class PruneTrialHandler {
     };
     // the validation split in memory once (every warm check switches inputs off in a copy of it)
     let validationCopy: Promise<ColumnarDataset> | null = null;
-    const validationRows = () => (validationCopy ??= materialize(built.validation));
+    const validationRows = () => (validationCopy ??= materialize(validation));
     const retrainAuc = new Map<string, number>();
     // sets fitted ahead of being asked for (lookahead), until they are
     const ahead = new Set<string>();
@@ -225,7 +229,7 @@ export class PruneTrialHandler {
           if (mode === 'warm') {
             const switched = sampled
               ? { train: null, validation: await this.w.trainer.switchedOffRows(trained, await validationRows(), set) }
-              : await this.w.trainer.switchedOff(trained, built, set);
+              : await this.w.trainer.switchedOff(trained, { ...built, validation }, set);
             inputs.push({ set, switched, built: null });
             continue;
           }
@@ -438,6 +442,9 @@ export class PruneTrialHandler {
         kept: names.filter((n) => !accepted.includes(n)),
         // every number of the pruning (curve, estimate, retraining checks) is on the validation split
         split: 'validation',
+        // the validation rows the decisions read (a seeded sample when the split is above decisionRows)
+        decisionRows: validation.rows,
+        validationRows: built.validation.rows,
         estimatedDrop: acceptedEstimate,
         redundant,
         retrain,

@@ -56,6 +56,13 @@ export const subtractSpecSchema = z
      * worth anything, so the bar sits well above maxDrop)
      */
     retrainScanBelow: z.number().min(0).max(0.5).default(0.01),
+    /**
+     * the pruning's decisions (permutation estimates and retraining checks) read at most this many
+     * rows of the validation split: a seeded sample of a larger one, held in the worker's memory
+     * with its folds and switched-off copies, so the worker's memory does not grow with the set.
+     * The confirm step and the reported numbers read every row
+     */
+    decisionRows: z.number().int().min(10_000).max(100_000_000).default(2_000_000),
     /** retrain without the removable features on fresh seeds and report the real metrics */
     confirm: z.boolean().default(true),
     /**
@@ -107,6 +114,8 @@ export const pruneTrialParamsSchema = z.object({
    * prune trains the whole model on them beside its checks, and the confirm finds those fits done
    */
   confirmSeeds: z.array(z.number().int()).default([]),
+  /** trials planned before the cap existed read every validation row */
+  decisionRows: z.number().int().min(1).optional(),
 });
 
 /**

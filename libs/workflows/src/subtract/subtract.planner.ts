@@ -90,6 +90,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
         warmEpochs: spec.warmEpochs,
         warmMaxSteps: spec.warmMaxSteps,
         warmSeeds: spec.warmSeeds,
+        decisionRows: spec.decisionRows,
         // the seeds the confirm step fits first (below): the prune may fit the whole model on them ahead
         confirmSeeds: spec.confirm ? confirmSeeds.slice(0, Math.min(spec.confirmMinSeeds, confirmSeeds.length)) : [],
       } satisfies PruneTrialParams,

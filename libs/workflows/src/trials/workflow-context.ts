@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
-import type { DataDir } from '@abacus/catalog';
-import { TrialEntity } from '@abacus/data';
+import { SampleSetData, type DataDir, type OpenedSamples } from '@abacus/catalog';
+import { SampleSetEntity, TrialEntity } from '@abacus/data';
 import type { BuiltSamplesCache } from '../model/built-samples.cache';
 import type { DevicePool } from '../model/device-pool';
 import type { ModelTrainer } from '../model/model-trainer';
@@ -17,6 +17,14 @@ export interface WorkflowContext {
   notifier: WebhookNotifier;
   /** the worker's GPUs: a trial that trains or evaluates holds one while it runs */
   devices: DevicePool;
+  /** where sample sets are read (uploads, and sets registered by reference through the host's cache); uploads in dataDir when absent */
+  data?: SampleSetData;
+}
+
+/** A sample set's rows on this host (see WorkflowContext.data), by the set's id. */
+export async function openSampleSet(w: WorkflowContext, sampleSetId: string): Promise<OpenedSamples> {
+  const ss = await w.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: sampleSetId });
+  return (w.data ?? new SampleSetData(w.dataDir, null, null)).open(ss);
 }
 
 /** Runs fn on a device of the pool (undefined off the GPU), released afterwards. */
