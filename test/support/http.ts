@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { waitUntil } from './test-env';
 
 /**
@@ -16,6 +15,8 @@ export const setsByReference = process.env.ABACUS_TEST_SETS === 'reference';
 async function splitParquet(file: string): Promise<string> {
   const dir = `${file}.by-reference-${randomBytes(4).toString('hex')}`;
   fs.mkdirSync(dir, { recursive: true });
+  // loaded only when sets are registered by reference (most test files never need DuckDB here)
+  const { DuckDBInstance } = await import('@duckdb/node-api');
   const db = await DuckDBInstance.create(':memory:');
   const con = await db.connect();
   try {
