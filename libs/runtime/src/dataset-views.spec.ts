@@ -73,6 +73,27 @@ describe('row views of shard data', () => {
     expect(() => sliceRows(sh, 10, 3001)).toThrow(/not a range/);
   });
 
+  it('gathers chosen rows of shards (read with pread, a chunk at a time) exactly as in memory: any order, repeats, near and far rows, weights, keys, views starting inside a shard', async () => {
+    const weighted: ColumnarDataset = { ...mem, weights: Float32Array.from({ length: 3_000 }, (_, i) => 0.5 + (i % 13) / 7) };
+    const sh = await asShards(weighted, [700, 1300, 1000], 'g');
+    const view = sliceRows(sh, 350, 2900);
+    const inMem = sliceRows(weighted, 350, 2900);
+    const plainW = (d: ColumnarDataset) => ({ ...plain(d), weights: Array.from(d.weights ?? []) });
+    for (const seed of [1, 2, 3, 4, 5]) {
+      let x = seed * 2654435761;
+      const rnd = (n: number) => {
+        x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+        return x % n;
+      };
+      // dense picks (gaps below the span merge of 512 rows), sparse ones (gaps above it), repeats
+      const dense = Array.from({ length: 1_500 }, () => rnd(view.rows));
+      const sparse = [0, 600, 1300, 2549, 2549, 1900, 5];
+      for (const idx of [dense, sparse, [...sparse, ...dense.slice(0, 40)]]) {
+        expect(plainW(await materialize(view, idx))).toEqual(plainW(await materialize(inMem, idx)));
+      }
+    }
+  });
+
   it('trains on a view of shards exactly as on the same rows in memory (up to one window of rows)', async () => {
     const sh = await asShards(mem, [1000, 1000, 1000], 't');
     const m1 = RuntimeModel.create(spec, { backend: 'cpu', threads: 2 });

@@ -231,6 +231,8 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     eval_samples_per_s_median_call: Math.round(evalSpsMedian),
     eval_call_ms: evalCallMs,
     test_auc: Number(auc2.toFixed(4)),
+    // unrounded: two runs that read the same rows in the same order give the same bits
+    test_auc_exact: auc2,
     test_auc_epochs: 2,
     test_auc_schedule: `the peer's: 3 warm-up steps + 2 epochs${model.backend === 'cuda' ? ' + its 1 profiled step' : ''}, fresh model`,
     ...(seedsAuc ? { test_auc_seeds: seedsAuc } : {}),
@@ -241,6 +243,7 @@ export async function runRuntimeBench(o: RuntimeBenchOptions & { model: 'ctr26' 
     ...(evalCheck ? { eval_precision_check: evalCheck } : {}),
     test_auc_after_timed_run: Number(ev.auc.toFixed(4)),
     final_train_loss: Number(tr.finalLoss.toFixed(4)),
+    final_train_loss_exact: tr.finalLoss,
     ...(ablation ? { ablation } : {}),
     ...(gpu ? { gpu } : {}),
     machine: { hostname: os.hostname(), cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, ...cpu },
