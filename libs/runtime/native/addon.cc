@@ -6,11 +6,9 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/data_source.h"
-#include "common/row_gather.h"
 #include "common/shard.h"
 #include "common/train_split.h"
 #include "cpu/gemm.h"
@@ -645,7 +643,11 @@ class GatherWorker : public Napi::AsyncWorker {
         offs.push_back(new std::vector<int32_t>(n + 1));
         ids.push_back(new std::vector<int32_t>());
       }
-      auto emit = [&](int64_t i, const DataPart& p, int64_t local) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t g = rows.empty() ? i : rows[i];
+        if (g < 0 || g >= ds.rows) throw std::runtime_error("gather: row " + std::to_string(g) + " is outside the " + std::to_string(ds.rows) + " rows");
+        int64_t local;
+        const DataPart& p = ds.locate(g, local);
         for (int j = 0; j < N; ++j) (*numeric)[(size_t)i * N + j] = p.numeric[local * p.num_stride + ds.num_map[j]];
         (*labels)[i] = p.labels[local];
         if (weights) (*weights)[i] = p.weights[local];
@@ -657,29 +659,6 @@ class GatherWorker : public Napi::AsyncWorker {
           v.insert(v.end(), p.ids[s] + o[local], p.ids[s] + o[local + 1]);
           (*offs[s])[i + 1] = (int32_t)v.size();
         }
-      };
-      for (int64_t i = 0; i < (int64_t)rows.size(); ++i)
-        if (rows[i] < 0 || rows[i] >= ds.rows) throw std::runtime_error("gather: row " + std::to_string(rows[i]) + " is outside the " + std::to_string(ds.rows) + " rows");
-      if (!rows.empty() && ds.mapped() && gatherable(ds)) {
-        // chosen rows of mapped shards: read a chunk at a time with pread (row_gather.h), so the
-        // shards' pages never enter this process (no faults around each row, nothing to release)
-        ThreadPool tp((int)std::max<unsigned>(1, std::min<unsigned>(4, std::thread::hardware_concurrency())));
-        GatheredRows g;
-        std::vector<int64_t> chunk;
-        for (int64_t c0 = 0; c0 < n; c0 += kWindowRows) {
-          const int64_t c1 = std::min(n, c0 + kWindowRows);
-          chunk.assign(rows.begin() + c0, rows.begin() + c1);
-          gather_rows(ds, chunk.data(), c1 - c0, (int)S, N > 0, tp, g);
-          const DataPart& p = g.ds.parts[0];
-          for (int64_t i = c0; i < c1; ++i) emit(i, p, g.local[i - c0]);
-        }
-        return;
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t g = rows.empty() ? i : rows[i];
-        int64_t local;
-        const DataPart& p = ds.locate(g, local);
-        emit(i, p, local);
         if (ds.mapped() && (i + 1) % kReleaseEvery == 0) ds.release();
       }
       if (ds.mapped()) ds.release();

@@ -73,7 +73,7 @@ describe('row views of shard data', () => {
     expect(() => sliceRows(sh, 10, 3001)).toThrow(/not a range/);
   });
 
-  it('gathers chosen rows of shards (read with pread, a chunk at a time) exactly as in memory: any order, repeats, near and far rows, weights, keys, views starting inside a shard', async () => {
+  it('gathers chosen rows of shards exactly as in memory: any order, repeats, near and far rows, weights, keys, views starting inside a shard', async () => {
     const weighted: ColumnarDataset = { ...mem, weights: Float32Array.from({ length: 3_000 }, (_, i) => 0.5 + (i % 13) / 7) };
     const sh = await asShards(weighted, [700, 1300, 1000], 'g');
     const view = sliceRows(sh, 350, 2900);

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -108,31 +107,6 @@ void MappedShard::release() const {
 
 MappedShard::~MappedShard() {
   if (map_) munmap(map_, size_);
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void MappedShard::read(const void* p, size_t bytes, void* dst) const {
-  if (!contains(p) || static_cast<const char*>(p) + bytes > static_cast<const char*>(map_) + size_)
-    throw std::runtime_error("shard " + path_ + ": read outside the file");
-  int fd;
-  {
-    std::lock_guard<std::mutex> lk(fd_mu_);
-    if (fd_ < 0) {
-      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd_ < 0) throw std::runtime_error("cannot open shard " + path_ + ": " + std::strerror(errno));
-    }
-    fd = fd_;
-  }
-  off_t at = static_cast<const char*>(p) - static_cast<const char*>(map_);
-  char* d = static_cast<char*>(dst);
-  while (bytes > 0) {
-    const ssize_t got = ::pread(fd, d, bytes, at);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw std::runtime_error("shard " + path_ + ": read failed" + (got < 0 ? std::string(": ") + std::strerror(errno) : std::string(" (file shorter than mapped)")));
-    d += got;
-    at += got;
-    bytes -= (size_t)got;
-  }
 }
 
 const void* MappedShard::section(uint32_t kind, uint32_t index, uint64_t* bytes) const {

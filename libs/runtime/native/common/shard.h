@@ -4,7 +4,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,20 +39,9 @@ class MappedShard {
   // next read is a minor fault, but the process's resident memory no longer holds them. Reading a
   // set far larger than memory with a release behind each window keeps the worker's RSS bounded.
   void release() const;
-  // Whether p points into this shard's mapping.
-  bool contains(const void* p) const {
-    const char* c = static_cast<const char*>(p);
-    return map_ && c >= static_cast<const char*>(map_) && c < static_cast<const char*>(map_) + size_;
-  }
-  // Copies `bytes` from p (inside the mapping) into dst with pread, without touching the mapping:
-  // no page is faulted into this process's page tables, so the copy costs no file-backed RSS and
-  // no release afterwards. The file is opened on first use. Throws std::runtime_error on I/O failure.
-  void read(const void* p, size_t bytes, void* dst) const;
 
  private:
   std::string path_;
-  mutable std::mutex fd_mu_;
-  mutable int fd_ = -1;
   void* map_ = nullptr;
   size_t size_ = 0;
   uint64_t rows_ = 0;

@@ -164,7 +164,6 @@ struct CudaImpl {
   size_t stage_layout_key = 0;  // graphs captured on the stages assume one layout
   cudaStream_t cs = nullptr;
   std::unique_ptr<ThreadPool> pack_pool;
-  std::unique_ptr<ThreadPool> gather_pool;  // reads the next chunk of streamed rows from the shards
   struct StageLayout { size_t num = 0, lab = 0, wt = 0, offs = 0, ids = 0, cap = 0; };
   StageLayout stage_layout(int64_t Bc, int mb, bool hw) const {
     StageLayout L;

@@ -20,7 +20,6 @@
 
 #include "../common/rng.h"
 #include "../common/thread_pool.h"
-#include "../common/row_gather.h"
 #include "../common/train_split.h"
 #include "cuda_impl.cuh"
 
@@ -142,11 +141,6 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   if (!normalized) fit_normalization(tr, train_rows);
   upload(I, *host_, frozen);
   const bool streaming = stream_training(I, tr);
-  // streamed from mapped shards: each chunk of the epoch's order (whole batches, about one window)
-  // is read into memory with pread on a thread of its own while the chunk before it trains
-  // (row_gather.h); ABACUS_CUDA_GATHER=0 packs straight from the mapped pages instead
-  const char* ge = std::getenv("ABACUS_CUDA_GATHER");
-  const bool gather = streaming && tr.mapped() && gatherable(tr) && !(ge && std::string(ge) == "0");
   std::unique_ptr<OwnedRows> val_owned;
   const DevDataset* dval = nullptr;
   k::DevData dd;
@@ -168,14 +162,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       dval = &resident(I, *vds);
     }
     if (!I.pack_pool) I.pack_pool.reset(new ThreadPool((int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()))));
-    if (gather && !I.gather_pool) {
-      const char* gt = std::getenv("ABACUS_CUDA_GATHER_THREADS");
-      const int t = gt ? std::atoi(gt) : (int)std::max<unsigned>(2, std::thread::hardware_concurrency() / 4);
-      I.gather_pool.reset(new ThreadPool(std::max(1, t)));
-    }
     if (std::getenv("ABACUS_CUDA_VERBOSE"))
-      fprintf(stderr, "[abacus-cuda] training streamed from the host: %lld rows, batches packed into pinned stages (2), one copy each%s\n", (long long)tr.rows,
-              gather ? "; rows read from the shards a chunk ahead" : "");
+      fprintf(stderr, "[abacus-cuda] training streamed from the host: %lld rows, batches packed into pinned stages (2), one copy each\n", (long long)tr.rows);
   }
   const int64_t n = (int64_t)train_rows.size();
   const int64_t steps_per_epoch = (n + o.batch - 1) / o.batch;
@@ -313,22 +301,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   double window_loss = 0;
   int64_t window_steps = 0;
   std::vector<int64_t> order_host, window_ends;
-  // whole batches, about one window of rows (train_split.h; ABACUS_CUDA_GATHER_ROWS to change it)
-  const char* gre = std::getenv("ABACUS_CUDA_GATHER_ROWS");
-  const int64_t chunk_want = gre ? std::max<int64_t>(1, std::atoll(gre)) : kWindowRows;
-  const int64_t chunk_rows = std::max<int64_t>(o.batch, (chunk_want / o.batch) * o.batch);
-  std::unique_ptr<RowPrefetch> prefetch;  // joined before order_host changes or goes away
-  double gather_wait_s = 0, gather_read_s = 0;
-  auto end_prefetch = [&] {
-    if (!prefetch) return;
-    gather_wait_s += prefetch->wait_seconds();
-    gather_read_s += prefetch->read_seconds();
-    prefetch.reset();
-  };
   try {
     for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
       const double te = now_s();
-      end_prefetch();
       // the epoch's order: pinned, one copy, then the cursor restarts
       CK(cudaStreamSynchronize(I.st));
       // the CPU backend's order (train_split.h): windowed when streamed from mapped shards
@@ -359,24 +334,15 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         const double tw = now_s();
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
         const double tp = now_s();
+        const size_t bytes = pack_batch(I, tr, pinned_order + b0, std::min(o.batch, n - b0), SL, g.pin, pack_base);
         pack_wait_s += tp - tw;
-        size_t bytes;
-        if (gather) {
-          const GatheredRows& gr = prefetch->at(b0);  // waiting for a chunk: prefetch->wait_seconds()
-          const double tg = now_s();
-          bytes = pack_batch(I, gr.ds, gr.local.data() + (b0 - gr.first), std::min(o.batch, n - b0), SL, g.pin, pack_base);
-          pack_s += now_s() - tg;
-        } else {
-          bytes = pack_batch(I, tr, pinned_order + b0, std::min(o.batch, n - b0), SL, g.pin, pack_base);
-          pack_s += now_s() - tp;
-        }
+        pack_s += now_s() - tp;
         pack_n++;
         CK(cudaStreamWaitEvent(I.cs, g.consumed, 0));  // the step that read its device buffer is done
         CK(cudaMemcpyAsync(g.dev, g.pin, bytes, cudaMemcpyHostToDevice, I.cs));
         CK(cudaEventRecord(g.copied, I.cs));
       };
       int slot = 0;
-      if (gather) prefetch.reset(new RowPrefetch(tr, order_host.data(), n, chunk_rows, I.S, *I.gather_pool));
       if (streaming) prep(0, 0);
       const int64_t first_step = res.steps;
       int64_t epoch_steps = 0;
@@ -389,7 +355,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));
           if (b0 + o.batch < n && res.steps + 1 < total) {
             // from mapped shards: the pages of windows already packed are released
-            if (!gather && tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
+            if (tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
               tr.release();
               while (window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) ++window;
             }
@@ -412,7 +378,6 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           window_steps = 0;
         }
       }
-      end_prefetch();
       if (tr.mapped()) tr.release();
       read_losses(res.steps);
       double epoch_loss = 0;
@@ -457,7 +422,6 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     CK(cudaStreamSynchronize(I.st));
     CK(cudaGetLastError());
   } catch (...) {
-    prefetch.reset();
     cudaStreamSynchronize(I.st);
     cudaFreeHost(pinned_order);
     delete ms;
@@ -474,9 +438,6 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   if (streaming && pack_n && std::getenv("ABACUS_CUDA_VERBOSE"))
     fprintf(stderr, "[abacus-cuda] streamed: %lld batches, host packing %.3f ms each (%d threads), waiting for a stage %.3f ms each, %.3f ms per step in all\n",
             (long long)pack_n, pack_s / pack_n * 1e3, I.pack_pool->size(), pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
-  if (gather && std::getenv("ABACUS_CUDA_VERBOSE"))
-    fprintf(stderr, "[abacus-cuda] streamed: chunks of %lld rows read from the shards in %.3f s (%d threads, beside training), training waited %.3f s for them\n",
-            (long long)chunk_rows, gather_read_s, I.gather_pool->size(), gather_wait_s);
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
     CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));

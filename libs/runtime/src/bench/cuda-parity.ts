@@ -1,9 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-
 import { RuntimeModel } from '../runtime-model';
-import { openShards, writeShard } from '../shard-format';
 import type { ModelSpecInput } from '../model-spec.schema';
 import { stressData, stressShape } from './cuda-stress';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
@@ -111,48 +106,6 @@ export async function runCudaParity(log: (s: string) => void = () => {}): Promis
       ok: sl.streamed!.length >= 100 && maxRelS <= 1e-3 && Math.abs(sres.streamed!.auc - sres.resident!.auc) <= 0.002,
       detail: { maxRelLossDiff: maxRelS, ...sres },
     });
-    // streamed from mapped shards: rows read a chunk ahead with pread (the default) must train as
-    // the batches packed straight from the mapped pages (ABACUS_CUDA_GATHER=0): the same rows in
-    // the same order. Small chunks (ABACUS_CUDA_GATHER_ROWS), shards that split the rows unevenly,
-    // a validation split taken out of them (gaps in the rows read) and several epochs.
-    {
-      const dir = mkdtempSync(path.join(tmpdir(), 'abacus-parity-shards-'));
-      try {
-        const files: string[] = [];
-        for (const [a, b] of [[0, 7_000], [7_000, 23_000], [23_000, 48_000]] as const) {
-          const f = path.join(dir, `${files.length}.shard`);
-          await writeShard(f, sliceDataset(train, a, b));
-          files.push(f);
-        }
-        const shards = await openShards(files);
-        const gl: Record<string, number[]> = { read: [], mapped: [] };
-        const gres: Record<string, { auc: number; loss: number; bestEpoch: number }> = {};
-        for (const k of ['read', 'mapped'] as const) {
-          const m = RuntimeModel.create(spec, { backend: 'cuda' });
-          process.env.ABACUS_CUDA_STREAM = '1';
-          process.env.ABACUS_CUDA_GATHER_ROWS = '6000';
-          if (k === 'mapped') process.env.ABACUS_CUDA_GATHER = '0';
-          try {
-            await m.train(shards, { epochs: 2, batchSize: 300, maxSteps: 200, shuffle: true, seed: 1, progressEvery: 1 }, { onProgress: (p) => gl[k]!.push(p.loss) });
-            const tr = await m.train(shards, { epochs: 3, batchSize: 1000, shuffle: true, seed: 2, validationFraction: 0.1, earlyStopping: { patience: 1 } });
-            gres[k] = { auc: (await m.evaluate(test, { batchSize: 4096 })).auc, loss: tr.finalLoss, bestEpoch: tr.bestEpoch ?? -1 };
-          } finally {
-            delete process.env.ABACUS_CUDA_STREAM;
-            delete process.env.ABACUS_CUDA_GATHER_ROWS;
-            delete process.env.ABACUS_CUDA_GATHER;
-          }
-        }
-        let maxRelG = 0;
-        for (let i = 0; i < 200; i++) maxRelG = Math.max(maxRelG, Math.abs(gl.read![i]! - gl.mapped![i]!) / Math.max(1e-12, Math.abs(gl.mapped![i]!)));
-        out.push({
-          name: `${c.name}: streamed from shards, rows read ahead with pread, equals packing from the mapped pages`,
-          ok: gl.read!.length >= 200 && gl.mapped!.length >= 200 && maxRelG <= 1e-3 && Math.abs(gres.read!.auc - gres.mapped!.auc) <= 0.002,
-          detail: { maxRelLossDiff: maxRelG, ...gres },
-        });
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    }
     // the default evaluation forward with TF32 math (BF16 hidden-layer inputs where there are at
     // least 2 hidden layers) against FP32, same weights: the issue allows reduced precision only
     // with the test AUC within 0.002 of FP32
@@ -184,7 +137,7 @@ export async function runCudaParity(log: (s: string) => void = () => {}): Promis
       ok: Math.abs(ef.auc - ee.auc) <= 0.002 && maxA <= 0.002,
       detail: { evalPrecision: fast.evalPrecision, auc: ef.auc, aucFp32: ee.auc, maxAbsPredDiff: maxP, maxAblationAucDiff: maxA },
     });
-    for (const o of out.slice(-8)) log(`${o.ok ? 'PASS' : 'FAIL'} ${o.name} ${JSON.stringify(o.detail)}`);
+    for (const o of out.slice(-7)) log(`${o.ok ? 'PASS' : 'FAIL'} ${o.name} ${JSON.stringify(o.detail)}`);
   }
   out.push(...(await randomShapeParity(12, 101, log)));
   return out;
