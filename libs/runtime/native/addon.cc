@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/batch_pack.h"
 #include "common/data_source.h"
 #include "common/shard.h"
 #include "common/train_split.h"
@@ -725,6 +726,52 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
   return w->deferred.Promise();
 }
 
+// The stages the CUDA backend's host-streamed steps would copy for one epoch of training rows
+// (packBatches(data, numNumeric, numSlots, trainRows, {shuffle, seed, epoch, batch, records})): the
+// used bytes of every batch's stage, one after another. Windowed as the CUDA backend is when the data
+// is mapped; `records` packs from the row-major window copies, otherwise from the columns. For tests
+// of the packers (both must give the same bytes).
+Napi::Value PackBatches(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int nn = info[1].As<Napi::Number>().Int32Value(), ns = info[2].As<Napi::Number>().Int32Value();
+  DataSource ds = make_source(env, info[0].As<Napi::Object>(), nn, ns);
+  auto tr = info[3].As<Napi::Float64Array>();
+  std::vector<int64_t> rows(tr.ElementLength());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i] = (int64_t)tr[i];
+    if (rows[i] < 0 || rows[i] >= ds.rows) throw Napi::RangeError::New(env, "trainRows: row " + std::to_string(rows[i]) + " is outside the data");
+  }
+  Napi::Object o = info[4].As<Napi::Object>();
+  const bool shuffle = o.Get("shuffle").ToBoolean(), rec = o.Get("records").ToBoolean();
+  const uint64_t seed = (uint64_t)o.Get("seed").ToNumber().Int64Value();
+  const int ep = o.Get("epoch").ToNumber().Int32Value();
+  const int64_t batch = o.Get("batch").ToNumber().Int64Value(), n = (int64_t)rows.size();
+  if (batch < 1) throw Napi::RangeError::New(env, "batch: must be at least 1");
+  if (rec && !RecordStream::fits(batch)) throw Napi::RangeError::New(env, "batch: too large to pack from window records");
+  int mb = 0;
+  for (auto& p : ds.parts)
+    for (int s = 0; s < ns; ++s)
+      for (int64_t r = 0; r < p.rows; ++r) mb = std::max(mb, p.offs[s][r + 1] - p.offs[s][r]);
+  const StageLayout L = stage_layout(std::min(batch, std::max<int64_t>(n, 1)), nn, ns, mb, ds.has_weights());
+  std::vector<uint8_t> pin(L.cap), out;
+  std::vector<int64_t> order, ends, base;
+  ThreadPool tp(4);
+  const bool windowed = ds.mapped();
+  epoch_order(rows, shuffle, windowed, seed, ep, order, ends);
+  std::unique_ptr<RecordStream> rs;
+  if (rec) {
+    rs.reset(new RecordStream(ds, rows, shuffle, windowed, seed, nn, ns, 3));
+    rs->start_epoch(ep);
+  }
+  for (int64_t b0 = 0; b0 < n; b0 += batch) {
+    const int64_t B = std::min(batch, n - b0);
+    std::fill(pin.begin(), pin.end(), 0);
+    const size_t bytes = rs ? rs->pack(tp, b0, B, L, pin.data(), base) : pack_rows(tp, ds, order.data() + b0, B, nn, ns, L, pin.data(), base);
+    out.insert(out.end(), pin.begin(), pin.begin() + bytes);
+  }
+  return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
+}
+
 Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   __builtin_cpu_init();
@@ -751,6 +798,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("writeShard", Napi::Function::New(env, WriteShard));
   exports.Set("gather", Napi::Function::New(env, Gather));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
+  exports.Set("packBatches", Napi::Function::New(env, PackBatches));
   exports.Set("backend", "cpu");
   return exports;
 }

@@ -148,7 +148,12 @@ export interface NativeModelHandle {
   optimizerTensors(): NativeTensor[];
   getState(): NativeModelState;
   setState(s: Partial<NativeModelState>): void;
-  train(data: NativeData, val: NativeData | undefined, opts: NativeTrainOptions, onProgress?: (p: NativeProgress) => void): Promise<NativeTrainResult>;
+  train(
+    data: NativeData,
+    val: NativeData | undefined,
+    opts: NativeTrainOptions,
+    onProgress?: (p: NativeProgress) => void,
+  ): Promise<NativeTrainResult>;
   predict(data: NativeData, batchSize?: number): Promise<NativePredictResult>;
   ablate(
     data: NativeData,
@@ -166,16 +171,50 @@ export interface NativeShardHandle {
 export interface NativeAddon {
   NativeModel: new (cfg: NativeModelConfig) => NativeModelHandle;
   openShard(path: string, verify: boolean): Promise<NativeShardHandle>;
-  writeShard(path: string, rows: number, json: string, sections: { kind: number; index: number; data: Float32Array | Int32Array }[]): Promise<void>;
+  writeShard(
+    path: string,
+    rows: number,
+    json: string,
+    sections: { kind: number; index: number; data: Float32Array | Int32Array }[],
+  ): Promise<void>;
   /** the rows (all in order, or `rows`) of the data copied into arrays in numMap / slot order, off the event loop */
   gather(
     data: NativeData,
     numNumeric: number,
     numSlots: number,
     rows?: Int32Array,
-  ): Promise<{ numeric: Float32Array; labels: Float32Array; weights?: Float32Array; key?: Int32Array; offs: Int32Array[]; ids: Int32Array[] }>;
+  ): Promise<{
+    numeric: Float32Array;
+    labels: Float32Array;
+    weights?: Float32Array;
+    key?: Int32Array;
+    offs: Int32Array[];
+    ids: Int32Array[];
+  }>;
+  /**
+   * The stages the CUDA backend's host-streamed steps would copy for one epoch of training rows (the
+   * used bytes of each batch's stage, one after another), packed from the columns or from row-major
+   * copies of each window (`records`); windowed as on the GPU when the data is mapped. For tests.
+   */
+  packBatches(
+    data: NativeData,
+    numNumeric: number,
+    numSlots: number,
+    trainRows: Float64Array,
+    opts: { shuffle: boolean; seed: number; epoch: number; batch: number; records: boolean },
+  ): Buffer;
   /** avx512bf16 / evalPrecision: whether predict / evaluate / ablate run the bf16 forward (env ABACUS_CPU_EVAL_PRECISION=fp32 opts out) */
-  cpuInfo(): { avx2: boolean; avx512f: boolean; gemm: string; hardwareThreads: number; avx512bf16?: boolean; amxBf16?: boolean; vendorAmd?: boolean; evalPrecision?: 'bf16' | 'fp32'; evalKernel?: 'bf16-amx' | 'bf16' | 'fp32' };
+  cpuInfo(): {
+    avx2: boolean;
+    avx512f: boolean;
+    gemm: string;
+    hardwareThreads: number;
+    avx512bf16?: boolean;
+    amxBf16?: boolean;
+    vendorAmd?: boolean;
+    evalPrecision?: 'bf16' | 'fp32';
+    evalKernel?: 'bf16-amx' | 'bf16' | 'fp32';
+  };
   backend: 'cpu';
 }
 
@@ -199,7 +238,9 @@ let cached: NativeAddon | undefined;
 export function loadNativeAddon(file: string = addonPath()): NativeAddon {
   if (cached && file === addonPath()) return cached;
   if (!existsSync(file)) {
-    throw new Error(`The runtime's native CPU addon is not built (${file} is missing): run \`npm run build:native\` (bash scripts/build-native.sh)`);
+    throw new Error(
+      `The runtime's native CPU addon is not built (${file} is missing): run \`npm run build:native\` (bash scripts/build-native.sh)`,
+    );
   }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const addon = require(file) as NativeAddon;

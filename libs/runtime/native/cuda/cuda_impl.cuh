@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/batch_pack.h"
 #include "../common/data_source.h"
 #include "../common/thread_pool.h"
 #include "cublaslt_dl.h"
@@ -164,19 +165,8 @@ struct CudaImpl {
   size_t stage_layout_key = 0;  // graphs captured on the stages assume one layout
   cudaStream_t cs = nullptr;
   std::unique_ptr<ThreadPool> pack_pool;
-  struct StageLayout { size_t num = 0, lab = 0, wt = 0, offs = 0, ids = 0, cap = 0; };
-  StageLayout stage_layout(int64_t Bc, int mb, bool hw) const {
-    StageLayout L;
-    size_t o = 0;
-    auto al = [&](size_t bytes) { const size_t r = o; o = (o + bytes + 255) & ~size_t(255); return r; };
-    L.num = al((size_t)Bc * N * 4);
-    L.lab = al((size_t)Bc * 4);
-    L.wt = al(hw ? (size_t)Bc * 4 : 0);
-    L.offs = al((size_t)S * (Bc + 1) * 8);
-    L.ids = al((size_t)Bc * S * std::max(mb, 1) * 4);
-    L.cap = o;
-    return L;
-  }
+  using StageLayout = abacus::StageLayout;
+  StageLayout stage_layout(int64_t Bc, int mb, bool hw) const { return abacus::stage_layout(Bc, N, S, mb, hw); }
   int64_t* d_order = nullptr;
   int64_t order_cap = 0;
   // sort-based sparse backward: (row, position) pairs of one batch, CUB temp storage
@@ -335,8 +325,6 @@ ABACUS_CUDA_LOCAL void drop_resident(CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
 ABACUS_CUDA_LOCAL bool stream_training(const CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL int max_bag_of(const DataSource& ds, int S);
-ABACUS_CUDA_LOCAL size_t pack_batch(CudaImpl& I, const DataSource& ds, const int64_t* rows, int64_t B,
-                                    const CudaImpl::StageLayout& L, uint8_t* pin, std::vector<int64_t>& base);
 // metrics.cu
 ABACUS_CUDA_LOCAL Metrics gpu_metrics(CudaImpl& I, const float* pred, const float* lab, const float* w, int64_t n,
                                       float* tmp_k, float* tmp_y, double* tmp_a, double* tmp_b, double* tmp_c,

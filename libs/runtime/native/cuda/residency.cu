@@ -232,62 +232,6 @@ int max_bag_of(const DataSource& ds, int S) {
   return mb;
 }
 
-// Packs rows[0..B) (global rows of ds) into one pinned stage laid out by L; returns the bytes to
-// copy (everything up to the last id). Slots are split across the pack threads, then rows.
-size_t pack_batch(CudaImpl& I, const DataSource& ds, const int64_t* rows, int64_t B,
-                  const CudaImpl::StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
-  const int S = I.S, N = I.N;
-  const bool hw = ds.has_weights();
-  float* num = reinterpret_cast<float*>(pin + L.num);
-  float* lab = reinterpret_cast<float*>(pin + L.lab);
-  float* wt = hw ? reinterpret_cast<float*>(pin + L.wt) : nullptr;
-  int64_t* offs = reinterpret_cast<int64_t*>(pin + L.offs);
-  int32_t* ids = reinterpret_cast<int32_t*>(pin + L.ids);
-  ThreadPool& tp = *I.pack_pool;
-  const int T = tp.size();
-  base.assign(S + 1, 0);
-  tp.run([&](int t) {
-    int64_t sb, se;
-    ThreadPool::range(S, t, T, sb, se);
-    for (int64_t s = sb; s < se; ++s) {
-      int64_t c = 0;
-      for (int64_t r = 0; r < B; ++r) {
-        int64_t lr;
-        const DataPart& p = ds.locate(rows[r], lr);
-        c += p.offs[s][lr + 1] - p.offs[s][lr];
-      }
-      base[s + 1] = c;
-    }
-  });
-  for (int s = 0; s < S; ++s) base[s + 1] += base[s];
-  tp.run([&](int t) {
-    int64_t sb, se;
-    ThreadPool::range(S, t, T, sb, se);
-    for (int64_t s = sb; s < se; ++s) {
-      int64_t pos = base[s];
-      int64_t* o = offs + s * (B + 1);
-      for (int64_t r = 0; r < B; ++r) {
-        int64_t lr;
-        const DataPart& p = ds.locate(rows[r], lr);
-        o[r] = pos;
-        const int32_t* id = p.ids[s];
-        for (int32_t q = p.offs[s][lr]; q < p.offs[s][lr + 1]; ++q) ids[pos++] = id[q];
-      }
-      o[B] = pos;
-    }
-    int64_t rb, re;
-    ThreadPool::range(B, t, T, rb, re);
-    for (int64_t r = rb; r < re; ++r) {
-      int64_t lr;
-      const DataPart& p = ds.locate(rows[r], lr);
-      for (int j = 0; j < N; ++j) num[r * N + j] = p.numeric[lr * p.num_stride + ds.num_map[j]];
-      lab[r] = p.labels[lr];
-      if (hw) wt[r] = p.weights[lr];
-    }
-  });
-  return L.ids + (size_t)base[S] * 4;
-}
-
 // Copies of the validation rows (OwnedRows, cuda_impl.cuh) of a streamed training set.
 std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S) {
   auto o = std::make_unique<OwnedRows>();

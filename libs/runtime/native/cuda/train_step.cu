@@ -187,6 +187,21 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   std::vector<int64_t> pack_base;
   double pack_s = 0, pack_wait_s = 0;
   int64_t pack_n = 0;
+  // from mapped shards, batches are packed from row-major copies of the epoch's windows (one record
+  // a row; batch_pack.h), copied on threads of their own a window ahead; ABACUS_CUDA_RECORDS=0
+  // packs from the mapped columns instead
+  std::unique_ptr<RecordStream> records;
+  if (streaming && tr.mapped() && RecordStream::fits(std::min<int64_t>(o.batch, n))) {
+    const char* e = std::getenv("ABACUS_CUDA_RECORDS");
+    if (!(e && std::string(e) == "0")) {
+      const char* th = std::getenv("ABACUS_RECORD_THREADS");
+      const int hw = (int)std::max<unsigned>(1, std::thread::hardware_concurrency());
+      const int threads = th ? std::max(1, std::atoi(th)) : std::max(2, std::min(8, hw / 4));
+      records.reset(new RecordStream(tr, train_rows, o.shuffle, true, o.seed, I.N, I.S, threads));
+      if (std::getenv("ABACUS_CUDA_VERBOSE"))
+        fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads)\n", threads);
+    }
+  }
   if (total > I.losses_cap) {
     CK(cudaStreamSynchronize(I.st));
     for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
@@ -309,6 +324,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       // the CPU backend's order (train_split.h): windowed when streamed from mapped shards
       epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, order_host, window_ends);
       std::copy(order_host.begin(), order_host.end(), pinned_order);
+      if (records) records->start_epoch(ep);
       size_t window = 0;
       if (!streaming) {
         CK(cudaMemcpyAsync(I.d_order, pinned_order, n * 8, cudaMemcpyHostToDevice, I.st));
@@ -334,7 +350,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         const double tw = now_s();
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
         const double tp = now_s();
-        const size_t bytes = pack_batch(I, tr, pinned_order + b0, std::min(o.batch, n - b0), SL, g.pin, pack_base);
+        const int64_t B = std::min(o.batch, n - b0);
+        const size_t bytes = records ? records->pack(*I.pack_pool, b0, B, SL, g.pin, pack_base)
+                                     : pack_rows(*I.pack_pool, tr, pinned_order + b0, B, I.N, I.S, SL, g.pin, pack_base);
         pack_wait_s += tp - tw;
         pack_s += now_s() - tp;
         pack_n++;
@@ -355,7 +373,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));
           if (b0 + o.batch < n && res.steps + 1 < total) {
             // from mapped shards: the pages of windows already packed are released
-            if (tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
+            if (!records && tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
               tr.release();
               while (window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) ++window;
             }
@@ -438,6 +456,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   if (streaming && pack_n && std::getenv("ABACUS_CUDA_VERBOSE"))
     fprintf(stderr, "[abacus-cuda] streamed: %lld batches, host packing %.3f ms each (%d threads), waiting for a stage %.3f ms each, %.3f ms per step in all\n",
             (long long)pack_n, pack_s / pack_n * 1e3, I.pack_pool->size(), pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
+  if (records && std::getenv("ABACUS_CUDA_VERBOSE"))
+    fprintf(stderr, "[abacus-cuda] window copies: %.3f s on their threads, %.3f s waited for\n", records->copy_seconds(), records->wait_seconds());
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
     CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));

@@ -1,0 +1,332 @@
+#pragma once
+// Packing the rows of one training batch into one contiguous host buffer (the stage a host-streamed
+// CUDA step copies to the device), and the row-major copy of each window of an epoch that lets the
+// packers read a row in a few cache lines instead of one miss per column.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "data_source.h"
+#include "thread_pool.h"
+#include "train_split.h"
+
+namespace abacus {
+
+// Where each array of a packed batch of up to Bc rows starts in the stage (256-byte aligned):
+// numeric [B x N] floats, labels [B], weights [B] (when the data has them), offsets [S x (B + 1)]
+// int64 (slot s's run of ids for row r: ids[offs[s][r] .. offs[s][r + 1])), then the ids of every
+// slot, slot after slot.
+struct StageLayout {
+  size_t num = 0, lab = 0, wt = 0, offs = 0, ids = 0, cap = 0;
+};
+inline StageLayout stage_layout(int64_t Bc, int N, int S, int mb, bool hw) {
+  StageLayout L;
+  size_t o = 0;
+  auto al = [&](size_t bytes) {
+    const size_t r = o;
+    o = (o + bytes + 255) & ~size_t(255);
+    return r;
+  };
+  L.num = al((size_t)Bc * N * 4);
+  L.lab = al((size_t)Bc * 4);
+  L.wt = al(hw ? (size_t)Bc * 4 : 0);
+  L.offs = al((size_t)S * (Bc + 1) * 8);
+  L.ids = al((size_t)Bc * S * std::max(mb, 1) * 4);
+  L.cap = o;
+  return L;
+}
+
+// Packs rows[0..B) (global rows of ds) into the stage `pin` laid out by L, straight from the data's
+// columns; returns the bytes to copy (everything up to the last id). Slots are split across the
+// threads, then rows. `base` receives where each slot's ids start (S + 1 entries).
+inline size_t pack_rows(ThreadPool& tp, const DataSource& ds, const int64_t* rows, int64_t B, int N, int S,
+                        const StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
+  const bool hw = ds.has_weights();
+  float* num = reinterpret_cast<float*>(pin + L.num);
+  float* lab = reinterpret_cast<float*>(pin + L.lab);
+  float* wt = hw ? reinterpret_cast<float*>(pin + L.wt) : nullptr;
+  int64_t* offs = reinterpret_cast<int64_t*>(pin + L.offs);
+  int32_t* ids = reinterpret_cast<int32_t*>(pin + L.ids);
+  const int T = tp.size();
+  base.assign(S + 1, 0);
+  tp.run([&](int t) {
+    int64_t sb, se;
+    ThreadPool::range(S, t, T, sb, se);
+    for (int64_t s = sb; s < se; ++s) {
+      int64_t c = 0;
+      for (int64_t r = 0; r < B; ++r) {
+        int64_t lr;
+        const DataPart& p = ds.locate(rows[r], lr);
+        c += p.offs[s][lr + 1] - p.offs[s][lr];
+      }
+      base[s + 1] = c;
+    }
+  });
+  for (int s = 0; s < S; ++s) base[s + 1] += base[s];
+  tp.run([&](int t) {
+    int64_t sb, se;
+    ThreadPool::range(S, t, T, sb, se);
+    for (int64_t s = sb; s < se; ++s) {
+      int64_t pos = base[s];
+      int64_t* o = offs + s * (B + 1);
+      for (int64_t r = 0; r < B; ++r) {
+        int64_t lr;
+        const DataPart& p = ds.locate(rows[r], lr);
+        o[r] = pos;
+        const int32_t* id = p.ids[s];
+        for (int32_t q = p.offs[s][lr]; q < p.offs[s][lr + 1]; ++q) ids[pos++] = id[q];
+      }
+      o[B] = pos;
+    }
+    int64_t rb, re;
+    ThreadPool::range(B, t, T, rb, re);
+    for (int64_t r = rb; r < re; ++r) {
+      int64_t lr;
+      const DataPart& p = ds.locate(rows[r], lr);
+      for (int j = 0; j < N; ++j) num[r * N + j] = p.numeric[lr * p.num_stride + ds.num_map[j]];
+      lab[r] = p.labels[lr];
+      if (hw) wt[r] = p.weights[lr];
+    }
+  });
+  return L.ids + (size_t)base[S] * 4;
+}
+
+// One window of rows copied row-major: record k (of the window's rows in stored order) is
+// words[off[k] .. off[k + 1]): the count of ids of each slot [S], the numeric inputs [N], the label,
+// the weight (when the data has them), then the ids, slot after slot (4-byte words, floats as bits).
+// Built from the columns a block of kBlockRows rows at a time, so the reads are sequential within
+// each column.
+struct WindowRecords {
+  std::vector<int64_t> off;
+  std::vector<int32_t> words;
+
+  void build(ThreadPool& tp, const DataSource& ds, const int64_t* rows, int64_t m, int N, int S) {
+    const bool hw = ds.has_weights();
+    const int64_t head = S + N + 1 + (hw ? 1 : 0);
+    const int T = tp.size();
+    off.resize(m + 1);
+    std::vector<int64_t> total(T + 1, 0);
+    // sizes, then each thread's share of the words
+    tp.run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(m, t, T, b, e, kBlockRows);
+      const DataPart* P[kBlockRows];
+      int64_t lr[kBlockRows];
+      int64_t at = 0;
+      for (int64_t c0 = b; c0 < e; c0 += kBlockRows) {
+        const int64_t c = std::min<int64_t>(kBlockRows, e - c0);
+        for (int64_t k = 0; k < c; ++k) P[k] = &ds.locate(rows[c0 + k], lr[k]);
+        int64_t size[kBlockRows];
+        for (int64_t k = 0; k < c; ++k) size[k] = head;
+        for (int s = 0; s < S; ++s)
+          for (int64_t k = 0; k < c; ++k) size[k] += P[k]->offs[s][lr[k] + 1] - P[k]->offs[s][lr[k]];
+        for (int64_t k = 0; k < c; ++k) {
+          off[c0 + k] = at;
+          at += size[k];
+        }
+      }
+      total[t + 1] = at;
+    });
+    for (int t = 0; t < T; ++t) total[t + 1] += total[t];
+    off[m] = total[T];
+    if ((int64_t)words.size() < total[T]) words.resize(total[T]);
+    tp.run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(m, t, T, b, e, kBlockRows);
+      const DataPart* P[kBlockRows];
+      int64_t lr[kBlockRows], pos[kBlockRows];
+      int32_t* w = words.data();
+      for (int64_t c0 = b; c0 < e; c0 += kBlockRows) {
+        const int64_t c = std::min<int64_t>(kBlockRows, e - c0);
+        for (int64_t k = 0; k < c; ++k) {
+          P[k] = &ds.locate(rows[c0 + k], lr[k]);
+          off[c0 + k] += total[t];
+          pos[k] = off[c0 + k] + head;
+        }
+        for (int64_t k = 0; k < c; ++k) {
+          const DataPart& p = *P[k];
+          int32_t* rec = w + off[c0 + k];
+          for (int j = 0; j < N; ++j) std::memcpy(rec + S + j, p.numeric + lr[k] * p.num_stride + ds.num_map[j], 4);
+          std::memcpy(rec + S + N, p.labels + lr[k], 4);
+          if (hw) std::memcpy(rec + S + N + 1, p.weights + lr[k], 4);
+        }
+        for (int s = 0; s < S; ++s)
+          for (int64_t k = 0; k < c; ++k) {
+            const DataPart& p = *P[k];
+            const int32_t a = p.offs[s][lr[k]], z = p.offs[s][lr[k] + 1];
+            w[off[c0 + k] + s] = z - a;
+            std::memcpy(w + pos[k], p.ids[s] + a, (size_t)(z - a) * 4);
+            pos[k] += z - a;
+          }
+      }
+    });
+  }
+};
+
+// Packs the rows whose records are recs[0..B) into the stage, exactly as pack_rows packs the same
+// rows from the columns (the same bytes); rows are split across the threads.
+inline size_t pack_records(ThreadPool& tp, const int32_t* const* recs, int64_t B, int N, int S, bool hw,
+                           const StageLayout& L, uint8_t* pin, std::vector<int64_t>& base,
+                           std::vector<int64_t>& scratch) {
+  float* num = reinterpret_cast<float*>(pin + L.num);
+  float* lab = reinterpret_cast<float*>(pin + L.lab);
+  float* wt = hw ? reinterpret_cast<float*>(pin + L.wt) : nullptr;
+  int64_t* offs = reinterpret_cast<int64_t*>(pin + L.offs);
+  int32_t* ids = reinterpret_cast<int32_t*>(pin + L.ids);
+  const int T = tp.size();
+  const int64_t head = S + N + 1 + (hw ? 1 : 0);
+  scratch.assign((size_t)(T + 1) * S, 0);  // ids of each slot in each thread's rows, then where they start
+  tp.run([&](int t) {
+    int64_t rb, re;
+    ThreadPool::range(B, t, T, rb, re);
+    int64_t* c = scratch.data() + (size_t)(t + 1) * S;
+    for (int64_t r = rb; r < re; ++r) {
+      const int32_t* rec = recs[r];
+      std::memcpy(num + r * N, rec + S, (size_t)N * 4);
+      std::memcpy(lab + r, rec + S + N, 4);
+      if (hw) std::memcpy(wt + r, rec + S + N + 1, 4);
+      for (int s = 0; s < S; ++s) c[s] += rec[s];
+    }
+  });
+  base.assign(S + 1, 0);
+  for (int s = 0; s < S; ++s) {
+    int64_t at = base[s];
+    for (int t = 0; t < T; ++t) {
+      const int64_t n = scratch[(size_t)(t + 1) * S + s];
+      scratch[(size_t)(t + 1) * S + s] = at;
+      at += n;
+    }
+    base[s + 1] = at;
+  }
+  tp.run([&](int t) {
+    int64_t rb, re;
+    ThreadPool::range(B, t, T, rb, re);
+    int64_t* pos = scratch.data() + (size_t)(t + 1) * S;
+    for (int64_t r = rb; r < re; ++r) {
+      const int32_t* rec = recs[r];
+      const int32_t* id = rec + head;
+      for (int s = 0; s < S; ++s) {
+        offs[s * (B + 1) + r] = pos[s];
+        std::memcpy(ids + pos[s], id, (size_t)rec[s] * 4);
+        id += rec[s];
+        pos[s] += rec[s];
+      }
+    }
+  });
+  for (int s = 0; s < S; ++s) offs[s * (B + 1) + B] = base[s + 1];
+  return L.ids + (size_t)base[S] * 4;
+}
+
+// The batches of one epoch packed from row-major copies of its windows (WindowedShuffle): the next
+// window is copied on threads of its own while batches are packed from the current one, and the
+// mapped pages of the data are released behind each copy, so at most two windows' records and one
+// window's pages are held. Positions of the epoch's order are addressed as in epoch_order.
+class RecordStream {
+ public:
+  RecordStream(const DataSource& ds, const std::vector<int64_t>& rows, bool shuffle, bool windowed, uint64_t seed,
+               int N, int S, int threads)
+      : ds_(ds), rows_(rows), shuffle_(shuffle), windowed_(windowed), seed_(seed), N_(N), S_(S),
+        pool_(new ThreadPool(std::max(1, threads))) {}
+  ~RecordStream() {
+    for (auto& s : slot_) join(s, false);
+  }
+  void start_epoch(int ep) {
+    for (auto& s : slot_) {
+      join(s, false);
+      s.w = -1;
+    }
+    ws_.reset(new WindowedShuffle(rows_, shuffle_, windowed_, seed_, ep));
+    schedule(0);
+  }
+  int64_t windows() const { return ws_->windows(); }
+  // seconds spent copying windows (on the copy threads) and waiting for a copy (on the caller's)
+  double copy_seconds() const { return copy_s_; }
+  double wait_seconds() const { return wait_s_; }
+
+  // Whether batches of B rows can be packed from records: a batch reads at most two windows (every
+  // window but the last holds at least kWindowRows - kBlockRows rows).
+  static bool fits(int64_t B) { return B <= kWindowRows - kBlockRows; }
+
+  // Packs positions [b0, b0 + B) of the epoch's order into the stage (see pack_records).
+  size_t pack(ThreadPool& tp, int64_t b0, int64_t B, const StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
+    const auto& ends = ws_->ends();
+    int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
+    recs_.resize(B);
+    for (int64_t r = 0; r < B; ++w) {
+      // when the batch runs on into the next window, that window's slot is the other one
+      Slot& s = ready(w);
+      const int64_t wb = ws_->begin(w), we = ws_->end(w);
+      for (; r < B && b0 + r < we; ++r) recs_[r] = s.rec.words.data() + s.rec.off[s.perm[b0 + r - wb]];
+    }
+    const size_t bytes = pack_records(tp, recs_.data(), B, N_, S_, ds_.has_weights(), L, pin, base, scratch_);
+    // the window after the last one this batch read is copied while the next batches pack
+    if (w < windows()) schedule(w);
+    return bytes;
+  }
+
+ private:
+  struct Slot {
+    int64_t w = -1;
+    WindowRecords rec;
+    std::vector<int64_t> plain, perm;
+    std::unique_ptr<std::thread> th;
+    std::exception_ptr err;
+  };
+  void join(Slot& s, bool rethrow) {
+    if (s.th) {
+      s.th->join();
+      s.th.reset();
+    }
+    if (s.err) {
+      auto e = s.err;
+      s.err = nullptr;
+      s.w = -1;
+      if (rethrow) std::rethrow_exception(e);
+    }
+  }
+  // window w is copied (or being copied) into its slot, on a thread of its own
+  void schedule(int64_t w) {
+    Slot& s = slot_[w % 2];
+    if (s.w == w) return;
+    join(s, false);
+    s.w = w;
+    s.th.reset(new std::thread([this, &s, w] {
+      try {
+        const auto t0 = std::chrono::steady_clock::now();
+        ws_->window(w, s.plain, s.perm);
+        s.rec.build(*pool_, ds_, s.plain.data(), (int64_t)s.plain.size(), N_, S_);
+        if (ds_.mapped()) ds_.release();
+        copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      } catch (...) {
+        s.err = std::current_exception();
+      }
+    }));
+  }
+  Slot& ready(int64_t w) {
+    Slot& s = slot_[w % 2];
+    if (s.w != w) schedule(w);
+    const auto t0 = std::chrono::steady_clock::now();
+    join(s, true);
+    wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return s;
+  }
+
+  const DataSource& ds_;
+  const std::vector<int64_t>& rows_;
+  bool shuffle_, windowed_;
+  uint64_t seed_;
+  int N_, S_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<WindowedShuffle> ws_;
+  Slot slot_[2];
+  std::vector<const int32_t*> recs_;
+  std::vector<int64_t> scratch_;
+  double copy_s_ = 0, wait_s_ = 0;  // copy_s_ written by one copy thread at a time, read after a join
+};
+
+}  // namespace abacus
