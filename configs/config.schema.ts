@@ -63,6 +63,8 @@ export const configSchema = z
     ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
     /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
     ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
+    /** CUDA training streamed from mapped shards: '0' packs each batch from the shards' columns instead of from row-major copies of each window */
+    ABACUS_CUDA_RECORDS: z.enum(['0', '1']).optional(),
     /**
      * the most memory (MiB) a worker lets one sample build take (rows x features, estimated before
      * the features are read); a larger build fails its trial with an error naming this limit.

@@ -727,8 +727,8 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
 }
 
 // The stages the CUDA backend's host-streamed steps would copy for one epoch of training rows
-// (packBatches(data, numNumeric, numSlots, trainRows, {shuffle, seed, epoch, batch, records})): the
-// used bytes of every batch's stage, one after another. Windowed as the CUDA backend is when the data
+// (packBatches(data, numNumeric, numSlots, trainRows, {shuffle, seed, epoch, epochs, batch, records})):
+// the used bytes of every batch's stage, one after another, for epochs [epoch, epoch + epochs). Windowed as the CUDA backend is when the data
 // is mapped; `records` packs from the row-major window copies, otherwise from the columns. For tests
 // of the packers (both must give the same bytes).
 Napi::Value PackBatches(const Napi::CallbackInfo& info) {
@@ -757,17 +757,18 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
   std::vector<int64_t> order, ends, base;
   ThreadPool tp(4);
   const bool windowed = ds.mapped();
-  epoch_order(rows, shuffle, windowed, seed, ep, order, ends);
+  const int epochs = o.Has("epochs") ? o.Get("epochs").ToNumber().Int32Value() : 1;
   std::unique_ptr<RecordStream> rs;
-  if (rec) {
-    rs.reset(new RecordStream(ds, rows, shuffle, windowed, seed, nn, ns, 3));
-    rs->start_epoch(ep);
-  }
-  for (int64_t b0 = 0; b0 < n; b0 += batch) {
-    const int64_t B = std::min(batch, n - b0);
-    std::fill(pin.begin(), pin.end(), 0);
-    const size_t bytes = rs ? rs->pack(tp, b0, B, L, pin.data(), base) : pack_rows(tp, ds, order.data() + b0, B, nn, ns, L, pin.data(), base);
-    out.insert(out.end(), pin.begin(), pin.begin() + bytes);
+  if (rec) rs.reset(new RecordStream(ds, rows, shuffle, windowed, seed, ep + epochs, nn, ns, 3, 4));
+  for (int e = ep; e < ep + epochs; ++e) {
+    epoch_order(rows, shuffle, windowed, seed, e, order, ends);
+    if (rs) rs->start_epoch(e);
+    for (int64_t b0 = 0; b0 < n; b0 += batch) {
+      const int64_t B = std::min(batch, n - b0);
+      std::fill(pin.begin(), pin.end(), 0);
+      const size_t bytes = rs ? rs->pack(b0, B, L, pin.data(), base) : pack_rows(tp, ds, order.data() + b0, B, nn, ns, L, pin.data(), base);
+      out.insert(out.end(), pin.begin(), pin.begin() + bytes);
+    }
   }
   return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }

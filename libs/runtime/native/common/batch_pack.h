@@ -123,8 +123,17 @@ struct WindowRecords {
         for (int64_t k = 0; k < c; ++k) P[k] = &ds.locate(rows[c0 + k], lr[k]);
         int64_t size[kBlockRows];
         for (int64_t k = 0; k < c; ++k) size[k] = head;
-        for (int s = 0; s < S; ++s)
-          for (int64_t k = 0; k < c; ++k) size[k] += P[k]->offs[s][lr[k] + 1] - P[k]->offs[s][lr[k]];
+        for (int s = 0; s < S; ++s) {
+          const DataPart* pp = P[0];
+          const int32_t* o = pp->offs[s];
+          for (int64_t k = 0; k < c; ++k) {
+            if (P[k] != pp) {
+              pp = P[k];
+              o = pp->offs[s];
+            }
+            size[k] += o[lr[k] + 1] - o[lr[k]];
+          }
+        }
         for (int64_t k = 0; k < c; ++k) {
           off[c0 + k] = at;
           at += size[k];
@@ -155,18 +164,35 @@ struct WindowRecords {
           std::memcpy(rec + S + N, p.labels + lr[k], 4);
           if (hw) std::memcpy(rec + S + N + 1, p.weights + lr[k], 4);
         }
-        for (int s = 0; s < S; ++s)
+        for (int s = 0; s < S; ++s) {
+          // most blocks lie in one part: its columns' pointers are taken once
+          const DataPart* pp = P[0];
+          const int32_t* o = pp->offs[s];
+          const int32_t* id = pp->ids[s];
           for (int64_t k = 0; k < c; ++k) {
-            const DataPart& p = *P[k];
-            const int32_t a = p.offs[s][lr[k]], z = p.offs[s][lr[k] + 1];
-            w[off[c0 + k] + s] = z - a;
-            std::memcpy(w + pos[k], p.ids[s] + a, (size_t)(z - a) * 4);
+            if (P[k] != pp) {
+              pp = P[k];
+              o = pp->offs[s];
+              id = pp->ids[s];
+            }
+            const int32_t a = o[lr[k]], z = o[lr[k] + 1];
+            int32_t* rec = w + off[c0 + k];
+            rec[s] = z - a;
+            int32_t* dst = w + pos[k];
+            for (int32_t q = a; q < z; ++q) *dst++ = id[q];  // bags are short: no call to memcpy
             pos[k] += z - a;
           }
+        }
       }
     });
   }
 };
+
+// Records read this many rows ahead of the one being packed.
+constexpr int64_t kAhead = 8;
+inline void prefetch_record(const int32_t* rec) {
+  for (int l = 0; l < 5; ++l) __builtin_prefetch(rec + 16 * l);  // the first 320 bytes
+}
 
 // Packs the rows whose records are recs[0..B) into the stage, exactly as pack_rows packs the same
 // rows from the columns (the same bytes); rows are split across the threads.
@@ -186,6 +212,8 @@ inline size_t pack_records(ThreadPool& tp, const int32_t* const* recs, int64_t B
     ThreadPool::range(B, t, T, rb, re);
     int64_t* c = scratch.data() + (size_t)(t + 1) * S;
     for (int64_t r = rb; r < re; ++r) {
+      // records are scattered over the window: the next ones are fetched while this one is read
+      if (r + kAhead < re) prefetch_record(recs[r + kAhead]);
       const int32_t* rec = recs[r];
       std::memcpy(num + r * N, rec + S, (size_t)N * 4);
       std::memcpy(lab + r, rec + S + N, 4);
@@ -208,11 +236,14 @@ inline size_t pack_records(ThreadPool& tp, const int32_t* const* recs, int64_t B
     ThreadPool::range(B, t, T, rb, re);
     int64_t* pos = scratch.data() + (size_t)(t + 1) * S;
     for (int64_t r = rb; r < re; ++r) {
+      if (r + kAhead < re) prefetch_record(recs[r + kAhead]);
       const int32_t* rec = recs[r];
       const int32_t* id = rec + head;
-      for (int s = 0; s < S; ++s) {
-        offs[s * (B + 1) + r] = pos[s];
-        std::memcpy(ids + pos[s], id, (size_t)rec[s] * 4);
+      int64_t* o = offs + r;
+      for (int s = 0; s < S; ++s, o += B + 1) {
+        *o = pos[s];
+        int32_t* dst = ids + pos[s];
+        for (int32_t q = 0; q < rec[s]; ++q) dst[q] = id[q];  // bags are short: no call to memcpy
         id += rec[s];
         pos[s] += rec[s];
       }
@@ -222,55 +253,71 @@ inline size_t pack_records(ThreadPool& tp, const int32_t* const* recs, int64_t B
   return L.ids + (size_t)base[S] * 4;
 }
 
-// The batches of one epoch packed from row-major copies of its windows (WindowedShuffle): the next
-// window is copied on threads of its own while batches are packed from the current one, and the
-// mapped pages of the data are released behind each copy, so at most two windows' records and one
-// window's pages are held. Positions of the epoch's order are addressed as in epoch_order.
+// The batches of an epoch packed from row-major copies of its windows (WindowedShuffle): the next
+// window (after an epoch's last one, the first of the next epoch) is copied on threads of its own
+// while batches are packed from the current one on others (the two pools together should not exceed
+// the cores: a packer or copier that waits for a core holds up its whole pool), and the mapped pages of the data are released
+// behind each copy, so at most two windows' records and one window's pages are held. Positions of
+// an epoch's order are addressed as in epoch_order.
 class RecordStream {
  public:
   RecordStream(const DataSource& ds, const std::vector<int64_t>& rows, bool shuffle, bool windowed, uint64_t seed,
-               int N, int S, int threads)
-      : ds_(ds), rows_(rows), shuffle_(shuffle), windowed_(windowed), seed_(seed), N_(N), S_(S),
-        pool_(new ThreadPool(std::max(1, threads))) {}
+               int epochs, int N, int S, int copy_threads, int pack_threads)
+      : ds_(ds), rows_(rows), shuffle_(shuffle), windowed_(windowed), seed_(seed), epochs_(epochs), N_(N), S_(S),
+        pool_(new ThreadPool(std::max(1, copy_threads))), pack_pool_(new ThreadPool(std::max(1, pack_threads))) {}
   ~RecordStream() {
     for (auto& s : slot_) join(s, false);
   }
+  // Whether batches of B rows can be packed from records: a batch reads at most two windows (every
+  // window but the last holds at least kWindowRows - kBlockRows rows).
+  static bool fits(int64_t B) { return B <= kWindowRows - kBlockRows; }
+
   void start_epoch(int ep) {
-    for (auto& s : slot_) {
-      join(s, false);
-      s.w = -1;
+    if (!(next_ && next_ep_ == ep)) {
+      for (auto& s : slot_) {
+        join(s, false);
+        s.ep = -1;
+      }
+      next_ = std::make_shared<const WindowedShuffle>(rows_, shuffle_, windowed_, seed_, ep);
     }
-    ws_.reset(new WindowedShuffle(rows_, shuffle_, windowed_, seed_, ep));
-    schedule(0);
+    ep_ = ep;
+    ws_ = std::move(next_);
+    schedule(ep_, 0, ws_);
   }
   int64_t windows() const { return ws_->windows(); }
   // seconds spent copying windows (on the copy threads) and waiting for a copy (on the caller's)
   double copy_seconds() const { return copy_s_; }
   double wait_seconds() const { return wait_s_; }
-
-  // Whether batches of B rows can be packed from records: a batch reads at most two windows (every
-  // window but the last holds at least kWindowRows - kBlockRows rows).
-  static bool fits(int64_t B) { return B <= kWindowRows - kBlockRows; }
+  int pack_threads() const { return pack_pool_->size(); }
 
   // Packs positions [b0, b0 + B) of the epoch's order into the stage (see pack_records).
-  size_t pack(ThreadPool& tp, int64_t b0, int64_t B, const StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
+  size_t pack(int64_t b0, int64_t B, const StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
     const auto& ends = ws_->ends();
     int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
     recs_.resize(B);
     for (int64_t r = 0; r < B; ++w) {
-      // when the batch runs on into the next window, that window's slot is the other one
+      // a batch that runs on into the next window reads it from the other slot
       Slot& s = ready(w);
       const int64_t wb = ws_->begin(w), we = ws_->end(w);
       for (; r < B && b0 + r < we; ++r) recs_[r] = s.rec.words.data() + s.rec.off[s.perm[b0 + r - wb]];
     }
-    const size_t bytes = pack_records(tp, recs_.data(), B, N_, S_, ds_.has_weights(), L, pin, base, scratch_);
+    const size_t bytes = pack_records(*pack_pool_, recs_.data(), B, N_, S_, ds_.has_weights(), L, pin, base, scratch_);
     // the window after the last one this batch read is copied while the next batches pack
-    if (w < windows()) schedule(w);
+    if (w < windows()) {
+      schedule(ep_, w, ws_);
+    } else if (ep_ + 1 < epochs_) {
+      if (!next_) {
+        next_ = std::make_shared<const WindowedShuffle>(rows_, shuffle_, windowed_, seed_, ep_ + 1);
+        next_ep_ = ep_ + 1;
+      }
+      schedule(next_ep_, 0, next_);
+    }
     return bytes;
   }
 
  private:
   struct Slot {
+    int ep = -1;
     int64_t w = -1;
     WindowRecords rec;
     std::vector<int64_t> plain, perm;
@@ -285,20 +332,27 @@ class RecordStream {
     if (s.err) {
       auto e = s.err;
       s.err = nullptr;
-      s.w = -1;
+      s.ep = -1;
       if (rethrow) std::rethrow_exception(e);
     }
   }
-  // window w is copied (or being copied) into its slot, on a thread of its own
-  void schedule(int64_t w) {
-    Slot& s = slot_[w % 2];
-    if (s.w == w) return;
+  Slot* holding(int ep, int64_t w) {
+    for (auto& s : slot_)
+      if (s.ep == ep && s.w == w) return &s;
+    return nullptr;
+  }
+  // window w of epoch ep is copied (or being copied) into the slot not being read, on a thread of
+  // its own
+  void schedule(int ep, int64_t w, const std::shared_ptr<const WindowedShuffle>& ws) {
+    if (holding(ep, w)) return;
+    Slot& s = slot_[cur_ ^ 1];
     join(s, false);
+    s.ep = ep;
     s.w = w;
-    s.th.reset(new std::thread([this, &s, w] {
+    s.th.reset(new std::thread([this, &s, w, ws] {
       try {
         const auto t0 = std::chrono::steady_clock::now();
-        ws_->window(w, s.plain, s.perm);
+        ws->window(w, s.plain, s.perm);
         s.rec.build(*pool_, ds_, s.plain.data(), (int64_t)s.plain.size(), N_, S_);
         if (ds_.mapped()) ds_.release();
         copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -307,23 +361,30 @@ class RecordStream {
       }
     }));
   }
+  // window w of the current epoch, copied; its slot becomes the one being read
   Slot& ready(int64_t w) {
-    Slot& s = slot_[w % 2];
-    if (s.w != w) schedule(w);
+    Slot* s = holding(ep_, w);
+    if (!s) {
+      schedule(ep_, w, ws_);
+      s = &slot_[cur_ ^ 1];
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    join(s, true);
+    join(*s, true);
     wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return s;
+    cur_ = (int)(s - slot_);
+    return *s;
   }
 
   const DataSource& ds_;
   const std::vector<int64_t>& rows_;
   bool shuffle_, windowed_;
   uint64_t seed_;
-  int N_, S_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<WindowedShuffle> ws_;
+  int epochs_, N_, S_;
+  std::unique_ptr<ThreadPool> pool_, pack_pool_;  // the copies' threads, the packers'
+  std::shared_ptr<const WindowedShuffle> ws_, next_;
+  int ep_ = 0, next_ep_ = -1;
   Slot slot_[2];
+  int cur_ = 0;
   std::vector<const int32_t*> recs_;
   std::vector<int64_t> scratch_;
   double copy_s_ = 0, wait_s_ = 0;  // copy_s_ written by one copy thread at a time, read after a join

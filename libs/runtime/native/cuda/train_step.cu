@@ -188,18 +188,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   double pack_s = 0, pack_wait_s = 0;
   int64_t pack_n = 0;
   // from mapped shards, batches are packed from row-major copies of the epoch's windows (one record
-  // a row; batch_pack.h), copied on threads of their own a window ahead; ABACUS_CUDA_RECORDS=0
-  // packs from the mapped columns instead
+  // a row; batch_pack.h), copied a window ahead; half the cores (up to 16) copy, half pack;
+  // ABACUS_CUDA_RECORDS=0 packs from the mapped columns instead
   std::unique_ptr<RecordStream> records;
   if (streaming && tr.mapped() && RecordStream::fits(std::min<int64_t>(o.batch, n))) {
     const char* e = std::getenv("ABACUS_CUDA_RECORDS");
     if (!(e && std::string(e) == "0")) {
-      const char* th = std::getenv("ABACUS_RECORD_THREADS");
-      const int hw = (int)std::max<unsigned>(1, std::thread::hardware_concurrency());
-      const int threads = th ? std::max(1, std::atoi(th)) : std::max(2, std::min(8, hw / 4));
-      records.reset(new RecordStream(tr, train_rows, o.shuffle, true, o.seed, I.N, I.S, threads));
+      const int half = (int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()) / 2);
+      records.reset(new RecordStream(tr, train_rows, o.shuffle, true, o.seed, o.epochs, I.N, I.S, half, half));
       if (std::getenv("ABACUS_CUDA_VERBOSE"))
-        fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads)\n", threads);
+        fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads, %d packing threads)\n", half, half);
     }
   }
   if (total > I.losses_cap) {
@@ -351,7 +349,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
         const double tp = now_s();
         const int64_t B = std::min(o.batch, n - b0);
-        const size_t bytes = records ? records->pack(*I.pack_pool, b0, B, SL, g.pin, pack_base)
+        const size_t bytes = records ? records->pack(b0, B, SL, g.pin, pack_base)
                                      : pack_rows(*I.pack_pool, tr, pinned_order + b0, B, I.N, I.S, SL, g.pin, pack_base);
         pack_wait_s += tp - tw;
         pack_s += now_s() - tp;
@@ -455,7 +453,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   res.seconds = now_s() - t0;
   if (streaming && pack_n && std::getenv("ABACUS_CUDA_VERBOSE"))
     fprintf(stderr, "[abacus-cuda] streamed: %lld batches, host packing %.3f ms each (%d threads), waiting for a stage %.3f ms each, %.3f ms per step in all\n",
-            (long long)pack_n, pack_s / pack_n * 1e3, I.pack_pool->size(), pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
+            (long long)pack_n, pack_s / pack_n * 1e3, records ? records->pack_threads() : I.pack_pool->size(), pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
   if (records && std::getenv("ABACUS_CUDA_VERBOSE"))
     fprintf(stderr, "[abacus-cuda] window copies: %.3f s on their threads, %.3f s waited for\n", records->copy_seconds(), records->wait_seconds());
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
