@@ -130,4 +130,57 @@ describe('DataDir with a deployment store (two hosts, one file store)', () => {
     expect(await store.list('deploy/models/')).toEqual([]);
     expect(await b.exists('models/k1')).toBe(true); // b's own copy stays until b removes it
   });
+  it('keeps local copies of stored entries within their bound: least recently used out first, never within the grace period, read again from the store', async () => {
+    const store = new FileStore(path.join(base, 'store'));
+    const bounded = (name: string, graceMs: number) => {
+      const root = path.join(base, name);
+      return new DataDir(root, {
+        store,
+        prefix: 'deploy/',
+        url: store.url,
+        cache: null,
+        localCopiesBytes: 20,
+        localCopiesGraceMs: graceMs,
+      });
+    };
+    const a = bounded('a', 0);
+    const pause = () => new Promise((r) => setTimeout(r, 15));
+    write(a, 'models/k1', { 'meta.json': '{"m":1}', 'w/model.bin': 'weights' }); // 14 bytes
+    expect(await a.push('models/k1')).toBe(true);
+    await pause();
+    write(a, 'models/k2', { 'meta.json': '{"m":2}', 'w/model.bin': 'weight2' });
+    expect(await a.push('models/k2')).toBe(true);
+    // 28 bytes > 20: the older copy went, the store still has it
+    expect(fs.existsSync(a.abs('models/k1'))).toBe(false);
+    expect(fs.existsSync(a.abs('models/k2'))).toBe(true);
+    expect(await a.exists('models/k1')).toBe(true);
+    await pause();
+    // read again: fetched from the store, and now k2 is the least recently used
+    expect(fs.readFileSync(path.join(await a.pull('models/k1'), 'w/model.bin'), 'utf8')).toBe('weights');
+    expect(fs.existsSync(a.abs('models/k2'))).toBe(false);
+    await pause();
+    // a use of a copy counts: after k1 is read again, a new upload (12 bytes) evicts nothing it needs not
+    write(a, 'sample-sets/s1', { 'data.parquet': 'rows-of-data' });
+    await a.pull('models/k1');
+    await pause();
+    await a.push('sample-sets/s1/data.parquet');
+    expect(fs.existsSync(a.abs('models/k1'))).toBe(false); // 14 + 12 > 20: k1, the older use, went
+    expect(fs.readFileSync(a.abs('sample-sets/s1/data.parquet'), 'utf8')).toBe('rows-of-data');
+    expect(await a.trimLocalCopies()).toEqual([]);
+
+    // within the grace period nothing goes, whatever the bound
+    const g = bounded('g', 60_000);
+    for (const k of ['models/k1', 'models/k2']) await g.pull(k);
+    expect(fs.existsSync(g.abs('models/k1')) && fs.existsSync(g.abs('models/k2'))).toBe(true);
+    expect(await g.trimLocalCopies()).toEqual([]);
+
+    // what was written here and never stored is not a copy: never removed
+    write(a, 'models/local-only', { 'meta.json': '{"only":"here, and much longer than the bound"}' });
+    expect(await a.trimLocalCopies()).toEqual([]);
+    expect(fs.existsSync(a.abs('models/local-only'))).toBe(true);
+    // without a store nothing is noted or removed
+    const alone = new DataDir(path.join(base, 'a'));
+    expect(await alone.pull('models/local-only')).toBe(a.abs('models/local-only'));
+    expect(fs.existsSync(a.abs('models/local-only'))).toBe(true);
+  });
 });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { StoreError, type ObjectCache, type ObjectInfo, type ObjectStore } from '@abacus/store';
 
 /** A stored or computed relative path that would lead out of the data directory. */
@@ -28,7 +28,18 @@ export interface SharedStore {
   /** the store container's URL (s3://bucket/ or file:///root/); messages name `url` + key */
   url: string;
   cache: ObjectCache | null;
+  /**
+   * The most bytes of local copies of store entries (checkpoints, embeddings, uploads: pulled here
+   * or pushed from here) the data directory keeps; past it the least recently used go, those unused
+   * for at least `localCopiesGraceMs` (read again from the store when needed). Unset: no bound.
+   */
+  localCopiesBytes?: number;
+  /** how long a local copy is kept after its last use whatever the bound (default an hour: a build reads its upload for minutes) */
+  localCopiesGraceMs?: number;
 }
+
+/** Where the data directory notes its local copies of store entries: one file each, its mtime the last use. */
+const COPIES = '.local-copies';
 
 /** A directory's manifest in the store, written after its files: a directory is there once this is. */
 const MANIFEST = '.abacus-dir.json';
@@ -121,12 +132,17 @@ export class DataDir {
    */
   async pull(relative: string): Promise<string> {
     const local = this.abs(relative);
-    if (fs.existsSync(local) || !this.shared) return local;
+    if (!this.shared) return local;
+    if (fs.existsSync(local)) {
+      this.touchCopy(relative);
+      return local;
+    }
     const s = this.shared;
     const key = this.storeKey(relative);
     fs.mkdirSync(path.dirname(local), { recursive: true });
     if (await s.store.head(key)) {
       await s.store.download(key, local);
+      await this.noteCopy(relative);
       return local;
     }
     const m = await this.manifest(relative);
@@ -147,7 +163,85 @@ export class DataDir {
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
+    await this.noteCopy(relative);
     return local;
+  }
+
+  private copyMarker(relative: string): string {
+    const id = createHash('sha256').update(relative.split(path.sep).join('/')).digest('hex').slice(0, 32);
+    return path.join(this.root, COPIES, `${id}.json`);
+  }
+
+  /** A use of `relative` when it is a noted local copy: its marker's time moves to now. */
+  private touchCopy(relative: string): void {
+    const marker = this.copyMarker(relative);
+    const now = new Date();
+    try {
+      fs.utimesSync(marker, now, now);
+    } catch {
+      // not a noted copy (written here and not stored, or no store)
+    }
+  }
+
+  /** Notes `relative` (now on this host and in the store) as a local copy, then keeps copies within their bound. */
+  private async noteCopy(relative: string): Promise<void> {
+    if (!this.shared?.localCopiesBytes) return;
+    const local = this.abs(relative);
+    const st = fs.statSync(local, { throwIfNoEntry: false });
+    if (!st) return;
+    let bytes = st.isDirectory() ? 0 : st.size;
+    if (st.isDirectory()) for (const f of await walkFiles(local)) bytes += fs.statSync(path.join(local, f)).size;
+    fs.mkdirSync(path.join(this.root, COPIES), { recursive: true });
+    fs.writeFileSync(this.copyMarker(relative), JSON.stringify({ relative, bytes }));
+    await this.trimLocalCopies();
+  }
+
+  /**
+   * Keeps the local copies of store entries within `localCopiesBytes`: the least recently used go
+   * first (renamed aside, then removed: a reader that has a file open keeps reading it), never one
+   * used within the grace period. Returns the relative paths removed. Safe with several processes
+   * on one data directory (each rechecks a copy's last use just before removing it).
+   */
+  async trimLocalCopies(): Promise<string[]> {
+    const budget = this.shared?.localCopiesBytes;
+    if (!budget) return [];
+    const grace = this.shared?.localCopiesGraceMs ?? 60 * 60_000;
+    const dir = path.join(this.root, COPIES);
+    const copies: { marker: string; relative: string; bytes: number; used: number }[] = [];
+    for (const name of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+      const marker = path.join(dir, name);
+      try {
+        const used = fs.statSync(marker).mtimeMs;
+        const { relative, bytes } = JSON.parse(fs.readFileSync(marker, 'utf8')) as { relative: string; bytes: number };
+        if (!fs.existsSync(this.abs(relative))) {
+          fs.rmSync(marker, { force: true }); // removed by its owner since
+          continue;
+        }
+        copies.push({ marker, relative, bytes, used });
+      } catch {
+        // a marker being written or removed by another process: its next trim sees it
+      }
+    }
+    let total = copies.reduce((a, c) => a + c.bytes, 0);
+    const removed: string[] = [];
+    copies.sort((a, b) => a.used - b.used);
+    for (const c of copies) {
+      if (total <= budget) break;
+      const used = fs.statSync(c.marker, { throwIfNoEntry: false })?.mtimeMs;
+      if (used === undefined || used !== c.used || Date.now() - used < grace) continue;
+      const local = this.abs(c.relative);
+      const aside = `${local}.evict-${process.pid}-${randomBytes(4).toString('hex')}`;
+      try {
+        fs.renameSync(local, aside);
+      } catch {
+        continue; // gone already (another process trimmed it)
+      }
+      fs.rmSync(c.marker, { force: true });
+      fs.rmSync(aside, { recursive: true, force: true });
+      total -= c.bytes;
+      removed.push(c.relative);
+    }
+    return removed;
   }
 
   /**
@@ -230,6 +324,7 @@ export class DataDir {
     const st = fs.statSync(local);
     if (st.isFile()) {
       await s.store.upload(key, fs.createReadStream(local));
+      await this.noteCopy(relative);
       return true;
     }
     if (await s.store.head(`${key}/${MANIFEST}`)) {
@@ -257,6 +352,8 @@ export class DataDir {
           path.join(local, f.path),
         );
       fs.rmSync(local, { recursive: true, force: true });
+    } else {
+      await this.noteCopy(relative);
     }
     return true;
   }

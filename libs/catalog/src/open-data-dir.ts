@@ -24,5 +24,7 @@ export function openDataDir(
   if (location.scheme === 'file' && prefix !== '')
     throw new StoreError(`ABACUS_STORE_URL (${config.ABACUS_STORE_URL})`, 'names a file; the store is a directory', 'invalid');
   const p = prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`;
-  return { dataDir: new DataDir(root, { store, prefix: p, url: store.url, cache }), cache, stores };
+  // local copies of store entries (checkpoints, embeddings, uploads) take up to a quarter of the cache's bound besides it
+  const localCopiesBytes = (config.ABACUS_CACHE_GB * 2 ** 30) / 4;
+  return { dataDir: new DataDir(root, { store, prefix: p, url: store.url, cache, localCopiesBytes }), cache, stores };
 }
