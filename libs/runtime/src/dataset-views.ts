@@ -137,6 +137,19 @@ export async function materialize(ds: RuntimeData, idx?: ArrayLike<number>): Pro
   return out;
 }
 
+/**
+ * One slot's offsets and ids for every row of the data: the data's own arrays in memory; for shards,
+ * that column alone gathered natively (its memory is that of the one column, not of the set).
+ */
+export async function slotOf(ds: RuntimeData, name: string): Promise<{ offsets: Int32Array; ids: Int32Array }> {
+  const k = ds.slots.findIndex((s) => s.name === name);
+  if (k < 0) throw new Error(`the data has no slot "${name}" (has: ${ds.slots.map((s) => s.name).join(', ') || 'none'})`);
+  if (!isShardDataset(ds)) return { offsets: ds.slots[k]!.offsets, ids: ds.slots[k]!.ids };
+  const spec = { numeric: [], slots: [{ name }] } as unknown as ModelSpec;
+  const g = await loadNativeAddon().gather(toNativeData(spec, ds), 0, 1);
+  return { offsets: g.offs[0]!, ids: g.ids[0]! };
+}
+
 /** The labels of the data (for shards gathered natively). */
 export async function labelsOf(ds: RuntimeData): Promise<Float32Array> {
   if (!isShardDataset(ds)) return ds.labels;

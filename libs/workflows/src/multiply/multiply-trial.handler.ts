@@ -2,13 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { EmbeddingService } from '@abacus/catalog';
-import type { ColumnarDataset } from '@abacus/runtime';
+import { materialize, sliceRows, slotOf, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { UNION_DOMAIN, type SlotIdSpace } from '@abacus/samples';
-import { inMemory, readIdSpaces, type MemoryBuiltSet } from '../model/built-samples.cache';
+import { readIdSpaces, type BuiltSet } from '../model/built-samples.cache';
 import { recipeInit } from '../embeddings/recipe-init';
 import { extractSlots, writeSharedEmbeddingFile } from '../embeddings/shared-embedding-file';
-import { subsetDataset } from '../model/dataset-subset';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { openSampleSet, withDevice, type WorkflowContext } from '../trials/workflow-context';
@@ -55,18 +54,17 @@ export class MultiplyTrialHandler {
     const alignMs = Date.now() - t0;
     checkpoint();
     t0 = Date.now();
-    // multiply reads the union's rows in JavaScript: its sets are in memory
-    const built = this.targetValidation(
-      await inMemory(
-        await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
-      ),
+    // views of the built shards: the union and shared-embedding strategies train from them as they are;
+    // loss weights and the pretraining / fine-tuning split copy the training rows they need into memory
+    const built = await this.targetValidation(
+      await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
       union,
     );
     checkpoint();
     if (p.strategy === 'shared_embedding')
       return this.sharedEmbedding(scope, p, recipe, built, union, device, { alignMs, buildMs: Date.now() - t0 });
-    const split = p.strategy === 'pretrain_finetune' ? splitByDomain(built) : null;
-    const weighted = p.weights && Object.keys(p.weights).length ? this.weighted(built, p.weights) : built;
+    const split = p.strategy === 'pretrain_finetune' ? await splitByDomain(built) : null;
+    const weighted = p.weights && Object.keys(p.weights).length ? await this.weighted(built, p.weights) : built;
     const buildMs = Date.now() - t0;
     const perSeed: (SeedRun & { trainMs: number })[] = [];
     for (const [k, seed] of p.seeds.entries()) {
@@ -139,7 +137,7 @@ export class MultiplyTrialHandler {
    * The built union with the target's validation split (see carveTargetValidation): the same target rows
    * for every model of the experiment, none of them fitted on.
    */
-  private targetValidation(built: MemoryBuiltSet, union: Awaited<ReturnType<typeof ensureUnion>>): MemoryBuiltSet {
+  private targetValidation(built: BuiltSet, union: Awaited<ReturnType<typeof ensureUnion>>): Promise<BuiltSet> {
     const hasDomain = built.train.slots.some((s) => s.name === UNION_DOMAIN);
     let targetId: number | null = null;
     if (hasDomain) {
@@ -153,16 +151,23 @@ export class MultiplyTrialHandler {
   }
 
   /** The union's train rows with a loss weight per borrowed domain (the target's rows and unnamed domains weigh 1). */
-  private weighted(built: MemoryBuiltSet, weights: Record<string, number>): MemoryBuiltSet {
+  private async weighted(built: BuiltSet, weights: Record<string, number>): Promise<BuiltSet> {
     const space = readIdSpaces(this.w.dataDir, built)[UNION_DOMAIN];
-    const slot = built.train.slots.find((s) => s.name === UNION_DOMAIN);
-    if (!slot || !space) throw new Error('the union samples have no domain column');
-    const w = domainLossWeights(slot, space, weights, built.train.rows);
+    if (!built.train.slots.some((s) => s.name === UNION_DOMAIN) || !space)
+      throw new Error('the union samples have no domain column');
+    // a weight per row rides with rows in memory: the training rows are copied
+    const train = await materialize(built.train);
+    const w = domainLossWeights(
+      train.slots.find((s) => s.name === UNION_DOMAIN)!,
+      space,
+      weights,
+      train.rows,
+    );
     const key = createHash('sha256')
       .update(JSON.stringify({ samples: built.key, weights: Object.entries(weights).sort() }))
       .digest('hex')
       .slice(0, 32);
-    return { ...built, key, train: { ...built.train, weights: w } };
+    return { ...built, key, train: { ...train, weights: w } };
   }
 
   /**
@@ -174,7 +179,7 @@ export class MultiplyTrialHandler {
     { trial, experiment, checkpoint, progress, signal, logger }: TrialScope,
     p: MultiplyTrialParams,
     recipe: MultiplyTrialParams['recipe'] & { features: ResolvedFeature[] },
-    built: MemoryBuiltSet,
+    built: BuiltSet,
     union: Awaited<ReturnType<typeof ensureUnion>>,
     device: number | undefined,
     timings: { alignMs: number; buildMs: number },
@@ -274,10 +279,7 @@ export class MultiplyTrialHandler {
     );
     timings.alignMs += Date.now() - t0;
     t0 = Date.now();
-    const targetBuilt = this.targetValidation(
-      await inMemory(await this.w.samples.get(targetRecipe, targetRecipe.features)),
-      targetUnion,
-    );
+    const targetBuilt = await this.targetValidation(await this.w.samples.get(targetRecipe, targetRecipe.features), targetUnion);
     timings.buildMs += Date.now() - t0;
     checkpoint();
     const init = {
@@ -380,34 +382,37 @@ export function domainLossWeights(
 
 /**
  * The built union's train rows split into borrowed (pretraining) and target (fine-tuning) rows by the
- * domain slot, which is then dropped: pretraining needs no indicator, and the model must not see one.
+ * domain slot, which the model then does not take: pretraining needs no indicator, and the model must
+ * not see one. The two row sets are copied into memory (they interleave in time); the validation and
+ * test splits stay as they are.
  */
-function splitByDomain(built: MemoryBuiltSet): {
-  built: MemoryBuiltSet;
-  pretrain: ColumnarDataset;
-  finetune: ColumnarDataset;
+async function splitByDomain(built: BuiltSet): Promise<{
+  built: BuiltSet;
+  pretrain: RuntimeData;
+  finetune: RuntimeData;
   tag: string;
-} {
-  const slot = (d: ColumnarDataset) => d.slots.find((s) => s.name === UNION_DOMAIN);
-  const testSlot = slot(built.test);
-  const trainSlot = slot(built.train);
-  if (!testSlot || !trainSlot || built.test.rows === 0) throw new Error('the union samples have no domain column');
+}> {
+  if (!built.test.slots.some((s) => s.name === UNION_DOMAIN) || built.test.rows === 0)
+    throw new Error('the union samples have no domain column');
   // the test rows are all the target's
-  const targetId = testSlot.ids[testSlot.offsets[0]];
+  const testSlot = await slotOf(sliceRows(built.test, 0, 1), UNION_DOMAIN);
+  const targetId = testSlot.ids[testSlot.offsets[0]!];
+  const trainSlot = await slotOf(built.train, UNION_DOMAIN);
   const pre: number[] = [];
   const fine: number[] = [];
-  for (let r = 0; r < built.train.rows; r++) (trainSlot.ids[trainSlot.offsets[r]] === targetId ? fine : pre).push(r);
+  for (let r = 0; r < built.train.rows; r++) (trainSlot.ids[trainSlot.offsets[r]!] === targetId ? fine : pre).push(r);
   if (!pre.length) throw new Error('no borrowed rows before the target validation start to pretrain on');
   if (!fine.length) throw new Error('the target has no training rows');
   const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== UNION_DOMAIN) });
-  const train = drop(built.train);
-  const stripped: MemoryBuiltSet = {
+  const stripped: BuiltSet = {
     ...built,
-    train,
-    validation: drop(built.validation),
-    test: drop(built.test),
     inputs: { ...built.inputs, slots: built.inputs.slots.filter((s) => s.name !== UNION_DOMAIN) },
   };
   const tag = createHash('sha256').update(`${pre.length}/${fine.length}/${targetId}`).digest('hex').slice(0, 16);
-  return { built: stripped, pretrain: subsetDataset(train, pre), finetune: subsetDataset(train, fine), tag };
+  return {
+    built: stripped,
+    pretrain: drop(await materialize(built.train, pre)),
+    finetune: drop(await materialize(built.train, fine)),
+    tag,
+  };
 }

@@ -9,7 +9,7 @@ import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
 import { BuiltSamplesCache, inMemory, readIdSpaces } from '../model/built-samples.cache';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from '../model/model-recipe.schema';
 import type { UnionPartParams } from './multiply-experiment.schema';
-import { concatRows } from '@abacus/runtime';
+import { concatRows, isShardDataset, materialize } from '@abacus/runtime';
 import { carveTargetValidation } from './target-validation';
 import { ensureUnion, unionFile } from './union-samples';
 
@@ -92,7 +92,7 @@ async function unionBuilt(parts: UnionPartParams[], domain: boolean) {
     const space = readIdSpaces(dataDir, built)[UNION_DOMAIN];
     targetId = (space.kind === 'dictionary' ? space.values.map(String).indexOf('target') : -1) + 1;
   }
-  return { union, raw: built, built: carveTargetValidation(built, union.validation, targetId), targetId };
+  return { union, raw: built, built: await carveTargetValidation(built, union.validation, targetId), targetId };
 }
 
 describe("multiply's validation split", () => {
@@ -139,14 +139,30 @@ describe("multiply's validation split", () => {
     expect([...base.built.train.labels]).toEqual([...plain.train.labels]);
   });
 
+  it('carves views of the built shards (nothing loaded) to the same rows as in memory', async () => {
+    const parts = [part('target', 'target.parquet'), part('feed/s', 'source.parquet')];
+    const arm = await unionBuilt(parts, true);
+    const views = await new BuiltSamplesCache(dataDir).get(recipe(unionFile(parts, columns, TEST_FROM), true, true));
+    const carved = await carveTargetValidation(views, arm.union.validation, arm.targetId);
+    expect(isShardDataset(carved.train) && isShardDataset(carved.validation)).toBe(true);
+    expect(carved.key).toBe(arm.built.key);
+    for (const split of ['train', 'validation'] as const) {
+      const rows = await materialize(carved[split]);
+      expect(col(rows, 'v')).toEqual(col(arm.built[split], 'v'));
+      expect([...rows.labels]).toEqual([...arm.built[split].labels]);
+    }
+  });
+
   it('refuses a count that is not the carve of the target rows, or a borrowed row among the last ones', async () => {
     const arm = await unionBuilt([part('target', 'target.parquet'), part('feed/s', 'source.parquet')], true);
     const v = arm.union.validation;
-    expect(() => carveTargetValidation(arm.raw, { ...v, rows: v.rows + 1 }, arm.targetId)).toThrow(/not the target's|expected/);
-    expect(() => carveTargetValidation(arm.raw, { ...v, rows: v.rows - 1 }, arm.targetId)).toThrow(/expected/);
+    await expect(carveTargetValidation(arm.raw, { ...v, rows: v.rows + 1 }, arm.targetId)).rejects.toThrow(
+      /not the target's|expected/,
+    );
+    await expect(carveTargetValidation(arm.raw, { ...v, rows: v.rows - 1 }, arm.targetId)).rejects.toThrow(/expected/);
     // the borrowed domain's id in place of the target's
-    expect(() => carveTargetValidation(arm.raw, v, arm.targetId === 1 ? 2 : 1)).toThrow(/not the target's/);
-    expect(() => carveTargetValidation(arm.raw, v, null)).toThrow(/no target id/);
+    await expect(carveTargetValidation(arm.raw, v, arm.targetId === 1 ? 2 : 1)).rejects.toThrow(/not the target's/);
+    await expect(carveTargetValidation(arm.raw, v, null)).rejects.toThrow(/no target id/);
   });
 });
 

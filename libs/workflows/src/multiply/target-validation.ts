@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { concatRows } from '@abacus/runtime';
+import { concatRows, sliceRows, slotOf } from '@abacus/runtime';
 import { UNION_DOMAIN, validationRowCount, type SampleUnionResult } from '@abacus/samples';
-import type { MemoryBuiltSet } from '../model/built-samples.cache';
-import { subsetDataset } from '../model/dataset-subset';
+import type { BuiltSet } from '../model/built-samples.cache';
 import { VALIDATION_SHARE } from '../model/validation-split';
 
 /**
@@ -17,15 +16,16 @@ import { VALIDATION_SHARE } from '../model/validation-split';
  * `targetDomainId`: the id of the target's rows in the domain slot, when the samples have one (their
  * validation rows are checked to be the target's).
  */
-export function carveTargetValidation(
-  built: MemoryBuiltSet,
+export async function carveTargetValidation<T extends BuiltSet>(
+  built: T,
   validation: SampleUnionResult['validation'],
   targetDomainId: number | null,
-): MemoryBuiltSet {
+): Promise<T> {
   const all = concatRows(built.train, built.validation);
   const n = all.rows;
   const nv = validation.rows;
-  const domain = all.slots.find((s) => s.name === UNION_DOMAIN);
+  // only the domain column is read (for shards, gathered alone)
+  const domain = all.slots.some((s) => s.name === UNION_DOMAIN) ? await slotOf(all, UNION_DOMAIN) : null;
   let targetRows = n;
   if (domain) {
     if (targetDomainId === null) throw new Error('multiply validation: the samples have a domain column but no target id');
@@ -49,11 +49,8 @@ export function carveTargetValidation(
   return {
     ...built,
     key,
-    train: subsetDataset(all, range(0, n - nv)),
-    validation: subsetDataset(all, range(n - nv, n)),
+    // views of the shards (a copy in memory): the rows before the target's validation start, then its validation rows
+    train: sliceRows(all, 0, n - nv),
+    validation: sliceRows(all, n - nv, n),
   };
-}
-
-function range(from: number, to: number): Uint32Array {
-  return Uint32Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
 }
