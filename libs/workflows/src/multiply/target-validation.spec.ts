@@ -4,6 +4,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDir } from '@abacus/catalog';
+import { FileStore } from '@abacus/store';
 import type { ColumnarDataset } from '@abacus/runtime';
 import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
 import { BuiltSamplesCache, inMemory, readIdSpaces } from '../model/built-samples.cache';
@@ -163,6 +164,27 @@ describe("multiply's validation split", () => {
     // the borrowed domain's id in place of the target's
     await expect(carveTargetValidation(arm.raw, v, arm.targetId === 1 ? 2 : 1)).rejects.toThrow(/not the target's/);
     await expect(carveTargetValidation(arm.raw, v, null)).rejects.toThrow(/no target id/);
+  });
+});
+
+describe('the union file with a deployment store', () => {
+  it('is written once: another host reads it and its counts from the store instead of building its own', async () => {
+    const store = new FileStore(path.join(root, 'store'));
+    const host = (name: string) => new DataDir(path.join(root, name), { store, prefix: '', url: store.url, cache: null });
+    const a = host('host-a');
+    const b = host('host-b');
+    const parts = [part('target', 'target.parquet'), part('feed/s', 'source.parquet')];
+    // host a holds the inputs; host b has none of them
+    fs.mkdirSync(a.abs('in'), { recursive: true });
+    for (const f of ['target.parquet', 'source.parquet']) fs.copyFileSync(path.join(root, 'in', f), path.join(a.abs('in'), f));
+    const rel = unionFile(parts, columns, TEST_FROM);
+    const first = await ensureUnion(a, rel, parts, columns, TEST_FROM);
+    expect(first.cached).toBe(false);
+    const other = await ensureUnion(b, rel, parts, columns, TEST_FROM);
+    expect(other.cached).toBe(true);
+    expect({ ...other, cached: false }).toEqual(first);
+    expect(fs.readFileSync(b.abs(rel)).equals(fs.readFileSync(a.abs(rel)))).toBe(true);
+    expect(fs.existsSync(b.abs('in'))).toBe(false);
   });
 });
 

@@ -20,7 +20,9 @@ export function unionFile(parts: UnionPartParams[], columns: string[], testFrom:
 
 /**
  * The union file of target and borrowed sets, written once (trials of one experiment, and of later
- * experiments on the same data, reuse it); its leakage counts are kept beside it. `cached`: it was there already.
+ * experiments on the same data, reuse it; with a deployment store, on every host: it is stored, and
+ * read from the store by a host that lacks it); its leakage counts are kept beside it. `cached`: it
+ * was there already.
  *
  * Leakage: borrowed rows at or after the target's test start are dropped, and so are those at or after
  * its validation start (the first of the target's last VALIDATION_SHARE training rows), so that every
@@ -41,9 +43,21 @@ export async function ensureUnion(
   open?: (part: UnionPartParams) => Promise<OpenedSamples>,
 ): Promise<SampleUnionResult & { cached: boolean }> {
   const file = dataDir.abs(rel);
-  const meta = path.join(path.dirname(file), 'union.json');
-  if (fs.existsSync(file) && fs.existsSync(meta))
-    return { ...(JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult), cached: true };
+  const metaRel = path.join(path.dirname(rel), 'union.json');
+  const meta = dataDir.abs(metaRel);
+  const stored = () => ({ ...(JSON.parse(fs.readFileSync(meta, 'utf8')) as SampleUnionResult), cached: true });
+  if (fs.existsSync(file) && fs.existsSync(meta)) {
+    // a use of this host's copies (they may be local copies of the store's)
+    await dataDir.pull(rel);
+    await dataDir.pull(metaRel);
+    return stored();
+  }
+  // written by another host: from the deployment's store (its counts are stored after the file)
+  if (dataDir.shared && (await dataDir.exists(metaRel)) && (await dataDir.exists(rel))) {
+    await dataDir.pull(rel);
+    await dataDir.pull(metaRel);
+    return stored();
+  }
   const opened: OpenedSamples[] = [];
   let result: SampleUnionResult;
   try {
@@ -75,5 +89,8 @@ export async function ensureUnion(
   const tmp = `${meta}.${process.pid}`;
   fs.writeFileSync(tmp, JSON.stringify(result, null, 2));
   fs.renameSync(tmp, meta);
+  // for the other hosts (the same bytes whichever host writes it): the file, then its counts
+  await dataDir.push(rel);
+  await dataDir.push(metaRel);
   return { ...result, cached: false };
 }
