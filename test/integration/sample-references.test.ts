@@ -253,3 +253,49 @@ describe('subtract on sets registered by reference', () => {
     expect(again.body.dataVersion).not.toBe(reg.body.dataVersion);
   });
 });
+
+describe('the cost ledger on a set registered by reference', () => {
+  it("measures its columns' storage through the host's cache: the counts of the same rows read directly", async () => {
+    // the shared path's copy: the S3 folder had a partition replaced above
+    const reg = await register({ url: `file://${shared}/`, name: 'clicks-costs' });
+    expect(reg.status, JSON.stringify(reg.body)).toBe(201);
+    const picked = ['numeric', 'categorical'].map((k) => world.truth.features.find((f) => f.kind === k)!);
+    for (const f of picked) {
+      const r = await http.call('POST', '/features', { name: f.name, businessLine: 'ads', kind: f.kind });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+    const m = await http.call('POST', '/features/costs/measure', {
+      businessLine: 'ads',
+      features: picked.map((f) => f.name),
+      compute: false,
+    });
+    expect(m.status, JSON.stringify(m.body)).toBe(200);
+    expect(m.body.measurement.skipped).toEqual([]);
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    try {
+      for (const f of picked) {
+        const e = (m.body.features as { name: string; storage: { source: string; value: number; how: string } }[]).find(
+          (x) => x.name === f.name,
+        )!;
+        expect(e.storage.source).toBe('measured');
+        expect(e.storage.how).toContain(
+          `over ${world.truth.rows.toLocaleString('en-US')} rows of table clicks-costs (sample set by reference)`,
+        );
+        // the rule of the ledger (cost-rules.ts) applied to the same rows read directly: a float32 a
+        // number; a category stored as text its mean UTF-8 length, as an integer an int32
+        const [[type]] = (
+          await con.runAndReadAll(`SELECT typeof("${f.name}") FROM read_parquet('${world.file}') LIMIT 1`)
+        ).getRows();
+        const [[meanText]] = (
+          await con.runAndReadAll(`SELECT avg(strlen(CAST("${f.name}" AS VARCHAR))) FROM read_parquet('${world.file}')`)
+        ).getRows();
+        const expected = f.kind === 'numeric' || !/VARCHAR/i.test(String(type)) ? 4 : Number(meanText);
+        expect(e.storage.value, f.name).toBeCloseTo(expected, 6);
+      }
+    } finally {
+      con.closeSync();
+      db.closeSync();
+    }
+  });
+});

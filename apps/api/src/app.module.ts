@@ -9,6 +9,7 @@ import {
   BusinessLineService,
   DataDir,
   openDataDir,
+  SampleSetData,
   EmbeddingService,
   FeatureService,
   ModelService,
@@ -56,7 +57,8 @@ export const CONTROLLERS: Type[] = [
 export class AppModule implements NestModule {
   static forRoot(config: AppConfig, ds: DataSource, queue: QueueService): DynamicModule {
     // the data directory is this host's working copy of the store when ABACUS_STORE_URL names one
-    const { dataDir, stores } = openDataDir(config);
+    const { dataDir, stores, cache } = openDataDir(config);
+    const samples = new SampleSetData(dataDir, stores, cache);
     const limits = { maxColumns: config.ABACUS_MAX_COLUMNS, maxCategories: config.ABACUS_MAX_CATEGORIES };
     return {
       module: AppModule,
@@ -103,6 +105,7 @@ export class AppModule implements NestModule {
             new CostLedgerService(ds, dataDir, {
               backend: config.ABACUS_RUNTIME_BACKEND,
               threads: config.ABACUS_RUNTIME_THREADS,
+              openSamples: (ss) => samples.open(ss),
             }),
         },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },

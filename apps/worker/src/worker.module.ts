@@ -138,6 +138,7 @@ export class WorkerModule {
               new CostLedgerService(ds, dataDir, {
                 backend: config.ABACUS_RUNTIME_BACKEND,
                 threads: config.ABACUS_RUNTIME_THREADS,
+                openSamples: (ss) => data.open(ss),
               }),
               dataDir,
               {

@@ -1,8 +1,10 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { DataSource } from 'typeorm';
 import { InvalidInputError, NotFoundError, canSeeLine, requireWrite, type RequestScope } from '@abacus/core';
 import { writeAudit } from '@abacus/access';
-import { architectureSchema, type DataDir } from '@abacus/catalog';
+import { architectureSchema, type DataDir, type OpenedSamples } from '@abacus/catalog';
 import {
   BusinessLineEntity,
   FeatureEntity,
@@ -48,6 +50,23 @@ export interface CostLedgerOptions {
   backend: BackendChoice;
   /** CPU threads for the timing (0 = all) */
   threads: number;
+  /** where this process reads a sample set registered by reference (SampleSetData.open: through the host's cache) */
+  openSamples?: (ss: SampleSetEntity) => Promise<OpenedSamples>;
+}
+
+/** The Parquet files under a folder of a referenced set's objects, in a stable order. */
+function parquetFiles(dir: string): string[] {
+  if (!fs.statSync(dir).isDirectory()) return [dir];
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.toLowerCase().endsWith('.parquet')) out.push(p);
+    }
+  };
+  walk(dir);
+  return out;
 }
 
 /**
@@ -199,17 +218,34 @@ export class CostLedgerService {
     }
     for (const [setId, fs] of bySet) {
       const ss = sampleSets.find((s) => s.id === setId)!;
+      let got: Map<string, StorageMeasurement>;
       if (ss.location) {
-        // (its column sizes are in the footers the registration read, but not kept yet)
-        for (const f of fs)
-          skipped.push({ name: f.name, reason: `sample set ${ss.name} is registered by reference: storage not measured` });
-        continue;
+        // registered by reference: its objects as this host's cache holds them
+        if (!this.opts.openSamples) {
+          for (const f of fs)
+            skipped.push({
+              name: f.name,
+              reason: `sample set ${ss.name} is registered by reference, and this process cannot read stores`,
+            });
+          continue;
+        }
+        const opened = await this.opts.openSamples(ss);
+        try {
+          got = await measureStorage(
+            parquetFiles(opened.path),
+            `${ss.name} (sample set by reference)`,
+            this.columns(fs, ss.schema, skipped),
+          );
+        } finally {
+          opened.release();
+        }
+      } else {
+        got = await measureStorage(
+          await Promise.all(ss.files.map((p) => this.dataDir.pull(p))),
+          `${ss.name} (sample set)`,
+          this.columns(fs, ss.schema, skipped),
+        );
       }
-      const got = await measureStorage(
-        await Promise.all(ss.files.map((p) => this.dataDir.pull(p))),
-        `${ss.name} (sample set)`,
-        this.columns(fs, ss.schema, skipped),
-      );
       for (const f of fs) {
         const m = got.get(f.sourceColumn ?? f.name);
         if (m) storage.set(f.id, m);
