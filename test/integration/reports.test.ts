@@ -6,6 +6,7 @@ import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { DataSource } from 'typeorm';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { createDataSource, ReportDeliveryEntity, ReportEntity } from '@abacus/data';
 import { JobName, QueueName, redisConnection } from '@abacus/queue';
 import { Mailer, ReportDeliveryHandler, ReportFireHandler, type ReportContent } from '@abacus/reports';
@@ -366,4 +367,46 @@ describe('weekly reports', () => {
     // the reports stay
     expect((await admin.call('GET', '/reports?model=ctr')).body.total).toBe(2);
   });
+
+  it("a run on a set registered by reference profiles it through the host's cache: the last upload's rows, no drift", async () => {
+    // feed-w2's rows as a Parquet folder on a shared path, registered by reference: the line's newest set
+    const dir = path.join(env.dataDir, 'shared', 'feed-w3');
+    fs.mkdirSync(dir, { recursive: true });
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    try {
+      await con.run(
+        `COPY (SELECT * FROM read_csv('${path.join(env.dataDir, 'in', 'feed-w2.csv')}')) TO '${path.join(dir, 'part-0.parquet')}' (FORMAT parquet)`,
+      );
+    } finally {
+      con.closeSync();
+      db.closeSync();
+    }
+    const reg = await admin.call('POST', '/sample-sets/register', {
+      url: `file://${dir}/`,
+      name: 'feed-w3',
+      businessLine: 'feed',
+      label: 'click',
+      time: 'ts',
+    });
+    expect(reg.status, JSON.stringify(reg.body)).toBe(201);
+    const run = await admin.call('POST', '/reports/run', { model: 'ctr', businessLine: 'feed' });
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    const done = await waitUntil(
+      async () => {
+        const r = await admin.call('GET', `/reports/${run.body.id as string}`);
+        return r.body.status !== 'running' ? r.body : null;
+      },
+      150_000,
+      'the report on a set registered by reference',
+    );
+    expect(done.status, done.error).toBe('succeeded');
+    const c = done.content as ReportContent;
+    expect(c.sampleSet.name).toBe('feed-w3');
+    expect(Object.keys(c.profiles).sort()).toEqual(['color', 'noise', 'strong', 'weak']);
+    // the same rows as the report before: every distribution unchanged
+    expect(c.changes.psi.map((p) => p.feature).sort()).toEqual(['color', 'noise', 'strong', 'weak']);
+    for (const p of c.changes.psi) expect(p.psi, p.feature).toBe(0);
+    expect(c.changes.psiDrift).toEqual([]);
+  }, 200_000);
 });

@@ -146,6 +146,7 @@ export class WorkerModule {
                 webhookUrl: config.ABACUS_NOTIFY_WEBHOOK_URL,
                 smtp: mailer !== null,
                 apiUrl: config.ABACUS_API_URL,
+                openSamples: (ss) => data.open(ss),
               },
             );
             const reportDeliver = new ReportDeliveryHandler(ds, {

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { DataSource } from 'typeorm';
 import { MoreThan } from 'typeorm';
-import { type DataDir } from '@abacus/catalog';
+import { type DataDir, type OpenedSamples } from '@abacus/catalog';
 import type { RequestScope } from '@abacus/core';
 import {
   ExperimentEntity,
@@ -35,7 +35,12 @@ export interface ReportRunOptions {
   apiUrl: string;
   /** how often a run looks at its experiment again while it runs */
   pollMs?: number;
+  /** where this process reads a sample set registered by reference (SampleSetData.open: through the host's cache) */
+  openSamples?: (ss: SampleSetEntity) => Promise<OpenedSamples>;
 }
+
+/** Rows the distribution profiles of a report read at most: a larger set is profiled on a seeded sample of this many. */
+export const PROFILE_SAMPLE_ROWS = 1_000_000;
 
 interface SubtractResult {
   removable: string[];
@@ -222,14 +227,25 @@ export class ReportRunHandler {
           }
         : null;
 
-    // binned distributions of the model's column features on this data, and on the previous bins
-    // (a set registered by reference is not profiled here: the report's worker reads no store objects)
-    const columns = ss.location
-      ? []
-      : ss.schema.filter((c) => res.perFeature.some((f) => f.feature === c.name) && c.kind !== 'unsupported');
-    const table = columns.length
-      ? await readTable(await this.dataDir.pull(ss.files[0]), { columns: columns.map((c) => c.name) })
-      : null;
+    // binned distributions of the model's column features on this data (a seeded sample of
+    // PROFILE_SAMPLE_ROWS rows of a larger set), and on the previous bins; a set registered by
+    // reference is read through the host's cache
+    const columns =
+      ss.location && !this.opts.openSamples
+        ? []
+        : ss.schema.filter((c) => res.perFeature.some((f) => f.feature === c.name) && c.kind !== 'unsupported');
+    let table: Awaited<ReturnType<typeof readTable>> | null = null;
+    if (columns.length) {
+      const opened = ss.location ? await this.opts.openSamples!(ss) : null;
+      try {
+        table = await readTable(opened ? opened.path : await this.dataDir.pull(ss.files[0]), {
+          columns: columns.map((c) => c.name),
+          sampleRows: PROFILE_SAMPLE_ROWS,
+        });
+      } finally {
+        opened?.release();
+      }
+    }
     const profiles: Record<string, FeatureProfile> = {};
     const countsOnPrevious: Record<string, number[] | null> = {};
     for (const col of table?.columns ?? []) {

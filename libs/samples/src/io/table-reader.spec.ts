@@ -82,6 +82,26 @@ describe('readTable', () => {
     await expect(readTable(path.join(dir, 'lists.parquet'), { columns: ['s'] })).rejects.toThrow(/unsupported type STRUCT/);
   });
 
+  it('reads at most sampleRows rows: a seeded sample of a larger table, the same rows every time; a smaller one whole', async () => {
+    const file = path.join(dir, 'many.parquet');
+    const instance = await DuckDBInstance.create(':memory:');
+    const con = await instance.connect();
+    await con.run(`COPY (SELECT i AS v, 'c' || (i % 7) AS c FROM range(50000) r(i)) TO '${file}' (FORMAT parquet)`);
+    con.closeSync();
+    instance.closeSync();
+    const a = await readTable(file, { sampleRows: 1000 });
+    const b = await readTable(file, { sampleRows: 1000 });
+    expect(a.rowCount).toBe(1000);
+    const va = Array.from((a.columns[0] as NumericTableColumn).values);
+    expect(va).toEqual(Array.from((b.columns[0] as NumericTableColumn).values));
+    // distinct rows of the table, from all over it
+    expect(new Set(va).size).toBe(1000);
+    expect(va.every((v) => Number.isInteger(v) && v >= 0 && v < 50000)).toBe(true);
+    expect(Math.max(...va) - Math.min(...va)).toBeGreaterThan(40000);
+    const whole = await readTable(file, { sampleRows: 50000 });
+    expect(Array.from((whole.columns[0] as NumericTableColumn).values)).toEqual(Array.from({ length: 50000 }, (_, i) => i));
+  });
+
   it('fails clearly on missing files, unsupported extensions and ragged CSV rows', async () => {
     await expect(readTable(path.join(dir, 'missing.csv'))).rejects.toThrow(/missing\.csv: file does not exist/);
     await expect(readTable(path.join(dir, 'data.json'))).rejects.toThrow(/unsupported extension '\.json'/);

@@ -226,17 +226,22 @@ export async function planTableRead(
 /**
  * Reads a CSV or Parquet file through DuckDB into typed columns: numeric → Float64Array (NaN = null),
  * categorical → dictionary codes (-1 = null), integer lists → CSR. Unsupported types are skipped unless
- * asked for by name (then an error). Row order is the file's.
+ * asked for by name (then an error). Row order is the file's (with `sampleRows`, a seeded sample's).
  */
 export async function readTable(file: string, options: ReadTableOptions = {}): Promise<Table> {
   const opts = readTableOptionsSchema.parse(options);
   const source = await tableSource(file);
   return withConnection(file, async (con) => {
     const plan = await planTableRead(con, file, source, opts);
-    const rowCount = Number((await con.runAndReadAll(`SELECT count(*) FROM ${source.sql}`)).getRows()[0][0]);
+    const total = Number((await con.runAndReadAll(`SELECT count(*) FROM ${source.sql}`)).getRows()[0][0]);
+    const sampled = opts.sampleRows !== undefined && total > opts.sampleRows;
+    const rowCount = sampled ? opts.sampleRows! : total;
+    // a seeded reservoir on one thread: the same rows every time
+    if (sampled) await con.run('SET threads = 1');
+    const from = sampled ? `(SELECT * FROM ${source.sql} USING SAMPLE reservoir(${rowCount} ROWS) REPEATABLE (7))` : source.sql;
     const builders = plan.map((p) => newBuilder(p.kind, rowCount));
     if (plan.length > 0) {
-      const result = await con.stream(`SELECT ${plan.map((p, i) => `${p.expr} AS c${i}`).join(', ')} FROM ${source.sql}`);
+      const result = await con.stream(`SELECT ${plan.map((p, i) => `${p.expr} AS c${i}`).join(', ')} FROM ${from}`);
       let row = 0;
       for (;;) {
         const chunk = await result.fetchChunk();
