@@ -98,6 +98,11 @@ DataSource make_source(const Napi::Env& env, const Napi::Object& d, int num_nume
       if (part.numeric) part.numeric += start * part.num_stride;
       part.labels += start;
       if (part.weights) part.weights += start;
+      // loss weights of the view's rows, given beside the shards (they override the shard's own)
+      if (p.Has("weights")) {
+        part.weights = typed_ptr<float>(p.Get("weights"), &len);
+        if ((int64_t)len < count) throw Napi::Error::New(env, "shard part: its weights are shorter than its " + std::to_string(count) + " rows");
+      }
       if (part.key) part.key += start;
       part.rows = count;
     } else {

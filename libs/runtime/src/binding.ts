@@ -26,6 +26,8 @@ export interface NativeShardPart {
   /** rows [start, start + count) of the shard; default all */
   start?: number;
   count?: number;
+  /** loss weights of these rows, overriding the shard's own */
+  weights?: Float32Array;
 }
 export interface NativeData {
   parts: (NativeMemoryPart | NativeShardPart)[];

@@ -94,6 +94,27 @@ describe('row views of shard data', () => {
     }
   });
 
+  it('trains a view of shards with per-row weights given beside it exactly as the same rows and weights in memory', async () => {
+    const sh = await asShards(mem, [1000, 1000, 1000], 'wt');
+    const w = Float32Array.from({ length: 3_000 }, (_, i) => 0.25 + (i % 7) / 3);
+    const memW: ColumnarDataset = { ...sliceRows(mem, 300, 2600), weights: w.slice(300, 2600) };
+    const shW = { ...sliceRows(sh, 300, 2600), weights: w.slice(300, 2600) };
+    // slices and concatenations keep the weights with their rows; a gather copies them
+    expect(Array.from((await materialize(sliceRows(shW, 100, 200))).weights!)).toEqual(Array.from(w.subarray(400, 500)));
+    const both = concatRows(sliceRows(shW, 0, 10), sliceRows(shW, 1500, 1510));
+    expect(Array.from((await materialize(both)).weights!)).toEqual([...w.subarray(300, 310), ...w.subarray(1800, 1810)]);
+    expect(() => concatRows(sliceRows(shW, 0, 10), sliceRows(sh, 0, 10))).toThrow(/weights on one side only/);
+    const trained = async (d: ColumnarDataset | typeof shW) => {
+      const m = RuntimeModel.create(spec, { backend: 'cpu', threads: 2 });
+      await m.train(d, { epochs: 2, batchSize: 128, seed: 3 });
+      return Array.from(m.tensors()[2]!.data.subarray(0, 32));
+    };
+    const fromMem = await trained(memW);
+    expect(await trained(shW)).toEqual(fromMem);
+    // and the weights count: without them the same rows train to another model
+    expect(await trained(sliceRows(sh, 300, 2600))).not.toEqual(fromMem);
+  });
+
   it('trains on a view of shards exactly as on the same rows in memory (up to one window of rows)', async () => {
     const sh = await asShards(mem, [1000, 1000, 1000], 't');
     const m1 = RuntimeModel.create(spec, { backend: 'cpu', threads: 2 });

@@ -38,7 +38,9 @@ function sliceShards(ds: ShardDataset, from: number, to: number): ShardDataset {
     if (lo < hi) shards.push({ ...s, start: (s.start ?? 0) + (lo - at), rows: hi - lo, total: s.total ?? s.rows });
     at += s.rows;
   }
-  return { ...ds, rows: to - from, shards };
+  const out: ShardDataset = { ...ds, rows: to - from, shards };
+  if (ds.weights) out.weights = ds.weights.subarray(from, to);
+  return out;
 }
 
 /** Rows [from, to) of the data: a view of shards, a copy of columnar data. */
@@ -52,7 +54,17 @@ export function sliceRows<T extends RuntimeData>(ds: T, from: number, to: number
 export function concatRows<T extends RuntimeData>(a: T, b: T): T {
   if (a.numericNames.join() !== b.numericNames.join() || a.slots.map((s) => s.name).join() !== b.slots.map((s) => s.name).join())
     throw new Error('concatRows: the datasets have different columns');
-  if (isShardDataset(a) && isShardDataset(b)) return { ...a, rows: a.rows + b.rows, shards: [...a.shards, ...b.shards] } as T;
+  if (isShardDataset(a) && isShardDataset(b)) {
+    const out: ShardDataset = { ...a, rows: a.rows + b.rows, shards: [...a.shards, ...b.shards] };
+    delete out.weights;
+    if (a.weights || b.weights) {
+      if (!a.weights || !b.weights) throw new Error('concatRows: per-row weights on one side only');
+      out.weights = new Float32Array(a.rows + b.rows);
+      out.weights.set(a.weights);
+      out.weights.set(b.weights, a.rows);
+    }
+    return out as T;
+  }
   if (isShardDataset(a) || isShardDataset(b)) throw new Error('concatRows: both must be in shards or both in memory');
   const x = a as ColumnarDataset;
   const y = b as ColumnarDataset;

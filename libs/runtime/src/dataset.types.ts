@@ -39,6 +39,8 @@ export interface ShardDataset {
   slots: { name: string; vocab?: number }[];
   keys: string[];
   hasWeights: boolean;
+  /** per-row loss weights of this view (its rows, in order), given beside the shards: they override the shards' own */
+  weights?: Float32Array;
   /** `rows` of the shard from `start` (default 0); `total` is the shard's own row count */
   shards: { path: string; rows: number; start?: number; total?: number; handle: NativeShardHandle }[];
 }

@@ -37,14 +37,22 @@ export function toNativeData(spec: ModelSpec, data: RuntimeData, keyName?: strin
       keyIndex = data.keys.indexOf(keyName);
       if (keyIndex < 0) throw new Error(`shards have no key column "${keyName}" (have: ${data.keys.join(', ') || 'none'})`);
     }
-    const parts: NativeShardPart[] = data.shards.map((s) => ({
-      shard: s.handle,
-      numStride: data.numericNames.length,
-      slotIndex: new Int32Array(slotIndex),
-      keyIndex,
-      start: s.start ?? 0,
-      count: s.rows,
-    }));
+    if (data.weights && data.weights.length !== data.rows)
+      throw new Error(`shard view: ${data.weights.length} weights for its ${data.rows} rows`);
+    let at = 0;
+    const parts: NativeShardPart[] = data.shards.map((s) => {
+      const part: NativeShardPart = {
+        shard: s.handle,
+        numStride: data.numericNames.length,
+        slotIndex: new Int32Array(slotIndex),
+        keyIndex,
+        start: s.start ?? 0,
+        count: s.rows,
+      };
+      if (data.weights) part.weights = data.weights.subarray(at, at + s.rows);
+      at += s.rows;
+      return part;
+    });
     return { parts, numMap };
   }
   checkColumnar(data);

@@ -54,8 +54,8 @@ export class MultiplyTrialHandler {
     const alignMs = Date.now() - t0;
     checkpoint();
     t0 = Date.now();
-    // views of the built shards: the union and shared-embedding strategies train from them as they are;
-    // loss weights and the pretraining / fine-tuning split copy the training rows they need into memory
+    // views of the built shards: the union and shared-embedding strategies train from them as they are
+    // (source weights given beside them); the pretraining / fine-tuning split copies its two row sets
     const built = await this.targetValidation(
       await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
       union,
@@ -155,19 +155,13 @@ export class MultiplyTrialHandler {
     const space = readIdSpaces(this.w.dataDir, built)[UNION_DOMAIN];
     if (!built.train.slots.some((s) => s.name === UNION_DOMAIN) || !space)
       throw new Error('the union samples have no domain column');
-    // a weight per row rides with rows in memory: the training rows are copied
-    const train = await materialize(built.train);
-    const w = domainLossWeights(
-      train.slots.find((s) => s.name === UNION_DOMAIN)!,
-      space,
-      weights,
-      train.rows,
-    );
+    // a weight per row beside the rows (for shards, given with the view: only the domain column is read)
+    const w = domainLossWeights(await slotOf(built.train, UNION_DOMAIN), space, weights, built.train.rows);
     const key = createHash('sha256')
       .update(JSON.stringify({ samples: built.key, weights: Object.entries(weights).sort() }))
       .digest('hex')
       .slice(0, 32);
-    return { ...built, key, train: { ...train, weights: w } };
+    return { ...built, key, train: { ...built.train, weights: w } };
   }
 
   /**
