@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
@@ -18,6 +17,7 @@ import { BusinessLineEntity, FeatureEntity, FeatureTableEntity, type FeatureCost
 import type { CreateFeature, FeatureListQuery, ImportFeatureTable, UpdateFeature } from './catalog.schemas';
 import type { DataDir } from './data-dir';
 import { checkFinite, listColumns, type ImportWarnings, type UploadedFile } from './sample-set.service';
+import { moveSpooled } from './spooled-upload';
 import { TableInspector, type ImportLimits } from './table-inspector';
 
 /** Declared cost figures carry the time they were declared. */
@@ -152,7 +152,7 @@ export class FeatureService {
     const rel = path.join(dir, 'data.parquet');
     try {
       this.dataDir.ensure(dir);
-      if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
+      if (format === 'parquet' && !nullNonFinite.length) moveSpooled(upload.path, this.dataDir.abs(rel));
       else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
       await this.dataDir.push(rel);
       const stored = await this.ds.transaction(async (m) => {

@@ -17,6 +17,7 @@ import type { StoreRegistry } from '@abacus/store';
 import type { ImportSampleSet, RegisterSampleSet, SampleSetListQuery } from './catalog.schemas';
 import { inspectReference } from './reference-inspector';
 import type { DataDir } from './data-dir';
+import { moveSpooled } from './spooled-upload';
 import { TableInspector, type ImportLimits, type InspectedTable } from './table-inspector';
 
 export interface UploadedFile {
@@ -92,7 +93,7 @@ export class SampleSetService {
     const rel = path.join(dir, 'data.parquet');
     try {
       this.dataDir.ensure(dir);
-      if (format === 'parquet' && !nullNonFinite.length) fs.copyFileSync(upload.path, this.dataDir.abs(rel));
+      if (format === 'parquet' && !nullNonFinite.length) moveSpooled(upload.path, this.dataDir.abs(rel));
       else await this.inspector.toParquet(upload.path, this.dataDir.abs(rel), nullNonFinite);
       const dataVersion = await contentHash(this.dataDir.abs(rel));
       // streamed to the deployment's store (when there is one), before the row that names it

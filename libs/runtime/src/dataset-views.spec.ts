@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeSyntheticCtr, sliceDataset } from './bench/synthetic-ctr';
 import { concatRows, labelsOf, materialize, sliceRows } from './dataset-views';
-import type { ColumnarDataset } from './dataset.types';
+import type { ColumnarDataset, RuntimeData } from './dataset.types';
 import type { ModelSpecInput } from './model-spec.schema';
 import { RuntimeModel } from './runtime-model';
 import { openShards, writeShard } from './shard-format';
@@ -104,7 +104,7 @@ describe('row views of shard data', () => {
     const both = concatRows(sliceRows(shW, 0, 10), sliceRows(shW, 1500, 1510));
     expect(Array.from((await materialize(both)).weights!)).toEqual([...w.subarray(300, 310), ...w.subarray(1800, 1810)]);
     expect(() => concatRows(sliceRows(shW, 0, 10), sliceRows(sh, 0, 10))).toThrow(/weights on one side only/);
-    const trained = async (d: ColumnarDataset | typeof shW) => {
+    const trained = async (d: RuntimeData) => {
       const m = RuntimeModel.create(spec, { backend: 'cpu', threads: 2 });
       await m.train(d, { epochs: 2, batchSize: 128, seed: 3 });
       return Array.from(m.tensors()[2]!.data.subarray(0, 32));
