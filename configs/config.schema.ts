@@ -139,6 +139,11 @@ export const configSchema = z
      * persistence, a job that failed while Postgres was down) and re-queues or fails them; 0 = never
      */
     ABACUS_REAPER_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
+    /**
+     * without a deployment store: built sample sets no trial has used for this many days are removed
+     * from the data directory (checked at worker start and every 6 hours); 0 keeps them all
+     */
+    ABACUS_BUILT_KEEP_DAYS: z.coerce.number().min(0).default(14),
     /** the reaper leaves experiments younger than this alone (their flow may still be being enqueued) */
     ABACUS_REAPER_MIN_AGE_MS: z.coerce.number().int().min(0).default(60_000),
     ABACUS_LOG_LEVEL: z.enum(['error', 'warn', 'log', 'debug', 'verbose']).default('log'),

@@ -8,9 +8,9 @@ import { createDataSource } from '@abacus/data';
 import { QueueService, WorkerHost } from '@abacus/queue';
 import { DeliverySweeper } from '@abacus/serving';
 import { Mailer, ReportSweeper } from '@abacus/reports';
-import { ExperimentReaper, selectBackend, setDeviceFaultInjection } from '@abacus/workflows';
+import { ExperimentReaper, selectBackend, setDeviceFaultInjection, type WorkflowContext } from '@abacus/workflows';
 import { injectDeviceFault } from '@abacus/runtime';
-import { WorkerModule } from './worker.module';
+import { WORKFLOW_CONTEXT, WorkerModule } from './worker.module';
 
 export interface WorkerHandle {
   ctx: INestApplicationContext;
@@ -43,7 +43,10 @@ export async function startWorker(config: AppConfig, opts: WorkerStartOptions = 
   const host = ctx.get(WorkerHost);
   if (config.ABACUS_DEBUG_DEVICE_FAULT) {
     const marker = path.join(config.ABACUS_DATA_DIR, '.debug-device-fault-injected');
-    Logger.warn(`fault injection on: the first ${config.ABACUS_DEBUG_DEVICE_FAULT} trial (once per data directory: ${marker}) starts with a GPU fault`, 'abacus-worker');
+    Logger.warn(
+      `fault injection on: the first ${config.ABACUS_DEBUG_DEVICE_FAULT} trial (once per data directory: ${marker}) starts with a GPU fault`,
+      'abacus-worker',
+    );
     setDeviceFaultInjection({
       trialKind: config.ABACUS_DEBUG_DEVICE_FAULT,
       claim: (trialId) => {
@@ -67,6 +70,19 @@ export async function startWorker(config: AppConfig, opts: WorkerStartOptions = 
   // schedules whose scheduler Redis lost are restored at start-up, then on every pass
   await reports.sweepOnce().catch((err: Error) => Logger.warn(`report sweep failed: ${err.message}`, 'abacus-worker'));
   reports.start(config.ABACUS_REAPER_INTERVAL_MS);
+  // without a store, built sets unused for ABACUS_BUILT_KEEP_DAYS leave the data directory
+  const samples = ctx.get<symbol, WorkflowContext>(WORKFLOW_CONTEXT).samples;
+  const keepMs = config.ABACUS_BUILT_KEEP_DAYS * 86_400_000;
+  const prune = () => {
+    try {
+      samples.pruneUnused(keepMs);
+    } catch (err) {
+      Logger.warn(`pruning unused built samples failed: ${(err as Error).message}`, 'abacus-worker');
+    }
+  };
+  prune();
+  const pruning = keepMs > 0 ? setInterval(prune, 6 * 3_600_000) : null;
+  pruning?.unref();
   Logger.log(
     `worker up (trial concurrency ${Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices)}, backend ${backend.backend})`,
     'abacus-worker',
@@ -93,6 +109,7 @@ export async function startWorker(config: AppConfig, opts: WorkerStartOptions = 
   });
   return handle;
   async function stopAll(graceMs?: number): Promise<void> {
+    if (pruning) clearInterval(pruning);
     await reaper.stop();
     await sweeper.stop();
     await reports.stop();

@@ -32,7 +32,7 @@ import {
   type WorkflowContext,
 } from '@abacus/workflows';
 
-const WORKFLOW_CONTEXT = Symbol('WORKFLOW_CONTEXT');
+export const WORKFLOW_CONTEXT = Symbol('WORKFLOW_CONTEXT');
 
 /** The worker's application context: one handler per job name, hosted on BullMQ workers. */
 @Module({})

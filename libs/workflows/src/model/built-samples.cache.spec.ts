@@ -152,8 +152,10 @@ describe('BuiltSamplesCache: the build streams range by range into shard files',
           expect(await plain(ranged[k])).toEqual(await plain(whole[k]));
         expect(ranged.inputs).toEqual(whole.inputs);
         expect((ranged.meta as { features: unknown }).features).toEqual((whole.meta as { features: unknown }).features);
-        const built = fs.readdirSync(path.join(many, 'built'));
-        expect(built).toEqual([ranged.dir.split(path.sep)[1]]);
+        // the set and the note of its last use (built/.used/<key>), no scratch
+        const built = fs.readdirSync(path.join(many, 'built')).sort();
+        expect(built).toEqual(['.used', ranged.dir.split(path.sep)[1]].sort());
+        expect(fs.readdirSync(path.join(many, 'built', '.used'))).toEqual([ranged.dir.split(path.sep)[1]]);
         expect(fs.readdirSync(path.join(many, ranged.dir)).sort()).toEqual(['id-spaces.json', 'meta.json', 'test', 'train']);
       }
     } finally {
@@ -168,4 +170,41 @@ describe('BuiltSamplesCache: the build streams range by range into shard files',
     await expect(new BuiltSamplesCache(new DataDir(d), { threadScript: null }).get(bad)).rejects.toThrow(/no_such_column/);
     expect(fs.existsSync(path.join(d, 'built')) ? fs.readdirSync(path.join(d, 'built')) : []).toEqual([]);
   });
+});
+
+describe('BuiltSamplesCache: built sets no trial used for a while leave the data directory (without a store)', () => {
+  it('removes those unused for the given age, keeps those used since, builds a removed one again; with a store, removes nothing', async () => {
+    const d = fs.mkdtempSync(path.join(root, 'prune-'));
+    fs.cpSync(path.join(root, 'in'), path.join(d, 'in'), { recursive: true });
+    const cache = new BuiltSamplesCache(new DataDir(d), { threadScript: null });
+    const a = await cache.ensureBuilt(recipe(true));
+    const b = await cache.ensureBuilt(recipe(false));
+    expect(a.cached || b.cached).toBe(false);
+    const day = 86_400_000;
+    const age = (key: string, ms: number) => {
+      const t = new Date(Date.now() - ms);
+      fs.utimesSync(path.join(d, 'built', '.used', key), t, t);
+    };
+    age(a.key, 20 * day);
+    age(b.key, 20 * day);
+    // a use of b notes it again
+    expect((await cache.ensureBuilt(recipe(false))).cached).toBe(true);
+    // a build in progress (a dot folder) is never touched
+    fs.mkdirSync(path.join(d, 'built', '.in-progress'));
+    expect(cache.pruneUnused(14 * day)).toEqual([a.key]);
+    expect(fs.readdirSync(path.join(d, 'built')).sort()).toEqual(['.in-progress', '.used', b.key].sort());
+    expect(fs.readdirSync(path.join(d, 'built', '.used'))).toEqual([b.key]);
+    expect(cache.pruneUnused(0)).toEqual([]);
+    // the removed set is built again on its next use, the same
+    const again = await cache.ensureBuilt(recipe(true));
+    expect(again).toMatchObject({ key: a.key, cached: false });
+    expect(again.meta.inputs).toEqual(a.meta.inputs);
+    // with a deployment store the data directory's built sets are the cache's business: nothing removed
+    const stored = new BuiltSamplesCache(new DataDir(d, { store: {} as never, prefix: '', url: 'file:///x/', cache: null }), {
+      threadScript: null,
+    });
+    age(b.key, 20 * day);
+    expect(stored.pruneUnused(day)).toEqual([]);
+    expect(fs.existsSync(path.join(d, 'built', b.key))).toBe(true);
+  }, 60_000);
 });

@@ -40,6 +40,8 @@ export interface BuiltSet {
 }
 
 const ID_SPACES = 'id-spaces.json';
+/** built/.used/<key> (without a store): its mtime is the set's last use, for pruneUnused. */
+const USED = '.used';
 const logger = new Logger('BuiltSamples');
 
 /**
@@ -157,6 +159,41 @@ export class BuiltSamplesCache {
   }
 
   /**
+   * Without a deployment store, removes the built sets of the data directory that no trial has used
+   * for `maxAgeMs` (their last use is noted on every use; a set built before that was noted counts from
+   * when it was built), so the data directory does not keep every set ever built. A process that has
+   * one open keeps reading it (the files are renamed aside, then removed); a later use builds it again.
+   * With a store nothing is removed here: built sets live in the store and the host's bounded cache.
+   */
+  pruneUnused(maxAgeMs: number): string[] {
+    if (this.dataDir.shared || !(maxAgeMs > 0)) return [];
+    const root = this.dataDir.abs('built');
+    if (!fs.existsSync(root)) return [];
+    const removed: string[] = [];
+    for (const e of fs.readdirSync(root, { withFileTypes: true })) {
+      if (!e.isDirectory() || e.name.startsWith('.')) continue; // builds in progress, or being removed
+      const dir = path.join(root, e.name);
+      const marker = path.join(root, USED, e.name);
+      const used =
+        fs.statSync(marker, { throwIfNoEntry: false })?.mtimeMs ??
+        fs.statSync(path.join(dir, 'meta.json'), { throwIfNoEntry: false })?.mtimeMs;
+      if (used === undefined || Date.now() - used < maxAgeMs) continue;
+      const aside = path.join(root, `.${e.name}.unused-${process.pid}-${randomBytes(4).toString('hex')}`);
+      try {
+        fs.renameSync(dir, aside);
+      } catch {
+        continue; // removed by another process meanwhile
+      }
+      fs.rmSync(aside, { recursive: true, force: true });
+      fs.rmSync(marker, { force: true });
+      removed.push(e.name);
+    }
+    if (removed.length)
+      logger.log(`removed ${removed.length} built sample set(s) unused for ${Math.round(maxAgeMs / 86_400_000)} day(s)`);
+    return removed;
+  }
+
+  /**
    * The samples of `recipe` (or of `features` of it) built on disk, building them if no worker has:
    * their directory (relative to the data directory), meta.json and whether they were there already.
    * Holds no samples in memory.
@@ -173,8 +210,13 @@ export class BuiltSamplesCache {
     const dir = this.dataDir.abs(rel);
     const local = fs.existsSync(path.join(dir, 'meta.json')) && fs.existsSync(path.join(dir, ID_SPACES));
     if (!this.dataDir.shared) {
-      if (local) return { key, dir: rel, meta: readMeta(dir), cached: true };
-      return { key, dir: rel, meta: await this.build(req, key, recipe, onProgress), cached: false };
+      if (local) {
+        touchLastUse(dir);
+        return { key, dir: rel, meta: readMeta(dir), cached: true };
+      }
+      const meta = await this.build(req, key, recipe, onProgress);
+      touchLastUse(dir);
+      return { key, dir: rel, meta, cached: false };
     }
     // a deployment store: built sets live there (every host reads one build), read through this host's cache
     const storing = this.storing.get(key);
@@ -486,4 +528,16 @@ export async function foldOf(built: BuiltSet, fold: number, folds: number): Prom
 /** What the ids of each slot of a built set stand for (see SlotIdSpace), by slot name. */
 export function readIdSpaces(dataDir: DataDir, built: BuiltSet): Record<string, SlotIdSpace> {
   return JSON.parse(fs.readFileSync(dataDir.abs(path.join(built.dir, ID_SPACES)), 'utf8')) as Record<string, SlotIdSpace>;
+}
+
+/** Notes a use of the built set in `dir` (built/<key>; see pruneUnused). */
+function touchLastUse(dir: string): void {
+  const marker = path.join(path.dirname(dir), USED, path.basename(dir));
+  const now = new Date();
+  try {
+    fs.utimesSync(marker, now, now);
+  } catch {
+    fs.mkdirSync(path.dirname(marker), { recursive: true });
+    fs.writeFileSync(marker, '');
+  }
 }
