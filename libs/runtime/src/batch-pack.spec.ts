@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { asShards as writeShards } from '../../../test/support/shards';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadNativeAddon } from './binding';
 import { makeSyntheticCtr, sliceDataset } from './bench/synthetic-ctr';
 import type { ColumnarDataset } from './dataset.types';
 import type { ModelSpec } from './model-spec.schema';
 import { toNativeData } from './native-data.mapper';
-import { openShards, writeShard } from './shard-format';
 
 // The CUDA backend's host-streamed steps copy one packed stage a batch. From mapped shards the stage
 // is packed from row-major copies of each window of the epoch (records); these tests hold it to the
@@ -18,17 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const WINDOW = 1 << 19;
 
-async function asShards(d: ColumnarDataset, sizes: number[], tag: string) {
-  const files: string[] = [];
-  let at = 0;
-  for (const [i, n] of sizes.entries()) {
-    const f = path.join(dir, `${tag}-${i}.shard`);
-    await writeShard(f, sliceDataset(d, at, at + n));
-    files.push(f);
-    at += n;
-  }
-  return openShards(files);
-}
+const asShards = (d: ColumnarDataset, sizes: number[], tag: string) => writeShards(dir, d, sizes, tag);
 
 describe('packing host-streamed batches from window records', () => {
   const rows = WINDOW + 90_000; // more than one window: the windowed shuffle, a short last window

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { asShards as writeShards } from '../../../test/support/shards';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeSyntheticCtr, sliceDataset } from './bench/synthetic-ctr';
 import { concatRows, labelsOf, materialize, sliceRows } from './dataset-views';
 import type { ColumnarDataset, RuntimeData } from './dataset.types';
 import type { ModelSpecInput } from './model-spec.schema';
 import { RuntimeModel } from './runtime-model';
-import { openShards, writeShard } from './shard-format';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'abacus-views-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -34,18 +34,7 @@ const plain = (d: ColumnarDataset) => ({
   keys: d.keys ? Object.fromEntries(Object.entries(d.keys).map(([k, v]) => [k, Array.from(v)])) : undefined,
 });
 
-/** the data written as shards of the given sizes and opened (mapped) */
-async function asShards(d: ColumnarDataset, sizes: number[], tag: string) {
-  const files: string[] = [];
-  let at = 0;
-  for (const [i, n] of sizes.entries()) {
-    const f = path.join(dir, `${tag}-${i}.shard`);
-    await writeShard(f, sliceDataset(d, at, at + n));
-    files.push(f);
-    at += n;
-  }
-  return openShards(files);
-}
+const asShards = (d: ColumnarDataset, sizes: number[], tag: string) => writeShards(dir, d, sizes, tag);
 
 describe('row views of shard data', () => {
   const syn = makeSyntheticCtr({ rows: 3_000, numeric: 3, slots: 3, vocab: 300, maxLen: 3, seed: 5, padding: 0.1 });
