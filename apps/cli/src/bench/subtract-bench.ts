@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { loadConfig } from '@abacus/configs';
-import { simulateWorld, writeWorld } from '@abacus/samples';
+import { loadColumns, simulateWorld, writeWorld } from '@abacus/samples';
 import { StoreRegistry, storeSettings } from '@abacus/store';
 import type { ApiClient } from '../api-client';
 import { CliError } from '../commands/command.types';
@@ -51,6 +51,8 @@ export interface SubtractBenchOptions {
    * process's configuration: ABACUS_S3_*, ABACUS_STORES_FILE, AWS_*), registered as that URL
    */
   registerAt?: string;
+  /** impressions simulated at most at once (default 10M): a larger set is that world repeated in later periods */
+  simTileRows?: number;
   onStatus?: (line: string) => void;
 }
 
@@ -64,10 +66,20 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-bench-'));
   try {
     const t0 = Date.now();
-    log(`simulating ${o.rows} impressions`);
-    const world = simulateWorld({ seed: o.seed, rows: o.rows });
+    // the simulator holds its world in memory: a set larger than simTileRows is one world of
+    // rows / tiles impressions repeated in `tiles` consecutive periods, each later tile with fresh
+    // impression ids and its clicks drawn again from the planted click model (the same ground truth,
+    // new label noise: the test period is not a copy of a training one)
+    const tileMax = o.simTileRows ?? 10_000_000;
+    const tiles = Math.ceil(o.rows / tileMax);
+    if (tiles > 1 && !o.registerAt)
+      throw new CliError(`--rows over ${tileMax} (--sim-tile-rows) needs --register-at: a set that large is registered by reference, not uploaded`);
+    const tileRows = Math.ceil(o.rows / tiles);
+    log(`simulating ${tileRows} impressions${tiles > 1 ? ` (repeated in ${tiles} periods)` : ''}`);
+    const world = simulateWorld({ seed: o.seed, rows: tileRows });
     await writeWorld(world, dir);
-    const simulateMs = Date.now() - t0;
+    const trueLogit = tiles > 1 ? world.flat.trueLogit : null;
+    const worldRows = world.impressions.impressionId.length;
     const catalog = world.groundTruth.features.map((f) => f.name);
     const extra = Math.max(0, o.features - catalog.length);
     const features = [...catalog.slice(0, o.features), ...Array.from({ length: extra }, (_, k) => `bench_noise_${k + 1}`)];
@@ -82,18 +94,39 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       fs.rmSync(file, { recursive: true, force: true });
       fs.mkdirSync(path.dirname(file), { recursive: true });
     }
-    const db = await DuckDBInstance.create(':memory:');
+    const db = await DuckDBInstance.create(':memory:', { temp_directory: path.join(dir, 'spill') });
     const conn = await db.connect();
     const noise = Array.from(
       { length: extra },
       (_, k) => `, (hash(impression_id, ${k + 1}) % 10000) / 10000.0 AS bench_noise_${k + 1}`,
     ).join('');
-    const select = `SELECT *${noise}${o.registerAt ? ', CAST(floor(ts / 86400) AS INTEGER) AS day' : ''} FROM read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}') ORDER BY ts, impression_id`;
-    await conn.run(
-      `COPY (${select}) TO '${file.replace(/'/g, "''")}' (FORMAT parquet${o.registerAt ? ', PARTITION_BY (day)' : ''})`,
-    );
+    const samples = `read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}')`;
+    if (trueLogit) {
+      await loadColumns(conn, 'logits', [
+        { name: 'impression_id', type: 'INTEGER', data: Int32Array.from({ length: worldRows }, (_, r) => r) },
+        { name: 'logit', type: 'DOUBLE', data: trueLogit },
+      ]);
+    }
+    // whole days, so a tile's day partitions follow the last one of the tile before
+    const [[maxTs]] = await (await conn.run(`SELECT max(ts) FROM ${samples}`)).getRows();
+    const span = Math.ceil((Number(maxTs) + 1) / 86400) * 86400;
+    for (let k = 0; k < tiles; k++) {
+      // tile k: its impression ids after those of the tiles before, its times k periods later
+      const tile =
+        k === 0
+          ? samples
+          : `(SELECT s.* REPLACE (s.impression_id + ${k * worldRows} AS impression_id, s.ts + ${k * span} AS ts,
+                CAST((hash(s.impression_id, ${k}, 7) % 1000000007) / 1000000007.0 < 1 / (1 + exp(-l.logit)) AS INTEGER) AS click)
+              FROM ${samples} s JOIN logits l ON l.impression_id = s.impression_id)`;
+      const select = `SELECT *${noise}${o.registerAt ? ', CAST(floor(ts / 86400) AS INTEGER) AS day' : ''} FROM ${tile} ORDER BY ts, impression_id`;
+      if (tiles > 1) log(`writing period ${k + 1} of ${tiles}`);
+      await conn.run(
+        `COPY (${select}) TO '${file.replace(/'/g, "''")}' (FORMAT parquet${o.registerAt ? `, PARTITION_BY (day)${tiles > 1 ? `, FILENAME_PATTERN 'tile${k}_{uuid}', APPEND` : ''}` : ''})`,
+      );
+    }
     conn.closeSync();
     db.closeSync();
+    const simulateMs = Date.now() - t0;
 
     const lines = await api.get<{ name: string }[]>('/business-lines');
     if (!lines.some((l) => l.name === 'bench')) await api.post('/business-lines', { name: 'bench', description: 'benchmarks' });
@@ -190,7 +223,7 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       slowestStage: slowest,
       experimentMs,
       clientWallMs: wallMs,
-      setup: { simulateMs, importMs, ...(s3 ? { uploadToStoreMs: uploadMs } : {}) },
+      setup: { simulateMs, importMs, simulatedRows: worldRows, periods: tiles, ...(s3 ? { uploadToStoreMs: uploadMs } : {}) },
       trials: e.trials.map((t) => ({
         kind: t.kind,
         role: t.metrics?.role ?? null,

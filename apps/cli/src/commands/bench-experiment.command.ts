@@ -13,6 +13,7 @@ const flags = z.object({
   backend: z.enum(['cpu', 'cuda']).default('cpu'),
   seed: z.coerce.number().int().min(0).default(1),
   registerAt: z.string().min(1).optional(),
+  simTileRows: z.coerce.number().int().min(10_000).max(20_000_000).default(10_000_000),
   private: z.boolean().optional(),
   threads: z.coerce.number().int().min(0).max(1024).default(0),
   out: z.string().min(1).optional(),
@@ -57,6 +58,11 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     .option(
       '--register-at <dir>',
       'write the samples under this folder as day=N/ partitions and register them by reference (file://), instead of uploading them; or upload the partitions to s3://bucket/prefix/ and register that',
+    )
+    .option(
+      '--sim-tile-rows <n>',
+      'impressions simulated at once (the simulator holds them in memory): more --rows repeat that world in later periods, each with clicks drawn again (needs --register-at)',
+      '10000000',
     )
     .option(
       '--private',

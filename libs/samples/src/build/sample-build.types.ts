@@ -138,6 +138,12 @@ export interface BuildSamplesOptions {
   duckdbMemoryMb?: number;
   /** rows per encoded range (the unit of encoding, and of shard files); default DEFAULT_RANGE_ROWS */
   rangeRows?: number;
+  /**
+   * bytes of joined rows (8 a value) ordered by one sort at most: a larger set read from many Parquet
+   * files whose time ranges do not overlap is joined and ordered a run of files at a time, so DuckDB's
+   * sort spills one run, not the whole set; default DEFAULT_JOIN_CHUNK_BYTES (4 GiB)
+   */
+  joinChunkBytes?: number;
   /** where the scratch DuckDB database and its spill files go (removed after); default the OS temp directory */
   workDir?: string;
 }

@@ -244,6 +244,38 @@ const size = (bytes: number) =>
 /** rows a range holds by default: about 130 MB of encoded samples at 100 features */
 export const DEFAULT_RANGE_ROWS = 262_144;
 
+/** bytes of joined rows one sort orders at most, by default (BuildSamplesOptions.joinChunkBytes) */
+export const DEFAULT_JOIN_CHUNK_BYTES = 4 * 2 ** 30;
+
+/**
+ * Runs of files (indexes into `files`, in the order their rows are joined) whose rows, each run ordered
+ * on its own, are the whole set in (time, row) order: the files' time ranges may touch but not overlap
+ * (a shared instant only where the earlier file is also read first, so row numbers keep the order);
+ * null where they overlap. A run holds at most `runRows` rows (a larger file is a run of its own).
+ */
+export function orderedFileRuns(
+  files: { index: number; rows: number; minT: number; maxT: number }[],
+  runRows: number,
+): number[][] | null {
+  const byTime = files.filter((f) => f.rows > 0).sort((a, b) => a.minT - b.minT || a.index - b.index);
+  for (let i = 1; i < byTime.length; i++) {
+    const a = byTime[i - 1];
+    const b = byTime[i];
+    if (a.maxT > b.minT || (a.maxT === b.minT && a.index > b.index)) return null;
+  }
+  const runs: number[][] = [];
+  let rows = 0;
+  for (const f of byTime) {
+    if (!runs.length || rows + f.rows > runRows) {
+      runs.push([]);
+      rows = 0;
+    }
+    runs[runs.length - 1].push(f.index);
+    rows += f.rows;
+  }
+  return runs;
+}
+
 /** One feature of a plan: its name and kind, how it is encoded, its vocabulary and id space. */
 export type PlannedColumn = ColumnPlan & { name: string; kind: NormalizedFeature['kind']; vocab?: number; idSpace?: SlotIdSpace };
 
@@ -262,10 +294,13 @@ export interface BuildPlan {
   time: boolean;
   groupName: string | null;
   columns: PlannedColumn[];
-  /** consecutive row ranges of __j (by rowid) and how many of their rows are train / test */
-  ranges: { start: number; rows: number; train: number; test: number }[];
+  /**
+   * consecutive row ranges of __j (by rowid; of the run's table __jK where the rows were ordered a run
+   * of files at a time) and how many of their rows are train / test
+   */
+  ranges: { table?: string; start: number; rows: number; train: number; test: number }[];
   cacheKey: string;
-  timings: { readMs: number; joinMs: number; statsMs: number };
+  timings: { readMs: number; joinMs: number; statsMs: number; joinRuns?: number; joinCompressed?: boolean };
 }
 
 /** What one range encodes to: its train and test rows (in order) and what was counted on the way. */
@@ -310,7 +345,8 @@ function valueOrder(numericStrings: boolean): (a: string | number, b: string | n
   return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : a < b ? -1 : a > b ? 1 : 0);
 }
 
-export interface PrepareOptions extends Pick<BuildSamplesOptions, 'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows'> {
+export interface PrepareOptions
+  extends Pick<BuildSamplesOptions, 'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'joinChunkBytes'> {
   onProgress?(fraction: number, message: string): void;
 }
 
@@ -426,6 +462,9 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       !!samplesSource.files?.length &&
       !sampleSchema.has('filename') &&
       !sampleSchema.has('file_row_number');
+    // with many Parquet files: their footers' row counts, and the view of the rows of some of them
+    let fileRows: number[] | null = null;
+    let baseOf: ((list: string) => string) | null = null;
     if (direct) {
       const files = samplesSource.files!;
       const hive = samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
@@ -453,10 +492,11 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
           return `(${quoteLiteral(f)}, ${o})`;
         });
         await con.run(`CREATE TABLE __files AS SELECT * FROM (VALUES ${offsets.join(', ')}) v(name, off)`);
-        await con.run(
-          `CREATE VIEW __base AS SELECT CAST(o.off + p.file_row_number AS BIGINT) AS __row, ${[...sampleCols].map((c) => `p.${quoteIdent(c)}`).join(', ')}
-             FROM read_parquet(${list}, filename = true, file_row_number = true${hive}) p JOIN __files o ON p.filename = o.name`,
-        );
+        fileRows = files.map((f) => counts.get(f) ?? 0);
+        baseOf = (list: string) =>
+          `CREATE OR REPLACE VIEW __base AS SELECT CAST(o.off + p.file_row_number AS BIGINT) AS __row, ${[...sampleCols].map((c) => `p.${quoteIdent(c)}`).join(', ')}
+             FROM read_parquet(${list}, filename = true, file_row_number = true${hive}) p JOIN __files o ON p.filename = o.name`;
+        await con.run(baseOf(list));
       }
     } else {
       await guarded('samples.file', 'malformed or unreadable', () =>
@@ -574,12 +614,65 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       groupSelect,
       ...planned.map((p, i) => `${p.expr} AS f${i}`),
     ].filter((x): x is string => x !== null);
+    // the joined rows: 8 bytes a value uncompressed, as long as that leaves the disk room for the
+    // shards and the sort's spill; a set too large for that keeps DuckDB's compressed columns
+    const joinedBytes = total * select.length * 8;
+    let compressed = false;
+    try {
+      const st = fs.statfsSync(workDir);
+      if (joinedBytes > 0.35 * st.bavail * st.bsize) {
+        await con.run('RESET force_compression');
+        compressed = true;
+      }
+    } catch {
+      // no file-system figures: uncompressed, as before
+    }
+    // one sort orders every row, unless the set is larger than a sort should hold and comes in files
+    // whose time ranges do not overlap: then runs of files, each ordered on its own, in time order
+    const chunkBytes = opts.joinChunkBytes ?? DEFAULT_JOIN_CHUNK_BYTES;
+    let runs: number[][] | null = null;
+    if (joinedBytes > chunkBytes && fileRows && baseOf && req.maxRows === null) {
+      const files = samplesSource.files!;
+      const spans = time
+        ? new Map(
+            (
+              await rows(
+                con,
+                `SELECT filename, min(${time}), max(${time}) FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true${samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false'}) GROUP BY filename`,
+              )
+            ).map(([f, lo, hi]) => [String(f), [Number(lo), Number(hi)] as const]),
+          )
+        : null;
+      const rowBytes = select.length * 8;
+      runs = orderedFileRuns(
+        files.map((f, index) => ({
+          index,
+          rows: fileRows![index],
+          // an untimed set is in row order, which is read order
+          minT: spans ? (spans.get(f)?.[0] ?? 0) : index,
+          maxT: spans ? (spans.get(f)?.[1] ?? 0) : index,
+        })),
+        Math.max(1, Math.floor(chunkBytes / rowBytes)),
+      );
+      if (runs && runs.length < 2) runs = null;
+    }
+    const joinSql = `SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
     // reading the Parquet files happens here when they are read where they lie
-    await guarded(direct ? 'samples.file' : 'features', direct ? 'malformed or unreadable' : 'join failed', () =>
-      con.run(
-        `CREATE TABLE __j AS SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`,
-      ),
-    );
+    await guarded(direct ? 'samples.file' : 'features', direct ? 'malformed or unreadable' : 'join failed', async () => {
+      if (!runs) {
+        await con.run(`CREATE TABLE __j AS ${joinSql}`);
+        return;
+      }
+      const files = samplesSource.files!;
+      // a table per run (inserting into one table rewrote its row groups: a third more disk, slower)
+      for (const [k, run] of runs.entries()) {
+        progress(0.1 + (0.2 * k) / runs.length, `joining and ordering rows (${k + 1} of ${runs.length} runs of files)`);
+        await con.run(baseOf!(`[${run.map((i) => quoteLiteral(files[i])).join(', ')}]`));
+        await con.run(`CREATE TABLE __j${k} AS ${joinSql}`);
+      }
+      // the runs in time order: every row of __j0 before those of __j1, and so on
+      await con.run(`CREATE VIEW __j AS ${runs.map((_, k) => `SELECT * FROM __j${k}`).join(' UNION ALL ')}`);
+    });
     await con.run(req.maxRows !== null ? 'DROP TABLE __s' : 'DROP VIEW __s');
     await con.run('DROP VIEW __base');
     if (!direct) await con.run('DROP TABLE __copy');
@@ -700,16 +793,18 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       }
     }
     const rangeRows = Math.max(1, Math.floor(opts.rangeRows ?? DEFAULT_RANGE_ROWS));
-    const perRange = await rows(
-      con,
-      `SELECT rowid // ${rangeRows} AS r, count(*), count(*) FILTER (WHERE __test = 1) FROM __j GROUP BY r ORDER BY r`,
-    );
-    const ranges = perRange.map((r) => {
-      const index = Number(r[0]);
-      const all = Number(r[1]);
-      const test = Number(r[2]);
-      return { start: index * rangeRows, rows: all, train: all - test, test };
-    });
+    const ranges: BuildPlan['ranges'] = [];
+    for (const table of runs ? runs.map((_, k) => `__j${k}`) : ['__j']) {
+      const perRange = await rows(
+        con,
+        `SELECT rowid // ${rangeRows} AS r, count(*), count(*) FILTER (WHERE __test = 1) FROM ${table} GROUP BY r ORDER BY r`,
+      );
+      for (const r of perRange) {
+        const all = Number(r[1]);
+        const test = Number(r[2]);
+        ranges.push({ ...(runs ? { table } : {}), start: Number(r[0]) * rangeRows, rows: all, train: all - test, test });
+      }
+    }
     await con.run('CHECKPOINT');
     progress(0.35, 'encoding');
     return {
@@ -723,7 +818,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       columns,
       ranges,
       cacheKey,
-      timings: { readMs, joinMs, statsMs: performance.now() - t2 },
+      timings: { readMs, joinMs, statsMs: performance.now() - t2, joinRuns: runs?.length ?? 1, joinCompressed: compressed },
     };
   } finally {
     con.closeSync();
@@ -777,7 +872,9 @@ export async function encodeRange(
   let times = new Float64Array(2048);
   let prevT = -Infinity;
   let prevRid = -Infinity;
-  const result = await con.stream(`SELECT * FROM __j WHERE rowid >= ${range.start} AND rowid < ${range.start + range.rows}`);
+  const result = await con.stream(
+    `SELECT * FROM ${range.table ?? '__j'} WHERE rowid >= ${range.start} AND rowid < ${range.start + range.rows}`,
+  );
   let read = 0;
   for (;;) {
     const chunk = await result.fetchChunk();

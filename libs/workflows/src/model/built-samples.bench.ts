@@ -124,6 +124,8 @@ async function main(): Promise<void> {
   const cache = new BuiltSamplesCache(dataDir, {
     threads,
     duckdbMemoryMb: duckdbMemoryMb,
+    // JOIN_CHUNK_MB: bytes of joined rows one sort orders at most (the worker's default: 4 GiB)
+    ...(process.env.JOIN_CHUNK_MB ? { joinChunkBytes: Number(process.env.JOIN_CHUNK_MB) * 2 ** 20 } : {}),
     ...(reference
       ? { openSamples: (_r: ModelRecipe, onProgress?: (f: number, m: string) => void) => samples.open(entity, onProgress) }
       : {}),

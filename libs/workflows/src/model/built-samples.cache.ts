@@ -73,6 +73,8 @@ export class BuiltSamplesCache {
       duckdbMemoryMb?: number;
       /** rows per range, the unit of encoding and of shard files */
       rangeRows?: number;
+      /** bytes of joined rows one sort orders at most (see BuildSamplesOptions.joinChunkBytes) */
+      joinChunkBytes?: number;
       openSamples?: (
         recipe: ModelRecipe,
         onProgress?: (fraction: number, message: string) => void,
@@ -335,6 +337,7 @@ export class BuiltSamplesCache {
           ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
           ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
           ...(this.opts.rangeRows !== undefined ? { rangeRows: this.opts.rangeRows } : {}),
+          ...(this.opts.joinChunkBytes !== undefined ? { joinChunkBytes: this.opts.joinChunkBytes } : {}),
           onProgress: (f, m) => onProgress?.(0.1 + 0.9 * f, m),
         },
       );
@@ -381,6 +384,9 @@ export class BuiltSamplesCache {
           encodeCpuMs: encodeMs,
           wallMs: performance.now() - t0,
           ranges: plan.ranges.length,
+          // sorts the join was ordered by (runs of files), and whether its working table was compressed
+          joinRuns: plan.timings.joinRuns ?? 1,
+          joinCompressed: plan.timings.joinCompressed ? 1 : 0,
         },
         shards,
       };
