@@ -4,8 +4,10 @@
 # --outfile=.gpu/s3-endpoint.js): one subtract on ROWS x FEATURES registered by reference, through
 # bench/gpu-scale.sh (per-trial timings, GPU memory and worker RSS every second).
 #   bash bench/gpu-data-scale.sh file|s3 [rows] [features] [limit seconds]
-# file: the samples are written as day=N/ partitions under /tmp/sets and registered by file:// path;
-#   the workers' store is their data directory.
+# file: the samples are written as day=N/ partitions under /tmp/sets (SETS_DIR=<dir>: there instead,
+#   e.g. a tmpfs standing in for the users' own storage when the host's disk holds only the platform's
+#   data) and registered by file:// path; the workers' store is their data directory. More than 10M rows
+#   are one simulated world of 10M repeated in later periods (bench experiment subtract --sim-tile-rows).
 # s3:   a local S3 endpoint (s3rver on 127.0.0.1:9100) holds the samples (s3://bench-data/sets/) and
 #   the deployment's store (ABACUS_STORE_URL=s3://bench-data/deploy/): uploads, built shards and
 #   checkpoints go through it over HTTP. With ABACUS_GPU_HOSTS=separate each GPU's worker has its own
@@ -28,7 +30,7 @@ if [ "$MODE" = s3 ]; then
     AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER ABACUS_STORE_URL=s3://bench-data/deploy/
   register=s3://bench-data/sets/
 else
-  register=/tmp/sets
+  register="${SETS_DIR:-/tmp/sets}"
 fi
 start=$(date +%s)
 bash scripts/gpu-host.sh up >"$OUT/up.log" 2>&1 || { tail -n 20 "$OUT/up.log"; exit 1; }

@@ -26,12 +26,24 @@ tree_rss() {
   done
   ps -o rss= -p "$(echo $all | tr ' ' ',')" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
 }
-# every GPU (memory MiB,utilisation per GPU, space-separated) and every worker's RSS (KiB, comma-separated):
+# the anonymous part of that RSS (KiB; the rest is file-backed: mapped shards and libraries)
+tree_anon() {
+  local all=$1 frontier=$1 next
+  while [ -n "$frontier" ]; do
+    next=$(for p in $frontier; do ps -o pid= --ppid "$p" 2>/dev/null; done | tr -s ' \n' ' ')
+    all="$all $next"
+    frontier=$(echo $next)
+  done
+  for p in $all; do grep -h '^RssAnon:' "/proc/$p/status" 2>/dev/null; done | awk '{ s += $2 } END { print s + 0 }'
+}
+# every GPU (memory MiB,utilisation per GPU, space-separated), every worker's RSS and its anonymous part
+# (KiB, comma-separated):
 # with one worker per GPU the experiment's trials run on whichever pair takes them
 (while sleep 1; do
   printf '%s %s %s %s\n' scale "$(date +%s)" \
     "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd';')" \
-    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_rss "$(cat "$f")"; done | paste -sd,)"
+    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_rss "$(cat "$f")"; done | paste -sd,)" \
+    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_anon "$(cat "$f")"; done | paste -sd,)"
 done >>"$OUT/scale-samples.log") &
 sampler=$!
 start=$(date +%s)
@@ -50,8 +62,9 @@ psql -At -c "SELECT t.metrics->>'epochs', t.metrics->>'steps', t.metrics->>'trai
   FROM trials t WHERE t.kind = 'train' AND t.status = 'succeeded' ORDER BY t.finished_at DESC LIMIT 1"
 grep -hE 'built|samples|error|Error' "$PREFIX/logs/worker.log" | tail -n 8
 awk '{ n = split($3, gs, ";"); for (i = 1; i <= n; i++) { split(gs[i], g, ","); if (g[1] > m) m = g[1] }
-       k = split($4, rs, ","); for (i = 1; i <= k; i++) if (rs[i] > r) r = rs[i] }
-     END { print "max GPU memory MiB (any GPU)", m, "max worker RSS GiB (any worker)", r / 1048576 }' "$OUT/scale-samples.log"
+       k = split($4, rs, ","); for (i = 1; i <= k; i++) if (rs[i] > r) r = rs[i]
+       k = split($5, as, ","); for (i = 1; i <= k; i++) if (as[i] > a) a = as[i] }
+     END { print "max GPU memory MiB (any GPU)", m, "max worker RSS GiB (any worker)", r / 1048576, "of it anonymous at most", a / 1048576 }' "$OUT/scale-samples.log"
 # peak worker RSS while each trial ran (its start..end in the database against the samples' seconds;
 # IV runs beside the build, so their windows overlap)
 psql -At -F ' ' -c "SELECT t.seq, t.kind, coalesce(t.metrics->>'role', ''), extract(epoch FROM t.started_at)::bigint,
@@ -60,6 +73,7 @@ psql -At -F ' ' -c "SELECT t.seq, t.kind, coalesce(t.metrics->>'role', ''), extr
   ORDER BY t.seq" >"$OUT/scale-trial-windows.txt"
 awk 'NR == FNR { seq[NR] = $1; kind[NR] = $2 (NF == 5 ? "/" $3 : ""); from[NR] = $(NF - 1); to[NR] = $NF; n = NR; next }
      { k = split($4, rs, ","); r = 0; for (i = 1; i <= k; i++) if (rs[i] > r) r = rs[i]
-       for (j = 1; j <= n; j++) if ($2 >= from[j] && $2 <= to[j] && r > peak[j]) peak[j] = r }
-     END { for (j = 1; j <= n; j++) printf "trial %s %s: %d s, worker RSS peak %.2f GiB\n", seq[j], kind[j], to[j] - from[j], peak[j] / 1048576 }' \
+       k = split($5, as, ","); a = 0; for (i = 1; i <= k; i++) if (as[i] > a) a = as[i]
+       for (j = 1; j <= n; j++) if ($2 >= from[j] && $2 <= to[j]) { if (r > peak[j]) peak[j] = r; if (a > anon[j]) anon[j] = a } }
+     END { for (j = 1; j <= n; j++) printf "trial %s %s: %d s, worker RSS peak %.2f GiB (anonymous peak %.2f GiB)\n", seq[j], kind[j], to[j] - from[j], peak[j] / 1048576, anon[j] / 1048576 }' \
   "$OUT/scale-trial-windows.txt" "$OUT/scale-samples.log" | tee "$OUT/scale-rss-by-trial.txt"

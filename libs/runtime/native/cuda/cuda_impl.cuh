@@ -321,7 +321,6 @@ ABACUS_CUDA_LOCAL void download(CudaImpl& I, CpuModel& h);
 ABACUS_CUDA_LOCAL void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen);
 // residency.cu
 ABACUS_CUDA_LOCAL const DevDataset& resident(CudaImpl& I, const DataSource& ds);
-ABACUS_CUDA_LOCAL void drop_resident(CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
 ABACUS_CUDA_LOCAL bool stream_training(const CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL int max_bag_of(const DataSource& ds, int S);
@@ -346,13 +345,8 @@ struct MetScratch {
   }
 };
 
-// Host copy of some rows of ds (the validation rows of a streamed training set), made resident on
-// its own: the training data itself stays on the host.
-struct OwnedRows {
-  std::vector<float> num, lab, wt;
-  std::vector<std::vector<int32_t>> offs, ids;
-  DataSource ds;
-};
-ABACUS_CUDA_LOCAL std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S);
+// Some rows of src gathered onto the GPU as a dataset of their own (the validation rows of a streamed
+// training set), a chunk of rows at a time: no host copy of them.
+ABACUS_CUDA_LOCAL std::unique_ptr<DevDataset> upload_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S);
 
 }  // namespace abacus

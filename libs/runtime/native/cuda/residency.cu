@@ -232,44 +232,113 @@ int max_bag_of(const DataSource& ds, int S) {
   return mb;
 }
 
-// Copies of the validation rows (OwnedRows, cuda_impl.cuh) of a streamed training set.
-std::unique_ptr<OwnedRows> copy_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S) {
-  auto o = std::make_unique<OwnedRows>();
+// Some rows of src (the validation rows of a streamed training set) gathered onto the GPU as a dataset
+// of their own, in src's row order given: through host buffers of a chunk of rows at a time, so the
+// host never holds a copy of them (only their labels and weights, which predict's host outputs use).
+std::unique_ptr<DevDataset> upload_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S) {
+  auto e = std::make_unique<DevDataset>();
   const int64_t n = (int64_t)rows.size();
   const bool hw = src.has_weights();
-  o->num.resize(std::max<int64_t>(1, n * N));
-  o->lab.resize(std::max<int64_t>(1, n));
-  if (hw) o->wt.resize(std::max<int64_t>(1, n));
-  o->offs.assign(S, std::vector<int32_t>(n + 1, 0));
-  o->ids.assign(S, {});
-  for (int64_t r = 0; r < n; ++r) {
+  auto dev = [&](size_t bytes) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
+    e->bufs.push_back(p);
+    return p;
+  };
+  auto every = [&](int64_t r) {
     if (src.mapped() && r > 0 && r % kReleaseEvery == 0) src.release();
+  };
+  std::vector<int64_t> nnz(S, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    every(r);
     int64_t lr;
     const DataPart& p = src.locate(rows[r], lr);
-    for (int j = 0; j < N; ++j) o->num[r * N + j] = p.numeric[lr * p.num_stride + src.num_map[j]];
-    o->lab[r] = p.labels[lr];
-    if (hw) o->wt[r] = p.weights[lr];
     for (int s = 0; s < S; ++s) {
-      for (int32_t q = p.offs[s][lr]; q < p.offs[s][lr + 1]; ++q) o->ids[s].push_back(p.ids[s][q]);
-      o->offs[s][r + 1] = (int32_t)o->ids[s].size();
+      if (p.offs[s][lr + 1] < p.offs[s][lr])
+        throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(rows[r]));
+      nnz[s] += p.offs[s][lr + 1] - p.offs[s][lr];
     }
   }
   if (src.mapped()) src.release();
-  DataPart part;
-  part.rows = n;
-  part.numeric = o->num.data();
-  part.num_stride = N;
-  part.labels = o->lab.data();
-  part.weights = hw ? o->wt.data() : nullptr;
-  for (int s = 0; s < S; ++s) {
-    if (o->ids[s].empty()) o->ids[s].push_back(0);
-    part.offs.push_back(o->offs[s].data());
-    part.ids.push_back(o->ids[s].data());
+  int64_t all = 0;
+  for (int64_t x : nnz) all += x;
+  float* d_num = static_cast<float*>(dev((size_t)n * N * 4));
+  float* d_lab = static_cast<float*>(dev((size_t)n * 4));
+  float* d_wt = hw ? static_cast<float*>(dev((size_t)n * 4)) : nullptr;
+  int64_t* d_offs = static_cast<int64_t*>(dev((size_t)S * (n + 1) * 8));
+  int32_t* d_ids = static_cast<int32_t*>(dev((size_t)std::max<int64_t>(all, 1) * 4));
+  constexpr int64_t kChunk = int64_t(1) << 18;
+  std::vector<float> lab(n), wt(hw ? n : 0);
+  {
+    std::vector<float> hnum((size_t)std::min<int64_t>(std::max<int64_t>(n, 1), kChunk) * N);
+    int64_t at = 0, k = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      every(r);
+      int64_t lr;
+      const DataPart& p = src.locate(rows[r], lr);
+      for (int j = 0; j < N; ++j) hnum[(size_t)k * N + j] = p.numeric[lr * p.num_stride + src.num_map[j]];
+      lab[r] = p.labels[lr];
+      if (hw) wt[r] = p.weights[lr];
+      if (++k == kChunk) {
+        if (N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
+        at += k;
+        k = 0;
+      }
+    }
+    if (k && N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
+    if (n) copy_sync(d_lab, lab.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
+    if (hw && n) copy_sync(d_wt, wt.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
+    if (src.mapped()) src.release();
   }
-  o->ds.parts.push_back(part);
-  for (int j = 0; j < N; ++j) o->ds.num_map.push_back(j);
-  o->ds.finish();
-  return o;
+  int64_t pos = 0;
+  int max_bag = 0;
+  {
+    std::vector<int64_t> hoffs;
+    std::vector<int32_t> hids;
+    for (int s = 0; s < S; ++s) {
+      int64_t oat = 0, iat = pos;
+      hoffs.clear();
+      hids.clear();
+      auto flush_offs = [&] {
+        if (hoffs.empty()) return;
+        copy_sync(d_offs + (size_t)s * (n + 1) + oat, hoffs.data(), hoffs.size() * 8, cudaMemcpyHostToDevice);
+        oat += (int64_t)hoffs.size();
+        hoffs.clear();
+      };
+      auto flush_ids = [&] {
+        if (hids.empty()) return;
+        copy_sync(d_ids + iat, hids.data(), hids.size() * 4, cudaMemcpyHostToDevice);
+        iat += (int64_t)hids.size();
+        hids.clear();
+      };
+      for (int64_t r = 0; r < n; ++r) {
+        every(r);
+        int64_t lr;
+        const DataPart& p = src.locate(rows[r], lr);
+        const int32_t* o = p.offs[s];
+        hoffs.push_back(pos);
+        max_bag = std::max(max_bag, o[lr + 1] - o[lr]);
+        for (int32_t q = o[lr]; q < o[lr + 1]; ++q) hids.push_back(p.ids[s][q]);
+        pos += o[lr + 1] - o[lr];
+        if ((int64_t)hoffs.size() == kChunk) flush_offs();
+        if ((int64_t)hids.size() >= 4 * kChunk) flush_ids();
+      }
+      hoffs.push_back(pos);  // offsets[n]
+      flush_offs();
+      flush_ids();
+      if (src.mapped()) src.release();
+    }
+  }
+  e->d.n = n;
+  e->d.max_bag = max_bag;
+  e->d.num = d_num;
+  e->d.lab = d_lab;
+  e->d.wt = d_wt;
+  e->d.offs = d_offs;
+  e->d.ids = d_ids;
+  e->host_lab = std::move(lab);
+  e->host_wt = std::move(wt);
+  return e;
 }
 
 // The two pinned stages of streamed training and their device buffers (grown, never shrunk).
@@ -293,14 +362,6 @@ void CudaImpl::ensure_stages(size_t bytes) {
     g.dev = dalloc<uint8_t>(bytes, false);
     g.cap = bytes;
   }
-}
-
-// Forgets the resident copy of a dataset whose host arrays are about to be freed.
-void drop_resident(CudaImpl& I, const DataSource& ds) {
-  const DevDataset& d = resident(I, ds);
-  cudaStreamSynchronize(I.st);
-  for (auto it = I.cache.begin(); it != I.cache.end(); ++it)
-    if (it->get() == &d) { I.cache.erase(it); break; }
 }
 
 void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {

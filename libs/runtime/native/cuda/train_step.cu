@@ -141,7 +141,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   if (!normalized) fit_normalization(tr, train_rows);
   upload(I, *host_, frozen);
   const bool streaming = stream_training(I, tr);
-  std::unique_ptr<OwnedRows> val_owned;
+  std::unique_ptr<DevDataset> val_owned;  // the validation rows of a streamed set, on the GPU
   const DevDataset* dval = nullptr;
   k::DevData dd;
   int mb = 0;
@@ -156,8 +156,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     check_vocab(tr, I.vocab);
     mb = max_bag_of(tr, I.S);
     if (vds == &tr) {
-      val_owned = copy_rows(tr, val_rows, I.N, I.S);
-      dval = &resident(I, val_owned->ds);
+      val_owned = upload_rows(tr, val_rows, I.N, I.S);
+      dval = val_owned.get();
     } else if (vds) {
       dval = &resident(I, *vds);
     }
@@ -444,7 +444,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     if (I.cs) cudaStreamSynchronize(I.cs);
     cudaStreamSynchronize(I.st);
     for (void* p : std::initializer_list<void*>{vpred, vlab, vwt, vorder, snap_table, snap_dense, snap_wide}) if (p) cudaFree(p);
-    if (val_owned) drop_resident(I, val_owned->ds);
+    val_owned.reset();
     step = step0 + res.steps;
     I.host_stale = true;
     throw;
@@ -464,7 +464,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   }
   cudaFreeHost(pinned_order);
   delete ms;
-  if (val_owned) drop_resident(I, val_owned->ds);
+  CK(cudaStreamSynchronize(I.st));
+  val_owned.reset();
   for (void* p : std::initializer_list<void*>{vpred, vlab, vwt, vorder, snap_table, snap_dense, snap_wide}) if (p) cudaFree(p);
   step = step0 + res.steps;
   I.host_stale = true;
