@@ -70,7 +70,14 @@ const request = (set: string, time = true, testFrom = 4500): SampleBuildRequest 
           {
             name: 'score',
             kind: 'numeric' as const,
-            source: { kind: 'table' as const, file: path.join(dir, 'users.parquet'), entityKey: 'user_id', sampleKey: 'user_id', column: 'score', timeColumn: 'ts' },
+            source: {
+              kind: 'table' as const,
+              file: path.join(dir, 'users.parquet'),
+              entityKey: 'user_id',
+              sampleKey: 'user_id',
+              column: 'score',
+              timeColumn: 'ts',
+            },
           },
         ]
       : []),

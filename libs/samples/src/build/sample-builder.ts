@@ -345,8 +345,10 @@ function valueOrder(numericStrings: boolean): (a: string | number, b: string | n
   return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a - b : a < b ? -1 : a > b ? 1 : 0);
 }
 
-export interface PrepareOptions
-  extends Pick<BuildSamplesOptions, 'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'joinChunkBytes'> {
+export interface PrepareOptions extends Pick<
+  BuildSamplesOptions,
+  'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'joinChunkBytes'
+> {
   onProgress?(fraction: number, message: string): void;
 }
 

@@ -15,7 +15,8 @@
  * predictions, the checkpoint), [--lanes L] at a time: first on every feature, then (with --keep M)
  * K fits on the first M features beside the K whole fits found in the model cache, as a subtract's
  * confirm step runs them; the process's RSS (anonymous and file-backed) is traced every 50 ms with each
- * fit's phase. Each is a stage of its own in the JSON.
+ * fit's phase. Each is a stage of its own in the JSON. --join-chunk-mb M: the build orders at most M MiB of
+ * joined rows in one sort (a run of files at a time; the worker's default 4096).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -63,7 +64,7 @@ async function writeSet(file: string, rows: number, numeric: number, slots: numb
 }
 
 async function main(): Promise<void> {
-  const valued = new Set(['--fits', '--backend', '--keep', '--trace', '--lanes']);
+  const valued = new Set(['--fits', '--backend', '--keep', '--trace', '--lanes', '--join-chunk-mb']);
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(name);
     return i >= 0 ? process.argv[i + 1] : undefined;
@@ -124,8 +125,8 @@ async function main(): Promise<void> {
   const cache = new BuiltSamplesCache(dataDir, {
     threads,
     duckdbMemoryMb: duckdbMemoryMb,
-    // JOIN_CHUNK_MB: bytes of joined rows one sort orders at most (the worker's default: 4 GiB)
-    ...(process.env.JOIN_CHUNK_MB ? { joinChunkBytes: Number(process.env.JOIN_CHUNK_MB) * 2 ** 20 } : {}),
+    // --join-chunk-mb M: joined rows one sort orders at most (the worker's default: 4 GiB)
+    ...(flag('--join-chunk-mb') ? { joinChunkBytes: Number(flag('--join-chunk-mb')) * 2 ** 20 } : {}),
     ...(reference
       ? { openSamples: (_r: ModelRecipe, onProgress?: (f: number, m: string) => void) => samples.open(entity, onProgress) }
       : {}),
