@@ -26,11 +26,12 @@ inline const DataSource* split_train_val(const DataSource& tr, const DataSource*
     return val;
   }
   if (val_fraction > 0) {
-    std::vector<int64_t> p;
-    seeded_permutation(p, tr.rows, mix_seed(seed, 7));
+    // the permutation is laid out in train_rows itself (no second array of every row): its first nv
+    // entries are the validation rows, the rest the training rows
+    seeded_permutation(train_rows, tr.rows, mix_seed(seed, 7));
     int64_t nv = (int64_t)std::llround(tr.rows * val_fraction);
-    val_rows.assign(p.begin(), p.begin() + nv);
-    train_rows.assign(p.begin() + nv, p.end());
+    val_rows.assign(train_rows.begin(), train_rows.begin() + nv);
+    train_rows.erase(train_rows.begin(), train_rows.begin() + nv);
     std::sort(val_rows.begin(), val_rows.end());
     std::sort(train_rows.begin(), train_rows.end());
     return &tr;
@@ -114,13 +115,14 @@ class WindowedShuffle {
 };
 
 // The whole order of an epoch (`ends` receives where each window ends in `order`).
+// The epoch's order written to `order` (rows.size() entries: a pinned buffer, say, with no vector
+// beside it).
 inline void epoch_order(const std::vector<int64_t>& rows, bool shuffle, bool windowed, uint64_t seed, int ep,
-                        std::vector<int64_t>& order, std::vector<int64_t>& ends) {
+                        int64_t* order, std::vector<int64_t>& ends) {
   const WindowedShuffle ws(rows, shuffle, windowed, seed, ep);
-  order.resize(rows.size());
   ends = ws.ends();
   if (!shuffle) {
-    std::copy(rows.begin(), rows.end(), order.begin());
+    std::copy(rows.begin(), rows.end(), order);
     return;
   }
   std::vector<int64_t> plain, perm;
@@ -129,6 +131,12 @@ inline void epoch_order(const std::vector<int64_t>& rows, bool shuffle, bool win
     const int64_t b = ws.begin(w), m = ws.end(w) - b;
     for (int64_t i = 0; i < m; ++i) order[b + i] = plain[perm[i]];
   }
+}
+
+inline void epoch_order(const std::vector<int64_t>& rows, bool shuffle, bool windowed, uint64_t seed, int ep,
+                        std::vector<int64_t>& order, std::vector<int64_t>& ends) {
+  order.resize(rows.size());
+  epoch_order(rows, shuffle, windowed, seed, ep, order.data(), ends);
 }
 
 }  // namespace abacus

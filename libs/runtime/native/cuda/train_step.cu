@@ -313,15 +313,14 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   const double t0 = now_s();
   double window_loss = 0;
   int64_t window_steps = 0;
-  std::vector<int64_t> order_host, window_ends;
+  std::vector<int64_t> window_ends;
   try {
     for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
       const double te = now_s();
       // the epoch's order: pinned, one copy, then the cursor restarts
       CK(cudaStreamSynchronize(I.st));
       // the CPU backend's order (train_split.h): windowed when streamed from mapped shards
-      epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, order_host, window_ends);
-      std::copy(order_host.begin(), order_host.end(), pinned_order);
+      epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, pinned_order, window_ends);
       if (records) records->start_epoch(ep);
       size_t window = 0;
       if (!streaming) {
