@@ -15,35 +15,27 @@ PREFIX="${ABACUS_GPU_PREFIX:-/tmp/abacus-gpu}"
 mkdir -p "$OUT"
 export PATH="$PREFIX/bin:$PATH"
 free -g | head -n 2
-# RSS (KiB) of a process and all its descendants: a worker runs under a supervisor loop (its pid in the
-# pid file), the Node process is its child
-tree_rss() {
+# A process and all its descendants: a worker runs under a supervisor loop (its pid in the pid file),
+# the Node process is its child. Prints "RSS,anonymous RSS" of them all (KiB; the rest of the RSS is
+# file-backed: mapped shards and libraries).
+tree_mem() {
   local all=$1 frontier=$1 next
   while [ -n "$frontier" ]; do
     next=$(for p in $frontier; do ps -o pid= --ppid "$p" 2>/dev/null; done | tr -s ' \n' ' ')
     all="$all $next"
     frontier=$(echo $next)
   done
-  ps -o rss= -p "$(echo $all | tr ' ' ',')" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
-}
-# the anonymous part of that RSS (KiB; the rest is file-backed: mapped shards and libraries)
-tree_anon() {
-  local all=$1 frontier=$1 next
-  while [ -n "$frontier" ]; do
-    next=$(for p in $frontier; do ps -o pid= --ppid "$p" 2>/dev/null; done | tr -s ' \n' ' ')
-    all="$all $next"
-    frontier=$(echo $next)
-  done
-  for p in $all; do grep -h '^RssAnon:' "/proc/$p/status" 2>/dev/null; done | awk '{ s += $2 } END { print s + 0 }'
+  for p in $all; do grep -h '^Rss' "/proc/$p/status" 2>/dev/null; done |
+    awk '{ if ($1 == "RssAnon:") a += $2; s += $2 } END { printf "%d,%d\n", s, a }'
 }
 # every GPU (memory MiB,utilisation per GPU, space-separated), every worker's RSS and its anonymous part
 # (KiB, comma-separated):
 # with one worker per GPU the experiment's trials run on whichever pair takes them
 (while sleep 1; do
-  printf '%s %s %s %s\n' scale "$(date +%s)" \
+  mem=$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_mem "$(cat "$f")"; done)
+  printf '%s %s %s %s %s\n' scale "$(date +%s)" \
     "$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr -d ' ' | paste -sd';')" \
-    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_rss "$(cat "$f")"; done | paste -sd,)" \
-    "$(for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do [ -e "$f" ] && tree_anon "$(cat "$f")"; done | paste -sd,)"
+    "$(echo "$mem" | cut -d, -f1 | paste -sd,)" "$(echo "$mem" | cut -d, -f2 | paste -sd,)"
 done >>"$OUT/scale-samples.log") &
 sampler=$!
 start=$(date +%s)

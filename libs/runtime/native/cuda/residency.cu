@@ -38,6 +38,94 @@ uint64_t sample_hash(uint64_t h, const T* p, int64_t n) {
   std::memcpy(&u, p + n - 1, 4);
   return fp_mix(h, u);
 }
+
+// Uploads n rows of ds onto the GPU into e, the rows visited in order by each_row(fn), which calls
+// fn(part, row of the part) for every row and releases mapped pages behind it. The rows go up a chunk
+// at a time through host buffers of kChunk rows: the host never holds a second copy of them (only
+// their labels and weights, which predict's host outputs use). nnz: their ids, per slot summed.
+template <class EachRow>
+void upload_into(DevDataset& e, const DataSource& ds, int64_t n, int64_t nnz, int N, int S, EachRow each_row) {
+  const bool hw = ds.has_weights();
+  auto dev = [&](size_t bytes) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
+    e.bufs.push_back(p);
+    return p;
+  };
+  float* d_num = static_cast<float*>(dev((size_t)n * N * 4));
+  float* d_lab = static_cast<float*>(dev((size_t)n * 4));
+  float* d_wt = hw ? static_cast<float*>(dev((size_t)n * 4)) : nullptr;
+  int64_t* d_offs = static_cast<int64_t*>(dev((size_t)S * (n + 1) * 8));
+  int32_t* d_ids = static_cast<int32_t*>(dev((size_t)std::max<int64_t>(nnz, 1) * 4));
+  constexpr int64_t kChunk = int64_t(1) << 18;
+  std::vector<float> lab(n), wt(hw ? n : 0);
+  {
+    std::vector<float> hnum((size_t)std::min<int64_t>(std::max<int64_t>(n, 1), kChunk) * N);
+    int64_t g = 0, at = 0, k = 0;
+    each_row([&](const DataPart& p, int64_t r) {
+      for (int j = 0; j < N; ++j) hnum[(size_t)k * N + j] = p.numeric[r * p.num_stride + ds.num_map[j]];
+      lab[g] = p.labels[r];
+      if (hw) wt[g] = p.weights[r];
+      ++g;
+      if (++k == kChunk) {
+        if (N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
+        at += k;
+        k = 0;
+      }
+    });
+    if (k && N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
+    if (n) copy_sync(d_lab, lab.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
+    if (hw && n) copy_sync(d_wt, wt.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
+  }
+  int64_t pos = 0;
+  int max_bag = 0;
+  {
+    std::vector<int64_t> hoffs;
+    std::vector<int32_t> hids;
+    hoffs.reserve((size_t)std::min<int64_t>(n + 1, kChunk));
+    for (int s = 0; s < S; ++s) {
+      int64_t oat = 0, iat = pos, g = 0;
+      hoffs.clear();
+      hids.clear();
+      auto flush_offs = [&] {
+        if (hoffs.empty()) return;
+        copy_sync(d_offs + (size_t)s * (n + 1) + oat, hoffs.data(), hoffs.size() * 8, cudaMemcpyHostToDevice);
+        oat += (int64_t)hoffs.size();
+        hoffs.clear();
+      };
+      auto flush_ids = [&] {
+        if (hids.empty()) return;
+        copy_sync(d_ids + iat, hids.data(), hids.size() * 4, cudaMemcpyHostToDevice);
+        iat += (int64_t)hids.size();
+        hids.clear();
+      };
+      each_row([&](const DataPart& p, int64_t r) {
+        const int32_t* o = p.offs[s];
+        // the lean predict path skips the addon's per-call offsets scan: checked here, once
+        if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(g));
+        hoffs.push_back(pos);
+        max_bag = std::max(max_bag, o[r + 1] - o[r]);
+        for (int32_t q = o[r]; q < o[r + 1]; ++q) hids.push_back(p.ids[s][q]);
+        pos += o[r + 1] - o[r];
+        ++g;
+        if ((int64_t)hoffs.size() == kChunk) flush_offs();
+        if ((int64_t)hids.size() >= 4 * kChunk) flush_ids();
+      });
+      hoffs.push_back(pos);  // offsets[n]
+      flush_offs();
+      flush_ids();
+    }
+  }
+  e.d.n = n;
+  e.d.max_bag = max_bag;
+  e.d.num = d_num;
+  e.d.lab = d_lab;
+  e.d.wt = d_wt;
+  e.d.offs = d_offs;
+  e.d.ids = d_ids;
+  e.host_lab = std::move(lab);
+  e.host_wt = std::move(wt);
+}
 }  // namespace
 
 // The data resident on the GPU (uploaded once, kept while the same host arrays are used).
@@ -97,104 +185,21 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   for (auto& c : I.cache)
     if (c->fp == h) { c->pkey = pk; c->light = lh; return *c; }
   check_vocab(ds, I.vocab);
-  const int64_t n = ds.rows;
-  const int N = I.N, S = I.S;
-  const bool hw = ds.has_weights();
   int64_t nnz = 0;
-  for (int s = 0; s < S; ++s) {
+  for (int s = 0; s < I.S; ++s)
     for (auto& p : ds.parts) nnz += p.offs[s][p.rows] - p.offs[s][0];
-  }
   auto e = std::make_unique<DevDataset>();
-  auto dev = [&](size_t bytes) {
-    void* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
-    e->bufs.push_back(p);
-    return p;
-  };
-  float* d_num = static_cast<float*>(dev((size_t)n * N * 4));
-  float* d_lab = static_cast<float*>(dev((size_t)n * 4));
-  float* d_wt = hw ? static_cast<float*>(dev((size_t)n * 4)) : nullptr;
-  int64_t* d_offs = static_cast<int64_t*>(dev((size_t)S * (n + 1) * 8));
-  int32_t* d_ids = static_cast<int32_t*>(dev((size_t)std::max<int64_t>(nnz, 1) * 4));
-  // the rows go up a chunk at a time through host buffers of kChunk rows: the host never holds a
-  // second copy of the set (read from mapped shards, their pages are released after each chunk)
-  constexpr int64_t kChunk = int64_t(1) << 18;
-  std::vector<float> lab(n), wt(hw ? n : 0);
-  {
-    std::vector<float> hnum((size_t)std::min<int64_t>(std::max<int64_t>(n, 1), kChunk) * N);
-    int64_t g = 0, at = 0, k = 0;
-    for (auto& p : ds.parts)
-      for (int64_t r = 0; r < p.rows; ++r, ++g) {
-        for (int j = 0; j < N; ++j) hnum[(size_t)k * N + j] = p.numeric[r * p.num_stride + ds.num_map[j]];
-        lab[g] = p.labels[r];
-        if (hw) wt[g] = p.weights[r];
-        if (++k == kChunk) {
-          if (N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
-          at += k;
-          k = 0;
-          if (ds.mapped()) ds.release();
-        }
-      }
-    if (k && N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
-    if (n) copy_sync(d_lab, lab.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
-    if (hw && n) copy_sync(d_wt, wt.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
-  }
-  int64_t pos = 0;
-  int max_bag = 0;
-  {
-    std::vector<int64_t> hoffs;
-    std::vector<int32_t> hids;
-    hoffs.reserve((size_t)std::min<int64_t>(n + 1, kChunk));
-    for (int s = 0; s < S; ++s) {
-      int64_t oat = 0, iat = pos;
-      hoffs.clear();
-      hids.clear();
-      auto flush_offs = [&] {
-        if (hoffs.empty()) return;
-        copy_sync(d_offs + (size_t)s * (n + 1) + oat, hoffs.data(), hoffs.size() * 8, cudaMemcpyHostToDevice);
-        oat += (int64_t)hoffs.size();
-        hoffs.clear();
-      };
-      auto flush_ids = [&] {
-        if (hids.empty()) return;
-        copy_sync(d_ids + iat, hids.data(), hids.size() * 4, cudaMemcpyHostToDevice);
-        iat += (int64_t)hids.size();
-        hids.clear();
-      };
-      for (size_t pi = 0; pi < ds.parts.size(); ++pi) {
-        const auto& p = ds.parts[pi];
-        const int32_t* o = p.offs[s];
-        const int32_t* id = p.ids[s];
-        for (int64_t r = 0; r < p.rows; ++r) {
-          // the lean predict path skips the addon's per-call offsets scan: checked here, once
-          if (o[r + 1] < o[r]) throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(r));
-          hoffs.push_back(pos);
-          max_bag = std::max(max_bag, o[r + 1] - o[r]);
-          for (int32_t q = o[r]; q < o[r + 1]; ++q) hids.push_back(id[q]);
-          pos += o[r + 1] - o[r];
-          if ((int64_t)hoffs.size() == kChunk) flush_offs();
-          if ((int64_t)hids.size() >= 4 * kChunk) flush_ids();
-        }
-        ds.release_part(pi);
-      }
-      hoffs.push_back(pos);  // offsets[n]
-      flush_offs();
-      flush_ids();
-      if (ds.mapped()) ds.release();
+  // the parts in order, each part's pages released behind it
+  upload_into(*e, ds, ds.rows, nnz, I.N, I.S, [&](auto&& fn) {
+    for (size_t pi = 0; pi < ds.parts.size(); ++pi) {
+      const auto& p = ds.parts[pi];
+      for (int64_t r = 0; r < p.rows; ++r) fn(p, r);
+      ds.release_part(pi);
     }
-  }
+  });
   e->fp = h;
   e->pkey = pk;
   e->light = lh;
-  e->d.n = n;
-  e->d.max_bag = max_bag;
-  e->d.num = d_num;
-  e->d.lab = d_lab;
-  e->d.wt = d_wt;
-  e->d.offs = d_offs;
-  e->d.ids = d_ids;
-  e->host_lab = std::move(lab);
-  e->host_wt = std::move(wt);
   if (I.cache.size() >= 3) {
     CK(cudaStreamSynchronize(I.st));
     for (auto& gph : I.graphs) cudaGraphExecDestroy(gph.exec);
@@ -238,106 +243,21 @@ int max_bag_of(const DataSource& ds, int S) {
 std::unique_ptr<DevDataset> upload_rows(const DataSource& src, const std::vector<int64_t>& rows, int N, int S) {
   auto e = std::make_unique<DevDataset>();
   const int64_t n = (int64_t)rows.size();
-  const bool hw = src.has_weights();
-  auto dev = [&](size_t bytes) {
-    void* p = nullptr;
-    CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
-    e->bufs.push_back(p);
-    return p;
-  };
-  auto every = [&](int64_t r) {
-    if (src.mapped() && r > 0 && r % kReleaseEvery == 0) src.release();
-  };
-  std::vector<int64_t> nnz(S, 0);
-  for (int64_t r = 0; r < n; ++r) {
-    every(r);
-    int64_t lr;
-    const DataPart& p = src.locate(rows[r], lr);
-    for (int s = 0; s < S; ++s) {
-      if (p.offs[s][lr + 1] < p.offs[s][lr])
-        throw std::runtime_error("slot #" + std::to_string(s) + ": offsets decrease at row " + std::to_string(rows[r]));
-      nnz[s] += p.offs[s][lr + 1] - p.offs[s][lr];
-    }
-  }
-  if (src.mapped()) src.release();
-  int64_t all = 0;
-  for (int64_t x : nnz) all += x;
-  float* d_num = static_cast<float*>(dev((size_t)n * N * 4));
-  float* d_lab = static_cast<float*>(dev((size_t)n * 4));
-  float* d_wt = hw ? static_cast<float*>(dev((size_t)n * 4)) : nullptr;
-  int64_t* d_offs = static_cast<int64_t*>(dev((size_t)S * (n + 1) * 8));
-  int32_t* d_ids = static_cast<int32_t*>(dev((size_t)std::max<int64_t>(all, 1) * 4));
-  constexpr int64_t kChunk = int64_t(1) << 18;
-  std::vector<float> lab(n), wt(hw ? n : 0);
-  {
-    std::vector<float> hnum((size_t)std::min<int64_t>(std::max<int64_t>(n, 1), kChunk) * N);
-    int64_t at = 0, k = 0;
+  // the rows as given, located in their parts, the mapped pages released every kReleaseEvery rows
+  auto each_row = [&](auto&& fn) {
     for (int64_t r = 0; r < n; ++r) {
-      every(r);
+      if (src.mapped() && r > 0 && r % kReleaseEvery == 0) src.release();
       int64_t lr;
       const DataPart& p = src.locate(rows[r], lr);
-      for (int j = 0; j < N; ++j) hnum[(size_t)k * N + j] = p.numeric[lr * p.num_stride + src.num_map[j]];
-      lab[r] = p.labels[lr];
-      if (hw) wt[r] = p.weights[lr];
-      if (++k == kChunk) {
-        if (N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
-        at += k;
-        k = 0;
-      }
+      fn(p, lr);
     }
-    if (k && N) copy_sync(d_num + (size_t)at * N, hnum.data(), (size_t)k * N * 4, cudaMemcpyHostToDevice);
-    if (n) copy_sync(d_lab, lab.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
-    if (hw && n) copy_sync(d_wt, wt.data(), (size_t)n * 4, cudaMemcpyHostToDevice);
     if (src.mapped()) src.release();
-  }
-  int64_t pos = 0;
-  int max_bag = 0;
-  {
-    std::vector<int64_t> hoffs;
-    std::vector<int32_t> hids;
-    for (int s = 0; s < S; ++s) {
-      int64_t oat = 0, iat = pos;
-      hoffs.clear();
-      hids.clear();
-      auto flush_offs = [&] {
-        if (hoffs.empty()) return;
-        copy_sync(d_offs + (size_t)s * (n + 1) + oat, hoffs.data(), hoffs.size() * 8, cudaMemcpyHostToDevice);
-        oat += (int64_t)hoffs.size();
-        hoffs.clear();
-      };
-      auto flush_ids = [&] {
-        if (hids.empty()) return;
-        copy_sync(d_ids + iat, hids.data(), hids.size() * 4, cudaMemcpyHostToDevice);
-        iat += (int64_t)hids.size();
-        hids.clear();
-      };
-      for (int64_t r = 0; r < n; ++r) {
-        every(r);
-        int64_t lr;
-        const DataPart& p = src.locate(rows[r], lr);
-        const int32_t* o = p.offs[s];
-        hoffs.push_back(pos);
-        max_bag = std::max(max_bag, o[lr + 1] - o[lr]);
-        for (int32_t q = o[lr]; q < o[lr + 1]; ++q) hids.push_back(p.ids[s][q]);
-        pos += o[lr + 1] - o[lr];
-        if ((int64_t)hoffs.size() == kChunk) flush_offs();
-        if ((int64_t)hids.size() >= 4 * kChunk) flush_ids();
-      }
-      hoffs.push_back(pos);  // offsets[n]
-      flush_offs();
-      flush_ids();
-      if (src.mapped()) src.release();
-    }
-  }
-  e->d.n = n;
-  e->d.max_bag = max_bag;
-  e->d.num = d_num;
-  e->d.lab = d_lab;
-  e->d.wt = d_wt;
-  e->d.offs = d_offs;
-  e->d.ids = d_ids;
-  e->host_lab = std::move(lab);
-  e->host_wt = std::move(wt);
+  };
+  int64_t nnz = 0;
+  each_row([&](const DataPart& p, int64_t lr) {
+    for (int s = 0; s < S; ++s) nnz += std::max(0, p.offs[s][lr + 1] - p.offs[s][lr]);
+  });
+  upload_into(*e, src, n, nnz, N, S, each_row);
   return e;
 }
 
