@@ -466,10 +466,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       !sampleSchema.has('file_row_number');
     // with many Parquet files: their footers' row counts, and the view of the rows of some of them
     let fileRows: number[] | null = null;
+    const hive = samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
     let baseOf: ((list: string) => string) | null = null;
     if (direct) {
       const files = samplesSource.files!;
-      const hive = samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
       const list = `[${files.map(quoteLiteral).join(', ')}]`;
       if (files.length === 1) {
         await con.run(
@@ -640,7 +640,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
             (
               await rows(
                 con,
-                `SELECT filename, min(${time}), max(${time}) FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true${samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false'}) GROUP BY filename`,
+                `SELECT filename, min(${time}), max(${time}) FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true${hive}) GROUP BY filename`,
               )
             ).map(([f, lo, hi]) => [String(f), [Number(lo), Number(hi)] as const]),
           )
