@@ -66,6 +66,14 @@ export const configSchema = z
     /** CUDA training streamed from mapped shards: '0' packs each batch from the shards' columns instead of from row-major copies of each window */
     ABACUS_CUDA_RECORDS: z.enum(['0', '1']).optional(),
     /**
+     * host memory (MiB) the CUDA fits streamed from the host may hold at once, in one worker: a
+     * streamed fit waits while those running hold more than the budget leaves (one always runs).
+     * Read by the CUDA addon; listed so a bad value stops start-up.
+     */
+    ABACUS_STREAM_HOST_MB: z.coerce.number().int().min(64).optional(),
+    /** the worker logs its memory (resident set, V8 heap, typed arrays) every this many seconds; 0 = never */
+    ABACUS_MEMORY_LOG_SECONDS: z.coerce.number().min(0).default(0),
+    /**
      * the most memory (MiB) a worker lets one sample build take (rows x features, estimated before
      * the features are read); a larger build fails its trial with an error naming this limit.
      * 0 = three quarters of the machine's memory

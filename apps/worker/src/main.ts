@@ -11,6 +11,18 @@ async function main(): Promise<void> {
       process.exit(75);
     },
   });
+  // the worker's memory every ABACUS_MEMORY_LOG_SECONDS (0 = never): resident set, V8 heap, and the
+  // memory of typed arrays (the samples copied into memory are there)
+  if (config.ABACUS_MEMORY_LOG_SECONDS > 0) {
+    const gib = (b: number) => (b / 2 ** 30).toFixed(2);
+    setInterval(() => {
+      const m = process.memoryUsage();
+      Logger.log(
+        `memory: rss ${gib(m.rss)} GiB, heap ${gib(m.heapUsed)} GiB, array buffers ${gib(m.arrayBuffers)} GiB, external ${gib(m.external)} GiB`,
+        'abacus-worker',
+      );
+    }, config.ABACUS_MEMORY_LOG_SECONDS * 1000).unref();
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -324,6 +324,20 @@ ABACUS_CUDA_LOCAL const DevDataset& resident(CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
 ABACUS_CUDA_LOCAL bool stream_training(const CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL int max_bag_of(const DataSource& ds, int S);
+// The host memory a fit streamed from tr holds while it trains (records of two windows, the row lists,
+// the validation labels), and a lease on the process-wide budget for it (ABACUS_STREAM_HOST_MB,
+// default 3072): a streamed fit waits while the fits already streaming hold more than the budget
+// leaves (one always runs), so the worker's memory is bounded by the budget, not by how many fits
+// the lanes start at once. The lease ends with the object.
+ABACUS_CUDA_LOCAL int64_t streamed_host_bytes(const CudaImpl& I, const DataSource& tr, int64_t val_rows);
+struct ABACUS_CUDA_LOCAL StreamedHostLease {
+  int64_t bytes = 0;
+  double waited_s = 0;
+  StreamedHostLease(int64_t bytes, const std::atomic<bool>& cancel);
+  ~StreamedHostLease();
+  StreamedHostLease(const StreamedHostLease&) = delete;
+  StreamedHostLease& operator=(const StreamedHostLease&) = delete;
+};
 // metrics.cu
 ABACUS_CUDA_LOCAL Metrics gpu_metrics(CudaImpl& I, const float* pred, const float* lab, const float* w, int64_t n,
                                       float* tmp_k, float* tmp_y, double* tmp_a, double* tmp_b, double* tmp_c,

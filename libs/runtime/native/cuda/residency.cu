@@ -3,10 +3,14 @@
 // vocabularies and offsets validated at upload. Streamed training (data too large to keep): each
 // batch is packed on the host into a pinned stage and copied on a second stream.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -224,6 +228,50 @@ bool stream_training(const CudaImpl& I, const DataSource& ds) {
   size_t fr = 0, tot = 0;
   if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) return false;
   return bytes > 0.5 * (double)fr;
+}
+
+int64_t streamed_host_bytes(const CudaImpl& I, const DataSource& tr, int64_t val_rows) {
+  int64_t nnz = 0;
+  for (auto& p : tr.parts)
+    for (int s = 0; s < I.S; ++s) nnz += p.offs[s][p.rows] - p.offs[s][0];
+  const double words = I.S + I.N + 2 + (tr.rows ? (double)nnz / (double)tr.rows : 0.0);
+  const double window = (double)std::min<int64_t>(kWindowRows, tr.rows) * words * 4;
+  // two windows of records (or, packing from the columns, the epoch's order: 8 bytes a row), the
+  // training and validation row lists (8 bytes a row each), the validation rows' labels (4)
+  return (int64_t)std::max(2 * window, 8.0 * (double)tr.rows) + 8 * tr.rows + 12 * val_rows;
+}
+
+namespace {
+std::mutex g_stream_mu;
+std::condition_variable g_stream_cv;
+int64_t g_stream_held = 0;
+int g_stream_fits = 0;
+int64_t stream_budget() {
+  const char* e = std::getenv("ABACUS_STREAM_HOST_MB");
+  const double mb = e && *e ? std::atof(e) : 3072.0;
+  return (int64_t)(std::max(1.0, mb) * 1048576.0);
+}
+}  // namespace
+
+StreamedHostLease::StreamedHostLease(int64_t b, const std::atomic<bool>& cancel) : bytes(b) {
+  const int64_t budget = stream_budget();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lk(g_stream_mu);
+  // one fit always runs; a cancelled one goes on (and stops at its first step)
+  while (g_stream_fits > 0 && g_stream_held + bytes > budget && !cancel.load())
+    g_stream_cv.wait_for(lk, std::chrono::milliseconds(200));
+  g_stream_held += bytes;
+  g_stream_fits++;
+  waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+StreamedHostLease::~StreamedHostLease() {
+  {
+    std::lock_guard<std::mutex> lk(g_stream_mu);
+    g_stream_held -= bytes;
+    g_stream_fits--;
+  }
+  g_stream_cv.notify_all();
 }
 
 int max_bag_of(const DataSource& ds, int S) {

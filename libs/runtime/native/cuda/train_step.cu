@@ -133,6 +133,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   TrainResult res;
+  const bool streaming = stream_training(I, tr);
+  // a streamed fit holds host memory for as long as it trains: leased from the process's budget
+  // before its row lists are made (a fit waiting for the lease holds nothing)
+  std::unique_ptr<StreamedHostLease> lease;
+  if (streaming) {
+    const int64_t nv = val ? val->rows : (int64_t)std::llround(tr.rows * std::max(0.0, o.val_fraction));
+    lease.reset(new StreamedHostLease(streamed_host_bytes(I, tr, nv), cancel));
+    if (std::getenv("ABACUS_CUDA_VERBOSE"))
+      fprintf(stderr, "[abacus-cuda] streamed fit: %.2f GiB of host memory leased after %.1f s\n", lease->bytes / 1073741824.0, lease->waited_s);
+  }
   std::vector<int64_t> train_rows, val_rows;
   const DataSource* vds = split_train_val(tr, val, o.val_fraction, o.seed, train_rows, val_rows);
   res.train_rows = (int64_t)train_rows.size();
@@ -140,7 +150,6 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   if (train_rows.empty()) throw std::runtime_error("no training rows");
   if (!normalized) fit_normalization(tr, train_rows);
   upload(I, *host_, frozen);
-  const bool streaming = stream_training(I, tr);
   std::unique_ptr<DevDataset> val_owned;  // the validation rows of a streamed set, on the GPU
   const DevDataset* dval = nullptr;
   k::DevData dd;
@@ -216,8 +225,10 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     I.order_cap = n;
     I.d_order = dalloc<int64_t>(n, false);
   }
+  // the epoch's order in pinned memory (8 bytes a training row), for the device's copy or the host's
+  // packing; batches packed from records follow the records' own order and need none
   int64_t* pinned_order = nullptr;
-  CK(cudaMallocHost(&pinned_order, n * 8));
+  if (!records) CK(cudaMallocHost(&pinned_order, n * 8));
   CK(cudaMemsetAsync(I.d_losses, 0, total * sizeof(double), I.st));
   const int zero = 0;
   CK(cudaMemcpyAsync(I.d_stepidx, &zero, sizeof zero, cudaMemcpyHostToDevice, I.st));
@@ -320,7 +331,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       // the epoch's order: pinned, one copy, then the cursor restarts
       CK(cudaStreamSynchronize(I.st));
       // the CPU backend's order (train_split.h): windowed when streamed from mapped shards
-      epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, pinned_order, window_ends);
+      if (!records) epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, pinned_order, window_ends);
       if (records) records->start_epoch(ep);
       size_t window = 0;
       if (!streaming) {

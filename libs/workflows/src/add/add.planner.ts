@@ -6,7 +6,7 @@ import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experim
 import type { CreateExperiment } from '../experiments/experiment.schemas';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { RecipeResolver } from '../model/recipe-resolver';
-import type { AblateTrialParams, TrainTrialParams } from '../trials/train-trial.schema';
+import { ABLATE_MAX_ROWS, type AblateTrialParams, type TrainTrialParams } from '../trials/train-trial.schema';
 import type { CompareTrialParams } from './add-experiment.schema';
 
 type AddInput = Extract<CreateExperiment, { kind: 'add' }>;
@@ -79,6 +79,7 @@ export class AddPlanner implements ExperimentPlanner<'add'> {
           seed: spec.seed,
           scorer,
           split,
+          maxRows: ABLATE_MAX_ROWS,
         } satisfies AblateTrialParams,
       });
     // the screen decides which candidates get the leave-one-in check; the test one is only reported

@@ -5,7 +5,7 @@ import { JobName } from '@abacus/queue';
 import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experiments/experiment-planner';
 import type { CreateExperiment } from '../experiments/experiment.schemas';
 import { RecipeResolver } from '../model/recipe-resolver';
-import type { AblateTrialParams, TrainTrialParams } from '../trials/train-trial.schema';
+import { ABLATE_MAX_ROWS, type AblateTrialParams, type TrainTrialParams } from '../trials/train-trial.schema';
 import {
   RESOURCES,
   budgetOf,
@@ -109,6 +109,7 @@ export class DividePlanner implements ExperimentPlanner<'divide'> {
               scorer: 'shuffle_auc',
               // values drive the selection: validation split
               split: 'validation',
+              maxRows: ABLATE_MAX_ROWS,
             } satisfies AblateTrialParams,
           })
         : null;

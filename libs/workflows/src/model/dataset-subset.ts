@@ -27,6 +27,30 @@ export function foldIndices(rows: number, folds: number, seed: number): Uint32Ar
   return out;
 }
 
+/**
+ * The rows K folds read, laid out fold after fold so that one copy of them holds every fold as a
+ * range (rowRange): `order` lists the rows of fold 0 (as foldIndices gives them), then fold 1's, and
+ * so on; fold k is `order[bounds[k]..bounds[k + 1])`. With `among` (a sample of rows, say) the folds
+ * split those rows instead of 0..rows-1: the same folds as foldIndices over a copy of them.
+ */
+export function foldOrder(
+  rows: number,
+  folds: number,
+  seed: number,
+  among?: Uint32Array,
+): { order: Uint32Array; bounds: number[] } {
+  const n = among ? among.length : rows;
+  const order = new Uint32Array(n);
+  const bounds = [0];
+  let at = 0;
+  for (const idx of foldIndices(n, folds, seed)) {
+    for (let i = 0; i < idx.length; i++) order[at + i] = among ? among[idx[i]!]! : idx[i]!;
+    at += idx.length;
+    bounds.push(at);
+  }
+  return { order, bounds };
+}
+
 /** `n` of the rows 0..rows-1 drawn without replacement by a seeded shuffle, sorted (all of them when n >= rows). */
 export function sampleRows(rows: number, n: number, seed: number): Uint32Array {
   if (n >= rows) return Uint32Array.from({ length: rows }, (_, i) => i);

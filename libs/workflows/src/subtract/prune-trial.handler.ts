@@ -1,8 +1,8 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { foldIndices, sampleRows } from '../model/dataset-subset';
-import { materialize, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
+import { foldOrder, sampleRows } from '../model/dataset-subset';
+import { materialize, rowRange, type ColumnarDataset } from '@abacus/runtime';
 
 /** rows the correlations between numeric inputs are measured on: all of a set this size, a sample of larger ones */
 const CORRELATION_ROWS = 1_000_000;
@@ -98,13 +98,18 @@ export class PruneTrialHandler {
       { device },
       recipeInit(this.w.dataDir, recipe, built),
     );
-    // the decisions' rows: the validation split, or a seeded sample of decisionRows of a larger one
-    // (in memory once: its folds and the warm checks' switched-off copies are of it)
+    // the decisions' rows: the validation split, or a seeded sample of decisionRows of a larger one,
+    // in memory once, laid out fold after fold: each fold is a range of it (no second copy), and the
+    // warm checks' switched-off copies are of it
     const sampledValidation = p.decisionRows !== undefined && built.validation.rows > p.decisionRows;
-    const validation: RuntimeData = sampledValidation
-      ? await materialize(built.validation, sampleRows(built.validation.rows, p.decisionRows!, p.seed + 29))
-      : built.validation;
-    const folds = await Promise.all(foldIndices(validation.rows, p.folds, p.seed + 7).map((idx) => materialize(validation, idx)));
+    const laid = foldOrder(
+      built.validation.rows,
+      p.folds,
+      p.seed + 7,
+      sampledValidation ? sampleRows(built.validation.rows, p.decisionRows!, p.seed + 29) : undefined,
+    );
+    const validation = await materialize(built.validation, laid.order);
+    const folds = laid.bounds.slice(1).map((hi, k) => rowRange(validation, laid.bounds[k]!, hi));
     // retraining checks: warm (fine-tuned copies of the trained model) or from scratch (see the spec)
     const stepsPerEpoch = Math.floor((built.train.rows * (1 - recipe.training.validationFraction)) / recipe.training.batchSize);
     const mode: 'warm' | 'scratch' = p.retrain === 'auto' ? (stepsPerEpoch >= WARM_MIN_STEPS ? 'warm' : 'scratch') : p.retrain;
@@ -200,9 +205,8 @@ export class PruneTrialHandler {
       if (!d) rowsOfSeed.set(seed, (d = materialize(built.train, sampleRows(built.train.rows, capRows, seed))));
       return d;
     };
-    // the validation split in memory once (every warm check switches inputs off in a copy of it)
-    let validationCopy: Promise<ColumnarDataset> | null = null;
-    const validationRows = () => (validationCopy ??= materialize(validation));
+    // every warm check switches inputs off in a copy of the validation rows (in memory above)
+    const validationRows = async (): Promise<ColumnarDataset> => validation;
     const retrainAuc = new Map<string, number>();
     // sets fitted ahead of being asked for (lookahead), until they are
     const ahead = new Set<string>();

@@ -49,8 +49,9 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
             alpha: spec.alpha,
             seed: spec.seed,
             scorer: 'shuffle_auc',
-            // the ranking is a decision: it reads the validation split
+            // the ranking is a decision: it reads the validation split (the rows the prune decides on)
             split: 'validation',
+            maxRows: spec.decisionRows,
           } satisfies AblateTrialParams,
         })
       : null;
@@ -138,8 +139,7 @@ export class SubtractPlanner implements ExperimentPlanner<'subtract'> {
       costs: Record<string, KnownCosts>;
     };
     const pruned = byKind('train', 'pruned')?.metrics as
-      | (Record<string, number> & { seeds: number[]; seedsPlanned?: number[]; stopWhenDecided?: unknown })
-      | undefined;
+      (Record<string, number> & { seeds: number[]; seedsPlanned?: number[]; stopWhenDecided?: unknown }) | undefined;
     const maxDrop = (e.spec as { maxDrop: number }).maxDrop;
     const score = (name: string, scorer: string) => results.find((r) => r.featureName === name && r.scorer === scorer);
     return {

@@ -1,8 +1,8 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { materialize } from '@abacus/runtime';
-import { foldIndices } from '../model/dataset-subset';
+import { materialize, rowRange } from '@abacus/runtime';
+import { foldOrder, sampleRows } from '../model/dataset-subset';
 import { foldInterval } from '../stats/fold-interval';
 import { runTrial, type TrialScope } from './trial-runner';
 import { ablateTrialParamsSchema, trainTrialParamsSchema } from './train-trial.schema';
@@ -42,9 +42,17 @@ export class AblateTrialHandler {
     );
     checkpoint();
     const t0 = Date.now();
-    const rows = params.split === 'validation' ? built.validation : built.test;
-    // each fold copied from the split (a view of the built shards): together the size of the split
-    const folds = await Promise.all(foldIndices(rows.rows, params.folds, params.seed).map((idx) => materialize(rows, idx)));
+    const split = params.split === 'validation' ? built.validation : built.test;
+    // the split (a view of the built shards; a seeded sample of maxRows of a larger one) copied once,
+    // fold after fold: each fold a range of the copy
+    const laid = foldOrder(
+      split.rows,
+      params.folds,
+      params.seed,
+      split.rows > params.maxRows ? sampleRows(split.rows, params.maxRows, params.seed + 31) : undefined,
+    );
+    const rows = await materialize(split, laid.order);
+    const folds = laid.bounds.slice(1).map((hi, k) => rowRange(rows, laid.bounds[k]!, hi));
     const drops = await groupDrops(trained.model, folds, params.groups, params.repeats, params.seed, async (k) => {
       checkpoint();
       await progress(0.1 + (0.8 * k) / folds.length, `ablating ${params.groups.length} group(s): fold ${k + 1}/${folds.length}`);

@@ -83,13 +83,13 @@ export const trainTrialParamsSchema = z.object({
    * seeds so far) lies wholly at or below maxDrop, or wholly above it. The test split is not read
    * by the decision; the reported numbers are the means over the seeds fitted.
    */
-  stopWhenDecided: z
-    .object({ maxDrop: z.number(), minSeeds: z.number().int().min(2), alpha: z.number().gt(0).lt(1) })
-    .optional(),
+  stopWhenDecided: z.object({ maxDrop: z.number(), minSeeds: z.number().int().min(2), alpha: z.number().gt(0).lt(1) }).optional(),
 });
 export type TrainTrialParams = z.output<typeof trainTrialParamsSchema>;
 
 /** An `ablate` trial: permutation importance of input groups on a trained model, over test folds. */
+/** Rows of a split a shuffle ablation reads by default (subtract: its decisionRows). */
+export const ABLATE_MAX_ROWS = 2_000_000;
 export const ablateTrialParamsSchema = z.object({
   modelSeq: z.number().int(),
   groups: z.array(z.array(z.string()).min(1)).min(1),
@@ -101,5 +101,10 @@ export const ablateTrialParamsSchema = z.object({
   scorer: z.string(),
   /** the rows permuted: validation when a decision reads the result, test when it is reported */
   split: z.enum(['validation', 'test']).default('test'),
+  /**
+   * at most this many rows of the split are ablated (a seeded sample of a larger one, copied once): the
+   * worker's memory stays that of these rows whatever the split's size
+   */
+  maxRows: z.number().int().min(1000).default(ABLATE_MAX_ROWS),
 });
 export type AblateTrialParams = z.output<typeof ablateTrialParamsSchema>;
