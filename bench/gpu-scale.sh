@@ -44,6 +44,14 @@ timeout "$LIMIT" abacus bench experiment subtract --rows "$ROWS" --features "$FE
   --out "$OUT/scale-subtract-${ROWS}x$FEATURES.json" >/dev/null 2>"$OUT/scale-bench.err"
 echo "bench: rc $? after $(($(date +%s) - start)) s"
 kill "$sampler"
+# the kernel's high-water mark of each worker process's RSS since it started (VmHWM): the true peak,
+# which the samples every second can miss (a copy of rows that maps many pages for a moment)
+for f in "$PREFIX"/run/worker.pid "$PREFIX"/run/worker-*.pid; do
+  [ -e "$f" ] || continue
+  for p in $(cat "$f") $(ps -o pid= --ppid "$(cat "$f")" 2>/dev/null); do
+    awk -v p="$p" -v w="$(basename "$f" .pid)" '/^VmHWM:/ { printf "%s pid %s: peak RSS since start (VmHWM) %.2f GiB\n", w, p, $2 / 1048576 }' "/proc/$p/status" 2>/dev/null
+  done
+done | tee "$OUT/scale-vmhwm.txt"
 tail -n 5 "$OUT/scale-bench.err"
 psql -At -c "SELECT e.name, e.status, e.progress_message, e.created_at FROM experiments e ORDER BY e.created_at DESC LIMIT 1"
 psql -At -F ' | ' -c "SELECT t.seq, t.kind, t.status, t.attempts, t.backend, round(t.progress::numeric, 3),

@@ -2,7 +2,10 @@
 // ablate), shard open / write, and CPU feature info. Only libs/runtime/src/binding.ts loads this.
 #include <napi.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -636,38 +639,79 @@ class GatherWorker : public Napi::AsyncWorker {
       : Napi::AsyncWorker(env), deferred(Napi::Promise::Deferred::New(env)), ds(std::move(src)) {
     keep = Napi::Persistent(owner);
   }
+  // Rows are read in the data's own order, whatever order they are asked in (a sample, folds laid
+  // out one after another): two passes over the rows sorted by source row (the ids' counts, then
+  // everything), each releasing a part's mapped pages once it has passed it. Taking a sample in the
+  // asked order instead maps pages all over the set (and the page cache's neighbours with each) between
+  // releases: at a 2M-row sample of 8M rows, most of the split's pages at once.
   void Execute() override {
     try {
       const int64_t n = rows.empty() ? ds.rows : (int64_t)rows.size();
       const int N = (int)ds.num_map.size();
       const size_t S = (size_t)num_slots;
+      for (int64_t i = 0; i < (int64_t)rows.size(); ++i)
+        if (rows[i] < 0 || rows[i] >= ds.rows)
+          throw std::runtime_error("gather: row " + std::to_string(rows[i]) + " is outside the " + std::to_string(ds.rows) + " rows");
+      // output positions in the order of their source rows (ties: in the asked order)
+      std::vector<int64_t> by_src;
+      if (!rows.empty()) {
+        by_src.resize(n);
+        for (int64_t i = 0; i < n; ++i) by_src[i] = i;
+        if (!std::is_sorted(rows.begin(), rows.end()))
+          std::stable_sort(by_src.begin(), by_src.end(), [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+      }
+      // visits every output position k with its source part and row, in source order; the pages of
+      // a part are released once the visit has left it
+      auto visit = [&](auto&& fn) {
+        size_t at_part = SIZE_MAX;
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t k = rows.empty() ? j : by_src[j];
+          const int64_t g = rows.empty() ? j : rows[k];
+          int64_t local;
+          const DataPart& p = ds.locate(g, local);
+          const size_t pi = (size_t)(&p - ds.parts.data());
+          if (ds.mapped() && at_part != SIZE_MAX && pi != at_part) ds.release_part(at_part);
+          at_part = pi;
+          fn(k, p, local);
+          // a long run inside one part: its pages behind are released now and then too
+          if (ds.mapped() && (j + 1) % kReleaseEvery == 0) ds.release_part(pi);
+        }
+        if (ds.mapped()) ds.release();
+      };
       numeric = new std::vector<float>((size_t)n * N);
       labels = new std::vector<float>(n);
       if (ds.has_weights()) weights = new std::vector<float>(n);
       if (ds.has_key()) key = new std::vector<int32_t>(n);
       for (size_t s = 0; s < S; ++s) {
-        offs.push_back(new std::vector<int32_t>(n + 1));
+        offs.push_back(new std::vector<int32_t>(n + 1, 0));
         ids.push_back(new std::vector<int32_t>());
       }
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t g = rows.empty() ? i : rows[i];
-        if (g < 0 || g >= ds.rows) throw std::runtime_error("gather: row " + std::to_string(g) + " is outside the " + std::to_string(ds.rows) + " rows");
-        int64_t local;
-        const DataPart& p = ds.locate(g, local);
-        for (int j = 0; j < N; ++j) (*numeric)[(size_t)i * N + j] = p.numeric[local * p.num_stride + ds.num_map[j]];
-        (*labels)[i] = p.labels[local];
-        if (weights) (*weights)[i] = p.weights[local];
-        if (key) (*key)[i] = p.key[local];
+      if (S) {
+        // each output row's count of ids, then their starts (in output order)
+        visit([&](int64_t k, const DataPart& p, int64_t local) {
+          for (size_t s = 0; s < S; ++s) (*offs[s])[k + 1] = p.offs[s][local + 1] - p.offs[s][local];
+        });
+        for (size_t s = 0; s < S; ++s) {
+          auto& o = *offs[s];
+          int64_t total = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            total += o[i + 1];
+            if (total > (int64_t)INT32_MAX) throw std::runtime_error("gather: more than 2^31 ids in a slot");
+            o[i + 1] = (int32_t)total;
+          }
+          ids[s]->resize((size_t)total);
+        }
+      }
+      visit([&](int64_t k, const DataPart& p, int64_t local) {
+        for (int j = 0; j < N; ++j) (*numeric)[(size_t)k * N + j] = p.numeric[local * p.num_stride + ds.num_map[j]];
+        (*labels)[k] = p.labels[local];
+        if (weights) (*weights)[k] = p.weights[local];
+        if (key) (*key)[k] = p.key[local];
         for (size_t s = 0; s < S; ++s) {
           const int32_t* o = p.offs[s];
-          auto& v = *ids[s];
-          if (v.size() + (size_t)(o[local + 1] - o[local]) > (size_t)INT32_MAX) throw std::runtime_error("gather: more than 2^31 ids in a slot");
-          v.insert(v.end(), p.ids[s] + o[local], p.ids[s] + o[local + 1]);
-          (*offs[s])[i + 1] = (int32_t)v.size();
+          std::copy(p.ids[s] + o[local], p.ids[s] + o[local + 1], ids[s]->data() + (*offs[s])[k]);
         }
-        if (ds.mapped() && (i + 1) % kReleaseEvery == 0) ds.release();
-      }
-      if (ds.mapped()) ds.release();
+      });
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -734,8 +778,9 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
 // The stages the CUDA backend's host-streamed steps would copy for one epoch of training rows
 // (packBatches(data, numNumeric, numSlots, trainRows, {shuffle, seed, epoch, epochs, batch, records})):
 // the used bytes of every batch's stage, one after another, for epochs [epoch, epoch + epochs). Windowed as the CUDA backend is when the data
-// is mapped; `records` packs from the row-major window copies, otherwise from the columns. For tests
-// of the packers (both must give the same bytes).
+// is mapped; `records` packs from the row-major window copies, otherwise from the columns; `raw`
+// copies the records as they are (RecordStream::pack_raw) and unpacks them as the device does
+// (unpack_raw). For tests of the packers (all must give the same bytes).
 Napi::Value PackBatches(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int nn = info[1].As<Napi::Number>().Int32Value(), ns = info[2].As<Napi::Number>().Int32Value();
@@ -747,7 +792,8 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
     if (rows[i] < 0 || rows[i] >= ds.rows) throw Napi::RangeError::New(env, "trainRows: row " + std::to_string(rows[i]) + " is outside the data");
   }
   Napi::Object o = info[4].As<Napi::Object>();
-  const bool shuffle = o.Get("shuffle").ToBoolean(), rec = o.Get("records").ToBoolean();
+  const bool shuffle = o.Get("shuffle").ToBoolean(), raw = o.Has("raw") && o.Get("raw").ToBoolean();
+  const bool rec = raw || o.Get("records").ToBoolean();
   const uint64_t seed = (uint64_t)o.Get("seed").ToNumber().Int64Value();
   const int ep = o.Get("epoch").ToNumber().Int32Value();
   const int64_t batch = o.Get("batch").ToNumber().Int64Value(), n = (int64_t)rows.size();
@@ -758,7 +804,8 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
     for (int s = 0; s < ns; ++s)
       for (int64_t r = 0; r < p.rows; ++r) mb = std::max(mb, p.offs[s][r + 1] - p.offs[s][r]);
   const StageLayout L = stage_layout(std::min(batch, std::max<int64_t>(n, 1)), nn, ns, mb, ds.has_weights());
-  std::vector<uint8_t> pin(L.cap), out;
+  const RawLayout RL = raw_layout(std::min(batch, std::max<int64_t>(n, 1)), nn, ns, mb, ds.has_weights());
+  std::vector<uint8_t> pin(L.cap), rawpin(raw ? RL.cap : 0), out;
   std::vector<int64_t> order, ends, base;
   ThreadPool tp(4);
   const bool windowed = ds.mapped();
@@ -771,7 +818,14 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
     for (int64_t b0 = 0; b0 < n; b0 += batch) {
       const int64_t B = std::min(batch, n - b0);
       std::fill(pin.begin(), pin.end(), 0);
-      const size_t bytes = rs ? rs->pack(b0, B, L, pin.data(), base) : pack_rows(tp, ds, order.data() + b0, B, nn, ns, L, pin.data(), base);
+      size_t bytes;
+      if (raw) {
+        std::fill(rawpin.begin(), rawpin.end(), 0);
+        rs->pack_raw(b0, B, RL, rawpin.data());
+        bytes = unpack_raw(rawpin.data(), RL, B, nn, ns, ds.has_weights(), L, pin.data());
+      } else {
+        bytes = rs ? rs->pack(b0, B, L, pin.data(), base) : pack_rows(tp, ds, order.data() + b0, B, nn, ns, L, pin.data(), base);
+      }
       out.insert(out.end(), pin.begin(), pin.begin() + bytes);
     }
   }

@@ -30,7 +30,7 @@ describe('packing host-streamed batches from window records', () => {
   } as unknown as ModelSpec;
   const addon = loadNativeAddon();
 
-  it('gives the same bytes as packing from the columns: shuffled and in order, batches across windows, rows with gaps, several epochs in one stream', async () => {
+  it('gives the same bytes as packing from the columns (records packed on the host or copied raw and unpacked): shuffled and in order, batches across windows, rows with gaps, several epochs in one stream', async () => {
     const sh = await asShards(data, [200_001, 300_000, rows - 500_001], 'p');
     const native = toNativeData(spec, sh);
     // every row, and a training split with holes (the validation rows taken out)
@@ -48,6 +48,9 @@ describe('packing host-streamed batches from window records', () => {
       const recs = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true });
       expect(recs.length).toBe(cols.length);
       expect(recs.equals(cols)).toBe(true);
+      // the records copied as they are, then unpacked as the device does
+      const raw = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, raw: true });
+      expect(raw.equals(cols)).toBe(true);
       compared += cols.length;
     }
     expect(compared).toBeGreaterThan(100e6);
@@ -66,6 +69,7 @@ describe('packing host-streamed batches from window records', () => {
       const opts = { shuffle: true, seed: 9, epoch: 3, batch };
       const cols = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: false });
       expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true }).equals(cols)).toBe(true);
+      expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, raw: true }).equals(cols)).toBe(true);
     }
     expect(() =>
       addon.packBatches(native, 2, 3, Float64Array.of(0, 20_000), { shuffle: false, seed: 1, epoch: 0, batch: 4, records: true }),

@@ -253,6 +253,60 @@ inline size_t pack_records(ThreadPool& tp, const int32_t* const* recs, int64_t B
   return L.ids + (size_t)base[S] * 4;
 }
 
+// A batch's records as they are, for the device to unpack into the stage layout (the CUDA backend's
+// host-streamed training from window records): the word offset of each record [B + 1] int32 (the
+// first at 0), then the records one after another (RecordStream::pack_raw). The host only copies
+// bytes; the transposition into columns, the slots' offsets and ids is the device's (k::unpack_*).
+struct RawLayout {
+  size_t offs = 0, words = 0, cap = 0;
+};
+inline RawLayout raw_layout(int64_t Bc, int N, int S, int mb, bool hw) {
+  RawLayout L;
+  L.offs = 0;
+  L.words = ((size_t)(Bc + 1) * 4 + 255) & ~size_t(255);
+  const size_t words = (size_t)Bc * (size_t)(S + N + 1 + (hw ? 1 : 0) + (size_t)S * std::max(mb, 1));
+  L.cap = L.words + ((words * 4 + 255) & ~size_t(255));
+  return L;
+}
+
+// The device's unpacking of a raw stage (k::unpack_rows, the scan of the counts, k::unpack_ids) done
+// on the host, into the stage layout L: the reference the packers' tests hold the raw path to (it
+// must give pack_records' bytes). Returns the bytes of the stage up to the last id.
+inline size_t unpack_raw(const uint8_t* raw, const RawLayout& RL, int64_t B, int N, int S, bool hw, const StageLayout& L,
+                         uint8_t* pin) {
+  const int32_t* roff = reinterpret_cast<const int32_t*>(raw + RL.offs);
+  const int32_t* words = reinterpret_cast<const int32_t*>(raw + RL.words);
+  float* num = reinterpret_cast<float*>(pin + L.num);
+  float* lab = reinterpret_cast<float*>(pin + L.lab);
+  float* wt = hw ? reinterpret_cast<float*>(pin + L.wt) : nullptr;
+  int64_t* offs = reinterpret_cast<int64_t*>(pin + L.offs);
+  int32_t* ids = reinterpret_cast<int32_t*>(pin + L.ids);
+  const int64_t head = S + N + 1 + (hw ? 1 : 0);
+  std::vector<int64_t> cnt((size_t)S * (B + 1), 0);
+  for (int64_t r = 0; r < B; ++r) {
+    const int32_t* rec = words + roff[r];
+    std::memcpy(num + r * N, rec + S, (size_t)N * 4);
+    std::memcpy(lab + r, rec + S + N, 4);
+    if (hw) std::memcpy(wt + r, rec + S + N + 1, 4);
+    for (int s = 0; s < S; ++s) cnt[(size_t)s * (B + 1) + r] = rec[s];
+  }
+  int64_t at = 0;
+  for (size_t i = 0; i < cnt.size(); ++i) {
+    offs[i] = at;
+    at += cnt[i];
+  }
+  for (int64_t r = 0; r < B; ++r) {
+    const int32_t* rec = words + roff[r];
+    const int32_t* id = rec + head;
+    for (int s = 0; s < S; ++s) {
+      std::memcpy(ids + offs[(size_t)s * (B + 1) + r], id, (size_t)rec[s] * 4);
+      id += rec[s];
+    }
+  }
+  return L.ids + (size_t)at * 4;
+}
+
+
 // The batches of an epoch packed from row-major copies of its windows (WindowedShuffle): the next
 // window (after an epoch's last one, the first of the next epoch) is copied on threads of its own
 // while batches are packed from the current one on others (the two pools together should not exceed
@@ -292,17 +346,93 @@ class RecordStream {
 
   // Packs positions [b0, b0 + B) of the epoch's order into the stage (see pack_records).
   size_t pack(int64_t b0, int64_t B, const StageLayout& L, uint8_t* pin, std::vector<int64_t>& base) {
+    const int64_t w = locate(b0, B);
+    const size_t bytes = pack_records(*pack_pool_, recs_.data(), B, N_, S_, ds_.has_weights(), L, pin, base, scratch_);
+    copy_after(w);
+    return bytes;
+  }
+  // The records of positions [b0, b0 + B) as they are, for the device to unpack (see pack_raw):
+  // finding each record (its place in the window's shuffle, then its offset: scattered reads) and
+  // copying it are both split across the packing threads.
+  size_t pack_raw(int64_t b0, int64_t B, const RawLayout& L, uint8_t* pin) {
+    // the windows the batch reads (at most two), copied
+    struct Seg {
+      int64_t r1, wb;
+      const Slot* s;
+    };
+    Seg seg[2];
+    int nseg = 0;
+    const auto& ends = ws_->ends();
+    int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
+    for (int64_t r = 0; r < B; ++w) {
+      Slot& s = ready(w);
+      const int64_t r1 = std::min(B, ws_->end(w) - b0);
+      seg[nseg++] = {r1, ws_->begin(w), &s};
+      r = r1;
+    }
+    recs_.resize(B);
+    sizes_.resize(B);
+    int32_t* roff = reinterpret_cast<int32_t*>(pin + L.offs);
+    int32_t* words = reinterpret_cast<int32_t*>(pin + L.words);
+    const int T = pack_pool_->size();
+    scratch_.assign(T + 1, 0);
+    pack_pool_->run([&](int t) {
+      int64_t rb, re;
+      ThreadPool::range(B, t, T, rb, re);
+      int64_t at = 0;
+      for (int64_t r = rb; r < re; ++r) {
+        const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
+        if (r + kAhead < re) {
+          const Seg& h = r + kAhead < seg[0].r1 ? seg[0] : seg[1];
+          __builtin_prefetch(h.s->rec.off.data() + h.s->perm[b0 + r + kAhead - h.wb]);
+        }
+        const int64_t k = g.s->perm[b0 + r - g.wb];
+        const int64_t o = g.s->rec.off[k];
+        recs_[r] = g.s->rec.words.data() + o;
+        sizes_[r] = g.s->rec.off[k + 1] - o;
+        roff[r] = (int32_t)at;  // within the thread's rows, for now
+        at += sizes_[r];
+      }
+      scratch_[t + 1] = at;
+    });
+    for (int t = 0; t < T; ++t) scratch_[t + 1] += scratch_[t];
+    pack_pool_->run([&](int t) {
+      int64_t rb, re;
+      ThreadPool::range(B, t, T, rb, re);
+      const int64_t base = scratch_[t];
+      for (int64_t r = rb; r < re; ++r) {
+        if (r + kAhead < re) prefetch_record(recs_[r + kAhead]);
+        roff[r] += (int32_t)base;
+        std::memcpy(words + roff[r], recs_[r], (size_t)sizes_[r] * 4);
+      }
+    });
+    roff[B] = (int32_t)scratch_[T];
+    copy_after(w);
+    return L.words + (size_t)scratch_[T] * 4;
+  }
+
+ private:
+  // the records (and their sizes) of positions [b0, b0 + B) into recs_ / sizes_; returns the window
+  // after the last one they are in
+  int64_t locate(int64_t b0, int64_t B) {
     const auto& ends = ws_->ends();
     int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
     recs_.resize(B);
+    sizes_.resize(B);
     for (int64_t r = 0; r < B; ++w) {
       // a batch that runs on into the next window reads it from the other slot
       Slot& s = ready(w);
       const int64_t wb = ws_->begin(w), we = ws_->end(w);
-      for (; r < B && b0 + r < we; ++r) recs_[r] = s.rec.words.data() + s.rec.off[s.perm[b0 + r - wb]];
+      for (; r < B && b0 + r < we; ++r) {
+        const int64_t k = s.perm[b0 + r - wb];
+        recs_[r] = s.rec.words.data() + s.rec.off[k];
+        sizes_[r] = s.rec.off[k + 1] - s.rec.off[k];
+      }
     }
-    const size_t bytes = pack_records(*pack_pool_, recs_.data(), B, N_, S_, ds_.has_weights(), L, pin, base, scratch_);
-    // the window after the last one this batch read is copied while the next batches pack
+    return w;
+  }
+  // the window after the last one a batch read is copied while the next batches pack
+  void copy_after(int64_t w) {
     if (w < windows()) {
       schedule(ep_, w, ws_);
     } else if (ep_ + 1 < epochs_) {
@@ -312,10 +442,8 @@ class RecordStream {
       }
       schedule(next_ep_, 0, next_);
     }
-    return bytes;
   }
 
- private:
   struct Slot {
     int ep = -1;
     int64_t w = -1;
@@ -386,6 +514,7 @@ class RecordStream {
   Slot slot_[2];
   int cur_ = 0;
   std::vector<const int32_t*> recs_;
+  std::vector<int64_t> sizes_;
   std::vector<int64_t> scratch_;
   double copy_s_ = 0, wait_s_ = 0;  // copy_s_ written by one copy thread at a time, read after a join
 };

@@ -159,9 +159,16 @@ struct CudaImpl {
     uint8_t* pin = nullptr;
     uint8_t* dev = nullptr;
     size_t cap = 0;
+    uint8_t* raw = nullptr;  // the batch's raw records on the device, unpacked into dev (unpack_stage)
+    size_t raw_cap = 0;
     cudaEvent_t copied = nullptr, consumed = nullptr;
   };
   Stage stage[2];
+  // unpacking raw records on the device: each (slot, row)'s count of ids, and the scan's scratch
+  int64_t* d_cnt = nullptr;
+  int64_t cnt_cap = 0;
+  void* scan_tmp = nullptr;
+  size_t scan_tmp_bytes = 0;
   size_t stage_layout_key = 0;  // graphs captured on the stages assume one layout
   cudaStream_t cs = nullptr;
   std::unique_ptr<ThreadPool> pack_pool;
@@ -248,6 +255,11 @@ struct CudaImpl {
   ~CudaImpl();
   // residency.cu: the two pinned stages of streamed training (and their device buffers)
   void ensure_stages(size_t bytes);
+  // device buffers for batches shipped as raw records (raw_bytes each stage, up to Bc rows of S slots)
+  void ensure_raw(size_t raw_bytes, int64_t Bc);
+  // stage `slot`'s raw records (copied to its raw buffer) unpacked on st into its stage layout SL,
+  // byte for byte what the host packer writes (batch_pack.h pack_records)
+  void unpack_stage(int slot, int64_t B, const StageLayout& SL, const abacus::RawLayout& RL, bool hw);
   // gemm.cu: col-major cuBLASLt products with an epilogue (false when no algorithm fits; *_must throw)
   bool gemm(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,

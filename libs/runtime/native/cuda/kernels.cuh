@@ -24,6 +24,18 @@ struct DevData {
   int max_bag = 0;  // longest bag (ids per sample and slot) of the whole dataset
 };
 
+// Host-streamed batches shipped as raw records (common/batch_pack.h pack_raw: record r at
+// words + roff[r]; its slot counts [S], numeric inputs [N], label, weight when hw, then the ids slot
+// after slot) unpacked into the stage layout the step reads, the same bytes the host packer writes:
+// unpack_rows writes num, lab, wt and each (slot, row)'s count of ids into cnt[s * (B + 1) + r]
+// (cnt[s * (B + 1) + B] = 0); an exclusive scan of cnt gives the offsets (slot after slot, rows in
+// order); unpack_ids copies each row's ids to where its offsets say.
+__global__ void unpack_rows(const int32_t* __restrict__ roff, const int32_t* __restrict__ words, int64_t B, int N, int S,
+                            bool hw, float* __restrict__ num, float* __restrict__ lab, float* __restrict__ wt,
+                            int64_t* __restrict__ cnt);
+__global__ void unpack_ids(const int32_t* __restrict__ roff, const int32_t* __restrict__ words, int64_t B, int N, int S,
+                           bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids);
+
 struct Layout {
   int N, S, D, ld0;  // numeric, slots, dim, leading dim of H0
   bool mean, wide;

@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <cub/device/device_scan.cuh>
+
+#include "../common/batch_pack.h"
 #include "../common/rng.h"
 #include "../common/thread_pool.h"
 #include "../common/train_split.h"
@@ -330,6 +333,46 @@ void CudaImpl::ensure_stages(size_t bytes) {
     g.dev = dalloc<uint8_t>(bytes, false);
     g.cap = bytes;
   }
+}
+
+void CudaImpl::ensure_raw(size_t raw_bytes, int64_t Bc) {
+  for (auto& g : stage) {
+    if (g.raw_cap >= raw_bytes) continue;
+    CK(cudaStreamSynchronize(st));
+    CK(cudaStreamSynchronize(cs));
+    if (g.raw) cudaFree(g.raw);
+    g.raw = dalloc<uint8_t>(raw_bytes, false);
+    g.raw_cap = raw_bytes;
+  }
+  const int64_t cells = (int64_t)S * (Bc + 1);
+  if (cells > cnt_cap) {
+    CK(cudaStreamSynchronize(st));
+    if (d_cnt) cudaFree(d_cnt);
+    if (scan_tmp) cudaFree(scan_tmp);
+    d_cnt = dalloc<int64_t>(std::max<int64_t>(cells, 1), false);
+    cnt_cap = cells;
+    scan_tmp = nullptr;
+    scan_tmp_bytes = 0;
+    CK(cub::DeviceScan::ExclusiveSum(nullptr, scan_tmp_bytes, d_cnt, d_cnt, (int)std::max<int64_t>(cells, 1)));
+    scan_tmp = dalloc<uint8_t>(std::max<size_t>(scan_tmp_bytes, 1), false);
+  }
+}
+
+void CudaImpl::unpack_stage(int slot, int64_t B, const StageLayout& SL, const RawLayout& RL, bool hw) {
+  const auto& g = stage[slot];
+  const int32_t* roff = reinterpret_cast<const int32_t*>(g.raw + RL.offs);
+  const int32_t* words = reinterpret_cast<const int32_t*>(g.raw + RL.words);
+  float* num = reinterpret_cast<float*>(g.dev + SL.num);
+  float* lab = reinterpret_cast<float*>(g.dev + SL.lab);
+  float* wt = hw ? reinterpret_cast<float*>(g.dev + SL.wt) : nullptr;
+  int64_t* offs = reinterpret_cast<int64_t*>(g.dev + SL.offs);
+  int32_t* ids = reinterpret_cast<int32_t*>(g.dev + SL.ids);
+  const int64_t head = S + N + 1 + (hw ? 1 : 0);
+  k::unpack_rows<<<blocks_for(B * head), 256, 0, st>>>(roff, words, B, N, S, hw, num, lab, wt, d_cnt);
+  if (S == 0) return;
+  size_t tb = scan_tmp_bytes;
+  CK(cub::DeviceScan::ExclusiveSum(scan_tmp, tb, d_cnt, offs, (int)(S * (B + 1)), st));
+  k::unpack_ids<<<blocks_for(B), 256, 0, st>>>(roff, words, B, N, S, hw, offs, ids);
 }
 
 void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {

@@ -200,13 +200,26 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   // a row; batch_pack.h), copied a window ahead; half the cores (up to 16) copy, half pack;
   // ABACUS_CUDA_RECORDS=0 packs from the mapped columns instead
   std::unique_ptr<RecordStream> records;
+  // from records, each batch's records go to the device as they are and are unpacked there into the
+  // stage (the host only copies bytes); ABACUS_CUDA_UNPACK=host packs the stage on the host instead
+  bool device_unpack = false;
+  abacus::RawLayout RL;
   if (streaming && tr.mapped() && RecordStream::fits(std::min<int64_t>(o.batch, n))) {
     const char* e = std::getenv("ABACUS_CUDA_RECORDS");
     if (!(e && std::string(e) == "0")) {
       const int half = (int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()) / 2);
       records.reset(new RecordStream(tr, train_rows, o.shuffle, true, o.seed, o.epochs, I.N, I.S, half, half));
+      const char* u = std::getenv("ABACUS_CUDA_UNPACK");
+      device_unpack = !(u && std::string(u) == "host");
+      if (device_unpack) {
+        const int64_t Bc = std::min<int64_t>(o.batch, n);
+        RL = abacus::raw_layout(Bc, I.N, I.S, mb, tr.has_weights());
+        I.ensure_stages(std::max(SL.cap, RL.cap));
+        I.ensure_raw(RL.cap, Bc);
+      }
       if (std::getenv("ABACUS_CUDA_VERBOSE"))
-        fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads, %d packing threads)\n", half, half);
+        fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads, %d packing threads), unpacked on the %s\n",
+                half, half, device_unpack ? "device" : "host");
     }
   }
   if (total > I.losses_cap) {
@@ -359,13 +372,14 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
         const double tp = now_s();
         const int64_t B = std::min(o.batch, n - b0);
-        const size_t bytes = records ? records->pack(b0, B, SL, g.pin, pack_base)
-                                     : pack_rows(*I.pack_pool, tr, pinned_order + b0, B, I.N, I.S, SL, g.pin, pack_base);
+        const size_t bytes = device_unpack ? records->pack_raw(b0, B, RL, g.pin)
+                             : records     ? records->pack(b0, B, SL, g.pin, pack_base)
+                                           : pack_rows(*I.pack_pool, tr, pinned_order + b0, B, I.N, I.S, SL, g.pin, pack_base);
         pack_wait_s += tp - tw;
         pack_s += now_s() - tp;
         pack_n++;
         CK(cudaStreamWaitEvent(I.cs, g.consumed, 0));  // the step that read its device buffer is done
-        CK(cudaMemcpyAsync(g.dev, g.pin, bytes, cudaMemcpyHostToDevice, I.cs));
+        CK(cudaMemcpyAsync(device_unpack ? g.raw : g.dev, g.pin, bytes, cudaMemcpyHostToDevice, I.cs));
         CK(cudaEventRecord(g.copied, I.cs));
       };
       int slot = 0;
@@ -377,6 +391,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         const int64_t B = std::min(o.batch, n - b0);
         if (streaming) {
           CK(cudaStreamWaitEvent(I.st, I.stage[slot].copied, 0));
+          if (device_unpack) I.unpack_stage(slot, B, SL, RL, tr.has_weights());
           run_step(B, stage_data(slot, B), nullptr, true);
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));
           if (b0 + o.batch < n && res.steps + 1 < total) {

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { RuntimeModel } from '../runtime-model';
+import { openShards, writeShard } from '../shard-format';
 import type { ModelSpecInput } from '../model-spec.schema';
 import { stressData, stressShape } from './cuda-stress';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
@@ -106,6 +110,43 @@ export async function runCudaParity(log: (s: string) => void = () => {}): Promis
       ok: sl.streamed!.length >= 100 && maxRelS <= 1e-3 && Math.abs(sres.streamed!.auc - sres.resident!.auc) <= 0.002,
       detail: { maxRelLossDiff: maxRelS, ...sres },
     });
+    // host-streamed from mapped shards: batches shipped as raw records and unpacked on the device
+    // (the default) must train as the host's packer of the same records does: the same stage bytes
+    const shardDir = mkdtempSync(path.join(tmpdir(), 'abacus-parity-shards-'));
+    try {
+      const files: string[] = [];
+      for (let k = 0; k < 4; k++) {
+        const f = path.join(shardDir, `train-${k}.shard`);
+        await writeShard(f, sliceDataset(train, k * 12_000, (k + 1) * 12_000));
+        files.push(f);
+      }
+      const shards = await openShards(files);
+      const ul: Record<string, number[]> = { device: [], host: [] };
+      const ures: Record<string, { auc: number; loss: number; bestEpoch: number }> = {};
+      for (const k of ['device', 'host'] as const) {
+        process.env.ABACUS_CUDA_STREAM = '1';
+        if (k === 'host') process.env.ABACUS_CUDA_UNPACK = 'host';
+        try {
+          const m = RuntimeModel.create(spec, { backend: 'cuda' });
+          await m.train(shards, { epochs: 1, batchSize: 300, maxSteps: 100, shuffle: true, seed: 1, progressEvery: 1 }, { onProgress: (p) => ul[k]!.push(p.loss) });
+          const tr = await m.train(shards, { epochs: 3, batchSize: 1000, shuffle: true, seed: 2, validationFraction: 0.1, earlyStopping: { patience: 1 } });
+          ures[k] = { auc: (await m.evaluate(test, { batchSize: 4096 })).auc, loss: tr.finalLoss, bestEpoch: tr.bestEpoch ?? -1 };
+        } finally {
+          delete process.env.ABACUS_CUDA_STREAM;
+          delete process.env.ABACUS_CUDA_UNPACK;
+        }
+      }
+      let maxRelU = 0;
+      for (let i = 0; i < 100; i++) maxRelU = Math.max(maxRelU, Math.abs(ul.device![i]! - ul.host![i]!) / Math.max(1e-12, Math.abs(ul.host![i]!)));
+      out.push({
+        name: `${c.name}: streamed from shards, records unpacked on the device equals unpacked on the host`,
+        // float atomics in the output layer's gradient, as above
+        ok: ul.device!.length >= 100 && maxRelU <= 1e-3 && Math.abs(ures.device!.auc - ures.host!.auc) <= 0.002,
+        detail: { maxRelLossDiff: maxRelU, ...ures },
+      });
+    } finally {
+      rmSync(shardDir, { recursive: true, force: true });
+    }
     // the default evaluation forward with TF32 math (BF16 hidden-layer inputs where there are at
     // least 2 hidden layers) against FP32, same weights: the issue allows reduced precision only
     // with the test AUC within 0.002 of FP32

@@ -15,7 +15,9 @@
  * predictions, the checkpoint), [--lanes L] at a time: first on every feature, then (with --keep M)
  * K fits on the first M features beside the K whole fits found in the model cache, as a subtract's
  * confirm step runs them; the process's RSS (anonymous and file-backed) is traced every 50 ms with each
- * fit's phase. Each is a stage of its own in the JSON. --join-chunk-mb M: the build orders at most M MiB of
+ * fit's phase. --gather R: a seeded sample of R validation rows copied from the shards in fold order,
+ * as the prune and the shuffle ablation take theirs (RSS traced every 20 ms; --addon FILE loads
+ * another build of the native addon, to compare). Each is a stage of its own in the JSON. --join-chunk-mb M: the build orders at most M MiB of
  * joined rows in one sort (a run of files at a time; the worker's default 4096).
  */
 import fs from 'node:fs';
@@ -24,10 +26,11 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DataDir, SampleSetData } from '@abacus/catalog';
 import type { SampleSetEntity } from '@abacus/data';
-import { RuntimeModel } from '@abacus/runtime';
+import { materialize, RuntimeModel, setAddonPath } from '@abacus/runtime';
 import { scoreFileStreaming } from '@abacus/scoring';
 import { FileStore, ObjectCache, StoreRegistry } from '@abacus/store';
 import { BuiltSamplesCache, projectBuilt } from './built-samples.cache';
+import { foldOrder, sampleRows } from './dataset-subset';
 import { ModelTrainer } from './model-trainer';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from './model-recipe.schema';
 
@@ -63,13 +66,22 @@ async function writeSet(file: string, rows: number, numeric: number, slots: numb
   }
 }
 
+/** The process's resident set, anonymous and file-backed pages (KiB), from /proc/self/status. */
+function procStatus(): { rss: number; anon: number; file: number } {
+  const s = fs.readFileSync('/proc/self/status', 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0);
+  return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
+}
+
 async function main(): Promise<void> {
-  const valued = new Set(['--fits', '--backend', '--keep', '--trace', '--lanes', '--join-chunk-mb']);
+  const valued = new Set(['--fits', '--backend', '--keep', '--trace', '--lanes', '--join-chunk-mb', '--gather', '--addon']);
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(name);
     return i >= 0 ? process.argv[i + 1] : undefined;
   };
   const args = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !(i > 0 && valued.has(all[i - 1]!)));
+  // --addon FILE: another build of the native addon (an earlier one, to compare)
+  if (flag('--addon')) setAddonPath(path.resolve(flag('--addon')!));
   const rows = Number(args[0] ?? 1_000_000);
   const numeric = Number(args[1] ?? 85);
   const slots = Number(args[2] ?? 15);
@@ -159,6 +171,40 @@ async function main(): Promise<void> {
     peak = process.memoryUsage.rss();
   };
   const extra: Record<string, unknown> = {};
+  const gatherRows = Number(flag('--gather') ?? 0);
+  if (gatherRows > 0) {
+    // a seeded sample of the validation split laid out in 5 folds, copied from the shards, as the
+    // prune and the shuffle ablation copy their decision rows; the RSS traced every 20 ms meanwhile
+    begin(`gather ${gatherRows} validation rows in fold order`);
+    const v = (await cache.get(recipe)).validation;
+    const laid = foldOrder(v.rows, 5, 7, sampleRows(v.rows, Math.min(gatherRows, v.rows), 29));
+    const before = procStatus();
+    const top = { rss: 0, anon: 0, file: 0 };
+    const tick = setInterval(() => {
+      const m = procStatus();
+      top.rss = Math.max(top.rss, m.rss);
+      top.anon = Math.max(top.anon, m.anon);
+      top.file = Math.max(top.file, m.file);
+    }, 20);
+    const tg = performance.now();
+    const copy = await materialize(v, laid.order);
+    const gatherS = (performance.now() - tg) / 1000;
+    clearInterval(tick);
+    const bytes =
+      copy.numeric.byteLength +
+      copy.labels.byteLength +
+      copy.slots.reduce((a, s) => a + s.offsets.byteLength + s.ids.byteLength, 0);
+    const gib = (kb: number) => +(kb / 2 ** 20).toFixed(2);
+    extra.gather = {
+      addon: flag('--addon') ?? 'built',
+      validationRows: v.rows,
+      rows: copy.rows,
+      copyGiB: +(bytes / 2 ** 30).toFixed(2),
+      seconds: +gatherS.toFixed(2),
+      before: { rssGiB: gib(before.rss), anonGiB: gib(before.anon), fileGiB: gib(before.file) },
+      peak: { rssGiB: gib(top.rss), anonGiB: gib(top.anon), fileGiB: gib(top.file) },
+    };
+  }
   if (process.argv.includes('--iv')) {
     begin('iv (streaming, every feature)');
     const opened = reference ? await samples.open(entity) : { path: file, release: () => undefined };
