@@ -1,8 +1,9 @@
 // Times the two host packers of CUDA training streamed from shards on synthetic ctr26-shaped
 // columns (1,310,720 rows, 13 numeric, 26 single-id slots), in memory and from a mapped file whose
 // pages are dropped before each window copy: one window copied row-major, then 32 batches of 8,192
-// rows packed from the records and from the columns, at 1-16 threads.
-//   g++ -O3 -mavx2 -mfma -std=c++17 -pthread -Ilibs/runtime/native/common bench/pack-micro.cc -o pack-micro
+// rows packed from the records and from the columns, at 1-16 threads; then a whole epoch through
+// RecordStream, its batches packed on the host against their records copied raw (for the device).
+//   g++ -O3 -mavx2 -mfma -std=c++17 -pthread -Ilibs/runtime/native/common bench/pack-micro.cc libs/runtime/native/common/shard.cc libs/runtime/native/common/crc32c.cc -o pack-micro
 //   ./pack-micro [scratch file]
 #include "batch_pack.h"
 #include <chrono>
@@ -51,6 +52,31 @@ int main(int argc, char** argv) {
         t0 = now(); pack_rows(tp, ds, rr.data(), 8192, N, S, L, pin.data(), b); tc += now() - t0;
       }
       printf("%s threads %2d: window copy %.1f ms, pack from records %.3f ms/batch, pack from columns %.3f ms/batch\n", mode ? "mapped" : "memory", threads, best * 1e3, tpk / 32 * 1e3, tc / 32 * 1e3);
+    }
+  }
+  // A whole epoch through RecordStream, as training does it (windows copied ahead on their own
+  // threads): the batch packed on the host (pack) against the records copied as they are for the
+  // device to unpack (pack_raw), per batch on the caller's side (waits for window copies included).
+  {
+    DataSource ds; DataPart p; p.rows = n; p.numeric = (const float*)mem.data(); p.num_stride = N; p.labels = (const float*)mem.data() + n * N;
+    const int32_t* at = mem.data() + n * N + n;
+    for (int s = 0; s < S; ++s) { p.offs.push_back(at); p.ids.push_back(at + n + 1); at += 2 * n + 1; }
+    ds.parts.push_back(p); for (int j = 0; j < N; ++j) ds.num_map.push_back(j); ds.finish();
+    std::vector<int64_t> rows(n); for (int64_t i = 0; i < n; ++i) rows[i] = i;
+    const int64_t B = 8192;
+    StageLayout L = stage_layout(B, N, S, 1, false);
+    RawLayout RL = raw_layout(B, N, S, 1, false);
+    std::vector<uint8_t> pin(std::max(L.cap, RL.cap)); std::vector<int64_t> base;
+    for (int threads : {1, 2, 4, 8}) {
+      double t[2];
+      for (int raw = 0; raw < 2; ++raw) {
+        RecordStream rs(ds, rows, true, true, 1, 1, N, S, threads, threads);
+        rs.start_epoch(0);
+        const double t0 = now();
+        for (int64_t b0 = 0; b0 + B <= n; b0 += B) raw ? rs.pack_raw(b0, B, RL, pin.data()) : rs.pack(b0, B, L, pin.data(), base);
+        t[raw] = (now() - t0) / (double)(n / B);
+      }
+      printf("epoch, %d copy + %d packing threads: pack %.3f ms/batch, pack_raw %.3f ms/batch\n", threads, threads, t[0] * 1e3, t[1] * 1e3);
     }
   }
   unlink(path);

@@ -66,6 +66,12 @@ export const configSchema = z
     /** CUDA training streamed from mapped shards: '0' packs each batch from the shards' columns instead of from row-major copies of each window */
     ABACUS_CUDA_RECORDS: z.enum(['0', '1']).optional(),
     /**
+     * CUDA training streamed from window records: unset = each batch's records shipped as they are and
+     * unpacked on the device; 'window' = each window's records uploaded whole once and batches send only
+     * where their records are; 'host' = the batch packed on the host. Read by the CUDA addon.
+     */
+    ABACUS_CUDA_UNPACK: z.enum(['device', 'window', 'host']).optional(),
+    /**
      * host memory (MiB) the CUDA fits streamed from the host may hold at once, in one worker: a
      * streamed fit waits while those running hold more than the budget leaves (one always runs).
      * Read by the CUDA addon; listed so a bad value stops start-up.

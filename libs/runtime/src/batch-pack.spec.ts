@@ -51,6 +51,9 @@ describe('packing host-streamed batches from window records', () => {
       // the records copied as they are, then unpacked as the device does
       const raw = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, raw: true });
       expect(raw.equals(cols)).toBe(true);
+      // the records where pack_index says they are in the two windows held on the device
+      const index = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, index: true });
+      expect(index.equals(cols)).toBe(true);
       compared += cols.length;
     }
     expect(compared).toBeGreaterThan(100e6);
@@ -70,6 +73,7 @@ describe('packing host-streamed batches from window records', () => {
       const cols = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: false });
       expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true }).equals(cols)).toBe(true);
       expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, raw: true }).equals(cols)).toBe(true);
+      expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, index: true }).equals(cols)).toBe(true);
     }
     expect(() =>
       addon.packBatches(native, 2, 3, Float64Array.of(0, 20_000), { shuffle: false, seed: 1, epoch: 0, batch: 4, records: true }),

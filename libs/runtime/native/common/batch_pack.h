@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -254,7 +255,7 @@ inline size_t pack_records(ThreadPool& tp, const int32_t* const* recs, int64_t B
 }
 
 // A batch's records as they are, for the device to unpack into the stage layout (the CUDA backend's
-// host-streamed training from window records): the word offset of each record [B + 1] int32 (the
+// host-streamed training from window records): the word offset of each record [B + 1] int64 (the
 // first at 0), then the records one after another (RecordStream::pack_raw). The host only copies
 // bytes; the transposition into columns, the slots' offsets and ids is the device's (k::unpack_*).
 struct RawLayout {
@@ -263,7 +264,7 @@ struct RawLayout {
 inline RawLayout raw_layout(int64_t Bc, int N, int S, int mb, bool hw) {
   RawLayout L;
   L.offs = 0;
-  L.words = ((size_t)(Bc + 1) * 4 + 255) & ~size_t(255);
+  L.words = ((size_t)(Bc + 1) * 8 + 255) & ~size_t(255);
   const size_t words = (size_t)Bc * (size_t)(S + N + 1 + (hw ? 1 : 0) + (size_t)S * std::max(mb, 1));
   L.cap = L.words + ((words * 4 + 255) & ~size_t(255));
   return L;
@@ -274,7 +275,7 @@ inline RawLayout raw_layout(int64_t Bc, int N, int S, int mb, bool hw) {
 // must give pack_records' bytes). Returns the bytes of the stage up to the last id.
 inline size_t unpack_raw(const uint8_t* raw, const RawLayout& RL, int64_t B, int N, int S, bool hw, const StageLayout& L,
                          uint8_t* pin) {
-  const int32_t* roff = reinterpret_cast<const int32_t*>(raw + RL.offs);
+  const int64_t* roff = reinterpret_cast<const int64_t*>(raw + RL.offs);
   const int32_t* words = reinterpret_cast<const int32_t*>(raw + RL.words);
   float* num = reinterpret_cast<float*>(pin + L.num);
   float* lab = reinterpret_cast<float*>(pin + L.lab);
@@ -355,24 +356,11 @@ class RecordStream {
   // finding each record (its place in the window's shuffle, then its offset: scattered reads) and
   // copying it are both split across the packing threads.
   size_t pack_raw(int64_t b0, int64_t B, const RawLayout& L, uint8_t* pin) {
-    // the windows the batch reads (at most two), copied
-    struct Seg {
-      int64_t r1, wb;
-      const Slot* s;
-    };
     Seg seg[2];
-    int nseg = 0;
-    const auto& ends = ws_->ends();
-    int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
-    for (int64_t r = 0; r < B; ++w) {
-      Slot& s = ready(w);
-      const int64_t r1 = std::min(B, ws_->end(w) - b0);
-      seg[nseg++] = {r1, ws_->begin(w), &s};
-      r = r1;
-    }
+    const int64_t w = segments(b0, B, -1, seg);
     recs_.resize(B);
     sizes_.resize(B);
-    int32_t* roff = reinterpret_cast<int32_t*>(pin + L.offs);
+    int64_t* roff = reinterpret_cast<int64_t*>(pin + L.offs);
     int32_t* words = reinterpret_cast<int32_t*>(pin + L.words);
     const int T = pack_pool_->size();
     scratch_.assign(T + 1, 0);
@@ -390,7 +378,7 @@ class RecordStream {
         const int64_t o = g.s->rec.off[k];
         recs_[r] = g.s->rec.words.data() + o;
         sizes_[r] = g.s->rec.off[k + 1] - o;
-        roff[r] = (int32_t)at;  // within the thread's rows, for now
+        roff[r] = at;  // within the thread's rows, for now
         at += sizes_[r];
       }
       scratch_[t + 1] = at;
@@ -402,32 +390,65 @@ class RecordStream {
       const int64_t base = scratch_[t];
       for (int64_t r = rb; r < re; ++r) {
         if (r + kAhead < re) prefetch_record(recs_[r + kAhead]);
-        roff[r] += (int32_t)base;
+        roff[r] += base;
         std::memcpy(words + roff[r], recs_[r], (size_t)sizes_[r] * 4);
       }
     });
-    roff[B] = (int32_t)scratch_[T];
+    roff[B] = scratch_[T];
     copy_after(w);
     return L.words + (size_t)scratch_[T] * 4;
   }
+
+  // Where the records of positions [b0, b0 + B) are in their windows, for a device that holds both
+  // windows' records (set_on_built uploads each): idx[r] is the record's word offset in its window,
+  // as ~offset (negative) for the window in slot 1. `batch` numbers the batch (increasing): each slot
+  // remembers the last batch that read it, handed to on_built when the slot is filled again. Returns
+  // the slots read (bit k: slot k).
+  // With `then_copy` false the next window's copy (which may refill a slot this batch read) waits
+  // for copy_next() (a test reading the host's records first).
+  int pack_index(int64_t b0, int64_t B, int64_t batch, int64_t* idx, bool then_copy = true) {
+    Seg seg[2];
+    const int64_t w = segments(b0, B, batch, seg);
+    const int T = pack_pool_->size();
+    pack_pool_->run([&](int t) {
+      int64_t rb, re;
+      ThreadPool::range(B, t, T, rb, re);
+      for (int64_t r = rb; r < re; ++r) {
+        const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
+        const int64_t o = g.s->rec.off[g.s->perm[b0 + r - g.wb]];
+        idx[r] = g.s == &slot_[0] ? o : ~o;
+      }
+    });
+    int mask = 0;
+    for (const Seg& g : seg)
+      if (g.s) mask |= g.s == &slot_[0] ? 1 : 2;
+    pending_w_ = w;
+    if (then_copy) copy_next();
+    return mask;
+  }
+  void copy_next() { copy_after(pending_w_); }
+
+  // Called on a copy thread once a window's records are built into slot k (0 or 1): with the last
+  // batch that read the slot's window before (-1: none), which a device holding the slot's records
+  // must have finished with before they are replaced. An exception fails the window's reader.
+  using OnBuilt = std::function<void(int k, const WindowRecords& rec, int64_t last_reader)>;
+  // the records held in slot k (what pack_index's offsets point into)
+  const WindowRecords& slot_records(int k) const { return slot_[k].rec; }
+  void set_on_built(OnBuilt f) { on_built_ = std::move(f); }
 
  private:
   // the records (and their sizes) of positions [b0, b0 + B) into recs_ / sizes_; returns the window
   // after the last one they are in
   int64_t locate(int64_t b0, int64_t B) {
-    const auto& ends = ws_->ends();
-    int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
+    Seg seg[2];
+    const int64_t w = segments(b0, B, -1, seg);
     recs_.resize(B);
     sizes_.resize(B);
-    for (int64_t r = 0; r < B; ++w) {
-      // a batch that runs on into the next window reads it from the other slot
-      Slot& s = ready(w);
-      const int64_t wb = ws_->begin(w), we = ws_->end(w);
-      for (; r < B && b0 + r < we; ++r) {
-        const int64_t k = s.perm[b0 + r - wb];
-        recs_[r] = s.rec.words.data() + s.rec.off[k];
-        sizes_[r] = s.rec.off[k + 1] - s.rec.off[k];
-      }
+    for (int64_t r = 0; r < B; ++r) {
+      const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
+      const int64_t k = g.s->perm[b0 + r - g.wb];
+      recs_[r] = g.s->rec.words.data() + g.s->rec.off[k];
+      sizes_[r] = g.s->rec.off[k + 1] - g.s->rec.off[k];
     }
     return w;
   }
@@ -447,11 +468,33 @@ class RecordStream {
   struct Slot {
     int ep = -1;
     int64_t w = -1;
+    int64_t last_reader = -1;  // the last batch (pack_index) that read this slot's window
     WindowRecords rec;
     std::vector<int64_t> plain, perm;
     std::unique_ptr<std::thread> th;
     std::exception_ptr err;
   };
+  // a run of a batch's rows in one window (see segments)
+  struct Seg {
+    int64_t r1 = 0, wb = 0;
+    const Slot* s = nullptr;
+  };
+  // the windows positions [b0, b0 + B) read (at most two), copied: each segment's end (exclusive,
+  // in the batch's rows), the first position of its window and its slot; the slots remember `batch`
+  // as their last reader (unless negative). Returns the window after the last one read.
+  int64_t segments(int64_t b0, int64_t B, int64_t batch, Seg* seg) {
+    int nseg = 0;
+    const auto& ends = ws_->ends();
+    int64_t w = std::upper_bound(ends.begin(), ends.end(), b0) - ends.begin();
+    for (int64_t r = 0; r < B; ++w) {
+      Slot& s = ready(w);
+      if (batch >= 0) s.last_reader = batch;
+      const int64_t r1 = std::min(B, ws_->end(w) - b0);
+      seg[nseg++] = {r1, ws_->begin(w), &s};
+      r = r1;
+    }
+    return w;
+  }
   void join(Slot& s, bool rethrow) {
     if (s.th) {
       s.th->join();
@@ -477,12 +520,15 @@ class RecordStream {
     join(s, false);
     s.ep = ep;
     s.w = w;
-    s.th.reset(new std::thread([this, &s, w, ws] {
+    const int64_t last_reader = s.last_reader;
+    s.last_reader = -1;
+    s.th.reset(new std::thread([this, &s, w, ws, last_reader] {
       try {
         const auto t0 = std::chrono::steady_clock::now();
         ws->window(w, s.plain, s.perm);
         s.rec.build(*pool_, ds_, s.plain.data(), (int64_t)s.plain.size(), N_, S_);
         if (ds_.mapped()) ds_.release();
+        if (on_built_) on_built_((int)(&s - slot_), s.rec, last_reader);
         copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       } catch (...) {
         s.err = std::current_exception();
@@ -513,6 +559,8 @@ class RecordStream {
   int ep_ = 0, next_ep_ = -1;
   Slot slot_[2];
   int cur_ = 0;
+  OnBuilt on_built_;
+  int64_t pending_w_ = 0;
   std::vector<const int32_t*> recs_;
   std::vector<int64_t> sizes_;
   std::vector<int64_t> scratch_;

@@ -257,9 +257,10 @@ struct CudaImpl {
   void ensure_stages(size_t bytes);
   // device buffers for batches shipped as raw records (raw_bytes each stage, up to Bc rows of S slots)
   void ensure_raw(size_t raw_bytes, int64_t Bc);
-  // stage `slot`'s raw records (copied to its raw buffer) unpacked on st into its stage layout SL,
-  // byte for byte what the host packer writes (batch_pack.h pack_records)
-  void unpack_stage(int slot, int64_t B, const StageLayout& SL, const abacus::RawLayout& RL, bool hw);
+  // B records (k::unpack_rows: idx into w0, or w1 where negative) unpacked on st into stage `slot`'s
+  // layout SL, byte for byte what the host packer writes (batch_pack.h pack_records)
+  void unpack_stage(int slot, int64_t B, const StageLayout& SL, const int64_t* idx, const int32_t* w0, const int32_t* w1,
+                    bool hw);
   // gemm.cu: col-major cuBLASLt products with an epilogue (false when no algorithm fits; *_must throw)
   bool gemm(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,

@@ -346,16 +346,21 @@ __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t
   }
 }
 
-__global__ void unpack_rows(const int32_t* __restrict__ roff, const int32_t* __restrict__ words, int64_t B, int N, int S,
-                            bool hw, float* __restrict__ num, float* __restrict__ lab, float* __restrict__ wt,
-                            int64_t* __restrict__ cnt) {
+__device__ __forceinline__ const int32_t* record_at(const int64_t* idx, const int32_t* w0, const int32_t* w1, int64_t r) {
+  const int64_t o = idx[r];
+  return o >= 0 ? w0 + o : w1 + ~o;
+}
+
+__global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+                            int64_t B, int N, int S, bool hw, float* __restrict__ num, float* __restrict__ lab,
+                            float* __restrict__ wt, int64_t* __restrict__ cnt) {
   // one thread per (row, word of its head): heads are short, rows many
   const int head = S + N + 1 + (hw ? 1 : 0);
   const int64_t total = B * head;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t r = i / head;
     const int c = (int)(i - r * head);
-    const int32_t v = words[roff[r] + c];
+    const int32_t v = record_at(idx, w0, w1, r)[c];
     if (c < S) {
       cnt[(int64_t)c * (B + 1) + r] = v;
       if (r == 0) cnt[(int64_t)c * (B + 1) + B] = 0;
@@ -369,11 +374,11 @@ __global__ void unpack_rows(const int32_t* __restrict__ roff, const int32_t* __r
   }
 }
 
-__global__ void unpack_ids(const int32_t* __restrict__ roff, const int32_t* __restrict__ words, int64_t B, int N, int S,
-                           bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids) {
+__global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+                           int64_t B, int N, int S, bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids) {
   const int head = S + N + 1 + (hw ? 1 : 0);
   for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < B; r += (int64_t)gridDim.x * blockDim.x) {
-    const int32_t* rec = words + roff[r];
+    const int32_t* rec = record_at(idx, w0, w1, r);
     const int32_t* id = rec + head;
     for (int s = 0; s < S; ++s) {
       int32_t* dst = ids + offs[(int64_t)s * (B + 1) + r];

@@ -24,17 +24,19 @@ struct DevData {
   int max_bag = 0;  // longest bag (ids per sample and slot) of the whole dataset
 };
 
-// Host-streamed batches shipped as raw records (common/batch_pack.h pack_raw: record r at
-// words + roff[r]; its slot counts [S], numeric inputs [N], label, weight when hw, then the ids slot
-// after slot) unpacked into the stage layout the step reads, the same bytes the host packer writes:
+// Host-streamed batches from window records (common/batch_pack.h), unpacked on the device into the
+// stage layout the step reads, the same bytes the host packer writes. Record r starts at word
+// idx[r] of w0, or, where idx[r] < 0, at word ~idx[r] of w1 (the records as shipped: w0 = the raw
+// stage, idx its offsets; or the two windows held on the device, idx from RecordStream::pack_index):
+// its slot counts [S], numeric inputs [N], label, weight when hw, then the ids slot after slot.
 // unpack_rows writes num, lab, wt and each (slot, row)'s count of ids into cnt[s * (B + 1) + r]
 // (cnt[s * (B + 1) + B] = 0); an exclusive scan of cnt gives the offsets (slot after slot, rows in
 // order); unpack_ids copies each row's ids to where its offsets say.
-__global__ void unpack_rows(const int32_t* __restrict__ roff, const int32_t* __restrict__ words, int64_t B, int N, int S,
-                            bool hw, float* __restrict__ num, float* __restrict__ lab, float* __restrict__ wt,
-                            int64_t* __restrict__ cnt);
-__global__ void unpack_ids(const int32_t* __restrict__ roff, const int32_t* __restrict__ words, int64_t B, int N, int S,
-                           bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids);
+__global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+                            int64_t B, int N, int S, bool hw, float* __restrict__ num, float* __restrict__ lab,
+                            float* __restrict__ wt, int64_t* __restrict__ cnt);
+__global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+                           int64_t B, int N, int S, bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids);
 
 struct Layout {
   int N, S, D, ld0;  // numeric, slots, dim, leading dim of H0

@@ -358,21 +358,20 @@ void CudaImpl::ensure_raw(size_t raw_bytes, int64_t Bc) {
   }
 }
 
-void CudaImpl::unpack_stage(int slot, int64_t B, const StageLayout& SL, const RawLayout& RL, bool hw) {
+void CudaImpl::unpack_stage(int slot, int64_t B, const StageLayout& SL, const int64_t* idx, const int32_t* w0,
+                            const int32_t* w1, bool hw) {
   const auto& g = stage[slot];
-  const int32_t* roff = reinterpret_cast<const int32_t*>(g.raw + RL.offs);
-  const int32_t* words = reinterpret_cast<const int32_t*>(g.raw + RL.words);
   float* num = reinterpret_cast<float*>(g.dev + SL.num);
   float* lab = reinterpret_cast<float*>(g.dev + SL.lab);
   float* wt = hw ? reinterpret_cast<float*>(g.dev + SL.wt) : nullptr;
   int64_t* offs = reinterpret_cast<int64_t*>(g.dev + SL.offs);
   int32_t* ids = reinterpret_cast<int32_t*>(g.dev + SL.ids);
   const int64_t head = S + N + 1 + (hw ? 1 : 0);
-  k::unpack_rows<<<blocks_for(B * head), 256, 0, st>>>(roff, words, B, N, S, hw, num, lab, wt, d_cnt);
+  k::unpack_rows<<<blocks_for(B * head), 256, 0, st>>>(idx, w0, w1, B, N, S, hw, num, lab, wt, d_cnt);
   if (S == 0) return;
   size_t tb = scan_tmp_bytes;
   CK(cub::DeviceScan::ExclusiveSum(scan_tmp, tb, d_cnt, offs, (int)(S * (B + 1)), st));
-  k::unpack_ids<<<blocks_for(B), 256, 0, st>>>(roff, words, B, N, S, hw, offs, ids);
+  k::unpack_ids<<<blocks_for(B), 256, 0, st>>>(idx, w0, w1, B, N, S, hw, offs, ids);
 }
 
 void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -128,6 +130,73 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
   k::dense_adam<<<blocks_for(nd), 256, 0, st>>>(dense, dg, dm, dv, nd, d_step, dp);
 }
 
+// The two windows of records a host-streamed fit reads, held on the device (ABACUS_CUDA_UNPACK=window):
+// a copy thread uploads a window as soon as its records are built, on a stream of its own, once the
+// steps that read the window before it in the same slot are done; each step waits for the windows it
+// reads to be there.
+struct DevWindows {
+  int dev;
+  cudaStream_t up = nullptr;
+  int32_t* d[2] = {nullptr, nullptr};
+  size_t cap[2] = {0, 0};  // words
+  cudaEvent_t ready[2] = {nullptr, nullptr}, released[2] = {nullptr, nullptr};
+  std::mutex m;
+  std::condition_variable cv;
+  int64_t enqueued = -1;  // the last batch whose step (and released events) are enqueued
+  bool aborting = false;
+  explicit DevWindows(int device) : dev(device) {
+    CK(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
+    for (int k = 0; k < 2; ++k) {
+      CK(cudaEventCreateWithFlags(&ready[k], cudaEventDisableTiming));
+      CK(cudaEventCreateWithFlags(&released[k], cudaEventDisableTiming));
+    }
+  }
+  ~DevWindows() {
+    cudaSetDevice(dev);
+    cudaStreamSynchronize(up);
+    for (int k = 0; k < 2; ++k) {
+      if (d[k]) cudaFree(d[k]);
+      cudaEventDestroy(ready[k]);
+      cudaEventDestroy(released[k]);
+    }
+    cudaStreamDestroy(up);
+  }
+  void abort() {
+    {
+      std::lock_guard<std::mutex> lk(m);
+      aborting = true;
+    }
+    cv.notify_all();
+  }
+  void stepped(int64_t batch) {
+    {
+      std::lock_guard<std::mutex> lk(m);
+      enqueued = batch;
+    }
+    cv.notify_all();
+  }
+  // on a copy thread: window records built into slot k, whose previous window batch last_reader read last
+  void upload(int k, const WindowRecords& rec, int64_t last_reader) {
+    {
+      std::unique_lock<std::mutex> lk(m);
+      cv.wait(lk, [&] { return aborting || enqueued >= last_reader; });
+      if (aborting) return;
+    }
+    CK(cudaSetDevice(dev));
+    const size_t words = (size_t)rec.off.back();
+    if (words > cap[k]) {
+      CK(cudaEventSynchronize(released[k]));
+      CK(cudaStreamSynchronize(up));
+      if (d[k]) cudaFree(d[k]);
+      cap[k] = words + words / 4 + 1024;
+      d[k] = dalloc<int32_t>((int64_t)cap[k], false);
+    }
+    CK(cudaStreamWaitEvent(up, released[k], 0));
+    if (words) CK(cudaMemcpyAsync(d[k], rec.words.data(), words * 4, cudaMemcpyHostToDevice, up));
+    CK(cudaEventRecord(ready[k], up));
+  }
+};
+
 TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                              const std::function<void(const Progress&)>& progress) {
   CudaImpl& I = *impl_;
@@ -199,6 +268,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   // from mapped shards, batches are packed from row-major copies of the epoch's windows (one record
   // a row; batch_pack.h), copied a window ahead; half the cores (up to 16) copy, half pack;
   // ABACUS_CUDA_RECORDS=0 packs from the mapped columns instead
+  // ABACUS_CUDA_UNPACK=window: each window's records are uploaded whole to the device once built (on
+  // the copy thread) and each batch sends only where its records are (8 bytes a row)
+  std::unique_ptr<DevWindows> dwin;  // destroyed after records (whose copy threads use it)
   std::unique_ptr<RecordStream> records;
   // from records, each batch's records go to the device as they are and are unpacked there into the
   // stage (the host only copies bytes); ABACUS_CUDA_UNPACK=host packs the stage on the host instead
@@ -216,12 +288,27 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         RL = abacus::raw_layout(Bc, I.N, I.S, mb, tr.has_weights());
         I.ensure_stages(std::max(SL.cap, RL.cap));
         I.ensure_raw(RL.cap, Bc);
+        if (u && std::string(u) == "window") {
+          dwin.reset(new DevWindows(I.dev));
+          DevWindows* d = dwin.get();
+          records->set_on_built([d](int k, const WindowRecords& rec, int64_t last_reader) { d->upload(k, rec, last_reader); });
+        }
       }
       if (std::getenv("ABACUS_CUDA_VERBOSE"))
         fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads, %d packing threads), unpacked on the %s\n",
-                half, half, device_unpack ? "device" : "host");
+                half, half, dwin ? "device from windows held there" : device_unpack ? "device" : "host");
     }
   }
+  // a copy thread waiting for batches that will not come (training stopped) is let go before the
+  // records' threads are joined
+  struct LetGo {
+    DevWindows* d;
+    ~LetGo() {
+      if (d) d->abort();
+    }
+  } let_go{dwin.get()};
+  int64_t stage_batch[2] = {-1, -1};
+  int stage_mask[2] = {0, 0};
   if (total > I.losses_cap) {
     CK(cudaStreamSynchronize(I.st));
     for (auto& g : I.graphs) cudaGraphExecDestroy(g.exec);
@@ -372,9 +459,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
         const double tp = now_s();
         const int64_t B = std::min(o.batch, n - b0);
-        const size_t bytes = device_unpack ? records->pack_raw(b0, B, RL, g.pin)
-                             : records     ? records->pack(b0, B, SL, g.pin, pack_base)
-                                           : pack_rows(*I.pack_pool, tr, pinned_order + b0, B, I.N, I.S, SL, g.pin, pack_base);
+        size_t bytes;
+        if (dwin) {
+          stage_batch[slot] = pack_n;
+          stage_mask[slot] = records->pack_index(b0, B, pack_n, reinterpret_cast<int64_t*>(g.pin));
+          bytes = (size_t)B * 8;
+        } else {
+          bytes = device_unpack ? records->pack_raw(b0, B, RL, g.pin)
+                  : records     ? records->pack(b0, B, SL, g.pin, pack_base)
+                                : pack_rows(*I.pack_pool, tr, pinned_order + b0, B, I.N, I.S, SL, g.pin, pack_base);
+        }
         pack_wait_s += tp - tw;
         pack_s += now_s() - tp;
         pack_n++;
@@ -391,9 +485,24 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         const int64_t B = std::min(o.batch, n - b0);
         if (streaming) {
           CK(cudaStreamWaitEvent(I.st, I.stage[slot].copied, 0));
-          if (device_unpack) I.unpack_stage(slot, B, SL, RL, tr.has_weights());
+          if (dwin) {
+            // the windows this batch reads are on the device; afterwards they may be replaced once
+            // this step is done with them
+            for (int k = 0; k < 2; ++k)
+              if (stage_mask[slot] >> k & 1) CK(cudaStreamWaitEvent(I.st, dwin->ready[k], 0));
+            I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(I.stage[slot].raw), dwin->d[0], dwin->d[1], tr.has_weights());
+          } else if (device_unpack) {
+            const auto& g = I.stage[slot];
+            I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(g.raw + RL.offs), reinterpret_cast<const int32_t*>(g.raw + RL.words),
+                           nullptr, tr.has_weights());
+          }
           run_step(B, stage_data(slot, B), nullptr, true);
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));
+          if (dwin) {
+            for (int k = 0; k < 2; ++k)
+              if (stage_mask[slot] >> k & 1) CK(cudaEventRecord(dwin->released[k], I.st));
+            dwin->stepped(stage_batch[slot]);
+          }
           if (b0 + o.batch < n && res.steps + 1 < total) {
             // from mapped shards: the pages of windows already packed are released
             if (!records && tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
