@@ -77,6 +77,35 @@ export function sliceRows<T extends RuntimeData>(ds: T, from: number, to: number
   return (isShardDataset(ds) ? sliceShards(ds, from, to) : sliceColumnar(ds as ColumnarDataset, from, to)) as T;
 }
 
+/**
+ * The rows of several ranges of shard data, one after another ([from, to) each, in order, not
+ * overlapping): one view of the shards that hold them (per-row weights given beside the shards are
+ * copied for the rows taken). Nothing of the samples is read.
+ */
+export function shardRanges(ds: ShardDataset, ranges: readonly (readonly [number, number])[]): ShardDataset {
+  const shards: ShardDataset['shards'] = [];
+  let rows = 0;
+  let last = 0;
+  for (const [from, to] of ranges) {
+    if (!(Number.isInteger(from) && Number.isInteger(to) && last <= from && from <= to && to <= ds.rows))
+      throw new Error(`shardRanges: [${from}, ${to}) is not a range of the ${ds.rows} rows after ${last}`);
+    shards.push(...sliceShards(ds, from, to).shards);
+    rows += to - from;
+    last = to;
+  }
+  const out: ShardDataset = { ...ds, rows, shards };
+  delete out.weights;
+  if (ds.weights) {
+    out.weights = new Float32Array(rows);
+    let at = 0;
+    for (const [from, to] of ranges) {
+      out.weights.set(ds.weights.subarray(from, to), at);
+      at += to - from;
+    }
+  }
+  return out;
+}
+
 /** The rows of `a` then those of `b` (same columns): a view of both's shards, or a copy of columnar data. */
 export function concatRows<T extends RuntimeData>(a: T, b: T): T {
   if (a.numericNames.join() !== b.numericNames.join() || a.slots.map((s) => s.name).join() !== b.slots.map((s) => s.name).join())

@@ -3,7 +3,7 @@ export type { NativeTensor } from './binding';
 export { summarizeChanges, type ChangeSummary } from './ablation-stats';
 export type { ColumnarDataset, RuntimeData, ShardDataset, SlotColumn } from './dataset.types';
 export { isShardDataset } from './dataset.types';
-export { concatRows, labelsOf, materialize, rowRange, selectRows, sliceRows, slotOf } from './dataset-views';
+export { concatRows, labelsOf, materialize, rowRange, selectRows, shardRanges, sliceRows, slotOf } from './dataset-views';
 export { CUDA_CONTEXT_LOST_TAG, DeviceFaultError, asDeviceFault, injectDeviceFault, isDeviceFault } from './device-fault';
 export { computeMetrics, exactAuc, groupAuc, type MetricSet } from './metrics';
 export { backendChoiceSchema, createOptionsSchema, modelSpecSchema, type BackendChoice, type BackendKind, type CreateOptions, type ModelSpec, type ModelSpecInput } from './model-spec.schema';

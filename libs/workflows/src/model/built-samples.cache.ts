@@ -145,10 +145,11 @@ export class BuiltSamplesCache {
       }
     }
     if (whole) {
+      // the subset's rows are the whole set's, split the same way (by blocks or not: in its key)
       const set = projectBuilt(
         whole.set,
         features.map((f) => f.name),
-        threeWayKey(key),
+        threeWayKey(key, whole.set.key === threeWayKey(whole.key, true)),
       );
       this.last = { key, set, source, defs };
       return set;
@@ -272,7 +273,6 @@ export class BuiltSamplesCache {
     recipe: ModelRecipe,
     onProgress?: (fraction: number, message: string) => void,
   ): Promise<BuiltSet> {
-    const splitKey = threeWayKey(key);
     const {
       dir: rel,
       meta,
@@ -289,12 +289,13 @@ export class BuiltSamplesCache {
     const trainAll = await openShards(meta.shards.train.map((s) => path.join(dir, s.file)));
     const test = await openShards(meta.shards.test.map((s) => path.join(dir, s.file)));
     if (release) this.holdPulled(release);
+    const { blocks, ...split } = await carveValidation(trainAll, recipe.time !== null);
     return {
       cached,
-      key: splitKey,
+      key: threeWayKey(key, blocks === true),
       trainAll,
       timeOrdered: recipe.time !== null,
-      ...(await carveValidation(trainAll, recipe.time !== null)),
+      ...split,
       test,
       inputs: meta.inputs,
       meta,
@@ -524,11 +525,9 @@ export async function inMemory(set: BuiltSet): Promise<MemoryBuiltSet> {
  * (validation-split.ts: crossFold); the key names the fold, so models trained on it are cached apart.
  */
 export async function foldOf(built: BuiltSet, fold: number, folds: number): Promise<BuiltSet> {
-  return {
-    ...built,
-    key: crossFoldKey(built.key, fold, folds),
-    ...(await crossFold(built.trainAll, fold, folds, built.timeOrdered)),
-  };
+  // a split by blocks is in built.key already (threeWayKey), and so in the fold's key
+  const { train, validation } = await crossFold(built.trainAll, fold, folds, built.timeOrdered);
+  return { ...built, key: crossFoldKey(built.key, fold, folds), train, validation };
 }
 
 /** What the ids of each slot of a built set stand for (see SlotIdSpace), by slot name. */

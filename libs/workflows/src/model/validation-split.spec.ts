@@ -1,6 +1,18 @@
-import { describe, expect, it } from 'vitest';
-import type { ColumnarDataset } from '@abacus/runtime';
-import { carveValidation, crossFold, crossFoldKey, VALIDATION_SHARE, type ThreeWaySplit } from './validation-split';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isShardDataset, materialize, type ColumnarDataset, type RuntimeData, type ShardDataset } from '@abacus/runtime';
+import { asShards } from '../../../../test/support/shards';
+import {
+  BLOCK_SPLIT_MIN_ROWS,
+  carveValidation,
+  crossFold,
+  crossFoldKey,
+  threeWayKey,
+  VALIDATION_SHARE,
+  type ThreeWaySplit,
+} from './validation-split';
 
 function rows(n: number): ColumnarDataset {
   const numeric = Float32Array.from({ length: n }, (_, i) => i);
@@ -90,5 +102,56 @@ describe('crossFold', async () => {
     await expect(cf(rows(100), 0, 1, true)).rejects.toThrow(/folds/);
     expect(crossFoldKey('k', 0, 5)).not.toBe(crossFoldKey('k', 1, 5));
     expect(crossFoldKey('k', 0, 5)).not.toBe(crossFoldKey('k', 0, 10));
+  });
+});
+
+describe('a large set in shards without a time column', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'abacus-split-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const n = BLOCK_SPLIT_MIN_ROWS + 12_345;
+  let shards: ShardDataset;
+  beforeAll(async () => {
+    // column t holds each row's index; three shards of uneven sizes
+    shards = await asShards(dir, rows(n), [400_000, 333_333, n - 733_333], 'big');
+  }, 60_000);
+  const indexes = async (d: RuntimeData) => Array.from((await materialize(d)).numeric);
+
+  it('is split by seeded blocks of rows: views of the shards, disjoint, covering every row, about the share', async () => {
+    const s = await carveValidation(shards, false);
+    expect(s.blocks).toBe(true);
+    expect(isShardDataset(s.train) && isShardDataset(s.validation)).toBe(true);
+    expect(s.train.rows + s.validation.rows).toBe(n);
+    expect(Math.abs(s.validation.rows / n - VALIDATION_SHARE)).toBeLessThan(0.05);
+    const fit = await indexes(s.train);
+    const val = await indexes(s.validation);
+    const all = [...fit, ...val].sort((a, b) => a - b);
+    expect(all).toHaveLength(n);
+    expect(all.every((v, i) => v === i)).toBe(true);
+    // each part keeps the rows' order, and the split is seeded
+    expect(val.every((v, i) => i === 0 || v > val[i - 1]!)).toBe(true);
+    expect(await indexes((await carveValidation(shards, false)).validation)).toEqual(val);
+    expect(await indexes((await carveValidation(shards, false, 18)).validation)).not.toEqual(val);
+    expect(threeWayKey('k', true)).not.toBe(threeWayKey('k'));
+  }, 60_000);
+
+  it('puts every row in exactly one fold, and fold 0 of 1 / VALIDATION_SHARE folds is the carved split', async () => {
+    const folds = Math.round(1 / VALIDATION_SHARE);
+    const seen = new Uint8Array(n);
+    for (let f = 0; f < folds; f++) {
+      const s = await crossFold(shards, f, folds, false);
+      expect(s.blocks).toBe(true);
+      expect(s.train.rows + s.validation.rows).toBe(n);
+      for (const v of await indexes(s.validation)) seen[v]! += 1;
+      if (f === 0) expect(await indexes(s.validation)).toEqual(await indexes((await carveValidation(shards, false)).validation));
+    }
+    expect(seen.every((c) => c === 1)).toBe(true);
+  }, 120_000);
+
+  it('below BLOCK_SPLIT_MIN_ROWS is split row by row, as before', async () => {
+    const small = await asShards(dir, rows(5000), [5000], 'small');
+    const s = await carveValidation(small, false);
+    expect(s.blocks).toBeUndefined();
+    const { validation } = await cv(rows(5000), false);
+    expect(await indexes(s.validation)).toEqual(Array.from(validation.numeric));
   });
 });

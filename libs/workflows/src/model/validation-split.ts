@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { concatRows, materialize, sliceRows, type RuntimeData } from '@abacus/runtime';
+import { concatRows, isShardDataset, materialize, shardRanges, sliceRows, type RuntimeData } from '@abacus/runtime';
 
 /**
  * Share of the training split held out as the validation split that experiments decide on. Models
@@ -13,18 +13,55 @@ export interface ThreeWaySplit {
   train: RuntimeData;
   /** the rows decisions are taken on: the last part of the training time range */
   validation: RuntimeData;
+  /** split by seeded blocks of rows (a large set without a time column), not row by row */
+  blocks?: true;
+}
+
+/**
+ * A set without a time column of at least this many rows in shards is split by seeded blocks of
+ * consecutive rows, each block wholly fitted or wholly validation: the two parts are views of the
+ * shards, where a split row by row would copy every training row into memory.
+ */
+export const BLOCK_SPLIT_MIN_ROWS = 1_000_000;
+
+/** Rows per block: at least 4,096, and at most 8,192 blocks. */
+function blockRows(n: number): number {
+  return Math.max(4096, Math.ceil(n / 8192));
+}
+
+/** The rows of the blocks `pick` takes and of the others, as merged ranges. */
+function blockRanges(n: number, pick: (block: number) => boolean): { taken: [number, number][]; rest: [number, number][] } {
+  const size = blockRows(n);
+  const taken: [number, number][] = [];
+  const rest: [number, number][] = [];
+  for (let b = 0; b * size < n; b++) {
+    const lo = b * size;
+    const hi = Math.min(n, lo + size);
+    const to = pick(b) ? taken : rest;
+    const prev = to[to.length - 1];
+    if (prev && prev[1] === lo) prev[1] = hi;
+    else to.push([lo, hi]);
+  }
+  return { taken, rest };
 }
 
 /**
  * Cuts the validation split off the training split: with a time column the last VALIDATION_SHARE
  * of the rows (the built rows are in time order, so validation lies after every fitted row, as the
- * test split lies after the training split); without one a seeded random share (there is no later part).
+ * test split lies after the training split); without one a seeded random share (there is no later
+ * part): of the rows, or, in a large set in shards, of blocks of rows (BLOCK_SPLIT_MIN_ROWS).
  */
 export async function carveValidation(train: RuntimeData, timeOrdered: boolean, seed = 17): Promise<ThreeWaySplit> {
   const n = train.rows;
   const nv = n >= 2 ? Math.min(n - 1, Math.max(1, Math.round(n * VALIDATION_SHARE))) : 0;
   // in time order the two parts are ranges: views of the shards, never read here
   if (timeOrdered) return { train: sliceRows(train, 0, n - nv), validation: sliceRows(train, n - nv, n) };
+  if (n >= BLOCK_SPLIT_MIN_ROWS && isShardDataset(train)) {
+    // a seeded hash of the block index: about VALIDATION_SHARE of the blocks
+    const { taken, rest } = blockRanges(n, (b) => hashUnit(b, seed) < VALIDATION_SHARE);
+    if (taken.length && rest.length)
+      return { train: shardRanges(train, rest), validation: shardRanges(train, taken), blocks: true };
+  }
   // a seeded hash of the row index: about VALIDATION_SHARE of the rows, the same for every feature set
   const valIdx: number[] = [];
   const fitIdx: number[] = [];
@@ -59,10 +96,19 @@ export async function crossFold(
     const hi = Math.round(((b + 1) * n) / folds);
     return { train: concatRows(sliceRows(trainAll, 0, lo), sliceRows(trainAll, hi, n)), validation: sliceRows(trainAll, lo, hi) };
   }
-  const fitIdx: number[] = [];
-  const valIdx: number[] = [];
   const lo = fold / folds;
   const hi = (fold + 1) / folds;
+  if (n >= BLOCK_SPLIT_MIN_ROWS && isShardDataset(trainAll)) {
+    // seeded hash bands of the block index (fold 0: carveValidation's blocks)
+    const { taken, rest } = blockRanges(n, (b) => {
+      const u = hashUnit(b, seed);
+      return u >= lo && u < hi;
+    });
+    if (taken.length && rest.length)
+      return { train: shardRanges(trainAll, rest), validation: shardRanges(trainAll, taken), blocks: true };
+  }
+  const fitIdx: number[] = [];
+  const valIdx: number[] = [];
   for (let i = 0; i < n; i++) {
     const u = hashUnit(i, seed);
     (u >= lo && u < hi ? valIdx : fitIdx).push(i);
@@ -80,9 +126,9 @@ export function crossFoldKey(builtKey: string, fold: number, folds: number): str
 }
 
 /** The key of a three-way set: the built samples' key plus how validation was carved. */
-export function threeWayKey(builtKey: string): string {
+export function threeWayKey(builtKey: string, blocks = false): string {
   return createHash('sha256')
-    .update(JSON.stringify({ v: 1, samples: builtKey, validationShare: VALIDATION_SHARE }))
+    .update(JSON.stringify({ v: 1, samples: builtKey, validationShare: VALIDATION_SHARE, ...(blocks ? { blocks: 1 } : {}) }))
     .digest('hex')
     .slice(0, 32);
 }
