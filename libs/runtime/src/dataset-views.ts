@@ -8,51 +8,41 @@ import type { ModelSpec } from './model-spec.schema';
  * range of shards is a view (nothing read), anything else a copy of just the rows asked for.
  */
 
-/** Rows [from, to) of columnar data (a copy). */
-function sliceColumnar(ds: ColumnarDataset, from: number, to: number): ColumnarDataset {
+/**
+ * Rows [from, to) of columnar data: copies of its arrays, or (`view`) subarrays sharing them. Each
+ * slot's offsets are copied either way, rebased to 0.
+ */
+function columnarRange(ds: ColumnarDataset, from: number, to: number, view: boolean): ColumnarDataset {
+  const take = <A extends Float32Array | Int32Array>(a: A, lo: number, hi: number): A =>
+    (view ? a.subarray(lo, hi) : a.slice(lo, hi)) as A;
   const w = ds.numericNames.length;
   const out: ColumnarDataset = {
     rows: to - from,
     numericNames: ds.numericNames,
-    numeric: ds.numeric.slice(from * w, to * w),
+    numeric: take(ds.numeric, from * w, to * w),
     slots: ds.slots.map((s) => {
       const base = s.offsets[from]!;
-      const offsets = new Int32Array(to - from + 1);
-      for (let i = 0; i <= to - from; i++) offsets[i] = s.offsets[from + i]! - base;
-      return { name: s.name, ids: s.ids.slice(base, s.offsets[to]!), offsets };
+      const offsets = s.offsets.slice(from, to + 1);
+      if (base) for (let i = 0; i < offsets.length; i++) offsets[i] = offsets[i]! - base;
+      return { name: s.name, ids: take(s.ids, base, s.offsets[to]!), offsets };
     }),
-    labels: ds.labels.slice(from, to),
+    labels: take(ds.labels, from, to),
   };
-  if (ds.weights) out.weights = ds.weights.slice(from, to);
-  if (ds.keys) out.keys = Object.fromEntries(Object.entries(ds.keys).map(([k, v]) => [k, v.slice(from, to)]));
+  if (ds.weights) out.weights = take(ds.weights, from, to);
+  if (ds.keys) out.keys = Object.fromEntries(Object.entries(ds.keys).map(([k, v]) => [k, take(v, from, to)]));
   return out;
 }
 
 /**
  * Rows [from, to) of columnar data sharing its arrays (numeric, ids, labels, weights and keys are
- * subarrays; only each slot's offsets are copied, rebased to 0): a fold of rows copied once, fold
- * after fold, without a second copy.
+ * subarrays; only each slot's offsets are copied): a fold of rows copied once, fold after fold,
+ * without a second copy.
  */
 export function rowRange(ds: ColumnarDataset, from: number, to: number): ColumnarDataset {
   checkColumnar(ds);
   if (!(Number.isInteger(from) && Number.isInteger(to) && from >= 0 && from <= to && to <= ds.rows))
     throw new Error(`rowRange: [${from}, ${to}) is not a range of the ${ds.rows} rows`);
-  const w = ds.numericNames.length;
-  const out: ColumnarDataset = {
-    rows: to - from,
-    numericNames: ds.numericNames,
-    numeric: ds.numeric.subarray(from * w, to * w),
-    slots: ds.slots.map((s) => {
-      const base = s.offsets[from]!;
-      const offsets = s.offsets.slice(from, to + 1);
-      if (base) for (let i = 0; i < offsets.length; i++) offsets[i] = offsets[i]! - base;
-      return { name: s.name, ids: s.ids.subarray(base, s.offsets[to]!), offsets };
-    }),
-    labels: ds.labels.subarray(from, to),
-  };
-  if (ds.weights) out.weights = ds.weights.subarray(from, to);
-  if (ds.keys) out.keys = Object.fromEntries(Object.entries(ds.keys).map(([k, v]) => [k, v.subarray(from, to)]));
-  return out;
+  return columnarRange(ds, from, to, true);
 }
 
 /** Rows [from, to) of shard data: a view of the shards that hold them. */
@@ -74,7 +64,7 @@ function sliceShards(ds: ShardDataset, from: number, to: number): ShardDataset {
 export function sliceRows<T extends RuntimeData>(ds: T, from: number, to: number): T {
   if (!(Number.isInteger(from) && Number.isInteger(to) && 0 <= from && from <= to && to <= ds.rows))
     throw new Error(`sliceRows: [${from}, ${to}) is not a range of the ${ds.rows} rows`);
-  return (isShardDataset(ds) ? sliceShards(ds, from, to) : sliceColumnar(ds as ColumnarDataset, from, to)) as T;
+  return (isShardDataset(ds) ? sliceShards(ds, from, to) : columnarRange(ds as ColumnarDataset, from, to, false)) as T;
 }
 
 /**
