@@ -356,47 +356,26 @@ class RecordStream {
   // finding each record (its place in the window's shuffle, then its offset: scattered reads) and
   // copying it are both split across the packing threads.
   size_t pack_raw(int64_t b0, int64_t B, const RawLayout& L, uint8_t* pin) {
-    Seg seg[2];
-    const int64_t w = segments(b0, B, -1, seg);
-    recs_.resize(B);
-    sizes_.resize(B);
+    const int64_t w = locate(b0, B);
     int64_t* roff = reinterpret_cast<int64_t*>(pin + L.offs);
     int32_t* words = reinterpret_cast<int32_t*>(pin + L.words);
+    int64_t at = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      roff[r] = at;
+      at += sizes_[r];
+    }
+    roff[B] = at;
     const int T = pack_pool_->size();
-    scratch_.assign(T + 1, 0);
     pack_pool_->run([&](int t) {
       int64_t rb, re;
       ThreadPool::range(B, t, T, rb, re);
-      int64_t at = 0;
-      for (int64_t r = rb; r < re; ++r) {
-        const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
-        if (r + kAhead < re) {
-          const Seg& h = r + kAhead < seg[0].r1 ? seg[0] : seg[1];
-          __builtin_prefetch(h.s->rec.off.data() + h.s->perm[b0 + r + kAhead - h.wb]);
-        }
-        const int64_t k = g.s->perm[b0 + r - g.wb];
-        const int64_t o = g.s->rec.off[k];
-        recs_[r] = g.s->rec.words.data() + o;
-        sizes_[r] = g.s->rec.off[k + 1] - o;
-        roff[r] = at;  // within the thread's rows, for now
-        at += sizes_[r];
-      }
-      scratch_[t + 1] = at;
-    });
-    for (int t = 0; t < T; ++t) scratch_[t + 1] += scratch_[t];
-    pack_pool_->run([&](int t) {
-      int64_t rb, re;
-      ThreadPool::range(B, t, T, rb, re);
-      const int64_t base = scratch_[t];
       for (int64_t r = rb; r < re; ++r) {
         if (r + kAhead < re) prefetch_record(recs_[r + kAhead]);
-        roff[r] += base;
         std::memcpy(words + roff[r], recs_[r], (size_t)sizes_[r] * 4);
       }
     });
-    roff[B] = scratch_[T];
     copy_after(w);
-    return L.words + (size_t)scratch_[T] * 4;
+    return L.words + (size_t)at * 4;
   }
 
   // Where the records of positions [b0, b0 + B) are in their windows, for a device that holds both
@@ -409,16 +388,7 @@ class RecordStream {
   int pack_index(int64_t b0, int64_t B, int64_t batch, int64_t* idx, bool then_copy = true) {
     Seg seg[2];
     const int64_t w = segments(b0, B, batch, seg);
-    const int T = pack_pool_->size();
-    pack_pool_->run([&](int t) {
-      int64_t rb, re;
-      ThreadPool::range(B, t, T, rb, re);
-      for (int64_t r = rb; r < re; ++r) {
-        const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
-        const int64_t o = g.s->rec.off[g.s->perm[b0 + r - g.wb]];
-        idx[r] = g.s == &slot_[0] ? o : ~o;
-      }
-    });
+    each_record(seg, b0, B, [&](int64_t r, const Slot& sl, int64_t o, int64_t) { idx[r] = &sl == &slot_[0] ? o : ~o; });
     int mask = 0;
     for (const Seg& g : seg)
       if (g.s) mask |= g.s == &slot_[0] ? 1 : 2;
@@ -437,21 +407,6 @@ class RecordStream {
   void set_on_built(OnBuilt f) { on_built_ = std::move(f); }
 
  private:
-  // the records (and their sizes) of positions [b0, b0 + B) into recs_ / sizes_; returns the window
-  // after the last one they are in
-  int64_t locate(int64_t b0, int64_t B) {
-    Seg seg[2];
-    const int64_t w = segments(b0, B, -1, seg);
-    recs_.resize(B);
-    sizes_.resize(B);
-    for (int64_t r = 0; r < B; ++r) {
-      const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
-      const int64_t k = g.s->perm[b0 + r - g.wb];
-      recs_[r] = g.s->rec.words.data() + g.s->rec.off[k];
-      sizes_[r] = g.s->rec.off[k + 1] - g.s->rec.off[k];
-    }
-    return w;
-  }
   // the window after the last one a batch read is copied while the next batches pack
   void copy_after(int64_t w) {
     if (w < windows()) {
@@ -493,6 +448,40 @@ class RecordStream {
       seg[nseg++] = {r1, ws_->begin(w), &s};
       r = r1;
     }
+    return w;
+  }
+  // f(r, slot, word offset, words) for the record of each position b0 + r, r in [0, B), the rows
+  // split across the packing threads (finding a record is two scattered reads: its place in the
+  // window's shuffle, then its offset; the offsets of rows ahead are fetched early)
+  template <class F>
+  void each_record(const Seg* seg, int64_t b0, int64_t B, F f) {
+    const int T = pack_pool_->size();
+    pack_pool_->run([&](int t) {
+      int64_t rb, re;
+      ThreadPool::range(B, t, T, rb, re);
+      for (int64_t r = rb; r < re; ++r) {
+        if (r + kAhead < re) {
+          const Seg& h = r + kAhead < seg[0].r1 ? seg[0] : seg[1];
+          __builtin_prefetch(h.s->rec.off.data() + h.s->perm[b0 + r + kAhead - h.wb]);
+        }
+        const Seg& g = r < seg[0].r1 ? seg[0] : seg[1];
+        const int64_t k = g.s->perm[b0 + r - g.wb];
+        const int64_t o = g.s->rec.off[k];
+        f(r, *g.s, o, g.s->rec.off[k + 1] - o);
+      }
+    });
+  }
+  // the records (and their sizes) of positions [b0, b0 + B) into recs_ / sizes_; returns the window
+  // after the last one they are in
+  int64_t locate(int64_t b0, int64_t B) {
+    Seg seg[2];
+    const int64_t w = segments(b0, B, -1, seg);
+    recs_.resize(B);
+    sizes_.resize(B);
+    each_record(seg, b0, B, [&](int64_t r, const Slot& sl, int64_t o, int64_t n) {
+      recs_[r] = sl.rec.words.data() + o;
+      sizes_[r] = n;
+    });
     return w;
   }
   void join(Slot& s, bool rethrow) {
