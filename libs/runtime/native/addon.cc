@@ -777,11 +777,13 @@ Napi::Value Gather(const Napi::CallbackInfo& info) {
 
 // The stages the CUDA backend's host-streamed steps would copy for one epoch of training rows
 // (packBatches(data, numNumeric, numSlots, trainRows, {shuffle, seed, epoch, epochs, batch, records})):
-// the used bytes of every batch's stage, one after another, for epochs [epoch, epoch + epochs). Windowed as the CUDA backend is when the data
-// is mapped; `records` packs from the row-major window copies, otherwise from the columns; `raw`
-// copies the records as they are (RecordStream::pack_raw) and unpacks them as the device does
-// (unpack_raw); `index` takes the records where RecordStream::pack_index says they are in the two
-// windows, then unpacks them the same way. For tests of the packers (all must give the same bytes).
+// the used bytes of every batch's stage, one after another, for epochs [epoch, epoch + epochs).
+// Windowed as the CUDA backend is when the data is mapped; `records` packs from the row-major window
+// copies, otherwise from the columns; `raw` copies the records as they are (RecordStream::pack_raw)
+// and unpacks them as the device does (unpack_raw); `columns` copies each window column by column (as
+// the device holds it) and gathers each batch's rows where ColumnStream::pack_positions says they are
+// (gather_windows, the device's gather on the host). For tests of the packers (all must give the same
+// bytes).
 Napi::Value PackBatches(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int nn = info[1].As<Napi::Number>().Int32Value(), ns = info[2].As<Napi::Number>().Int32Value();
@@ -794,20 +796,20 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
   }
   Napi::Object o = info[4].As<Napi::Object>();
   const bool shuffle = o.Get("shuffle").ToBoolean(), raw = o.Has("raw") && o.Get("raw").ToBoolean();
-  const bool index = o.Has("index") && o.Get("index").ToBoolean();
-  const bool rec = raw || index || o.Get("records").ToBoolean();
+  const bool columns = o.Has("columns") && o.Get("columns").ToBoolean();
+  const bool rec = raw || o.Get("records").ToBoolean();
   const uint64_t seed = (uint64_t)o.Get("seed").ToNumber().Int64Value();
   const int ep = o.Get("epoch").ToNumber().Int32Value();
   const int64_t batch = o.Get("batch").ToNumber().Int64Value(), n = (int64_t)rows.size();
   if (batch < 1) throw Napi::RangeError::New(env, "batch: must be at least 1");
-  if (rec && !RecordStream::fits(batch)) throw Napi::RangeError::New(env, "batch: too large to pack from window records");
+  if ((rec || columns) && !RecordStream::fits(batch)) throw Napi::RangeError::New(env, "batch: too large to take from windows");
   int mb = 0;
   for (auto& p : ds.parts)
     for (int s = 0; s < ns; ++s)
       for (int64_t r = 0; r < p.rows; ++r) mb = std::max(mb, p.offs[s][r + 1] - p.offs[s][r]);
   const StageLayout L = stage_layout(std::min(batch, std::max<int64_t>(n, 1)), nn, ns, mb, ds.has_weights());
   const RawLayout RL = raw_layout(std::min(batch, std::max<int64_t>(n, 1)), nn, ns, mb, ds.has_weights());
-  std::vector<uint8_t> pin(L.cap), rawpin(raw || index ? RL.cap : 0), out;
+  std::vector<uint8_t> pin(L.cap), rawpin(raw ? RL.cap : 0), out;
   std::vector<int64_t> idx;
   int64_t batch_no = 0;
   std::vector<int64_t> order, ends, base;
@@ -816,9 +818,13 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
   const int epochs = o.Has("epochs") ? o.Get("epochs").ToNumber().Int32Value() : 1;
   std::unique_ptr<RecordStream> rs;
   if (rec) rs.reset(new RecordStream(ds, rows, shuffle, windowed, seed, ep + epochs, nn, ns, 3, 4));
+  std::unique_ptr<ColumnStream> cs;
+  const int64_t stride = (windowed ? std::min(n, kWindowRows) : n) + 1;  // a window's rows at most, and its end
+  if (columns) cs.reset(new ColumnStream(ds, rows, shuffle, windowed, seed, ep + epochs, nn, ns, 3, 1, ColumnStream::kMaxSlots));
   for (int e = ep; e < ep + epochs; ++e) {
     epoch_order(rows, shuffle, windowed, seed, e, order, ends);
     if (rs) rs->start_epoch(e);
+    if (cs) cs->start_epoch(e);
     for (int64_t b0 = 0; b0 < n; b0 += batch) {
       const int64_t B = std::min(batch, n - b0);
       std::fill(pin.begin(), pin.end(), 0);
@@ -827,26 +833,14 @@ Napi::Value PackBatches(const Napi::CallbackInfo& info) {
         std::fill(rawpin.begin(), rawpin.end(), 0);
         rs->pack_raw(b0, B, RL, rawpin.data());
         bytes = unpack_raw(rawpin.data(), RL, B, nn, ns, ds.has_weights(), L, pin.data());
-      } else if (index) {
-        // where each record is in the two windows (as the device holds them), the records fetched
-        // from there into a raw stage, unpacked
+      } else if (columns) {
+        // where each row is in the two windows' columns (as the device holds them), gathered from
+        // there as the device's step does
         idx.resize(B);
-        rs->pack_index(b0, B, batch_no++, idx.data(), false);
-        int64_t* roff = reinterpret_cast<int64_t*>(rawpin.data() + RL.offs);
-        int32_t* words = reinterpret_cast<int32_t*>(rawpin.data() + RL.words);
-        const int64_t head = nn + ns + 1 + (ds.has_weights() ? 1 : 0);
-        int64_t at = 0;
-        for (int64_t r = 0; r < B; ++r) {
-          const int32_t* recp = idx[r] >= 0 ? rs->slot_records(0).words.data() + idx[r] : rs->slot_records(1).words.data() + ~idx[r];
-          int64_t size = head;
-          for (int s = 0; s < ns; ++s) size += recp[s];
-          roff[r] = at;
-          std::copy(recp, recp + size, words + at);
-          at += size;
-        }
-        roff[B] = at;
-        rs->copy_next();
-        bytes = unpack_raw(rawpin.data(), RL, B, nn, ns, ds.has_weights(), L, pin.data());
+        cs->pack_positions(b0, B, batch_no++, stride, idx.data(), false);
+        const WindowColumns* w[ColumnStream::kMaxSlots] = {&cs->slot_window(0), &cs->slot_window(1), &cs->slot_window(2)};
+        bytes = gather_windows(w, stride, idx.data(), B, nn, ns, ds.has_weights(), L, pin.data());
+        cs->copy_next();
       } else {
         bytes = rs ? rs->pack(b0, B, L, pin.data(), base) : pack_rows(tp, ds, order.data() + b0, B, nn, ns, L, pin.data(), base);
       }

@@ -20,7 +20,7 @@ const WINDOW = 1 << 19;
 
 const asShards = (d: ColumnarDataset, sizes: number[], tag: string) => writeShards(dir, d, sizes, tag);
 
-describe('packing host-streamed batches from window records', () => {
+describe('packing host-streamed batches from window records and window columns', () => {
   const rows = WINDOW + 90_000; // more than one window: the windowed shuffle, a short last window
   const syn = makeSyntheticCtr({ rows, numeric: 2, slots: 3, vocab: 500, maxLen: 4, seed: 21, padding: 0.2 });
   const data: ColumnarDataset = { ...syn.dataset, weights: Float32Array.from({ length: rows }, (_, i) => 0.25 + (i % 11) / 8) };
@@ -30,7 +30,7 @@ describe('packing host-streamed batches from window records', () => {
   } as unknown as ModelSpec;
   const addon = loadNativeAddon();
 
-  it('gives the same bytes as packing from the columns (records packed on the host or copied raw and unpacked): shuffled and in order, batches across windows, rows with gaps, several epochs in one stream', async () => {
+  it('gives the same bytes as packing from the columns (records packed on the host or copied raw and unpacked, windows copied by column and gathered): shuffled and in order, batches across windows, rows with gaps, several epochs in one stream', async () => {
     const sh = await asShards(data, [200_001, 300_000, rows - 500_001], 'p');
     const native = toNativeData(spec, sh);
     // every row, and a training split with holes (the validation rows taken out)
@@ -51,9 +51,10 @@ describe('packing host-streamed batches from window records', () => {
       // the records copied as they are, then unpacked as the device does
       const raw = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, raw: true });
       expect(raw.equals(cols)).toBe(true);
-      // the records where pack_index says they are in the two windows held on the device
-      const index = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, index: true });
-      expect(index.equals(cols)).toBe(true);
+      // each window copied column by column (as the device holds it), the batch's rows gathered
+      // from where pack_positions says they are in the two windows
+      const windows = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: false, columns: true });
+      expect(windows.equals(cols)).toBe(true);
       compared += cols.length;
     }
     expect(compared).toBeGreaterThan(100e6);
@@ -73,7 +74,7 @@ describe('packing host-streamed batches from window records', () => {
       const cols = addon.packBatches(native, 2, 3, trainRows, { ...opts, records: false });
       expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true }).equals(cols)).toBe(true);
       expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, raw: true }).equals(cols)).toBe(true);
-      expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: true, index: true }).equals(cols)).toBe(true);
+      expect(addon.packBatches(native, 2, 3, trainRows, { ...opts, records: false, columns: true }).equals(cols)).toBe(true);
     }
     expect(() =>
       addon.packBatches(native, 2, 3, Float64Array.of(0, 20_000), { shuffle: false, seed: 1, epoch: 0, batch: 4, records: true }),

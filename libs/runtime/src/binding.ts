@@ -197,16 +197,16 @@ export interface NativeAddon {
    * The stages the CUDA backend's host-streamed steps would copy for one epoch of training rows (the
    * used bytes of each batch's stage, one after another, epochs [epoch, epoch + epochs)), packed from the columns or from row-major
    * copies of each window (`records`), or those records copied as they are and unpacked as the
-   * device unpacks them (`raw`: the default host-streamed path from shards), or taken where
-   * RecordStream::pack_index says they are in the two windows (`index`); windowed as on the GPU
-   * when the data is mapped. For tests.
+   * device unpacks them (`raw`), or gathered from each window copied column by column, as the device
+   * holds it, where ColumnStream::pack_positions says the rows are (`columns`: the default
+   * host-streamed path from shards); windowed as on the GPU when the data is mapped. For tests.
    */
   packBatches(
     data: NativeData,
     numNumeric: number,
     numSlots: number,
     trainRows: Float64Array,
-    opts: { shuffle: boolean; seed: number; epoch: number; epochs?: number; batch: number; records: boolean; raw?: boolean; index?: boolean },
+    opts: { shuffle: boolean; seed: number; epoch: number; epochs?: number; batch: number; records: boolean; raw?: boolean; columns?: boolean },
   ): Buffer;
   /** avx512bf16 / evalPrecision: whether predict / evaluate / ablate run the bf16 forward (env ABACUS_CPU_EVAL_PRECISION=fp32 opts out) */
   cpuInfo(): {

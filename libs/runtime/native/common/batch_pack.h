@@ -4,8 +4,14 @@
 // packers read a row in a few cache lines instead of one miss per column.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <climits>
+#include <new>
+#include <stdexcept>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -189,6 +195,166 @@ struct WindowRecords {
   }
 };
 
+// One window of rows copied column by column, as the CUDA backend holds it on the device for
+// host-streamed training: numeric [m x N] row-major in the model's order, labels [m], weights [m]
+// (when the data has them), the slots' offsets [S x (m + 1)] int32 into the ids (slot after slot, rows
+// in stored order), then the ids. One buffer from `alloc` (pinned host memory, for the device's copy).
+// Built from runs of consecutive rows: the columns are copied a run at a time (memcpy where the
+// numeric columns are the data's own), so the host does little more than move the window's bytes once.
+struct WindowColumns {
+  using Alloc = void* (*)(size_t);
+  using Free = void (*)(void*);
+  Alloc alloc = nullptr;  // malloc / free unless set
+  Free dealloc = nullptr;
+  uint8_t* mem = nullptr;
+  size_t cap = 0;
+  int64_t m = 0, nnz = 0;
+  size_t num = 0, lab = 0, wt = 0, offs = 0, ids = 0, bytes = 0;  // where each array starts in mem
+
+  WindowColumns() = default;
+  WindowColumns(const WindowColumns&) = delete;
+  WindowColumns& operator=(const WindowColumns&) = delete;
+  ~WindowColumns() { free_mem(); }
+  const float* num_p() const { return reinterpret_cast<const float*>(mem + num); }
+  const float* lab_p() const { return reinterpret_cast<const float*>(mem + lab); }
+  const float* wt_p() const { return reinterpret_cast<const float*>(mem + wt); }
+  const int32_t* offs_p() const { return reinterpret_cast<const int32_t*>(mem + offs); }
+  const int32_t* ids_p() const { return reinterpret_cast<const int32_t*>(mem + ids); }
+
+  // f(part, first local row, first window row, rows) for each run of consecutive rows of one part
+  // among rows[b, e)
+  template <class F>
+  static void each_run(const DataSource& ds, const int64_t* rows, int64_t b, int64_t e, F f) {
+    for (int64_t i = b; i < e;) {
+      int64_t lr;
+      const DataPart& p = ds.locate(rows[i], lr);
+      int64_t len = 1;
+      while (i + len < e && rows[i + len] == rows[i] + len && lr + len < p.rows) ++len;
+      f(p, lr, i, len);
+      i += len;
+    }
+  }
+
+  void build(ThreadPool& tp, const DataSource& ds, const int64_t* rows, int64_t rows_n, int N, int S) {
+    const bool hw = ds.has_weights();
+    const int T = tp.size();
+    m = rows_n;
+    std::vector<int64_t> at((size_t)T * S, 0);  // each thread's ids of each slot, then where they go
+    tp.run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(m, t, T, b, e, kBlockRows);
+      int64_t* c = at.data() + (size_t)t * S;
+      each_run(ds, rows, b, e, [&](const DataPart& p, int64_t lr, int64_t, int64_t len) {
+        for (int s = 0; s < S; ++s) c[s] += p.offs[s][lr + len] - p.offs[s][lr];
+      });
+    });
+    std::vector<int64_t> slot_end(S);
+    int64_t total = 0;
+    for (int s = 0; s < S; ++s) {
+      for (int t = 0; t < T; ++t) {
+        const int64_t c = at[(size_t)t * S + s];
+        at[(size_t)t * S + s] = total;
+        total += c;
+      }
+      slot_end[s] = total;
+    }
+    if (total > INT32_MAX) throw std::runtime_error("a window of training rows holds more than 2^31 ids");
+    nnz = total;
+    size_t o = 0;
+    auto al = [&](size_t b) {
+      const size_t r = o;
+      o = (o + b + 255) & ~size_t(255);
+      return r;
+    };
+    num = al((size_t)m * N * 4);
+    lab = al((size_t)m * 4);
+    wt = al(hw ? (size_t)m * 4 : 0);
+    offs = al((size_t)S * (m + 1) * 4);
+    ids = al((size_t)nnz * 4);
+    bytes = o;
+    if (bytes > cap) {
+      free_mem();
+      const size_t want = bytes + bytes / 8;
+      mem = static_cast<uint8_t*>(alloc ? alloc(want) : std::malloc(want));
+      if (!mem) throw std::bad_alloc();
+      cap = want;
+    }
+    float* nm = reinterpret_cast<float*>(mem + num);
+    float* lb = reinterpret_cast<float*>(mem + lab);
+    float* wg = reinterpret_cast<float*>(mem + wt);
+    int32_t* of = reinterpret_cast<int32_t*>(mem + offs);
+    int32_t* id = reinterpret_cast<int32_t*>(mem + ids);
+    bool ident = true;
+    for (int j = 0; j < N; ++j) ident &= j < (int)ds.num_map.size() && ds.num_map[j] == j;
+    tp.run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(m, t, T, b, e, kBlockRows);
+      int64_t* pos = at.data() + (size_t)t * S;
+      each_run(ds, rows, b, e, [&](const DataPart& p, int64_t lr, int64_t i, int64_t len) {
+        if (ident && p.num_stride == N) {
+          std::memcpy(nm + i * N, p.numeric + lr * N, (size_t)len * N * 4);
+        } else {
+          for (int64_t q = 0; q < len; ++q)
+            for (int j = 0; j < N; ++j) nm[(i + q) * N + j] = p.numeric[(lr + q) * p.num_stride + ds.num_map[j]];
+        }
+        std::memcpy(lb + i, p.labels + lr, (size_t)len * 4);
+        if (hw) std::memcpy(wg + i, p.weights + lr, (size_t)len * 4);
+        for (int s = 0; s < S; ++s) {
+          const int32_t* so = p.offs[s] + lr;
+          const int32_t o0 = so[0];
+          int32_t* dst = of + (size_t)s * (m + 1) + i;
+          const int32_t shift = (int32_t)pos[s] - o0;
+          for (int64_t q = 0; q < len; ++q) dst[q] = so[q] + shift;
+          const int64_t cnt = so[len] - o0;
+          std::memcpy(id + pos[s], p.ids[s] + o0, (size_t)cnt * 4);
+          pos[s] += cnt;
+        }
+      });
+    });
+    for (int s = 0; s < S; ++s) of[(size_t)s * (m + 1) + m] = (int32_t)slot_end[s];
+  }
+
+ private:
+  void free_mem() {
+    if (mem) (dealloc ? dealloc(mem) : std::free(mem));
+    mem = nullptr;
+    cap = 0;
+  }
+};
+
+// The rows of a batch taken from two windows' columns (where the device holds them: row k of slot w
+// at w * stride + k; idx as WindowStream::pack_positions gives it), written in the stage layout: the
+// device's gather done on the host, the reference the packers' tests hold the windows to (it must
+// give pack_rows' bytes). Returns the bytes of the stage up to the last id.
+inline size_t gather_windows(const WindowColumns* const* w, int64_t stride, const int64_t* idx, int64_t B, int N, int S,
+                             bool hw, const StageLayout& L, uint8_t* pin) {
+  float* num = reinterpret_cast<float*>(pin + L.num);
+  float* lab = reinterpret_cast<float*>(pin + L.lab);
+  float* wt = hw ? reinterpret_cast<float*>(pin + L.wt) : nullptr;
+  int64_t* offs = reinterpret_cast<int64_t*>(pin + L.offs);
+  int32_t* ids = reinterpret_cast<int32_t*>(pin + L.ids);
+  int64_t at = 0;
+  for (int s = 0; s < S; ++s) {
+    for (int64_t r = 0; r < B; ++r) {
+      const WindowColumns& c = *w[idx[r] / stride];
+      const int64_t k = idx[r] % stride;
+      const int32_t* o = c.offs_p() + (size_t)s * (c.m + 1);
+      offs[s * (B + 1) + r] = at;
+      std::memcpy(ids + at, c.ids_p() + o[k], (size_t)(o[k + 1] - o[k]) * 4);
+      at += o[k + 1] - o[k];
+    }
+    offs[s * (B + 1) + B] = at;
+  }
+  for (int64_t r = 0; r < B; ++r) {
+    const WindowColumns& c = *w[idx[r] / stride];
+    const int64_t k = idx[r] % stride;
+    std::memcpy(num + r * N, c.num_p() + k * N, (size_t)N * 4);
+    lab[r] = c.lab_p()[k];
+    if (hw) wt[r] = c.wt_p()[k];
+  }
+  return L.ids + (size_t)at * 4;
+}
+
 // Records read this many rows ahead of the one being packed.
 constexpr int64_t kAhead = 8;
 inline void prefetch_record(const int32_t* rec) {
@@ -308,24 +474,32 @@ inline size_t unpack_raw(const uint8_t* raw, const RawLayout& RL, int64_t B, int
 }
 
 
-// The batches of an epoch packed from row-major copies of its windows (WindowedShuffle): the next
-// window (after an epoch's last one, the first of the next epoch) is copied on threads of its own
-// while batches are packed from the current one on others (the two pools together should not exceed
-// the cores: a packer or copier that waits for a core holds up its whole pool), and the mapped pages of the data are released
-// behind each copy, so at most two windows' records and one window's pages are held. Positions of
-// an epoch's order are addressed as in epoch_order.
-class RecordStream {
+// The batches of an epoch taken from copies of its windows (WindowedShuffle), row-major records
+// (WindowRecords: batches packed on the host or shipped raw) or columns (WindowColumns: held on the
+// device, batches named by their rows' places). With `slots` slots (2 or 3) the next slots - 1
+// windows (past an epoch's last one, the next epoch's first) are copied ahead, one after another on
+// threads of their own, while batches are taken from the current one on others (the two pools
+// together should not exceed the cores: a packer or copier that waits for a core holds up its whole
+// pool); three slots let a copy run a window further ahead, so a short window (an epoch's last) or a
+// slow copy does not hold up the batches. The mapped pages of the data are released behind each copy,
+// so at most `slots` windows and one window's pages are held. Positions of an epoch's order are
+// addressed as in epoch_order.
+template <class Window>
+class WindowStream {
  public:
-  RecordStream(const DataSource& ds, const std::vector<int64_t>& rows, bool shuffle, bool windowed, uint64_t seed,
-               int epochs, int N, int S, int copy_threads, int pack_threads)
+  static constexpr int kMaxSlots = 3;
+  WindowStream(const DataSource& ds, const std::vector<int64_t>& rows, bool shuffle, bool windowed, uint64_t seed,
+               int epochs, int N, int S, int copy_threads, int pack_threads, int slots = 2)
       : ds_(ds), rows_(rows), shuffle_(shuffle), windowed_(windowed), seed_(seed), epochs_(epochs), N_(N), S_(S),
-        pool_(new ThreadPool(std::max(1, copy_threads))), pack_pool_(new ThreadPool(std::max(1, pack_threads))) {}
-  ~RecordStream() {
+        nslots_(std::max(2, std::min(kMaxSlots, slots))), pool_(new ThreadPool(std::max(1, copy_threads))),
+        pack_pool_(new ThreadPool(std::max(1, pack_threads))) {}
+  ~WindowStream() {
     for (auto& s : slot_) join(s, false);
   }
-  // Whether batches of B rows can be packed from records: a batch reads at most two windows (every
+  // Whether batches of B rows can be taken from windows: a batch reads at most two windows (every
   // window but the last holds at least kWindowRows - kBlockRows rows).
   static bool fits(int64_t B) { return B <= kWindowRows - kBlockRows; }
+  int slots() const { return nslots_; }
 
   void start_epoch(int ep) {
     if (!(next_ && next_ep_ == ep)) {
@@ -337,11 +511,17 @@ class RecordStream {
     }
     ep_ = ep;
     ws_ = std::move(next_);
-    schedule(ep_, 0, ws_);
+    next_ep_ = -1;
+    copy_after(0);
   }
   int64_t windows() const { return ws_->windows(); }
   // seconds spent copying windows (on the copy threads) and waiting for a copy (on the caller's)
   double copy_seconds() const { return copy_s_; }
+  // of which: the windows' orders (WindowedShuffle::window), their copies (build + release); and how
+  // many windows were copied
+  double order_seconds() const { return order_s_; }
+  double build_seconds() const { return build_s_; }
+  int64_t copies() const { return copies_; }
   double wait_seconds() const { return wait_s_; }
   int pack_threads() const { return pack_pool_->size(); }
 
@@ -378,53 +558,65 @@ class RecordStream {
     return L.words + (size_t)at * 4;
   }
 
-  // Where the records of positions [b0, b0 + B) are in their windows, for a device that holds both
-  // windows' records (set_on_built uploads each): idx[r] is the record's word offset in its window,
-  // as ~offset (negative) for the window in slot 1. `batch` numbers the batch (increasing): each slot
-  // remembers the last batch that read it, handed to on_built when the slot is filled again. Returns
-  // the slots read (bit k: slot k).
-  // With `then_copy` false the next window's copy (which may refill a slot this batch read) waits
-  // for copy_next() (a test reading the host's records first).
-  int pack_index(int64_t b0, int64_t B, int64_t batch, int64_t* idx, bool then_copy = true) {
+  // Where the rows of positions [b0, b0 + B) are in the windows as the device holds them (row k of
+  // slot w at w * stride + k; set_on_built uploads each window): `batch` numbers the batch
+  // (increasing), and each slot remembers the last batch that read it, handed to on_built when the
+  // slot is filled again. Returns the slots read (bit w: slot w). With `then_copy` false the next
+  // windows' copies (which may refill a slot this batch read) wait for copy_next() (a test reading
+  // the host's windows first).
+  int pack_positions(int64_t b0, int64_t B, int64_t batch, int64_t stride, int64_t* idx, bool then_copy = true) {
     Seg seg[2];
     const int64_t w = segments(b0, B, batch, seg);
-    each_record(seg, b0, B, [&](int64_t r, const Slot& sl, int64_t o, int64_t) { idx[r] = &sl == &slot_[0] ? o : ~o; });
     int mask = 0;
-    for (const Seg& g : seg)
-      if (g.s) mask |= g.s == &slot_[0] ? 1 : 2;
+    int64_t r = 0;
+    for (const Seg& g : seg) {
+      if (!g.s) continue;
+      const int k = (int)(g.s - slot_);
+      mask |= 1 << k;
+      const int64_t* perm = g.s->perm.data() + (b0 - g.wb);
+      for (; r < g.r1; ++r) idx[r] = k * stride + perm[r];
+    }
     pending_w_ = w;
     if (then_copy) copy_next();
     return mask;
   }
   void copy_next() { copy_after(pending_w_); }
 
-  // Called on a copy thread once a window's records are built into slot k (0 or 1): with the last
-  // batch that read the slot's window before (-1: none), which a device holding the slot's records
-  // must have finished with before they are replaced. An exception fails the window's reader.
-  using OnBuilt = std::function<void(int k, const WindowRecords& rec, int64_t last_reader)>;
-  // the records held in slot k (what pack_index's offsets point into)
-  const WindowRecords& slot_records(int k) const { return slot_[k].rec; }
+  // Called on a copy thread once a window is built into slot k: with the last batch that read the
+  // slot's window before (-1: none), which a device holding the slot's window must have finished
+  // with before it is replaced. An exception fails the window's reader.
+  using OnBuilt = std::function<void(int k, const Window& win, int64_t last_reader)>;
+  // the window held in slot k (what pack_positions' rows point into); set up before the first epoch
+  const Window& slot_window(int k) const { return slot_[k].rec; }
+  Window& slot_window(int k) { return slot_[k].rec; }
   void set_on_built(OnBuilt f) { on_built_ = std::move(f); }
 
  private:
-  // the window after the last one a batch read is copied while the next batches pack
+  // windows w, w + 1, ... (slots - 1 of them; past the epoch's last, the next epoch's first) are
+  // copied while the next batches are taken: w is the window after the last one a batch read
   void copy_after(int64_t w) {
-    if (w < windows()) {
-      schedule(ep_, w, ws_);
-    } else if (ep_ + 1 < epochs_) {
-      if (!next_) {
-        next_ = std::make_shared<const WindowedShuffle>(rows_, shuffle_, windowed_, seed_, ep_ + 1);
-        next_ep_ = ep_ + 1;
+    int e = ep_;
+    const WindowedShuffle* ws = ws_.get();
+    for (int a = 0; a < nslots_ - 1; ++a, ++w) {
+      if (w >= ws->windows()) {
+        if (e != ep_ || ep_ + 1 >= epochs_) return;
+        if (!next_) {
+          next_ = std::make_shared<const WindowedShuffle>(rows_, shuffle_, windowed_, seed_, ep_ + 1);
+          next_ep_ = ep_ + 1;
+        }
+        e = ep_ + 1;
+        ws = next_.get();
+        w = 0;
       }
-      schedule(next_ep_, 0, next_);
+      schedule(e, w, e == ep_ ? ws_ : next_);
     }
   }
 
   struct Slot {
     int ep = -1;
     int64_t w = -1;
-    int64_t last_reader = -1;  // the last batch (pack_index) that read this slot's window
-    WindowRecords rec;
+    int64_t last_reader = -1;  // the last batch (pack_positions) that read this slot's window
+    Window rec;
     std::vector<int64_t> plain, perm;
     std::unique_ptr<std::thread> th;
     std::exception_ptr err;
@@ -434,6 +626,7 @@ class RecordStream {
     int64_t r1 = 0, wb = 0;
     const Slot* s = nullptr;
   };
+  static int64_t key(int ep, int64_t w) { return ep < 0 ? -1 : ((int64_t)ep << 40) + w; }
   // the windows positions [b0, b0 + B) read (at most two), copied: each segment's end (exclusive,
   // in the batch's rows), the first position of its window and its slot; the slots remember `batch`
   // as their last reader (unless negative). Returns the window after the last one read.
@@ -497,40 +690,66 @@ class RecordStream {
     }
   }
   Slot* holding(int ep, int64_t w) {
-    for (auto& s : slot_)
-      if (s.ep == ep && s.w == w) return &s;
+    for (int k = 0; k < nslots_; ++k)
+      if (slot_[k].ep == ep && slot_[k].w == w) return &slot_[k];
     return nullptr;
   }
-  // window w of epoch ep is copied (or being copied) into the slot not being read, on a thread of
-  // its own
-  void schedule(int ep, int64_t w, const std::shared_ptr<const WindowedShuffle>& ws) {
-    if (holding(ep, w)) return;
-    Slot& s = slot_[cur_ ^ 1];
+  // window w of epoch ep is copied (or being copied) into a slot whose window is done with (not the
+  // one being read, nor one copied ahead of it; the earliest such), on a thread of its own that
+  // takes its turn after the copies scheduled before it. Returns the slot (null: none is free).
+  Slot* schedule(int ep, int64_t w, const std::shared_ptr<const WindowedShuffle>& ws) {
+    if (Slot* h = holding(ep, w)) return h;
+    const int64_t now = key(slot_[cur_].ep, slot_[cur_].w);
+    Slot* t = nullptr;
+    for (int k = 0; k < nslots_; ++k) {
+      if (k == cur_) continue;
+      const int64_t kk = key(slot_[k].ep, slot_[k].w);
+      if (kk >= 0 && kk >= now) continue;  // the window being read or one ahead of it
+      if (!t || kk < key(t->ep, t->w)) t = &slot_[k];
+    }
+    if (!t) return nullptr;
+    Slot& s = *t;
     join(s, false);
     s.ep = ep;
     s.w = w;
     const int64_t last_reader = s.last_reader;
     s.last_reader = -1;
-    s.th.reset(new std::thread([this, &s, w, ws, last_reader] {
+    const int64_t ticket = tickets_++;
+    s.th.reset(new std::thread([this, &s, w, ws, last_reader, ticket] {
+      {
+        std::unique_lock<std::mutex> lk(turn_mu_);
+        turn_cv_.wait(lk, [&] { return turn_ == ticket; });
+      }
       try {
-        const auto t0 = std::chrono::steady_clock::now();
+        using clock = std::chrono::steady_clock;
+        const auto t0 = clock::now();
         ws->window(w, s.plain, s.perm);
+        const auto t1 = clock::now();
         s.rec.build(*pool_, ds_, s.plain.data(), (int64_t)s.plain.size(), N_, S_);
         if (ds_.mapped()) ds_.release();
+        const auto t2 = clock::now();
         if (on_built_) on_built_((int)(&s - slot_), s.rec, last_reader);
-        copy_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const auto t3 = clock::now();
+        copy_s_ += std::chrono::duration<double>(t3 - t0).count();
+        order_s_ += std::chrono::duration<double>(t1 - t0).count();
+        build_s_ += std::chrono::duration<double>(t2 - t1).count();
+        copies_++;
       } catch (...) {
         s.err = std::current_exception();
       }
+      {
+        std::lock_guard<std::mutex> lk(turn_mu_);
+        ++turn_;
+      }
+      turn_cv_.notify_all();
     }));
+    return &s;
   }
   // window w of the current epoch, copied; its slot becomes the one being read
   Slot& ready(int64_t w) {
     Slot* s = holding(ep_, w);
-    if (!s) {
-      schedule(ep_, w, ws_);
-      s = &slot_[cur_ ^ 1];
-    }
+    if (!s) s = schedule(ep_, w, ws_);
+    if (!s) throw std::logic_error("window stream: no slot free for the window being read");
     const auto t0 = std::chrono::steady_clock::now();
     join(*s, true);
     wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -543,17 +762,29 @@ class RecordStream {
   bool shuffle_, windowed_;
   uint64_t seed_;
   int epochs_, N_, S_;
+  int nslots_;
   std::unique_ptr<ThreadPool> pool_, pack_pool_;  // the copies' threads, the packers'
   std::shared_ptr<const WindowedShuffle> ws_, next_;
   int ep_ = 0, next_ep_ = -1;
-  Slot slot_[2];
+  Slot slot_[kMaxSlots];
   int cur_ = 0;
   OnBuilt on_built_;
   int64_t pending_w_ = 0;
   std::vector<const int32_t*> recs_;
   std::vector<int64_t> sizes_;
   std::vector<int64_t> scratch_;
-  double copy_s_ = 0, wait_s_ = 0;  // copy_s_ written by one copy thread at a time, read after a join
+  // copies run one at a time, in the order they were scheduled (they share the copy threads)
+  std::mutex turn_mu_;
+  std::condition_variable turn_cv_;
+  int64_t tickets_ = 0, turn_ = 0;
+  // written by one copy at a time, read after a join
+  double copy_s_ = 0, order_s_ = 0, build_s_ = 0, wait_s_ = 0;
+  int64_t copies_ = 0;
 };
+
+// windows of records, packed into stages on the host or shipped raw
+using RecordStream = WindowStream<WindowRecords>;
+// windows of columns, held on the device
+using ColumnStream = WindowStream<WindowColumns>;
 
 }  // namespace abacus

@@ -257,10 +257,9 @@ struct CudaImpl {
   void ensure_stages(size_t bytes);
   // device buffers for batches shipped as raw records (raw_bytes each stage, up to Bc rows of S slots)
   void ensure_raw(size_t raw_bytes, int64_t Bc);
-  // B records (k::unpack_rows: idx into w0, or w1 where negative) unpacked on st into stage `slot`'s
+  // B records (k::unpack_rows: record r at word idx[r] of w) unpacked on st into stage `slot`'s
   // layout SL, byte for byte what the host packer writes (batch_pack.h pack_records)
-  void unpack_stage(int slot, int64_t B, const StageLayout& SL, const int64_t* idx, const int32_t* w0, const int32_t* w1,
-                    bool hw);
+  void unpack_stage(int slot, int64_t B, const StageLayout& SL, const int64_t* idx, const int32_t* w, bool hw);
   // gemm.cu: col-major cuBLASLt products with an epilogue (false when no algorithm fits; *_must throw)
   bool gemm(int opA, int opB, int64_t m, int64_t n, int64_t kk, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, const float* C, int64_t ldc, float* Dp, int64_t ldd, int epi,
@@ -336,7 +335,8 @@ ABACUS_CUDA_LOCAL void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_
 ABACUS_CUDA_LOCAL const DevDataset& resident(CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);
 ABACUS_CUDA_LOCAL bool stream_training(const CudaImpl& I, const DataSource& ds);
-ABACUS_CUDA_LOCAL int max_bag_of(const DataSource& ds, int S);
+// the longest bag of ids (of one sample and slot); with max_row, the most ids of one row (all slots)
+ABACUS_CUDA_LOCAL int max_bag_of(const DataSource& ds, int S, int64_t* max_row = nullptr);
 // The host memory a fit streamed from tr holds while it trains (records of two windows, the row lists,
 // the validation labels), and a lease on the process-wide budget for it (ABACUS_STREAM_HOST_MB,
 // default 3072): a streamed fit waits while the fits already streaming hold more than the budget

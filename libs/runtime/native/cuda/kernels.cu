@@ -346,12 +346,8 @@ __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t
   }
 }
 
-__device__ __forceinline__ const int32_t* record_at(const int64_t* idx, const int32_t* w0, const int32_t* w1, int64_t r) {
-  const int64_t o = idx[r];
-  return o >= 0 ? w0 + o : w1 + ~o;
-}
 
-__global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+__global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __restrict__ w,
                             int64_t B, int N, int S, bool hw, float* __restrict__ num, float* __restrict__ lab,
                             float* __restrict__ wt, int64_t* __restrict__ cnt) {
   // one thread per (row, word of its head): heads are short, rows many
@@ -360,7 +356,7 @@ __global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __re
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t r = i / head;
     const int c = (int)(i - r * head);
-    const int32_t v = record_at(idx, w0, w1, r)[c];
+    const int32_t v = w[idx[r] + c];
     if (c < S) {
       cnt[(int64_t)c * (B + 1) + r] = v;
       if (r == 0) cnt[(int64_t)c * (B + 1) + B] = 0;
@@ -374,11 +370,11 @@ __global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __re
   }
 }
 
-__global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+__global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __restrict__ w,
                            int64_t B, int N, int S, bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids) {
   const int head = S + N + 1 + (hw ? 1 : 0);
   for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < B; r += (int64_t)gridDim.x * blockDim.x) {
-    const int32_t* rec = record_at(idx, w0, w1, r);
+    const int32_t* rec = w + idx[r];
     const int32_t* id = rec + head;
     for (int s = 0; s < S; ++s) {
       int32_t* dst = ids + offs[(int64_t)s * (B + 1) + r];
@@ -386,6 +382,15 @@ __global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __res
       for (int32_t q = 0; q < c; ++q) dst[q] = id[q];
       id += c;
     }
+  }
+}
+
+__global__ void place_offsets(const int32_t* __restrict__ src, int64_t m, int S, int64_t ld, int64_t row0, int64_t id0,
+                              int64_t* __restrict__ dst) {
+  const int64_t n = (int64_t)S * (m + 1);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t s = i / (m + 1), r = i - s * (m + 1);
+    dst[s * ld + row0 + r] = (int64_t)src[i] + id0;
   }
 }
 

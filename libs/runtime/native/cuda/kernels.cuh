@@ -24,19 +24,22 @@ struct DevData {
   int max_bag = 0;  // longest bag (ids per sample and slot) of the whole dataset
 };
 
-// Host-streamed batches from window records (common/batch_pack.h), unpacked on the device into the
-// stage layout the step reads, the same bytes the host packer writes. Record r starts at word
-// idx[r] of w0, or, where idx[r] < 0, at word ~idx[r] of w1 (the records as shipped: w0 = the raw
-// stage, idx its offsets; or the two windows held on the device, idx from RecordStream::pack_index):
-// its slot counts [S], numeric inputs [N], label, weight when hw, then the ids slot after slot.
+// Host-streamed batches from window records (common/batch_pack.h) shipped raw (ABACUS_CUDA_UNPACK=
+// device), unpacked on the device into the stage layout the step reads, the same bytes the host
+// packer writes. Record r starts at word idx[r] of w (the raw stage's records, idx its offsets): its
+// slot counts [S], numeric inputs [N], label, weight when hw, then the ids slot after slot.
 // unpack_rows writes num, lab, wt and each (slot, row)'s count of ids into cnt[s * (B + 1) + r]
 // (cnt[s * (B + 1) + B] = 0); an exclusive scan of cnt gives the offsets (slot after slot, rows in
 // order); unpack_ids copies each row's ids to where its offsets say.
-__global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+__global__ void unpack_rows(const int64_t* __restrict__ idx, const int32_t* __restrict__ w,
                             int64_t B, int N, int S, bool hw, float* __restrict__ num, float* __restrict__ lab,
                             float* __restrict__ wt, int64_t* __restrict__ cnt);
-__global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __restrict__ w0, const int32_t* __restrict__ w1,
+__global__ void unpack_ids(const int64_t* __restrict__ idx, const int32_t* __restrict__ w,
                            int64_t B, int N, int S, bool hw, const int64_t* __restrict__ offs, int32_t* __restrict__ ids);
+// A window's slot offsets as built on the host (WindowColumns: int32 [S x (m + 1)], from the window's
+// first id) placed where the device holds the window: dst[s * ld + row0 + r] = src[s * (m + 1) + r] + id0.
+__global__ void place_offsets(const int32_t* __restrict__ src, int64_t m, int S, int64_t ld, int64_t row0, int64_t id0,
+                              int64_t* __restrict__ dst);
 
 struct Layout {
   int N, S, D, ld0;  // numeric, slots, dim, leading dim of H0

@@ -239,9 +239,11 @@ int64_t streamed_host_bytes(const CudaImpl& I, const DataSource& tr, int64_t val
     for (int s = 0; s < I.S; ++s) nnz += p.offs[s][p.rows] - p.offs[s][0];
   const double words = I.S + I.N + 2 + (tr.rows ? (double)nnz / (double)tr.rows : 0.0);
   const double window = (double)std::min<int64_t>(kWindowRows, tr.rows) * words * 4;
-  // two windows of records (or, packing from the columns, the epoch's order: 8 bytes a row), the
-  // training and validation row lists (8 bytes a row each), the validation rows' labels (4)
-  return (int64_t)std::max(2 * window, 8.0 * (double)tr.rows) + 8 * tr.rows + 12 * val_rows;
+  // three windows (columns: the one being read and two copied ahead; records: two; the same words a
+  // row, the slots' offsets or counts, the numeric inputs, label, weight and ids) or, packing from the
+  // data's columns, the epoch's order (8 bytes a row); the training and validation row lists (8 bytes
+  // a row each), the validation rows' labels (4)
+  return (int64_t)std::max(3 * window, 8.0 * (double)tr.rows) + 8 * tr.rows + 12 * val_rows;
 }
 
 namespace {
@@ -277,14 +279,30 @@ StreamedHostLease::~StreamedHostLease() {
   g_stream_cv.notify_all();
 }
 
-int max_bag_of(const DataSource& ds, int S) {
+int max_bag_of(const DataSource& ds, int S, int64_t* max_row) {
   int mb = 0;
+  int64_t mr = 0;
+  std::vector<int64_t> acc;
+  constexpr int64_t kChunk = 4096;
   for (size_t i = 0; i < ds.parts.size(); ++i) {
     const auto& p = ds.parts[i];
-    for (int s = 0; s < S; ++s)
-      for (int64_t r = 0; r < p.rows; ++r) mb = std::max(mb, p.offs[s][r + 1] - p.offs[s][r]);
+    for (int64_t r0 = 0; r0 < p.rows; r0 += kChunk) {
+      const int64_t c = std::min(kChunk, p.rows - r0);
+      acc.assign(c, 0);
+      for (int s = 0; s < S; ++s) {
+        const int32_t* o = p.offs[s] + r0;
+        for (int64_t r = 0; r < c; ++r) {
+          const int32_t len = o[r + 1] - o[r];
+          mb = std::max(mb, len);
+          acc[r] += len;
+        }
+      }
+      if (max_row)
+        for (int64_t r = 0; r < c; ++r) mr = std::max(mr, acc[r]);
+    }
     ds.release_part(i);
   }
+  if (max_row) *max_row = mr;
   return mb;
 }
 
@@ -358,8 +376,7 @@ void CudaImpl::ensure_raw(size_t raw_bytes, int64_t Bc) {
   }
 }
 
-void CudaImpl::unpack_stage(int slot, int64_t B, const StageLayout& SL, const int64_t* idx, const int32_t* w0,
-                            const int32_t* w1, bool hw) {
+void CudaImpl::unpack_stage(int slot, int64_t B, const StageLayout& SL, const int64_t* idx, const int32_t* w, bool hw) {
   const auto& g = stage[slot];
   float* num = reinterpret_cast<float*>(g.dev + SL.num);
   float* lab = reinterpret_cast<float*>(g.dev + SL.lab);
@@ -367,11 +384,11 @@ void CudaImpl::unpack_stage(int slot, int64_t B, const StageLayout& SL, const in
   int64_t* offs = reinterpret_cast<int64_t*>(g.dev + SL.offs);
   int32_t* ids = reinterpret_cast<int32_t*>(g.dev + SL.ids);
   const int64_t head = S + N + 1 + (hw ? 1 : 0);
-  k::unpack_rows<<<blocks_for(B * head), 256, 0, st>>>(idx, w0, w1, B, N, S, hw, num, lab, wt, d_cnt);
+  k::unpack_rows<<<blocks_for(B * head), 256, 0, st>>>(idx, w, B, N, S, hw, num, lab, wt, d_cnt);
   if (S == 0) return;
   size_t tb = scan_tmp_bytes;
   CK(cub::DeviceScan::ExclusiveSum(scan_tmp, tb, d_cnt, offs, (int)(S * (B + 1)), st));
-  k::unpack_ids<<<blocks_for(B), 256, 0, st>>>(idx, w0, w1, B, N, S, hw, offs, ids);
+  k::unpack_ids<<<blocks_for(B), 256, 0, st>>>(idx, w, B, N, S, hw, offs, ids);
 }
 
 void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab) {

@@ -130,36 +130,80 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
   k::dense_adam<<<blocks_for(nd), 256, 0, st>>>(dense, dg, dm, dv, nd, d_step, dp);
 }
 
-// The two windows of records a host-streamed fit reads, held on the device (ABACUS_CUDA_UNPACK=window):
-// a copy thread uploads a window as soon as its records are built, on a stream of its own, once the
-// steps that read the window before it in the same slot are done; each step waits for the windows it
-// reads to be there.
+// Pinned host memory for the windows a host-streamed fit builds (portable: the copy threads that
+// allocate it need no device of their own)
+static void* pinned_alloc(size_t bytes) {
+  void* p = nullptr;
+  return cudaHostAlloc(&p, bytes, cudaHostAllocPortable) == cudaSuccess ? p : nullptr;
+}
+static void pinned_free(void* p) { cudaFreeHost(p); }
+
+// The windows a host-streamed fit reads (ABACUS_CUDA_UNPACK=window, the default from shards): the one
+// being read and the two copied ahead of it (ColumnStream's three slots), held on the device column
+// by column as one dataset of K x (cap + 1) rows: slot w's rows from w * (cap + 1), its ids from
+// w * idcap. A step gathers its rows from there as a resident step does, and the host sends only
+// where they are (8 bytes a row). A copy thread uploads each window as soon as it is built
+// (WindowColumns), on a stream of its own, once the steps that read the slot's window before it are
+// done; each step waits for the windows it reads to be there.
 struct DevWindows {
-  int dev;
+  static constexpr int K = ColumnStream::kMaxSlots;
+  int dev, N, S;
+  bool hw;
+  int64_t cap, idcap;
   cudaStream_t up = nullptr;
-  int32_t* d[2] = {nullptr, nullptr};
-  size_t cap[2] = {0, 0};  // words
-  cudaEvent_t ready[2] = {nullptr, nullptr}, released[2] = {nullptr, nullptr};
+  float *num = nullptr, *lab = nullptr, *wt = nullptr;
+  int64_t* offs = nullptr;
+  int32_t* ids = nullptr;
+  int32_t* offs32[K] = {};  // each slot's offsets as uploaded, before place_offsets
+  cudaEvent_t ready[K] = {}, released[K] = {};
   std::mutex m;
   std::condition_variable cv;
   int64_t enqueued = -1;  // the last batch whose step (and released events) are enqueued
   bool aborting = false;
-  explicit DevWindows(int device) : dev(device) {
+
+  // device bytes of K windows of up to cap rows and idcap ids each
+  static double bytes(int N, int S, bool hw, int64_t cap, int64_t idcap) {
+    const double rows = (double)K * (double)(cap + 1);
+    return rows * (N + 1 + (hw ? 1 : 0)) * 4 + (double)S * (rows + 1) * 8 + (double)K * (double)idcap * 4 + rows * S * 4;
+  }
+  DevWindows(int device, int n, int s, bool w, int64_t c, int64_t ic)
+      : dev(device), N(n), S(s), hw(w), cap(c), idcap(std::max<int64_t>(ic, 1)) {
     CK(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < K; ++k) {
       CK(cudaEventCreateWithFlags(&ready[k], cudaEventDisableTiming));
       CK(cudaEventCreateWithFlags(&released[k], cudaEventDisableTiming));
     }
+    const int64_t rows = K * (cap + 1);
+    num = dalloc<float>((size_t)std::max<int64_t>(rows * N, 1), false);
+    lab = dalloc<float>((size_t)rows, false);
+    if (hw) wt = dalloc<float>((size_t)rows, false);
+    offs = dalloc<int64_t>((size_t)S * (rows + 1) + 1, false);
+    ids = dalloc<int32_t>((size_t)(K * idcap), false);
+    for (int k = 0; k < K; ++k) offs32[k] = dalloc<int32_t>((size_t)S * (cap + 1) + 1, false);
   }
   ~DevWindows() {
     cudaSetDevice(dev);
     cudaStreamSynchronize(up);
-    for (int k = 0; k < 2; ++k) {
-      if (d[k]) cudaFree(d[k]);
+    for (void* p : std::initializer_list<void*>{num, lab, wt, offs, ids})
+      if (p) cudaFree(p);
+    for (int k = 0; k < K; ++k) {
+      if (offs32[k]) cudaFree(offs32[k]);
       cudaEventDestroy(ready[k]);
       cudaEventDestroy(released[k]);
     }
     cudaStreamDestroy(up);
+  }
+  int64_t stride() const { return cap + 1; }
+  k::DevData data(int mb) const {
+    k::DevData d;
+    d.n = K * (cap + 1);
+    d.num = num;
+    d.lab = lab;
+    d.wt = wt;
+    d.offs = offs;
+    d.ids = ids;
+    d.max_bag = mb;
+    return d;
   }
   void abort() {
     {
@@ -175,25 +219,33 @@ struct DevWindows {
     }
     cv.notify_all();
   }
-  // on a copy thread: window records built into slot k, whose previous window batch last_reader read last
-  void upload(int k, const WindowRecords& rec, int64_t last_reader) {
+  // on a copy thread: a window built into slot k, whose previous window batch last_reader read last;
+  // returns once the host's copy of the window may be rebuilt (its upload done)
+  void upload(int k, const WindowColumns& w, int64_t last_reader) {
     {
       std::unique_lock<std::mutex> lk(m);
       cv.wait(lk, [&] { return aborting || enqueued >= last_reader; });
       if (aborting) return;
     }
+    if (w.m > cap || w.nnz > idcap)
+      throw std::runtime_error("a window of " + std::to_string(w.m) + " rows and " + std::to_string(w.nnz) +
+                               " ids is larger than its place on the device (" + std::to_string(cap) + " rows, " +
+                               std::to_string(idcap) + " ids)");
     CK(cudaSetDevice(dev));
-    const size_t words = (size_t)rec.off.back();
-    if (words > cap[k]) {
-      CK(cudaEventSynchronize(released[k]));
-      CK(cudaStreamSynchronize(up));
-      if (d[k]) cudaFree(d[k]);
-      cap[k] = words + words / 4 + 1024;
-      d[k] = dalloc<int32_t>((int64_t)cap[k], false);
-    }
     CK(cudaStreamWaitEvent(up, released[k], 0));
-    if (words) CK(cudaMemcpyAsync(d[k], rec.words.data(), words * 4, cudaMemcpyHostToDevice, up));
+    const int64_t r0 = k * (cap + 1);
+    if (N) CK(cudaMemcpyAsync(num + r0 * N, w.num_p(), (size_t)w.m * N * 4, cudaMemcpyHostToDevice, up));
+    CK(cudaMemcpyAsync(lab + r0, w.lab_p(), (size_t)w.m * 4, cudaMemcpyHostToDevice, up));
+    if (hw) CK(cudaMemcpyAsync(wt + r0, w.wt_p(), (size_t)w.m * 4, cudaMemcpyHostToDevice, up));
+    if (S) {
+      CK(cudaMemcpyAsync(offs32[k], w.offs_p(), (size_t)S * (w.m + 1) * 4, cudaMemcpyHostToDevice, up));
+      if (w.nnz) CK(cudaMemcpyAsync(ids + k * idcap, w.ids_p(), (size_t)w.nnz * 4, cudaMemcpyHostToDevice, up));
+      k::place_offsets<<<blocks_for((int64_t)S * (w.m + 1)), 256, 0, up>>>(offs32[k], w.m, S, K * (cap + 1) + 1, r0,
+                                                                           k * idcap, offs);
+      CK(cudaGetLastError());
+    }
     CK(cudaEventRecord(ready[k], up));
+    CK(cudaStreamSynchronize(up));
   }
 };
 
@@ -223,6 +275,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   const DevDataset* dval = nullptr;
   k::DevData dd;
   int mb = 0;
+  int64_t max_row_ids = 0;
   if (!streaming) {
     const DevDataset& dtr = resident(I, tr);
     dval = vds ? &resident(I, *vds) : nullptr;
@@ -232,7 +285,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     mb = dd.max_bag;
   } else {
     check_vocab(tr, I.vocab);
-    mb = max_bag_of(tr, I.S);
+    mb = max_bag_of(tr, I.S, &max_row_ids);
     if (vds == &tr) {
       val_owned = upload_rows(tr, val_rows, I.N, I.S);
       dval = val_owned.get();
@@ -265,48 +318,129 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   std::vector<int64_t> pack_base;
   double pack_s = 0, pack_wait_s = 0;
   int64_t pack_n = 0;
-  // from mapped shards, batches are packed from row-major copies of the epoch's windows (one record
-  // a row; batch_pack.h), copied a window ahead; half the cores (up to 16) copy, half pack;
-  // ABACUS_CUDA_RECORDS=0 packs from the mapped columns instead
-  // ABACUS_CUDA_UNPACK=window: each window's records are uploaded whole to the device once built (on
-  // the copy thread) and each batch sends only where its records are (8 bytes a row)
-  std::unique_ptr<DevWindows> dwin;  // destroyed after records (whose copy threads use it)
+  // From mapped shards the epoch's windows are copied a window ahead on threads of their own, and
+  // ABACUS_CUDA_UNPACK says how batches reach the device:
+  //   window (default): each window copied column by column and held on the device (DevWindows,
+  //     two copied ahead); a batch sends where its rows are (8 bytes a row) and the step gathers them
+  //     as a resident step does; when the windows do not fit the device's free memory, `device` instead
+  //   device: each window copied row-major (records); each batch's records go to the device as they
+  //     are and are unpacked there into the stage
+  //   host: the records packed into the stage on the host
+  // ABACUS_CUDA_RECORDS=0 packs each batch from the mapped columns instead (no windows).
+  std::unique_ptr<DevWindows> dwin;  // destroyed after the streams (whose copy threads use it)
+  std::unique_ptr<ColumnStream> columns;
   std::unique_ptr<RecordStream> records;
-  // from records, each batch's records go to the device as they are and are unpacked there into the
-  // stage (the host only copies bytes); ABACUS_CUDA_UNPACK=host packs the stage on the host instead
   bool device_unpack = false;
   abacus::RawLayout RL;
+  const bool verbose = std::getenv("ABACUS_CUDA_VERBOSE") != nullptr;
   if (streaming && tr.mapped() && RecordStream::fits(std::min<int64_t>(o.batch, n))) {
     const char* e = std::getenv("ABACUS_CUDA_RECORDS");
     if (!(e && std::string(e) == "0")) {
-      const int half = (int)std::max<unsigned>(1, std::min<unsigned>(16, std::thread::hardware_concurrency()) / 2);
-      records.reset(new RecordStream(tr, train_rows, o.shuffle, true, o.seed, o.epochs, I.N, I.S, half, half));
       const char* u = std::getenv("ABACUS_CUDA_UNPACK");
-      device_unpack = !(u && std::string(u) == "host");
-      if (device_unpack) {
-        const int64_t Bc = std::min<int64_t>(o.batch, n);
-        RL = abacus::raw_layout(Bc, I.N, I.S, mb, tr.has_weights());
-        I.ensure_stages(std::max(SL.cap, RL.cap));
-        I.ensure_raw(RL.cap, Bc);
-        if (u && std::string(u) == "window") {
-          dwin.reset(new DevWindows(I.dev));
+      const std::string how = u && *u ? u : "window";
+      if (how != "window" && how != "device" && how != "host")
+        throw std::runtime_error("ABACUS_CUDA_UNPACK: '" + how + "' is not one of window, device, host");
+      const int cores = (int)std::max<unsigned>(2, std::min<unsigned>(16, std::thread::hardware_concurrency()));
+      if (how == "window") {
+        // a window's rows, and at most its rows' most ids each (no more than the whole set's)
+        const int64_t cap = std::min<int64_t>(n, kWindowRows);
+        int64_t nnz = 0;
+        for (auto& p : tr.parts)
+          for (int s = 0; s < I.S; ++s) nnz += p.offs[s][p.rows] - p.offs[s][0];
+        const int64_t idcap = std::min<int64_t>(cap * max_row_ids, nnz);
+        const double need = DevWindows::bytes(I.N, I.S, tr.has_weights(), cap, idcap);
+        size_t fr = 0, tot = 0;
+        CK(cudaMemGetInfo(&fr, &tot));
+        if (need <= 0.4 * (double)fr && idcap <= INT32_MAX) {
+          dwin.reset(new DevWindows(I.dev, I.N, I.S, tr.has_weights(), cap, idcap));
+          // the copy threads take the cores but one for this thread (which enqueues the steps) and one
+          // for the rest of the process; a batch's places are found on this thread
+          const int copy_threads = std::max(1, cores - 2);
+          columns.reset(new ColumnStream(tr, train_rows, o.shuffle, true, o.seed, o.epochs, I.N, I.S, copy_threads, 1, DevWindows::K));
+          for (int k = 0; k < DevWindows::K; ++k) {
+            columns->slot_window(k).alloc = pinned_alloc;
+            columns->slot_window(k).dealloc = pinned_free;
+          }
           DevWindows* d = dwin.get();
-          records->set_on_built([d](int k, const WindowRecords& rec, int64_t last_reader) { d->upload(k, rec, last_reader); });
+          columns->set_on_built([d](int k, const WindowColumns& w, int64_t last_reader) { d->upload(k, w, last_reader); });
+          if (verbose)
+            fprintf(stderr, "[abacus-cuda] each window copied by column (%d copy threads) and held on the device (%.2f GiB for %d), batches gathered there\n",
+                    copy_threads, need / 1073741824.0, DevWindows::K);
+        } else if (verbose) {
+          fprintf(stderr, "[abacus-cuda] %d windows would take %.2f GiB of the device's %.2f GiB free: records shipped and unpacked on the device instead\n",
+                  DevWindows::K, need / 1073741824.0, fr / 1073741824.0);
         }
       }
-      if (std::getenv("ABACUS_CUDA_VERBOSE"))
-        fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads, %d packing threads), unpacked on the %s\n",
-                half, half, dwin ? "device from windows held there" : device_unpack ? "device" : "host");
+      if (!columns) {
+        const int half = cores / 2;
+        records.reset(new RecordStream(tr, train_rows, o.shuffle, true, o.seed, o.epochs, I.N, I.S, half, half));
+        device_unpack = how != "host";
+        if (device_unpack) {
+          const int64_t Bc = std::min<int64_t>(o.batch, n);
+          RL = abacus::raw_layout(Bc, I.N, I.S, mb, tr.has_weights());
+          I.ensure_stages(std::max(SL.cap, RL.cap));
+          I.ensure_raw(RL.cap, Bc);
+        }
+        if (verbose)
+          fprintf(stderr, "[abacus-cuda] batches packed from row-major copies of each window (%d copy threads, %d packing threads), unpacked on the %s\n",
+                  half, half, device_unpack ? "device" : "host");
+      }
+    }
+  }
+  // where a batch's rows are (the windows held on the device): read by the step from pinned host
+  // memory, no copy, in a ring of kRing buffers, so the steps may queue up to kRing - 1 deep on the
+  // device (ABACUS_CUDA_WINDOW_PLACES=copy: copied into the stages on the copy stream instead)
+  bool mapped_places = false;
+  if (dwin) {
+    const char* wp = std::getenv("ABACUS_CUDA_WINDOW_PLACES");
+    mapped_places = !(wp && std::string(wp) == "copy");
+  }
+  struct Places {
+    int64_t* pin = nullptr;
+    const int64_t* dev = nullptr;
+    cudaEvent_t used = nullptr;  // recorded after the step that read them
+    int64_t batch = -1;
+    int mask = 0;
+  };
+  constexpr int kRing = 6;
+  struct Ring {
+    std::vector<Places> p;
+    CudaImpl& I;
+    ~Ring() {
+      if (p.empty()) return;
+      cudaStreamSynchronize(I.st);
+      for (auto& x : p) {
+        if (x.pin) cudaFreeHost(x.pin);
+        if (x.used) cudaEventDestroy(x.used);
+      }
+    }
+  } ring{{}, I};
+  if (mapped_places) {
+    ring.p.resize(kRing);
+    for (auto& x : ring.p) {
+      CK(cudaMallocHost(&x.pin, (size_t)std::min<int64_t>(o.batch, n) * 8));
+      void* dp = nullptr;
+      CK(cudaHostGetDevicePointer(&dp, x.pin, 0));
+      x.dev = static_cast<const int64_t*>(dp);
+      CK(cudaEventCreateWithFlags(&x.used, cudaEventDisableTiming));
     }
   }
   // a copy thread waiting for batches that will not come (training stopped) is let go before the
-  // records' threads are joined
+  // streams' threads are joined, and the step graphs that read the windows go with them
   struct LetGo {
     DevWindows* d;
+    CudaImpl& I;
     ~LetGo() {
-      if (d) d->abort();
+      if (!d) return;
+      d->abort();
+      cudaStreamSynchronize(I.st);
+      for (size_t i = I.graphs.size(); i-- > 0;)
+        if (I.graphs[i].data == d->ids) {
+          cudaGraphExecDestroy(I.graphs[i].exec);
+          I.graphs.erase(I.graphs.begin() + (std::ptrdiff_t)i);
+        }
     }
-  } let_go{dwin.get()};
+  } let_go{dwin.get(), I};
   int64_t stage_batch[2] = {-1, -1};
   int stage_mask[2] = {0, 0};
   if (total > I.losses_cap) {
@@ -328,7 +462,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   // the epoch's order in pinned memory (8 bytes a training row), for the device's copy or the host's
   // packing; batches packed from records follow the records' own order and need none
   int64_t* pinned_order = nullptr;
-  if (!records) CK(cudaMallocHost(&pinned_order, n * 8));
+  if (!records && !columns) CK(cudaMallocHost(&pinned_order, n * 8));
   CK(cudaMemsetAsync(I.d_losses, 0, total * sizeof(double), I.st));
   const int zero = 0;
   CK(cudaMemcpyAsync(I.d_stepidx, &zero, sizeof zero, cudaMemcpyHostToDevice, I.st));
@@ -431,8 +565,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       // the epoch's order: pinned, one copy, then the cursor restarts
       CK(cudaStreamSynchronize(I.st));
       // the CPU backend's order (train_split.h): windowed when streamed from mapped shards
-      if (!records) epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, pinned_order, window_ends);
+      if (pinned_order) epoch_order(train_rows, o.shuffle, streaming && tr.mapped(), o.seed, ep, pinned_order, window_ends);
       if (records) records->start_epoch(ep);
+      if (columns) columns->start_epoch(ep);
       size_t window = 0;
       if (!streaming) {
         CK(cudaMemcpyAsync(I.d_order, pinned_order, n * 8, cudaMemcpyHostToDevice, I.st));
@@ -456,13 +591,24 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       auto prep = [&](int64_t b0, int slot) {
         auto& g = I.stage[slot];
         const double tw = now_s();
+        if (mapped_places) {
+          Places& pl = ring.p[pack_n % kRing];
+          CK(cudaEventSynchronize(pl.used));  // the step that read them before is done
+          const double tp = now_s();
+          pl.batch = pack_n;
+          pl.mask = columns->pack_positions(b0, std::min(o.batch, n - b0), pack_n, dwin->stride(), pl.pin);
+          pack_wait_s += tp - tw;
+          pack_s += now_s() - tp;
+          pack_n++;
+          return;
+        }
         CK(cudaEventSynchronize(g.copied));  // its pinned buffer is no longer being read
         const double tp = now_s();
         const int64_t B = std::min(o.batch, n - b0);
         size_t bytes;
         if (dwin) {
           stage_batch[slot] = pack_n;
-          stage_mask[slot] = records->pack_index(b0, B, pack_n, reinterpret_cast<int64_t*>(g.pin));
+          stage_mask[slot] = columns->pack_positions(b0, B, pack_n, dwin->stride(), reinterpret_cast<int64_t*>(g.pin));
           bytes = (size_t)B * 8;
         } else {
           bytes = device_unpack ? records->pack_raw(b0, B, RL, g.pin)
@@ -484,28 +630,33 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         if (cancel.load()) { res.cancelled = true; break; }
         const int64_t B = std::min(o.batch, n - b0);
         if (streaming) {
-          CK(cudaStreamWaitEvent(I.st, I.stage[slot].copied, 0));
+          if (!mapped_places) CK(cudaStreamWaitEvent(I.st, I.stage[slot].copied, 0));
+          // the windows this batch reads are on the device (it gathers its rows there, at its places:
+          // the last batch prepared); afterwards they may be replaced once this step is done with them
+          Places* pl = mapped_places ? &ring.p[(pack_n - 1) % kRing] : nullptr;
+          const int mask = pl ? pl->mask : stage_mask[slot];
           if (dwin) {
-            // the windows this batch reads are on the device; afterwards they may be replaced once
-            // this step is done with them
-            for (int k = 0; k < 2; ++k)
-              if (stage_mask[slot] >> k & 1) CK(cudaStreamWaitEvent(I.st, dwin->ready[k], 0));
-            I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(I.stage[slot].raw), dwin->d[0], dwin->d[1], tr.has_weights());
-          } else if (device_unpack) {
-            const auto& g = I.stage[slot];
-            I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(g.raw + RL.offs), reinterpret_cast<const int32_t*>(g.raw + RL.words),
-                           nullptr, tr.has_weights());
+            for (int k = 0; k < DevWindows::K; ++k)
+              if (mask >> k & 1) CK(cudaStreamWaitEvent(I.st, dwin->ready[k], 0));
+            run_step(B, dwin->data(mb), pl ? pl->dev : reinterpret_cast<const int64_t*>(I.stage[slot].dev), true);
+            if (pl) CK(cudaEventRecord(pl->used, I.st));
+          } else {
+            if (device_unpack) {
+              const auto& g = I.stage[slot];
+              I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(g.raw + RL.offs), reinterpret_cast<const int32_t*>(g.raw + RL.words),
+                             tr.has_weights());
+            }
+            run_step(B, stage_data(slot, B), nullptr, true);
           }
-          run_step(B, stage_data(slot, B), nullptr, true);
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));
           if (dwin) {
-            for (int k = 0; k < 2; ++k)
-              if (stage_mask[slot] >> k & 1) CK(cudaEventRecord(dwin->released[k], I.st));
-            dwin->stepped(stage_batch[slot]);
+            for (int k = 0; k < DevWindows::K; ++k)
+              if (mask >> k & 1) CK(cudaEventRecord(dwin->released[k], I.st));
+            dwin->stepped(pl ? pl->batch : stage_batch[slot]);
           }
           if (b0 + o.batch < n && res.steps + 1 < total) {
             // from mapped shards: the pages of windows already packed are released
-            if (!records && tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
+            if (pinned_order && tr.mapped() && window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) {
               tr.release();
               while (window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) ++window;
             }
@@ -585,11 +736,17 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   }
   if (I.cs) CK(cudaStreamSynchronize(I.cs));
   res.seconds = now_s() - t0;
-  if (streaming && pack_n && std::getenv("ABACUS_CUDA_VERBOSE"))
+  if (streaming && pack_n && verbose)
     fprintf(stderr, "[abacus-cuda] streamed: %lld batches, host packing %.3f ms each (%d threads), waiting for a stage %.3f ms each, %.3f ms per step in all\n",
-            (long long)pack_n, pack_s / pack_n * 1e3, records ? records->pack_threads() : I.pack_pool->size(), pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
-  if (records && std::getenv("ABACUS_CUDA_VERBOSE"))
+            (long long)pack_n, pack_s / pack_n * 1e3, columns ? columns->pack_threads() : records ? records->pack_threads() : I.pack_pool->size(),
+            pack_wait_s / pack_n * 1e3, res.seconds / std::max<int64_t>(1, res.steps) * 1e3);
+  if (records && verbose)
     fprintf(stderr, "[abacus-cuda] window copies: %.3f s on their threads, %.3f s waited for\n", records->copy_seconds(), records->wait_seconds());
+  if (columns && verbose)
+    fprintf(stderr, "[abacus-cuda] window copies: %lld, %.3f s on their threads (orders %.3f s, copies %.3f s, uploads %.3f s), %.3f s waited for; batches' places %s\n",
+            (long long)columns->copies(), columns->copy_seconds(), columns->order_seconds(), columns->build_seconds(),
+            columns->copy_seconds() - columns->order_seconds() - columns->build_seconds(), columns->wait_seconds(),
+            mapped_places ? "read by the device from host memory" : "copied");
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
     CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
