@@ -3,6 +3,7 @@
 // CUDA step copies to the device), and the row-major copy of each window of an epoch that lets the
 // packers read a row in a few cache lines instead of one miss per column.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -235,15 +236,24 @@ struct WindowColumns {
     }
   }
 
+  // rows a piece of the copy's work; the threads take pieces as they come free (a thread that waits
+  // for a core holds up no one)
+  static constexpr int64_t kChunkRows = 16 * kBlockRows;
+
   void build(ThreadPool& tp, const DataSource& ds, const int64_t* rows, int64_t rows_n, int N, int S) {
     const bool hw = ds.has_weights();
-    const int T = tp.size();
     m = rows_n;
-    std::vector<int64_t> at((size_t)T * S, 0);  // each thread's ids of each slot, then where they go
-    tp.run([&](int t) {
-      int64_t b, e;
-      ThreadPool::range(m, t, T, b, e, kBlockRows);
-      int64_t* c = at.data() + (size_t)t * S;
+    const int64_t chunks = (m + kChunkRows - 1) / kChunkRows;
+    auto each_chunk = [&](auto&& f) {
+      std::atomic<int64_t> next{0};
+      tp.run([&](int) {
+        for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+          f(c, c * kChunkRows, std::min(m, (c + 1) * kChunkRows));
+      });
+    };
+    std::vector<int64_t> at((size_t)chunks * S, 0);  // each chunk's ids of each slot, then where they go
+    each_chunk([&](int64_t ch, int64_t b, int64_t e) {
+      int64_t* c = at.data() + (size_t)ch * S;
       each_run(ds, rows, b, e, [&](const DataPart& p, int64_t lr, int64_t, int64_t len) {
         for (int s = 0; s < S; ++s) c[s] += p.offs[s][lr + len] - p.offs[s][lr];
       });
@@ -251,9 +261,9 @@ struct WindowColumns {
     std::vector<int64_t> slot_end(S);
     int64_t total = 0;
     for (int s = 0; s < S; ++s) {
-      for (int t = 0; t < T; ++t) {
-        const int64_t c = at[(size_t)t * S + s];
-        at[(size_t)t * S + s] = total;
+      for (int64_t ch = 0; ch < chunks; ++ch) {
+        const int64_t c = at[(size_t)ch * S + s];
+        at[(size_t)ch * S + s] = total;
         total += c;
       }
       slot_end[s] = total;
@@ -286,10 +296,8 @@ struct WindowColumns {
     int32_t* id = reinterpret_cast<int32_t*>(mem + ids);
     bool ident = true;
     for (int j = 0; j < N; ++j) ident &= j < (int)ds.num_map.size() && ds.num_map[j] == j;
-    tp.run([&](int t) {
-      int64_t b, e;
-      ThreadPool::range(m, t, T, b, e, kBlockRows);
-      int64_t* pos = at.data() + (size_t)t * S;
+    each_chunk([&](int64_t ch, int64_t b, int64_t e) {
+      int64_t* pos = at.data() + (size_t)ch * S;
       each_run(ds, rows, b, e, [&](const DataPart& p, int64_t lr, int64_t i, int64_t len) {
         if (ident && p.num_stride == N) {
           std::memcpy(nm + i * N, p.numeric + lr * N, (size_t)len * N * 4);
@@ -515,10 +523,10 @@ class WindowStream {
     copy_after(0);
   }
   int64_t windows() const { return ws_->windows(); }
-  // seconds spent copying windows (on the copy threads) and waiting for a copy (on the caller's)
+  // seconds spent copying windows in turn (on the copy threads: the copies, build + release, then
+  // on_built) and waiting for a copy (on the caller's); the windows' orders (WindowedShuffle::window,
+  // made on each copy's thread before its turn); how many windows were copied
   double copy_seconds() const { return copy_s_; }
-  // of which: the windows' orders (WindowedShuffle::window), their copies (build + release); and how
-  // many windows were copied
   double order_seconds() const { return order_s_; }
   double build_seconds() const { return build_s_; }
   int64_t copies() const { return copies_; }
@@ -716,26 +724,34 @@ class WindowStream {
     s.last_reader = -1;
     const int64_t ticket = tickets_++;
     s.th.reset(new std::thread([this, &s, w, ws, last_reader, ticket] {
+      using clock = std::chrono::steady_clock;
+      // the window's order is the slot's own: made while an earlier copy takes its turn
+      const auto t0 = clock::now();
+      try {
+        ws->window(w, s.plain, s.perm);
+      } catch (...) {
+        s.err = std::current_exception();
+      }
+      const auto t1 = clock::now();
       {
         std::unique_lock<std::mutex> lk(turn_mu_);
         turn_cv_.wait(lk, [&] { return turn_ == ticket; });
       }
-      try {
-        using clock = std::chrono::steady_clock;
-        const auto t0 = clock::now();
-        ws->window(w, s.plain, s.perm);
-        const auto t1 = clock::now();
-        s.rec.build(*pool_, ds_, s.plain.data(), (int64_t)s.plain.size(), N_, S_);
-        if (ds_.mapped()) ds_.release();
-        const auto t2 = clock::now();
-        if (on_built_) on_built_((int)(&s - slot_), s.rec, last_reader);
-        const auto t3 = clock::now();
-        copy_s_ += std::chrono::duration<double>(t3 - t0).count();
-        order_s_ += std::chrono::duration<double>(t1 - t0).count();
-        build_s_ += std::chrono::duration<double>(t2 - t1).count();
-        copies_++;
-      } catch (...) {
-        s.err = std::current_exception();
+      const auto t1b = clock::now();
+      if (!s.err) {
+        try {
+          s.rec.build(*pool_, ds_, s.plain.data(), (int64_t)s.plain.size(), N_, S_);
+          if (ds_.mapped()) ds_.release();
+          const auto t2 = clock::now();
+          if (on_built_) on_built_((int)(&s - slot_), s.rec, last_reader);
+          const auto t3 = clock::now();
+          order_s_ += std::chrono::duration<double>(t1 - t0).count();
+          copy_s_ += std::chrono::duration<double>(t3 - t1b).count();
+          build_s_ += std::chrono::duration<double>(t2 - t1b).count();
+          copies_++;
+        } catch (...) {
+          s.err = std::current_exception();
+        }
       }
       {
         std::lock_guard<std::mutex> lk(turn_mu_);

@@ -743,9 +743,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   if (records && verbose)
     fprintf(stderr, "[abacus-cuda] window copies: %.3f s on their threads, %.3f s waited for\n", records->copy_seconds(), records->wait_seconds());
   if (columns && verbose)
-    fprintf(stderr, "[abacus-cuda] window copies: %lld, %.3f s on their threads (orders %.3f s, copies %.3f s, uploads %.3f s), %.3f s waited for; batches' places %s\n",
-            (long long)columns->copies(), columns->copy_seconds(), columns->order_seconds(), columns->build_seconds(),
-            columns->copy_seconds() - columns->order_seconds() - columns->build_seconds(), columns->wait_seconds(),
+    fprintf(stderr, "[abacus-cuda] window copies: %lld, %.3f s in turn on their threads (copies %.3f s, uploads %.3f s; orders made beforehand %.3f s), %.3f s waited for; batches' places %s\n",
+            (long long)columns->copies(), columns->copy_seconds(), columns->build_seconds(), columns->copy_seconds() - columns->build_seconds(),
+            columns->order_seconds(), columns->wait_seconds(),
             mapped_places ? "read by the device from host memory" : "copied");
   if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
