@@ -66,11 +66,18 @@ export const configSchema = z
     /** CUDA training streamed from mapped shards: '0' packs each batch from the shards' columns instead of from row-major copies of each window */
     ABACUS_CUDA_RECORDS: z.enum(['0', '1']).optional(),
     /**
-     * CUDA training streamed from window records: unset = each batch's records shipped as they are and
-     * unpacked on the device; 'window' = each window's records uploaded whole once and batches send only
-     * where their records are; 'host' = the batch packed on the host. Read by the CUDA addon.
+     * CUDA training streamed from mapped shards: unset = 'window', each window of the epoch's shuffle
+     * copied by column and held on the device (three at a time), each step gathering its batch there;
+     * 'device' = row-major copies of each window, each batch's records shipped as they are and unpacked
+     * on the device; 'host' = those records packed into the batch on the host. Read by the CUDA addon.
      */
     ABACUS_CUDA_UNPACK: z.enum(['device', 'window', 'host']).optional(),
+    /**
+     * With the windows held on the device: where a batch's rows are in them (8 bytes a row) is read by
+     * the step from pinned host memory (unset = 'mapped') or copied to the device first ('copy').
+     * Read by the CUDA addon; listed so a bad value stops start-up.
+     */
+    ABACUS_CUDA_WINDOW_PLACES: z.enum(['mapped', 'copy']).optional(),
     /**
      * host memory (MiB) the CUDA fits streamed from the host may hold at once, in one worker: a
      * streamed fit waits while those running hold more than the budget leaves (one always runs).
