@@ -78,6 +78,8 @@ export const configSchema = z
      * Read by the CUDA addon; listed so a bad value stops start-up.
      */
     ABACUS_CUDA_WINDOW_PLACES: z.enum(['mapped', 'copy']).optional(),
+    /** threads that copy the windows of CUDA training streamed from mapped shards; unset = the cores (up to 16) less two. Read by the CUDA addon. */
+    ABACUS_CUDA_COPY_THREADS: z.coerce.number().int().min(1).max(256).optional(),
     /**
      * host memory (MiB) the CUDA fits streamed from the host may hold at once, in one worker: a
      * streamed fit waits while those running hold more than the budget leaves (one always runs).

@@ -222,6 +222,21 @@ struct WindowColumns {
   const int32_t* offs_p() const { return reinterpret_cast<const int32_t*>(mem + offs); }
   const int32_t* ids_p() const { return reinterpret_cast<const int32_t*>(mem + ids); }
 
+  // at least `want` bytes of buffer (what it held is dropped): a window of up to `rows` rows and `ids`
+  // ids takes at most window_bytes(rows, ids, ...)
+  void reserve(size_t want) {
+    if (want <= cap) return;
+    free_mem();
+    mem = static_cast<uint8_t*>(alloc ? alloc(want) : std::malloc(want));
+    if (!mem) throw std::bad_alloc();
+    cap = want;
+  }
+  static size_t window_bytes(int64_t rows, int64_t ids, int N, int S, bool hw) {
+    auto al = [](size_t b) { return (b + 255) & ~size_t(255); };
+    return al((size_t)rows * N * 4) + al((size_t)rows * 4) + (hw ? al((size_t)rows * 4) : 0) + al((size_t)S * (rows + 1) * 4) +
+           al((size_t)ids * 4);
+  }
+
   // f(part, first local row, first window row, rows) for each run of consecutive rows of one part
   // among rows[b, e)
   template <class F>
@@ -282,13 +297,7 @@ struct WindowColumns {
     offs = al((size_t)S * (m + 1) * 4);
     ids = al((size_t)nnz * 4);
     bytes = o;
-    if (bytes > cap) {
-      free_mem();
-      const size_t want = bytes + bytes / 8;
-      mem = static_cast<uint8_t*>(alloc ? alloc(want) : std::malloc(want));
-      if (!mem) throw std::bad_alloc();
-      cap = want;
-    }
+    if (bytes > cap) reserve(bytes + bytes / 8);
     float* nm = reinterpret_cast<float*>(mem + num);
     float* lb = reinterpret_cast<float*>(mem + lab);
     float* wg = reinterpret_cast<float*>(mem + wt);

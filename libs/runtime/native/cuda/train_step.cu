@@ -355,11 +355,19 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           dwin.reset(new DevWindows(I.dev, I.N, I.S, tr.has_weights(), cap, idcap));
           // the copy threads take the cores but one for this thread (which enqueues the steps) and one
           // for the rest of the process; a batch's places are found on this thread
-          const int copy_threads = std::max(1, cores - 2);
+          // (ABACUS_CUDA_COPY_THREADS: that many instead)
+          const char* ct = std::getenv("ABACUS_CUDA_COPY_THREADS");
+          const int copy_threads = ct && std::atoi(ct) > 0 ? std::atoi(ct) : std::max(1, cores - 2);
           columns.reset(new ColumnStream(tr, train_rows, o.shuffle, true, o.seed, o.epochs, I.N, I.S, copy_threads, 1, DevWindows::K));
+          // the pinned buffers sized for a full window from the start (pinning memory takes a while:
+          // not in the middle of training), its ids at a quarter over the set's mean (a window with
+          // more grows its buffer)
+          const int64_t typical = std::min<int64_t>(idcap, (int64_t)std::ceil(1.25 * (double)cap * (double)nnz / (double)std::max<int64_t>(1, tr.rows)) + 1024);
+          const size_t most = WindowColumns::window_bytes(cap, typical, I.N, I.S, tr.has_weights());
           for (int k = 0; k < DevWindows::K; ++k) {
             columns->slot_window(k).alloc = pinned_alloc;
             columns->slot_window(k).dealloc = pinned_free;
+            columns->slot_window(k).reserve(most);
           }
           DevWindows* d = dwin.get();
           columns->set_on_built([d](int k, const WindowColumns& w, int64_t last_reader) { d->upload(k, w, last_reader); });
