@@ -427,10 +427,15 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     ring.p.resize(kRing);
     for (auto& x : ring.p) {
       CK(cudaMallocHost(&x.pin, (size_t)std::min<int64_t>(o.batch, n) * 8));
-      void* dp = nullptr;
-      CK(cudaHostGetDevicePointer(&dp, x.pin, 0));
-      x.dev = static_cast<const int64_t*>(dp);
       CK(cudaEventCreateWithFlags(&x.used, cudaEventDisableTiming));
+      void* dp = nullptr;
+      if (cudaHostGetDevicePointer(&dp, x.pin, 0) != cudaSuccess) {
+        // a device that cannot read host memory: the places are copied
+        cudaGetLastError();
+        mapped_places = false;
+        break;
+      }
+      x.dev = static_cast<const int64_t*>(dp);
     }
   }
   // a copy thread waiting for batches that will not come (training stopped) is let go before the
