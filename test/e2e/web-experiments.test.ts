@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
@@ -11,8 +13,8 @@ import { createDataSource, ExperimentEntity } from '@abacus/data';
 
 /**
  * Launching and following experiments in the web app, in a real headless Chromium against the built
- * api and worker: a subtract launched from the form on a 12,000-row sample set and followed to its
- * verdict, pruning curve and trial timeline; a bad value caught in the browser by the api's own
+ * api and worker: a subtract launched from the form on a 12,000-row sample set (a folder of Parquet
+ * files registered by path, not copied) and followed to its verdict, pruning curve and trial timeline; a bad value caught in the browser by the api's own
  * schema (nothing sent); an error only the server can find (a feature the set lacks) shown next to
  * its field; a 403 with its reason; the whole form filled and submitted with the keyboard; the
  * experiments list's filters in the URL and its pages; a 390 px wide screen. Screenshots in .data/screenshots/.
@@ -86,11 +88,21 @@ describe.skipIf(!CHROMIUM)('launching and following experiments in headless Chro
     api = startProcess('dist/apps/api/src/main.js', env.env);
     await waitForApi(api, url);
     expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
-    // demo-like data: strong and weak drive the click, noise does not, color has one clicky value
+    // demo-like data: strong and weak drive the click, noise does not, color has one clicky value;
+    // kept where a user keeps it, a folder of Parquet files (three, by time), and registered by path
     const csv = path.join(env.dataDir, 'in', 'feed.csv');
     writeSmallCsv(csv, ROWS);
-    const up = await admin.upload('/sample-sets', csv, { name: 'feed-clicks', businessLine: 'feed', label: 'click', time: 'ts' });
-    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const folder = path.join(env.dataDir, 'shared', 'feed-clicks');
+    fs.mkdirSync(folder, { recursive: true });
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    await con.run(`CREATE TABLE t AS SELECT *, ntile(3) OVER (ORDER BY ts) AS part FROM read_csv('${csv}')`);
+    for (const k of [1, 2, 3]) await con.run(`COPY (SELECT * EXCLUDE (part) FROM t WHERE part = ${k} ORDER BY ts) TO '${folder}/part-${k}.parquet' (FORMAT parquet)`);
+    con.closeSync();
+    db.closeSync();
+    const reg = await admin.call('POST', '/sample-sets/register', { url: `file://${folder}/`, name: 'feed-clicks', businessLine: 'feed', label: 'click', time: 'ts' });
+    expect(reg.status, JSON.stringify(reg.body)).toBe(201);
+    expect(reg.body.rowCount).toBe(ROWS);
     const k = await admin.call('POST', '/keys', { name: 'feed-viewer', role: 'viewer', lines: ['feed'] });
     expect(k.status).toBe(201);
     viewerKey = k.body.secret as string;
