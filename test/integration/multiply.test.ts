@@ -168,6 +168,9 @@ describe('multiply on the simulator: mall borrowing from feed and search', () =>
       },
     });
     expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
+    // the pretraining / fine-tuning trials copied their row sets into scratch folders, gone with them
+    const tmp = path.join(env.dataDir, 'tmp');
+    expect(fs.existsSync(tmp) ? fs.readdirSync(tmp).filter((n) => n.startsWith('scratch-')) : []).toEqual([]);
     const r = e.result;
     // what the run measured, for the record
     console.log(renderExperiment(e as Experiment));

@@ -70,8 +70,16 @@ export async function startWorker(config: AppConfig, opts: WorkerStartOptions = 
   // schedules whose scheduler Redis lost are restored at start-up, then on every pass
   await reports.sweepOnce().catch((err: Error) => Logger.warn(`report sweep failed: ${err.message}`, 'abacus-worker'));
   reports.start(config.ABACUS_REAPER_INTERVAL_MS);
+  const workflows = ctx.get<symbol, WorkflowContext>(WORKFLOW_CONTEXT);
+  // scratch folders of this host's workers that were killed mid-trial (the trials run again elsewhere)
+  try {
+    const swept = workflows.dataDir.sweepScratch();
+    if (swept.length) Logger.log(`removed ${swept.length} scratch folder(s) of stopped workers`, 'abacus-worker');
+  } catch (err) {
+    Logger.warn(`sweeping scratch folders failed: ${(err as Error).message}`, 'abacus-worker');
+  }
   // without a store, built sets unused for ABACUS_BUILT_KEEP_DAYS leave the data directory
-  const samples = ctx.get<symbol, WorkflowContext>(WORKFLOW_CONTEXT).samples;
+  const samples = workflows.samples;
   const keepMs = config.ABACUS_BUILT_KEEP_DAYS * 86_400_000;
   const prune = () => {
     try {

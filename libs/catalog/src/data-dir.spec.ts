@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileStore, ObjectCache } from '@abacus/store';
 import { DataDir, PathEscapeError } from './data-dir';
@@ -182,5 +183,39 @@ describe('DataDir with a deployment store (two hosts, one file store)', () => {
     const alone = new DataDir(path.join(base, 'a'));
     expect(await alone.pull('models/local-only')).toBe(a.abs('models/local-only'));
     expect(fs.existsSync(a.abs('models/local-only'))).toBe(true);
+  });
+});
+
+describe('DataDir scratch folders', () => {
+  let root: string;
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-scratch-'));
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('are fresh folders under tmp/, removed by their owner, and swept only when their process is gone', () => {
+    const d = new DataDir(root);
+    const a = d.scratch('split');
+    const b = d.scratch('split/x y');
+    expect(a.dir).not.toBe(b.dir);
+    expect(path.dirname(a.dir)).toBe(d.abs('tmp'));
+    expect(path.basename(b.dir)).toMatch(new RegExp(`-${process.pid}-[0-9a-f]{8}-split_x_y$`));
+    fs.writeFileSync(path.join(a.dir, 'rows.shard'), 'x');
+    // a folder left by a process of this host that has exited (a worker killed mid-trial)
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    const left = path.join(path.dirname(a.dir), path.basename(a.dir).replace(`-${process.pid}-`, `-${gone}-`));
+    fs.mkdirSync(left);
+    fs.writeFileSync(path.join(left, 'rows.shard'), 'x');
+    // another host's folder, and something else in tmp/
+    const other = path.join(d.abs('tmp'), `scratch-elsewhere-${gone}-00000000-split`);
+    fs.mkdirSync(other);
+    fs.mkdirSync(path.join(d.abs('tmp'), `pulled-${gone}-00000000`));
+    expect(d.sweepScratch()).toEqual([path.basename(left)]);
+    expect(fs.existsSync(left)).toBe(false);
+    expect(fs.existsSync(path.join(a.dir, 'rows.shard')) && fs.existsSync(b.dir) && fs.existsSync(other)).toBe(true);
+    a.remove();
+    expect(fs.existsSync(a.dir)).toBe(false);
+    expect(d.sweepScratch()).toEqual([]);
+    expect(fs.existsSync(b.dir)).toBe(true);
   });
 });

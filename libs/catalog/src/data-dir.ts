@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { StoreError, type ObjectCache, type ObjectInfo, type ObjectStore } from '@abacus/store';
@@ -16,6 +17,18 @@ export class PathEscapeError extends Error {
 }
 
 const within = (root: string, p: string) => p === root || p.startsWith(root + path.sep);
+
+/** this host's name as it may appear in a folder name */
+const scratchHost = () => os.hostname().replace(/[^A-Za-z0-9_.]/g, '_');
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /**
  * The deployment's store (ABACUS_STORE_URL): where every host finds what another wrote (uploads,
@@ -428,6 +441,36 @@ export class DataDir {
     const dir = this.abs('tmp');
     fs.mkdirSync(dir, { recursive: true });
     return dir;
+  }
+
+  /**
+   * A fresh scratch folder of this process, tmp/scratch-<host>-<pid>-<n>-<label>/ (absolute path):
+   * for files a job writes and reads only while it runs (copies of chosen rows as shards). The job
+   * removes it when done (`remove`); a process killed meanwhile leaves it to `sweepScratch`.
+   */
+  scratch(label: string): { dir: string; remove: () => void } {
+    const name = `scratch-${scratchHost()}-${process.pid}-${randomBytes(4).toString('hex')}-${label.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+    const dir = this.ensure(path.join('tmp', name));
+    return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  }
+
+  /**
+   * Removes the scratch folders left by processes of this host that are no longer running (killed
+   * mid-job); those of running processes, and of other hosts sharing the folder, stay. The names removed.
+   */
+  sweepScratch(): string[] {
+    const root = this.abs('tmp');
+    if (!fs.existsSync(root)) return [];
+    const prefix = `scratch-${scratchHost()}-`;
+    const removed: string[] = [];
+    for (const e of fs.readdirSync(root)) {
+      if (!e.startsWith(prefix)) continue;
+      const pid = Number(e.slice(prefix.length).split('-')[0]);
+      if (!Number.isInteger(pid) || pid <= 0 || processAlive(pid)) continue;
+      fs.rmSync(path.join(root, e), { recursive: true, force: true });
+      removed.push(e);
+    }
+    return removed;
   }
 
   ensure(relative: string): string {

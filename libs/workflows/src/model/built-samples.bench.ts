@@ -18,7 +18,9 @@
  * fit's phase. --gather R: a seeded sample of R validation rows copied from the shards in fold order,
  * as the prune and the shuffle ablation take theirs (RSS traced every 20 ms; --addon FILE loads
  * another build of the native addon, to compare). Each is a stage of its own in the JSON. --join-chunk-mb M: the build orders at most M MiB of
- * joined rows in one sort (a run of files at a time; the worker's default 4096).
+ * joined rows in one sort (a run of files at a time; the worker's default 4096). --split memory|scratch:
+ * multiply's pretraining / fine-tuning split of the training rows (by the slot s1), copied into memory
+ * or into shard files of a scratch folder, with the RSS traced as for --gather.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +31,7 @@ import type { SampleSetEntity } from '@abacus/data';
 import { materialize, RuntimeModel, setAddonPath } from '@abacus/runtime';
 import { scoreFileStreaming } from '@abacus/scoring';
 import { FileStore, ObjectCache, StoreRegistry } from '@abacus/store';
+import { splitByDomain } from '../multiply/multiply-trial.handler';
 import { BuiltSamplesCache, projectBuilt } from './built-samples.cache';
 import { foldOrder, sampleRows } from './dataset-subset';
 import { ModelTrainer } from './model-trainer';
@@ -74,7 +77,17 @@ function procStatus(): { rss: number; anon: number; file: number } {
 }
 
 async function main(): Promise<void> {
-  const valued = new Set(['--fits', '--backend', '--keep', '--trace', '--lanes', '--join-chunk-mb', '--gather', '--addon']);
+  const valued = new Set([
+    '--fits',
+    '--backend',
+    '--keep',
+    '--trace',
+    '--lanes',
+    '--join-chunk-mb',
+    '--gather',
+    '--addon',
+    '--split',
+  ]);
   const flag = (name: string): string | undefined => {
     const i = process.argv.indexOf(name);
     return i >= 0 ? process.argv[i + 1] : undefined;
@@ -204,6 +217,41 @@ async function main(): Promise<void> {
       before: { rssGiB: gib(before.rss), anonGiB: gib(before.anon), fileGiB: gib(before.file) },
       peak: { rssGiB: gib(top.rss), anonGiB: gib(top.anon), fileGiB: gib(top.file) },
     };
+  }
+  const splitMode = flag('--split');
+  if (splitMode === 'memory' || splitMode === 'scratch') {
+    // multiply's pretraining / fine-tuning split of the fitted rows by a line's slot (here s1, 50
+    // values: the rows whose s1 is the first test row's are "the target's"), copied into memory or
+    // into shard files of a scratch folder; the RSS traced every 20 ms meanwhile
+    begin(`split by domain (${splitMode})`);
+    const set = await cache.get(recipe);
+    const scratch = splitMode === 'scratch' ? new DataDir(root).scratch('split-bench') : null;
+    const before = procStatus();
+    const top = { rss: 0, anon: 0, file: 0 };
+    const tick = setInterval(() => {
+      const m = procStatus();
+      top.rss = Math.max(top.rss, m.rss);
+      top.anon = Math.max(top.anon, m.anon);
+      top.file = Math.max(top.file, m.file);
+    }, 20);
+    const ts = performance.now();
+    const split = await splitByDomain(set, { scratch: scratch?.dir ?? null, domain: 's1' });
+    const splitS = (performance.now() - ts) / 1000;
+    clearInterval(tick);
+    const gib = (kb: number) => +(kb / 2 ** 20).toFixed(2);
+    extra.split = {
+      mode: splitMode,
+      trainRows: set.train.rows,
+      pretrainRows: split.pretrain.rows,
+      finetuneRows: split.finetune.rows,
+      scratchGiB: scratch
+        ? +(fs.readdirSync(scratch.dir).reduce((a, f) => a + fs.statSync(path.join(scratch.dir, f)).size, 0) / 2 ** 30).toFixed(2)
+        : 0,
+      seconds: +splitS.toFixed(2),
+      before: { rssGiB: gib(before.rss), anonGiB: gib(before.anon), fileGiB: gib(before.file) },
+      peak: { rssGiB: gib(top.rss), anonGiB: gib(top.anon), fileGiB: gib(top.file) },
+    };
+    scratch?.remove();
   }
   if (process.argv.includes('--iv')) {
     begin('iv (streaming, every feature)');

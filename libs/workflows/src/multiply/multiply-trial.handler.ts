@@ -2,7 +2,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { EmbeddingService } from '@abacus/catalog';
-import { materialize, sliceRows, slotOf, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
+import {
+  isShardDataset,
+  materialize,
+  openShards,
+  sliceRows,
+  slotOf,
+  writeShard,
+  type ColumnarDataset,
+  type RuntimeData,
+} from '@abacus/runtime';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { UNION_DOMAIN, type SlotIdSpace } from '@abacus/samples';
 import { readIdSpaces, type BuiltSet } from '../model/built-samples.cache';
@@ -42,7 +51,7 @@ export class MultiplyTrialHandler {
   }
 
   private async run(scope: TrialScope, device: number | undefined) {
-    const { trial, checkpoint, progress, signal, logger } = scope;
+    const { trial, checkpoint, progress } = scope;
     const p = multiplyTrialParamsSchema.parse(trial.params);
     const recipe = { ...p.recipe, features: p.recipe.features as ResolvedFeature[] };
     const columns = recipe.features.filter((f) => f.name !== UNION_DOMAIN).map((f) => f.name);
@@ -57,13 +66,43 @@ export class MultiplyTrialHandler {
     // views of the built shards: the union and shared-embedding strategies train from them as they are
     // (source weights given beside them); the pretraining / fine-tuning split copies its two row sets
     const built = await this.targetValidation(
-      await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.1 * f, m).catch(() => undefined)),
+      await this.w.samples.get(recipe, recipe.features, (f, m) => void progress(0.05 + 0.08 * f, m).catch(() => undefined)),
       union,
     );
     checkpoint();
     if (p.strategy === 'shared_embedding')
       return this.sharedEmbedding(scope, p, recipe, built, union, device, { alignMs, buildMs: Date.now() - t0 });
-    const split = p.strategy === 'pretrain_finetune' ? await splitByDomain(built) : null;
+    // pretraining / fine-tuning: the two row sets, copied into shard files of a scratch folder (sets in
+    // memory: into memory), removed when the trial ends
+    const scratch = p.strategy === 'pretrain_finetune' && isShardDataset(built.train) ? this.w.dataDir.scratch('split') : null;
+    try {
+      return await this.fit(scope, p, recipe, built, union, device, alignMs, t0, scratch?.dir ?? null);
+    } finally {
+      scratch?.remove();
+    }
+  }
+
+  private async fit(
+    scope: TrialScope,
+    p: MultiplyTrialParams,
+    recipe: MultiplyTrialParams['recipe'] & { features: ResolvedFeature[] },
+    built: BuiltSet,
+    union: Awaited<ReturnType<typeof ensureUnion>>,
+    device: number | undefined,
+    alignMs: number,
+    t0: number,
+    scratch: string | null,
+  ) {
+    const { checkpoint, progress, signal, logger } = scope;
+    const split =
+      p.strategy === 'pretrain_finetune'
+        ? await splitByDomain(built, { scratch, onProgress: (f, m) => void progress(0.13 + 0.02 * f, m).catch(() => undefined) })
+        : null;
+    if (split)
+      logger.log(
+        `pretraining on ${split.pretrain.rows} borrowed rows, fine-tuning on ${split.finetune.rows} target rows ` +
+          `(copied ${scratch ? 'into shard files of a scratch folder' : 'into memory'})`,
+      );
     const weighted = p.weights && Object.keys(p.weights).length ? await this.weighted(built, p.weights) : built;
     const buildMs = Date.now() - t0;
     const perSeed: (SeedRun & { trainMs: number })[] = [];
@@ -374,39 +413,74 @@ export function domainLossWeights(
   return w;
 }
 
+/** rows a chunk when the split's row sets are copied into shard files (one shard file a chunk) */
+export const SPLIT_CHUNK_ROWS = 262_144;
+
 /**
  * The built union's train rows split into borrowed (pretraining) and target (fine-tuning) rows by the
  * domain slot, which the model then does not take: pretraining needs no indicator, and the model must
- * not see one. The two row sets are copied into memory (they interleave in time); the validation and
- * test splits stay as they are.
+ * not see one. The two row sets interleave in time, so each is a copy: with `scratch` (a folder, for
+ * train rows in shards) written there as shard files, SPLIT_CHUNK_ROWS rows at a time, so the trial's
+ * memory does not grow with the set; otherwise copied into memory. The validation and test splits
+ * stay as they are.
  */
-async function splitByDomain(built: BuiltSet): Promise<{
+export async function splitByDomain(
+  built: BuiltSet,
+  opts: {
+    scratch?: string | null;
+    onProgress?: (fraction: number, message: string) => void;
+    chunkRows?: number;
+    /** the slot that tells the rows' lines apart (the union's domain) */
+    domain?: string;
+  } = {},
+): Promise<{
   built: BuiltSet;
   pretrain: RuntimeData;
   finetune: RuntimeData;
   tag: string;
 }> {
-  if (!built.test.slots.some((s) => s.name === UNION_DOMAIN) || built.test.rows === 0)
+  const { scratch = null, onProgress, chunkRows = SPLIT_CHUNK_ROWS, domain = UNION_DOMAIN } = opts;
+  if (!built.test.slots.some((s) => s.name === domain) || built.test.rows === 0)
     throw new Error('the union samples have no domain column');
   // the test rows are all the target's
-  const testSlot = await slotOf(sliceRows(built.test, 0, 1), UNION_DOMAIN);
+  const testSlot = await slotOf(sliceRows(built.test, 0, 1), domain);
   const targetId = testSlot.ids[testSlot.offsets[0]!];
-  const trainSlot = await slotOf(built.train, UNION_DOMAIN);
-  const pre: number[] = [];
-  const fine: number[] = [];
-  for (let r = 0; r < built.train.rows; r++) (trainSlot.ids[trainSlot.offsets[r]!] === targetId ? fine : pre).push(r);
+  const trainSlot = await slotOf(built.train, domain);
+  const n = built.train.rows;
+  let fineRows = 0;
+  for (let r = 0; r < n; r++) if (trainSlot.ids[trainSlot.offsets[r]!] === targetId) fineRows++;
+  const pre = new Int32Array(n - fineRows);
+  const fine = new Int32Array(fineRows);
+  for (let r = 0, a = 0, b = 0; r < n; r++) {
+    if (trainSlot.ids[trainSlot.offsets[r]!] === targetId) fine[b++] = r;
+    else pre[a++] = r;
+  }
   if (!pre.length) throw new Error('no borrowed rows before the target validation start to pretrain on');
   if (!fine.length) throw new Error('the target has no training rows');
-  const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== UNION_DOMAIN) });
+  const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== domain) });
+  const train = built.train;
+  const copy = async (rows: Int32Array, name: string, from: number): Promise<RuntimeData> => {
+    if (!scratch || !isShardDataset(train)) return drop(await materialize(train, rows));
+    const vocab = Object.fromEntries(train.slots.flatMap((s) => (s.vocab === undefined ? [] : [[s.name, s.vocab]])));
+    const files: string[] = [];
+    for (let at = 0; at < rows.length; at += chunkRows) {
+      const to = Math.min(rows.length, at + chunkRows);
+      const file = path.join(scratch, `${name}-${String(files.length).padStart(6, '0')}.shard`);
+      await writeShard(file, drop(await materialize(train, rows.subarray(at, to))), { vocab });
+      files.push(file);
+      onProgress?.((from + to) / n, `copying the ${name} rows to shards (${from + to} of ${n})`);
+    }
+    return openShards(files, { verify: false });
+  };
   const stripped: BuiltSet = {
     ...built,
-    inputs: { ...built.inputs, slots: built.inputs.slots.filter((s) => s.name !== UNION_DOMAIN) },
+    inputs: { ...built.inputs, slots: built.inputs.slots.filter((s) => s.name !== domain) },
   };
   const tag = createHash('sha256').update(`${pre.length}/${fine.length}/${targetId}`).digest('hex').slice(0, 16);
   return {
     built: stripped,
-    pretrain: drop(await materialize(built.train, pre)),
-    finetune: drop(await materialize(built.train, fine)),
+    pretrain: await copy(pre, 'pretrain', 0),
+    finetune: await copy(fine, 'finetune', pre.length),
     tag,
   };
 }

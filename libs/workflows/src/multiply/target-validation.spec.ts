@@ -11,6 +11,7 @@ import { BuiltSamplesCache, inMemory, readIdSpaces } from '../model/built-sample
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from '../model/model-recipe.schema';
 import type { UnionPartParams } from './multiply-experiment.schema';
 import { concatRows, isShardDataset, materialize } from '@abacus/runtime';
+import { splitByDomain } from './multiply-trial.handler';
 import { carveTargetValidation } from './target-validation';
 import { ensureUnion, unionFile } from './union-samples';
 
@@ -152,6 +153,48 @@ describe("multiply's validation split", () => {
       expect(col(rows, 'v')).toEqual(col(arm.built[split], 'v'));
       expect([...rows.labels]).toEqual([...arm.built[split].labels]);
     }
+  });
+
+  it('splits the fitted rows into borrowed and target rows as shard files of a scratch folder, the rows of the copy in memory', async () => {
+    const parts = [part('target', 'target.parquet'), part('feed/s', 'source.parquet')];
+    const arm = await unionBuilt(parts, true);
+    const views = await new BuiltSamplesCache(dataDir).get(recipe(unionFile(parts, columns, TEST_FROM), true, true));
+    const carved = await carveTargetValidation(views, arm.union.validation, arm.targetId);
+    const inMem = await splitByDomain(carved);
+    const scratch = dataDir.scratch('split-test');
+    try {
+      const seen: string[] = [];
+      const onDisk = await splitByDomain(carved, {
+        scratch: scratch.dir,
+        onProgress: (f, m) => seen.push(`${f.toFixed(2)} ${m}`),
+        chunkRows: 37,
+      });
+      expect(isShardDataset(onDisk.pretrain) && isShardDataset(onDisk.finetune)).toBe(true);
+      expect(isShardDataset(inMem.pretrain) || isShardDataset(inMem.finetune)).toBe(false);
+      // chunks of 37 rows, one shard file each, in the scratch folder
+      const files = fs.readdirSync(scratch.dir).sort();
+      expect(files.length).toBe(Math.ceil(inMem.pretrain.rows / 37) + Math.ceil(inMem.finetune.rows / 37));
+      expect(files[0]).toBe('finetune-000000.shard');
+      expect(seen.at(-1)).toBe(`1.00 copying the finetune rows to shards (${carved.train.rows} of ${carved.train.rows})`);
+      for (const k of ['pretrain', 'finetune'] as const) {
+        const a = await materialize(onDisk[k]);
+        const b = inMem[k] as ColumnarDataset;
+        expect(a.rows).toBe(b.rows);
+        expect(a.slots.map((s) => s.name)).toEqual(['x']); // the domain is not a column of either
+        expect(col(a, 'v')).toEqual(col(b, 'v'));
+        expect([...a.labels]).toEqual([...b.labels]);
+        expect([...a.slots[0].ids]).toEqual([...b.slots[0].ids]);
+        expect([...a.slots[0].offsets]).toEqual([...b.slots[0].offsets]);
+      }
+      // borrowed rows are the source's (v >= 1000), the fine-tuning rows the target's
+      expect(col(await materialize(onDisk.pretrain), 'v').every((v) => v >= 1000)).toBe(true);
+      expect(col(await materialize(onDisk.finetune), 'v').every((v) => v < 1000)).toBe(true);
+      expect(onDisk.pretrain.rows + onDisk.finetune.rows).toBe(carved.train.rows);
+      expect(onDisk.tag).toBe(inMem.tag);
+    } finally {
+      scratch.remove();
+    }
+    expect(fs.existsSync(scratch.dir)).toBe(false);
   });
 
   it('refuses a count that is not the carve of the target rows, or a borrowed row among the last ones', async () => {
