@@ -207,7 +207,7 @@ const esbuild = require(path.join(root, 'node_modules', 'esbuild'));
 const entries = ['dist/apps/api/src/main.js', 'dist/apps/worker/src/main.js', 'dist/apps/cli/src/main.js', 'dist/libs/data/src/cli/migrate.js', 'dist/libs/workflows/src/score/score-thread.js', 'dist/libs/samples/src/build/build-thread.js'];
 // optional or lazily loaded packages: absent at run time (their callers try/catch or never run here)
 const absent = [
-  '@tensorflow/*', 'onnxruntime-node', 'pg-native', 'pg-query-stream', 'msgpackr-extract',
+  '@tensorflow/*', 'onnxruntime-web', 'pg-native', 'pg-query-stream', 'msgpackr-extract',
   '@nestjs/microservices', '@nestjs/microservices/*', '@nestjs/websockets', '@nestjs/websockets/*', '@nestjs/platform-fastify',
   '@fastify/static', 'class-validator', 'class-transformer', 'class-transformer/*',
   'mysql', 'mysql2', 'sqlite3', 'better-sqlite3', 'oracledb', 'mssql', 'mongodb', 'redis', 'sql.js', '@sap/hana-client',

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import * as ort from 'onnxruntime-node';
+import * as ort from 'onnxruntime-web';
 import { simulateWorld, writeWorld } from '@abacus/samples';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';

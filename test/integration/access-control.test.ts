@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { createDataSource } from '@abacus/data';
 import { EmbeddingService } from '@abacus/catalog';
-import * as ort from 'onnxruntime-node';
+import * as ort from 'onnxruntime-web';
 import { RuntimeModel, writeSafetensors } from '@abacus/runtime';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { CONTROLLERS } from '../../apps/api/src/app.module';

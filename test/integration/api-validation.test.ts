@@ -76,7 +76,7 @@ describe('API input validation (real Postgres + Redis)', () => {
     const r1 = await upload('/sample-sets', bad, { name: 'bad', businessLine: 'feed', label: 'click' });
     expect(r1.status).toBe(400);
     expect(r1.body.issues?.[0].path).toBe('file');
-    expect(r1.body.issues?.[0].message).toMatch(/CSV/);
+    expect(r1.body.issues?.[0].message).toMatch(/^bad\.csv: line 4 has 5 field\(s\) where the header has 3/);
 
     const good = path.join(env.dataDir, 'in', 'good.csv');
     writeSmallCsv(good, 300);

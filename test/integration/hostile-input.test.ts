@@ -91,7 +91,13 @@ const fileCases = (): Case[] => [
     name: 'malformed CSV (ragged row)',
     file: () => (writeMalformedCsv(path.join(inDir, 'ragged.csv')), path.join(inDir, 'ragged.csv')),
     path: 'file',
-    message: /cannot read CSV ragged\.csv/,
+    message: /ragged\.csv: line 4 has 5 field\(s\) where the header has 3/,
+  },
+  {
+    name: 'CSV whose lines have different numbers of fields (a short line first)',
+    file: () => write('uneven.csv', 'ts,strong,click\n1,0.5,1\n2,0.1\n3,0.7,1,9\n'),
+    path: 'file',
+    message: /uneven\.csv: line 3 has 2 field\(s\) where the header has 3/,
   },
   {
     name: 'malformed Parquet (magic bytes, garbage inside)',

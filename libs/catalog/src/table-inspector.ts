@@ -41,6 +41,19 @@ const TEXT_TYPE = /^VARCHAR$/;
  * unparsable row is an error, never silently skipped). Messages name the uploaded file by the name the
  * client gave it, never by the server's path.
  */
+/** Fields of one CSV line (RFC 4180 quoting: a delimiter inside quotes does not split). */
+export function countFields(line: string, delimiter: string): number {
+  let n = 1;
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i];
+    if (ch === '"')
+      quoted = !quoted; // a doubled quote inside quotes toggles twice
+    else if (ch === delimiter && !quoted) n++;
+  }
+  return n;
+}
+
 export class TableInspector {
   static formatOf(fileName: string): 'csv' | 'parquet' {
     const ext = path.extname(fileName).toLowerCase();
@@ -79,14 +92,15 @@ export class TableInspector {
     const format = path.extname(file).toLowerCase() === '.csv' ? 'CSV' : 'Parquet';
     try {
       let raw: string[];
+      let delimiter = ',';
       if (format === 'Parquet') {
         if (!hasParquetMagic(file, stat.size)) {
           throw new InvalidInputError('file', `${displayName} is not a Parquet file (no PAR1 magic bytes)`);
         }
         raw = await readParquetColumnNames(file);
       } else {
-        const src = await tableSource(file);
-        raw = await readCsvHeader(file, src.delimiter ?? ',');
+        delimiter = (await tableSource(file)).delimiter ?? ',';
+        raw = await readCsvHeader(file, delimiter);
       }
       if (raw.length > limits.maxColumns) {
         throw new InvalidInputError(
@@ -103,6 +117,7 @@ export class TableInspector {
             : `column names "${dup.other}" and "${dup.name}" differ only in case (columns ${dup.first} and ${dup.second}); names must be unique ignoring case`,
         );
       }
+      if (format === 'CSV') await this.checkFieldCounts(file, displayName, raw, delimiter);
       const schema = await describeTable(file);
       if (!schema.columns.length) throw new InvalidInputError('file', `${displayName} has no columns`);
       return {
@@ -113,6 +128,37 @@ export class TableInspector {
       if (err instanceof InvalidInputError) throw err;
       const reason = err instanceof TableReadError ? err.reason : (err as Error).message;
       throw new InvalidInputError('file', `cannot read ${format} ${displayName}: ${scrub(reason, file, displayName)}`);
+    }
+  }
+
+  /**
+   * Every line of a CSV file has as many fields as its header: read as text with the header's columns
+   * (no type detection, which on a ragged file takes the widest line for the header), the first line
+   * that does not is reported by its line number and field count.
+   */
+  private async checkFieldCounts(file: string, displayName: string, header: string[], delimiter: string): Promise<void> {
+    const columns = `{${header.map((n) => `${sql(n)}: 'VARCHAR'`).join(', ')}}`;
+    try {
+      await this.withConnection((run) =>
+        run(
+          `SELECT count(*) FROM read_csv(${sql(file)}, delim=${sql(delimiter)}, header=true, auto_detect=false, ` +
+            `columns=${columns}, strict_mode=true, ignore_errors=false, null_padding=false)`,
+        ),
+      );
+    } catch (err) {
+      const msg = (err as Error).message;
+      const m = /CSV Error on Line: (\d+)[\s\S]*?Expected Number of Columns: (\d+) Found: (\d+)/.exec(msg);
+      if (m) {
+        const [, line, expected] = m;
+        // DuckDB stops counting at the first field too many: the line it quotes is counted here
+        const original = /Original Line: (.*)/.exec(msg)?.[1];
+        const found = original !== undefined ? countFields(original, delimiter) : Number(m[3]);
+        throw new InvalidInputError(
+          'file',
+          `${displayName}: line ${line} has ${found} field(s) where the header has ${expected} (every line needs as many fields as the header)`,
+        );
+      }
+      // anything else (quoting, encoding) is reported as the typed read reports it
     }
   }
 
