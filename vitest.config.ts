@@ -1,6 +1,7 @@
 import path from 'node:path';
 import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const libs = ['access', 'core', 'catalog', 'data', 'queue', 'runtime', 'samples', 'scoring', 'serving', 'store', 'workflows', 'reports'];
 const alias: Record<string, string> = {
@@ -10,6 +11,33 @@ const alias: Record<string, string> = {
 };
 for (const lib of libs) alias[`@abacus/${lib}`] = path.resolve(__dirname, `libs/${lib}/src/index.ts`);
 
+/**
+ * The slowest test files (minutes of training on simulated worlds), started first so that the files
+ * running beside them fill the other workers instead of one long file finishing alone at the end.
+ */
+const SLOWEST_FIRST = [
+  'test/integration/add-subtract.test.ts',
+  'test/e2e/cli-workflows.test.ts',
+  'test/integration/calibration.test.ts',
+  'test/integration/worker-faults.test.ts',
+  'test/e2e/web-demo.test.ts',
+  'test/integration/random-tables.test.ts',
+  'test/integration/prune-lookahead.test.ts',
+  'test/integration/multiply.test.ts',
+  'libs/runtime/src/simulator-bound.spec.ts',
+];
+
+class SlowestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = SLOWEST_FIRST.findIndex((s) => f.moduleId.endsWith(s));
+      return i < 0 ? SLOWEST_FIRST.length : i;
+    };
+    return sorted.map((f, k) => ({ f, k })).sort((a, b) => rank(a.f) - rank(b.f) || a.k - b.k).map((x) => x.f);
+  }
+}
+
 // SWC instead of esbuild: NestJS dependency injection needs emitted decorator metadata.
 const plugins = [swc.vite({ module: { type: 'es6' } })];
 
@@ -18,6 +46,7 @@ export default defineConfig({
   resolve: { alias },
   test: {
     pool: 'forks',
+    sequence: { sequencer: SlowestFirst },
     projects: [
       {
         plugins,

@@ -12,12 +12,29 @@ ensure_postgres
 ensure_redis
 ensure_chromium
 
-say "building (native CPU runtime + TypeScript + web app)"
-npm run --silent build
-say "type-checking code and tests"
-npm run --silent typecheck
-say "lint"
-npx eslint --max-warnings 0 .
+# independent steps side by side (each is mostly one thread), their output kept apart and shown on failure
+together() { # label:command ...
+  local pids=() labels=() logs=() fail=0 i
+  for spec in "$@"; do
+    local label=${spec%%:*} log
+    log=$(mktemp)
+    bash -c "${spec#*:}" >"$log" 2>&1 &
+    pids+=($!) labels+=("$label") logs+=("$log")
+  done
+  for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+      say "${labels[$i]}: FAILED"
+      cat "${logs[$i]}"
+      fail=1
+    fi
+    rm -f "${logs[$i]}"
+  done
+  [ $fail = 0 ] || die "build, type-check or lint failed"
+}
+say "building (native CPU runtime, TypeScript and the web app, side by side)"
+together "native runtime:npm run --silent build:native" "TypeScript:npm run --silent build:ts" "web app:npm run --silent build:web"
+say "type-checking code and tests, and lint (side by side)"
+together "type-check:npm run --silent typecheck" "lint:npx eslint --max-warnings 0 ."
 
 mkdir -p .data/test-results
 rm -f .data/test-results/*.json
@@ -34,8 +51,12 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -
 else
   say "CUDA tests: skipped — no GPU (or no CUDA addon) on this machine; run them on a GPU host with: bash scripts/build-cuda.sh && npx vitest run --project gpu (or node libs/runtime/bench/dist/run-bench.js --parity)"
 fi
-run_project integration "integration tests (real Postgres + Redis)" --no-file-parallelism
-run_project e2e "end-to-end tests (api + worker + CLI; the web app in headless Chromium)" --no-file-parallelism
+# integration and end-to-end files side by side, two at a time, the slowest first (vitest.config.ts):
+# each file has its own database, queue prefix, data directory and ports, and much of their time is
+# spent waiting on jobs and browsers, so a second file fills it
+say "integration tests (real Postgres + Redis) and end-to-end tests (api + worker + CLI; the web app in headless Chromium)"
+npx vitest run --project integration --project e2e --maxWorkers=2 --reporter=default --reporter=json \
+  --outputFile.json=".data/test-results/integration-e2e.json" || rc=1
 
 # the Docker images, where an engine runs: build, start on spare ports, wait for health, tear down
 if docker_works; then

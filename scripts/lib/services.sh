@@ -2,7 +2,7 @@
 # Makes sure Postgres and Redis answer on the configured URLs: uses running ones, otherwise starts
 # them with Docker (where an engine runs) or from Debian's packages, and says what it did.
 
-say() { printf '\033[1m[abacus]\033[0m %s\n' "$*"; }
+say() { printf '\033[1m[abacus %ss]\033[0m %s\n' "$SECONDS" "$*"; }  # seconds since the script started
 die() { printf '\033[1;31m[abacus] %s\033[0m\n' "$*" >&2; exit 1; }
 
 PG_URL="${ABACUS_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/abacus}"
