@@ -237,11 +237,12 @@ describe.skipIf(!CHROMIUM)('web app in headless Chromium (built api + worker)', 
     await page.waitForURL(/\/experiments$/);
     await row.getByRole('link', { name: 'web score', exact: true }).click();
     await page.waitForURL(new RegExp(`/experiments/${scoreId}$`));
-    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
-    // the per-feature ranking as a table of its own, strongest first
-    const ranking = page.getByRole('table', { name: 'result ranking' });
-    expect(await ranking.locator('thead').innerText()).toMatch(/feature/);
-    expect(await ranking.locator('tbody tr').first().innerText()).toMatch(/strong/);
+    await page.locator('details.raw-json').waitFor();
+    // the per-feature ranking as a chart, strongest first; the raw result collapsed below it
+    const ranking = page.locator('figure.chart-figure').first();
+    expect(await ranking.locator('figcaption').innerText()).toMatch(/^Information value per feature/);
+    expect(await ranking.locator('.chart-label').first().textContent()).toMatch(/strong/);
+    expect(await page.locator('details.raw-json').evaluate((d) => (d as unknown as { open: boolean }).open)).toBe(false);
     expect(await page.locator('.facts').innerText()).toMatch(/Status\s+succeeded/);
     await screenshot(page, 'experiment');
   });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -162,6 +163,26 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
         await stored('multiply', 'charts old', 'succeeded', { results: [{ strategy: 'pool' }], note: 'an older shape' })
       ).id;
       ids.running = (await stored('subtract', 'charts running', 'running', null)).id;
+      // arms whose labels are longer than the label column: they wrap instead of running off the chart
+      ids.long = (
+        await stored('multiply', 'charts long labels', 'succeeded', {
+          results: [
+            {
+              strategy: 'pretrain_finetune',
+              sources: ['other/mw17-other-line-samples'],
+              deltaAuc: iv(0.004, 0.002),
+              validation: { ...iv(0.003, 0.002), split: 'validation' },
+              verdict: 'recommend',
+            },
+            {
+              strategy: 'shared_embedding',
+              sources: ['feed/feed-samples-with-a-long-name', 'search/search-samples-with-a-long-name'],
+              deltaAuc: { ...iv(-0.001, 0.003), split: 'test' },
+              verdict: 'no gain',
+            },
+          ],
+        })
+      ).id;
     } finally {
       await ds.destroy();
     }
@@ -186,18 +207,20 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
   for (const kind of Object.keys(RESULTS)) {
     it(`draws the ${kind} result as SVG charts above its table`, async () => {
       await page.goto(`${url}/experiments/${ids[kind]}`);
-      await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+      await page.locator('details.raw-json').waitFor();
       const figures = page.locator('figure.chart-figure');
       await figures.first().waitFor();
       const marks: number[] = [];
       for (let i = 0; i < (await figures.count()); i++)
         marks.push(await figures.nth(i).locator('svg.chart g.chart-mark').count());
       expect(marks).toEqual(MARKS[kind]);
-      // the charts come before the result's table
+      // the charts come before the raw result, which is collapsed: no result tables on the page
       const order = await page.evaluate<boolean>(
-        "!!(document.querySelector('figure.chart-figure').compareDocumentPosition(document.querySelector('table[aria-label=\"result\"]')) & Node.DOCUMENT_POSITION_FOLLOWING)",
+        "!!(document.querySelector('figure.chart-figure').compareDocumentPosition(document.querySelector('details.raw-json')) & Node.DOCUMENT_POSITION_FOLLOWING)",
       );
       expect(order).toBe(true);
+      expect(await page.locator('details.raw-json').evaluate((d) => (d as unknown as { open: boolean }).open)).toBe(false);
+      expect(await page.locator('table[aria-label^="result"]').count()).toBe(0);
       // styled by the stylesheet (a dot is filled with a colour, not black) with no inline style anywhere
       const fill = await page.evaluate<string>(
         "getComputedStyle(document.querySelector('svg.chart .chart-dot, svg.chart .chart-rect')).fill",
@@ -237,9 +260,66 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     expect(consoleErrors.errors).toEqual([]);
   });
 
-  it('an old result without usable fields and a running experiment without a result: tables only, no crash', async () => {
+  it('the raw result: collapsed, with its size, copied to the clipboard and downloaded as the same JSON', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
+    await page.goto(`${url}/experiments/${ids.divide}`);
+    const raw = page.locator('details.raw-json');
+    await raw.waitFor();
+    expect(await raw.locator('summary').innerText()).toMatch(/^result as JSON \(\d+(\.\d)? KB\)$/);
+    expect(await raw.locator('pre').isVisible()).toBe(false);
+    await raw.locator('summary').click();
+    expect(await raw.locator('pre').isVisible()).toBe(true);
+    expect(JSON.parse(await raw.locator('pre').innerText())).toEqual(RESULTS.divide);
+    await raw.getByRole('button', { name: 'Copy' }).click();
+    await raw.getByText('copied to the clipboard').waitFor();
+    // what is copied and downloaded is the JSON shown (as stored: the keys in the database's order)
+    const shown = await raw.locator('pre').textContent();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(shown);
+    const [download] = await Promise.all([page.waitForEvent('download'), raw.getByRole('button', { name: /^Download/ }).click()]);
+    expect(download.suggestedFilename()).toBe(`experiment-${ids.divide}-result.json`);
+    const file = await download.path();
+    expect(fs.readFileSync(file, 'utf8')).toBe(shown);
+    expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toEqual(RESULTS.divide);
+    await screenshot(page, 'experiment-raw-result');
+    expect(consoleErrors.errors).toEqual([]);
+  });
+
+  for (const width of [1280, 390]) {
+    it(`wraps chart labels longer than the label column instead of cutting them (${width} px)`, async () => {
+      await page.setViewportSize({ width, height: 900 });
+      try {
+        await page.goto(`${url}/experiments/${ids.long}`);
+        const svg = page.locator('svg.chart').first();
+        await svg.waitFor();
+        // every label inside the chart: its box starts at or right of the SVG's left edge, ends left of the plot
+        const boxes = await svg.evaluate((el) =>
+          [...el.querySelectorAll('text.chart-label')].map((t) => {
+            const b = (t as unknown as { getBBox(): { x: number; width: number } }).getBBox();
+            return { x: b.x, right: b.x + b.width, lines: t.querySelectorAll('tspan').length, text: t.textContent };
+          }),
+        );
+        expect(boxes).toHaveLength(3);
+        for (const b of boxes) expect(b.x, JSON.stringify(b)).toBeGreaterThanOrEqual(0);
+        expect(boxes.some((b) => b.lines > 1)).toBe(true);
+        // the full label is still there, over its lines
+        expect(boxes.map((b) => (b.text ?? '').replace(/\s/g, ''))).toContain(
+          'shared_embedding · feed/feed-samples-with-a-long-name + search/search-samples-with-a-long-name (test)'.replace(
+            /\s/g,
+            '',
+          ),
+        );
+        // the page does not scroll sideways
+        expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+        await screenshot(page, `experiment-charts-long-labels-${width}`);
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 900 });
+      }
+    });
+  }
+
+  it('an old result without usable fields and a running experiment without a result: the raw result only, no crash', async () => {
     await page.goto(`${url}/experiments/${ids.old}`);
-    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+    await page.locator('details.raw-json').waitFor();
     expect(await page.locator('figure.chart-figure').count()).toBe(0);
     await page.goto(`${url}/experiments/${ids.running}`);
     await page.getByText('not finished yet').waitFor();
@@ -272,7 +352,7 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     expect(e.status, `${e.error}\n${worker.output()}`).toBe('succeeded');
     const result = e.result as { curve: unknown[]; perFeature: { shuffleDrop: number | null; iv: number | null }[] };
     await page.goto(`${url}/experiments/${id}`);
-    await page.getByRole('table', { name: 'result', exact: true }).waitFor();
+    await page.locator('details.raw-json').waitFor();
     const figures = page.locator('figure.chart-figure');
     expect(await figures.count()).toBe(3);
     expect(await figures.nth(0).locator('svg.chart g.chart-mark').count()).toBe(result.curve.length);

@@ -3,6 +3,7 @@ import {
   chartsFor,
   COST_AXES,
   groupClass,
+  labelColumn,
   type CostAxis,
   linearScale,
   ticks,
@@ -35,15 +36,48 @@ function Legend({ groups }: { groups: string[] }) {
   );
 }
 
+const LINE_H = 12;
+
+/** Row positions of a chart whose labels may take several lines: each row's top and height, and the bottom. */
+function rowLayout(lines: string[][], rowH: number, top: number) {
+  const heights = lines.map((l) => rowH + (l.length - 1) * LINE_H);
+  const tops: number[] = [];
+  let y = top;
+  for (const hgt of heights) {
+    tops.push(y);
+    y += hgt;
+  }
+  return { tops, heights, bottom: y };
+}
+
+/** A row label right-aligned at x, its lines centred on cy. */
+function RowLabel({ x, cy, lines }: { x: number; cy: number; lines: string[] }) {
+  const first = cy + 4 - ((lines.length - 1) * LINE_H) / 2;
+  return (
+    <text x={x} y={first} textAnchor="end" className="chart-label">
+      {lines.length === 1
+        ? lines[0]
+        : lines.map((l, k) => (
+            <tspan key={k} x={x} dy={k === 0 ? 0 : LINE_H}>
+              {l}
+            </tspan>
+          ))}
+    </text>
+  );
+}
+
 function IntervalSvg({ chart }: { chart: IntervalChart }) {
-  const left = 220;
+  const labels = labelColumn(chart.rows.map((r) => r.label));
+  // the plot keeps at least 40 % of the width; the labels take the rest they need
+  const left = Math.min(labels.width, Math.round(W * 0.6));
   const right = W - 20;
   const rowH = 22;
   const top = 10;
-  const h = top + chart.rows.length * rowH + 36;
+  const layout = rowLayout(labels.lines, rowH, top);
+  const h = layout.bottom + 36;
   const values = chart.rows.flatMap((r) => [r.value, r.low ?? r.value, r.high ?? r.value]).concat(chart.refs.map((r) => r.value));
   const { scale, domain } = linearScale(values, [left, right]);
-  const bottom = top + chart.rows.length * rowH;
+  const bottom = layout.bottom;
   const groups = [...new Set(chart.rows.map((r) => r.group))];
   return (
     <>
@@ -65,13 +99,11 @@ function IntervalSvg({ chart }: { chart: IntervalChart }) {
           </g>
         ))}
         {chart.rows.map((r, i) => {
-          const y = top + i * rowH + rowH / 2;
+          const y = layout.tops[i] + layout.heights[i] / 2;
           return (
             <g key={`${r.label}-${i}`} className={`chart-mark g-${groupClass(r.group)}`}>
               <title>{`${r.label}: ${r.value}${r.low !== null && r.high !== null ? ` [${r.low}, ${r.high}]` : ''} (${r.group})`}</title>
-              <text x={left - 8} y={y + 4} textAnchor="end" className="chart-label">
-                {r.label}
-              </text>
+              <RowLabel x={left - 8} cy={y} lines={labels.lines[i]} />
               {r.low !== null && r.high !== null ? (
                 <line x1={scale(r.low)} x2={scale(r.high)} y1={y} y2={y} className="chart-bar" />
               ) : null}
@@ -181,11 +213,13 @@ function spacedRefs(refs: { value: number; label: string }[], scale: (v: number)
 }
 
 function BarsSvg({ chart }: { chart: BarChart }) {
-  const left = 220;
+  const labels = labelColumn(chart.rows.map((r) => r.label));
+  const left = Math.min(labels.width, Math.round(W * 0.6));
   const right = W - 20;
   const rowH = 22;
   const top = 14;
-  const h = top + chart.rows.length * rowH + 36;
+  const layout = rowLayout(labels.lines, rowH, top);
+  const h = layout.bottom + 36;
   // bars start at 0, so 0 is always on the axis
   const { scale, domain } = linearScale(
     chart.rows
@@ -196,7 +230,7 @@ function BarsSvg({ chart }: { chart: BarChart }) {
       ),
     [left, right],
   );
-  const bottom = top + chart.rows.length * rowH;
+  const bottom = layout.bottom;
   const groups = [...new Set(chart.rows.map((r) => r.group))];
   const x0 = scale(0);
   return (
@@ -211,14 +245,13 @@ function BarsSvg({ chart }: { chart: BarChart }) {
           </g>
         ))}
         {chart.rows.map((r, i) => {
-          const y = top + i * rowH + 4;
+          const cy = layout.tops[i] + layout.heights[i] / 2;
+          const y = cy - (rowH - 8) / 2;
           const x = scale(r.value);
           return (
             <g key={`${r.label}-${i}`} className={`chart-mark g-${groupClass(r.group)}`}>
               <title>{`${r.label}: ${r.value} (${r.group})${r.note ? `; ${r.note}` : ''}`}</title>
-              <text x={left - 8} y={y + rowH / 2} textAnchor="end" className="chart-label">
-                {r.label}
-              </text>
+              <RowLabel x={left - 8} cy={cy} lines={labels.lines[i]} />
               <rect x={Math.min(x, x0)} y={y} width={Math.max(1, Math.abs(x - x0))} height={rowH - 8} className="chart-rect" />
             </g>
           );

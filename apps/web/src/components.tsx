@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { useMemo, useState, type ReactNode } from 'react';
 import { Link } from '@tanstack/react-router';
 import { flattenForTable, formatProgress, formatRange, pageCount, splitRecordTables } from './lib/format';
 
@@ -100,6 +100,52 @@ export function KeyValueTable({ value, label }: { value: unknown; label: string 
         <pre>{JSON.stringify(value, null, 2)}</pre>
       </details>
     </>
+  );
+}
+
+/**
+ * A JSON value behind a collapsed disclosure (its size in the summary), with buttons to copy it to the
+ * clipboard and to download it as a file: for results too large to read as tables on a page.
+ */
+export function RawJson({ value, label, fileName }: { value: unknown; label: string; fileName: string }) {
+  const [copied, setCopied] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const text = useMemo(() => JSON.stringify(value, null, 2), [value]);
+  const bytes = new TextEncoder().encode(text).length;
+  const size = bytes < 1024 ? `${bytes} bytes` : `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KB`;
+  const copy = () => {
+    navigator.clipboard.writeText(text).then(
+      () => setCopied('copied'),
+      () => setCopied('failed'),
+    );
+  };
+  const download = () => {
+    const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = fileName;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 0);
+  };
+  return (
+    <details className="json raw-json" aria-label={label}>
+      <summary>
+        {label} as JSON <span className="muted">({size})</span>
+      </summary>
+      <p className="raw-json-actions">
+        <button type="button" onClick={copy}>
+          Copy
+        </button>{' '}
+        <button type="button" onClick={download}>
+          Download {fileName}
+        </button>{' '}
+        <span role="status" className="muted small">
+          {copied === 'copied' ? 'copied to the clipboard' : copied === 'failed' ? 'the browser refused the clipboard' : ''}
+        </span>
+      </p>
+      <pre>{text}</pre>
+    </details>
   );
 }
 

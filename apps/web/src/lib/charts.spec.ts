@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   addCharts,
+  labelColumn,
+  LABEL_CHAR_PX,
+  LABEL_CHARS,
+  wrapLabel,
   chartsFor,
   divideCharts,
   groupClass,
@@ -304,5 +308,32 @@ describe('subtractCharts IV bars', () => {
       ['a', 'remove'],
       ['b', 'keep'],
     ]);
+  });
+});
+
+describe('row labels of a chart', () => {
+  it('wrap at spaces into lines of at most the width, long words cut, short labels untouched', () => {
+    expect(wrapLabel('strong', 10)).toEqual(['strong']);
+    expect(wrapLabel('pretrain_finetune · other/mw17-other (validation)', 20)).toEqual([
+      'pretrain_finetune ·',
+      'other/mw17-other',
+      '(validation)',
+    ]);
+    expect(wrapLabel('a_very_long_single_word_label', 10)).toEqual(['a_very_lon', 'g_single_w', 'ord_label']);
+    expect(wrapLabel('', 10)).toEqual(['']);
+    for (const label of ['union · feed/feed-samples + search/search-samples (test)', 'x'.repeat(95), 'a b  c']) {
+      const lines = wrapLabel(label, 16);
+      expect(lines.every((l) => l.length <= 16)).toBe(true);
+      expect(lines.join(' ').replace(/ /g, '')).toBe(label.replace(/ /g, ''));
+    }
+  });
+
+  it('size the label column to the longest line, up to LABEL_CHARS characters', () => {
+    const short = labelColumn(['a', 'bb']);
+    expect(short.width).toBe(Math.ceil(6 * LABEL_CHAR_PX) + 12);
+    const long = labelColumn(['pretrain_finetune · other/mw17-other + search/search-samples (validation)']);
+    expect(long.lines[0].length).toBeGreaterThan(1);
+    expect(Math.max(...long.lines[0].map((l) => l.length))).toBeLessThanOrEqual(LABEL_CHARS);
+    expect(long.width).toBeLessThanOrEqual(Math.ceil(LABEL_CHARS * LABEL_CHAR_PX) + 12);
   });
 });

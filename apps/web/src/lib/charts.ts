@@ -393,3 +393,47 @@ export function groupClass(group: string): string {
       .replace(/^-|-$/g, '') || 'other'
   );
 }
+
+/**
+ * A chart row's label in lines of at most `maxChars` characters: broken at spaces, a word longer than
+ * a line cut into pieces; one line when it fits.
+ */
+export function wrapLabel(label: string, maxChars: number): string[] {
+  const max = Math.max(4, Math.floor(maxChars));
+  const lines: string[] = [];
+  let line = '';
+  for (const word of label.split(' ').filter((w) => w !== '')) {
+    let w = word;
+    while (w.length > max) {
+      if (line) {
+        lines.push(line);
+        line = '';
+      }
+      lines.push(w.slice(0, max));
+      w = w.slice(max);
+    }
+    if (!w) continue;
+    if (!line) line = w;
+    else if (line.length + 1 + w.length <= max) line += ` ${w}`;
+    else {
+      lines.push(line);
+      line = w;
+    }
+  }
+  if (line || !lines.length) lines.push(line);
+  return lines;
+}
+
+/** Characters an SVG label may take per line, and the pixels per character assumed (the charts' 11 px font). */
+export const LABEL_CHARS = 44;
+export const LABEL_CHAR_PX = 6.6;
+
+/**
+ * The label column of a chart with row labels: each label's lines and the column's width (the longest
+ * line, at most LABEL_CHARS characters, plus a gap), so that no label runs past the chart's left edge.
+ */
+export function labelColumn(labels: string[]): { lines: string[][]; width: number } {
+  const lines = labels.map((l) => wrapLabel(l, LABEL_CHARS));
+  const longest = Math.max(6, ...lines.flat().map((s) => s.length));
+  return { lines, width: Math.ceil(longest * LABEL_CHAR_PX) + 12 };
+}

@@ -8,11 +8,14 @@ import { verdictOf } from '../lib/verdict';
 import { ResultCharts } from '../charts';
 import { ScoreBins } from '../ScoreBins';
 import { TrialTable, TrialTimeline } from '../timeline';
-import { ErrorNotice, KeyValueTable, Loading, Progress, StatusBadge } from '../components';
+import { ErrorNotice, KeyValueTable, Loading, Progress, RawJson, StatusBadge } from '../components';
 
 export const EXPERIMENT_POLL_MS = 2000;
 
-/** One experiment: status, progress, error, spec, result, trials; cancel while it has not ended. */
+/**
+ * One experiment: status, progress, error, verdict, charts, trials, the raw result (collapsed JSON with
+ * copy and download) and the spec; cancel while it has not ended.
+ */
 export function ExperimentPage({ id }: { id: string }) {
   const key = useKey();
   const queryClient = useQueryClient();
@@ -121,7 +124,7 @@ export function ExperimentPage({ id }: { id: string }) {
           )}
           <h2>Result</h2>
           {e.result ? (
-            <KeyValueTable value={e.result} label="result" />
+            <RawJson value={e.result} label="result" fileName={`experiment-${e.id}-result.json`} />
           ) : (
             <p className="muted">{isTerminal(e.status) ? 'no result' : 'not finished yet'}</p>
           )}
