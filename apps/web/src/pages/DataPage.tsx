@@ -13,7 +13,8 @@ import {
   validateBankFilters,
   type BankSearch,
 } from '../lib/search';
-import { ErrorNotice, Loading, Pager, TableWrap } from '../components';
+import { ErrorNotice, Loading, Pager } from '../components';
+import { ListCount, ListTable, type Column } from '../list';
 import { FeatureTablesSection, RegisterSampleSet, UploadSampleSet } from './DataUploads';
 
 /** Label meanings offered in the filter (any other event->outcome can be typed). */
@@ -57,32 +58,27 @@ export function DataPage({ search }: { search: BankSearch }) {
       <Filters key={JSON.stringify(search)} search={search} lineOptions={lineOptions} semanticsOptions={semanticsOptions} />
       {sets.error ? <ErrorNotice title="Could not load sample sets" error={sets.error} /> : null}
       {sets.isPending ? <Loading what="sample sets" /> : null}
-      {sets.data && sets.data.total === 0 ? (
-        hasFilters(search) ? (
-          <div className="empty" role="status">
-            <p>
-              <strong>No sample sets match these filters.</strong>{' '}
-              <Link to="/data" search={{}}>
-                Clear the filters
-              </Link>
-            </p>
-          </div>
-        ) : (
-          <div className="empty" role="status">
+      {sets.data ? (
+        <ListCount
+          total={sets.data.total}
+          noun={['sample set', 'sample sets']}
+          filtered={hasFilters(search)}
+          clear={
+            <Link to="/data" search={{}}>
+              Clear the filters
+            </Link>
+          }
+          empty={
             <p>
               <strong>No sample sets yet</strong> — upload one (the form below, or{' '}
               <code>abacus samples import data.csv --name my-set --domain feed --label click</code>) or run the demo (
               <code>bash scripts/quickstart.sh</code>, or <code>abacus sim</code> then <code>abacus demo</code>).
             </p>
-          </div>
-        )
+          }
+        />
       ) : null}
       {sets.data && sets.data.items.length > 0 ? (
         <>
-          <p role="status" className="result-count">
-            {formatCount(sets.data.total)} sample set{sets.data.total === 1 ? '' : 's'}
-            {hasFilters(search) ? ' match' : ''}
-          </p>
           {[...groups.entries()]
             .sort((a, b) => a[0].localeCompare(b[0]))
             .map(([line, items]) => (
@@ -104,6 +100,44 @@ export function DataPage({ search }: { search: BankSearch }) {
     </>
   );
 }
+
+const EMBEDDING_COLUMNS: Column<SharedEmbedding>[] = [
+  { header: 'Embedding', cell: (e) => <code>{e.ref}</code>, className: 'nowrap' },
+  { header: 'Line', cell: (e) => e.businessLine },
+  { header: 'Dim', cell: (e) => e.dim, className: 'num' },
+  {
+    header: 'Slots',
+    className: 'wrap',
+    cell: (e) => (
+      <>
+        {e.slots.length}
+        <div className="muted small">{e.slots.map((s) => s.name).join(', ')}</div>
+      </>
+    ),
+  },
+  {
+    header: 'Learned on (data version)',
+    className: 'wrap',
+    cell: (e) =>
+      e.sources.map((s) => (
+        <div key={`${s.businessLine}/${s.name}`}>
+          {s.businessLine}/{s.name} <code className="small">{formatVersion(s.dataVersion)}</code>
+        </div>
+      )),
+  },
+  { header: 'Sharing', cell: (e) => formatSharing(e.sharingPolicy.shareWith) },
+  {
+    header: 'Experiment',
+    cell: (e) =>
+      e.experimentId ? (
+        <Link to="/experiments/$id" params={{ id: e.experimentId }}>
+          open
+        </Link>
+      ) : (
+        '—'
+      ),
+  },
+];
 
 /** Shared embeddings (name@version) learned by multiply experiments, of the lines the key may read. */
 function Embeddings({ line }: { line?: string }) {
@@ -132,103 +166,65 @@ function Embeddings({ line }: { line?: string }) {
         </div>
       ) : null}
       {list.data && list.data.items.length > 0 ? (
-        <TableWrap label="shared embeddings">
-          <table className="list embeddings">
-            <thead>
-              <tr>
-                <th scope="col">Embedding</th>
-                <th scope="col">Line</th>
-                <th scope="col">Dim</th>
-                <th scope="col">Slots</th>
-                <th scope="col">Learned on (data version)</th>
-                <th scope="col">Sharing</th>
-                <th scope="col">Experiment</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.items.map((e) => (
-                <tr key={e.id} data-embedding={e.ref}>
-                  <td className="nowrap">
-                    <code>{e.ref}</code>
-                  </td>
-                  <td>{e.businessLine}</td>
-                  <td className="num">{e.dim}</td>
-                  <td className="wrap">
-                    {e.slots.length}
-                    <div className="muted small">{e.slots.map((s) => s.name).join(', ')}</div>
-                  </td>
-                  <td className="wrap">
-                    {e.sources.map((s) => (
-                      <div key={`${s.businessLine}/${s.name}`}>
-                        {s.businessLine}/{s.name} <code className="small">{formatVersion(s.dataVersion)}</code>
-                      </div>
-                    ))}
-                  </td>
-                  <td>{formatSharing(e.sharingPolicy.shareWith)}</td>
-                  <td>
-                    {e.experimentId ? (
-                      <Link to="/experiments/$id" params={{ id: e.experimentId }}>
-                        open
-                      </Link>
-                    ) : (
-                      '—'
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <ListTable
+          label="shared embeddings"
+          className="embeddings"
+          columns={EMBEDDING_COLUMNS}
+          rows={list.data.items}
+          rowKey={(e) => e.id}
+          rowAttrs={(e) => ({ 'data-embedding': e.ref })}
+        />
       ) : null}
     </section>
   );
 }
 
+const SAMPLE_SET_COLUMNS: Column<SampleSet>[] = [
+  {
+    header: 'Name',
+    className: 'nowrap',
+    cell: (s) => (
+      <Link to="/data/$id" params={{ id: s.id }}>
+        {s.name}
+      </Link>
+    ),
+  },
+  {
+    header: 'Label',
+    cell: (s) => (
+      <>
+        <code>{s.labelColumn}</code> <span className="semantics">{s.labelSemantics}</span>
+      </>
+    ),
+  },
+  { header: 'Rows', cell: (s) => formatCount(s.rowCount), className: 'num' },
+  { header: 'Event rate', cell: (s) => formatRate(s.labelStats), className: 'num' },
+  { header: 'Time range', cell: (s) => formatTimeRange(s.timeColumn, s.timeMin, s.timeMax) },
+  {
+    header: 'Columns',
+    className: 'wrap',
+    cell: (s) => (
+      <>
+        {s.schema.length}: {summarizeKinds(s.schema)}
+        <div className="muted small">{s.schema.map((c) => c.name).join(', ')}</div>
+      </>
+    ),
+  },
+  { header: 'Owner', cell: (s) => s.owner },
+  { header: 'Data version', cell: (s) => <code className="small">{formatVersion(s.dataVersion)}</code> },
+  { header: 'Sharing', cell: (s) => formatSharing(s.sharingPolicy.shareWith) },
+];
+
 function SampleSetTable({ items, line }: { items: SampleSet[]; line: string }) {
   return (
-    <TableWrap label={`sample sets of ${line}`}>
-      <table className="list sample-sets">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Label</th>
-            <th scope="col">Rows</th>
-            <th scope="col">Event rate</th>
-            <th scope="col">Time range</th>
-            <th scope="col">Columns</th>
-            <th scope="col">Owner</th>
-            <th scope="col">Data version</th>
-            <th scope="col">Sharing</th>
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((s) => (
-            <tr key={s.id} data-sample-set={s.name}>
-              <td className="nowrap">
-                <Link to="/data/$id" params={{ id: s.id }}>
-                  {s.name}
-                </Link>
-              </td>
-              <td>
-                <code>{s.labelColumn}</code> <span className="semantics">{s.labelSemantics}</span>
-              </td>
-              <td className="num">{formatCount(s.rowCount)}</td>
-              <td className="num">{formatRate(s.labelStats)}</td>
-              <td>{formatTimeRange(s.timeColumn, s.timeMin, s.timeMax)}</td>
-              <td className="wrap">
-                {s.schema.length}: {summarizeKinds(s.schema)}
-                <div className="muted small">{s.schema.map((c) => c.name).join(', ')}</div>
-              </td>
-              <td>{s.owner}</td>
-              <td>
-                <code className="small">{formatVersion(s.dataVersion)}</code>
-              </td>
-              <td>{formatSharing(s.sharingPolicy.shareWith)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
+    <ListTable
+      label={`sample sets of ${line}`}
+      className="sample-sets"
+      columns={SAMPLE_SET_COLUMNS}
+      rows={items}
+      rowKey={(s) => s.id}
+      rowAttrs={(s) => ({ 'data-sample-set': s.name })}
+    />
   );
 }
 

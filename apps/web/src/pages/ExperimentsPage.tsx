@@ -1,4 +1,3 @@
-import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
 import { apiCall, type BusinessLine, type Experiment, type Page } from '../lib/api';
@@ -13,7 +12,8 @@ import {
   parseExperimentsSearch,
   type ExperimentsSearch,
 } from '../lib/search';
-import { ErrorNotice, Loading, Pager, Progress, StatusBadge, TableWrap } from '../components';
+import { ErrorNotice, Loading, Pager, Progress, StatusBadge } from '../components';
+import { lineChoices, ListCount, ListFilters, ListTable, type Column } from '../list';
 
 /** How often the list is polled while a row on it has not ended (its status and progress move). */
 export const EXPERIMENTS_POLL_MS = 3000;
@@ -52,84 +52,40 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
       <ExperimentFilters key={JSON.stringify(search)} search={search} lineOptions={(lines.data ?? []).map((l) => l.name)} />
       {list.error ? <ErrorNotice title="Could not load experiments" error={list.error} /> : null}
       {list.isPending ? <Loading what="experiments" /> : null}
-      {list.data && list.data.total === 0 ? (
-        hasExperimentFilters(search) ? (
-          <div className="empty" role="status">
-            <p>
-              <strong>No experiments match these filters.</strong>{' '}
-              <Link to="/experiments" search={{}}>
-                Clear the filters
-              </Link>
-            </p>
-          </div>
-        ) : (
-          <div className="empty" role="status">
-            <p>
-              <strong>No experiments yet</strong> — <Link to="/experiments/new">launch one</Link> (subtract finds the features you
-              can delete; score ranks them by information value), or run the demo: <code>bash scripts/quickstart.sh</code> then{' '}
-              <code>npx abacus experiment submit configs/examples/score.json --wait</code>.
-            </p>
-            <p className="muted">
-              An experiment needs a sample set: see <Link to="/data">Data</Link>, or import one with{' '}
-              <code>abacus samples import data.csv --name my-set --domain feed --label click</code>.
-            </p>
-          </div>
-        )
-      ) : null}
-      {list.data && list.data.total > 0 ? (
-        <p role="status" className="result-count">
-          {list.data.total.toLocaleString('en-US')} experiment{list.data.total === 1 ? '' : 's'}
-          {hasExperimentFilters(search) ? ' match' : ''}
-        </p>
+      {list.data ? (
+        <ListCount
+          total={list.data.total}
+          noun={['experiment', 'experiments']}
+          filtered={hasExperimentFilters(search)}
+          clear={
+            <Link to="/experiments" search={{}}>
+              Clear the filters
+            </Link>
+          }
+          empty={
+            <>
+              <p>
+                <strong>No experiments yet</strong> — <Link to="/experiments/new">launch one</Link> (subtract finds the features
+                you can delete; score ranks them by information value), or run the demo: <code>bash scripts/quickstart.sh</code>{' '}
+                then <code>npx abacus experiment submit configs/examples/score.json --wait</code>.
+              </p>
+              <p className="muted">
+                An experiment needs a sample set: see <Link to="/data">Data</Link>, or import one with{' '}
+                <code>abacus samples import data.csv --name my-set --domain feed --label click</code>.
+              </p>
+            </>
+          }
+        />
       ) : null}
       {list.data && list.data.items.length > 0 ? (
         <>
-          <TableWrap label="experiments">
-            <table className="list">
-              <thead>
-                <tr>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Line</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Progress</th>
-                  <th scope="col">Owner</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Link</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.items.map((e) => (
-                  <tr key={e.id} data-experiment-id={e.id}>
-                    <td>{e.kind}</td>
-                    <td>{e.businessLine}</td>
-                    <td>
-                      <Link to="/experiments/$id" params={{ id: e.id }}>
-                        {e.name || '(no name)'}
-                      </Link>
-                    </td>
-                    <td>
-                      <StatusBadge status={e.status} />
-                    </td>
-                    <td>
-                      <Progress value={e.progress} message={e.status === 'running' ? e.progressMessage : undefined} />
-                    </td>
-                    <td>{e.owner}</td>
-                    <td className="nowrap">{formatDateTime(e.createdAt)}</td>
-                    <td>
-                      <Link
-                        to="/experiments/$id"
-                        params={{ id: e.id }}
-                        aria-label={`${e.id.slice(0, 8)}: open experiment ${e.name || e.id}`}
-                      >
-                        {e.id.slice(0, 8)}
-                      </Link>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <ListTable
+            label="experiments"
+            columns={EXPERIMENT_COLUMNS}
+            rows={list.data.items}
+            rowKey={(e) => e.id}
+            rowAttrs={(e) => ({ 'data-experiment-id': e.id })}
+          />
           {/* the page of the rows shown: while the next page loads, the previous one stays up */}
           <Pager to="/experiments" page={list.data.page} pageSize={EXPERIMENTS_PAGE_SIZE} total={list.data.total} />
         </>
@@ -138,72 +94,67 @@ export function ExperimentsPage({ search }: { search: ExperimentsSearch }) {
   );
 }
 
+const EXPERIMENT_COLUMNS: Column<Experiment>[] = [
+  { header: 'Kind', cell: (e) => e.kind },
+  { header: 'Line', cell: (e) => e.businessLine },
+  {
+    header: 'Name',
+    cell: (e) => (
+      <Link to="/experiments/$id" params={{ id: e.id }}>
+        {e.name || '(no name)'}
+      </Link>
+    ),
+  },
+  { header: 'Status', cell: (e) => <StatusBadge status={e.status} /> },
+  {
+    header: 'Progress',
+    cell: (e) => <Progress value={e.progress} message={e.status === 'running' ? e.progressMessage : undefined} />,
+  },
+  { header: 'Owner', cell: (e) => e.owner },
+  { header: 'Created', cell: (e) => formatDateTime(e.createdAt), className: 'nowrap' },
+  {
+    header: 'Link',
+    cell: (e) => (
+      <Link to="/experiments/$id" params={{ id: e.id }} aria-label={`${e.id.slice(0, 8)}: open experiment ${e.name || e.id}`}>
+        {e.id.slice(0, 8)}
+      </Link>
+    ),
+  },
+];
+
 /** Kind, status, line and owner, kept in the URL (a filtered list is a link). */
 function ExperimentFilters({ search, lineOptions }: { search: ExperimentsSearch; lineOptions: string[] }) {
   const navigate = useNavigate();
-  const [kind, setKind] = useState<string>(search.kind ?? '');
-  const [status, setStatus] = useState<string>(search.status ?? '');
-  const [line, setLine] = useState(search.line ?? '');
-  const [owner, setOwner] = useState(search.owner ?? '');
-  const lines = [...new Set([...lineOptions, ...(search.line ? [search.line] : [])])].sort();
-
-  function apply(e: FormEvent<HTMLFormElement>) {
-    e.preventDefault();
-    void navigate({ to: '/experiments', search: parseExperimentsSearch({ kind, status, line, owner }) });
-  }
-
   return (
-    <form className="filters filters-4" onSubmit={apply} aria-label="filter experiments" noValidate>
-      <div className="field">
-        <label htmlFor="filter-kind">Kind</label>
-        <select id="filter-kind" name="kind" value={kind} onChange={(e) => setKind(e.target.value)}>
-          <option value="">any kind</option>
-          {EXPERIMENT_KIND_VALUES.map((k) => (
-            <option key={k} value={k}>
-              {k}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className="field">
-        <label htmlFor="filter-status">Status</label>
-        <select id="filter-status" name="status" value={status} onChange={(e) => setStatus(e.target.value)}>
-          <option value="">any status</option>
-          {EXPERIMENT_STATUS_VALUES.map((k) => (
-            <option key={k} value={k}>
-              {k}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className="field">
-        <label htmlFor="filter-line">Business line</label>
-        <select id="filter-line" name="line" value={line} onChange={(e) => setLine(e.target.value)}>
-          <option value="">any line</option>
-          {lines.map((l) => (
-            <option key={l} value={l}>
-              {l}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className="field">
-        <label htmlFor="filter-owner">Owner</label>
-        <input
-          id="filter-owner"
-          name="owner"
-          placeholder="any, e.g. the key's name"
-          value={owner}
-          onChange={(e) => setOwner(e.target.value)}
-          autoComplete="off"
-        />
-      </div>
-      <div className="actions">
-        <button type="submit">Apply filters</button>
+    <ListFilters
+      label="filter experiments"
+      initial={search}
+      onApply={(v) => void navigate({ to: '/experiments', search: parseExperimentsSearch(v) })}
+      clear={
         <Link to="/experiments" search={{}} className="button-link">
           Clear
         </Link>
-      </div>
-    </form>
+      }
+      fields={[
+        { kind: 'select', name: 'kind', id: 'filter-kind', label: 'Kind', any: 'any kind', options: [...EXPERIMENT_KIND_VALUES] },
+        {
+          kind: 'select',
+          name: 'status',
+          id: 'filter-status',
+          label: 'Status',
+          any: 'any status',
+          options: [...EXPERIMENT_STATUS_VALUES],
+        },
+        {
+          kind: 'select',
+          name: 'line',
+          id: 'filter-line',
+          label: 'Business line',
+          any: 'any line',
+          options: lineChoices(lineOptions, search.line),
+        },
+        { kind: 'text', name: 'owner', id: 'filter-owner', label: 'Owner', placeholder: "any, e.g. the key's name" },
+      ]}
+    />
   );
 }
