@@ -4,7 +4,8 @@ import { apiCall, type ModelVersion, type Page, type SampleSet } from '../lib/ap
 import { useKey } from '../lib/auth';
 import { formatDateTime } from '../lib/format';
 import { formatFractions, formatMetric, groupModels, versionLabel, type ModelsSearch } from '../lib/catalog';
-import { ErrorNotice, Loading, TableWrap } from '../components';
+import { ErrorNotice, Loading } from '../components';
+import { ListTable, type Column } from '../list';
 
 /** "mlp 64-32, dim 8, mean, wide" — a model's architecture in one line. */
 export function architectureSummary(a: Record<string, unknown>): string {
@@ -34,6 +35,39 @@ export function ModelsPage({ search }: { search: ModelsSearch }) {
   });
   const setName = new Map((sets.data?.items ?? []).map((x) => [x.id, `${x.businessLine}/${x.name}`]));
   const groups = groupModels(list.data?.items ?? []);
+  const columns: Column<ModelVersion>[] = [
+    {
+      header: 'Version',
+      className: 'nowrap',
+      cell: (m) => (
+        <Link to="/models/$id" params={{ id: m.id }}>
+          {versionLabel(m)}
+        </Link>
+      ),
+    },
+    {
+      header: 'Features',
+      className: 'wrap',
+      cell: (m) => (
+        <>
+          {m.features.length}
+          <div className="muted small">{m.features.join(', ')}</div>
+        </>
+      ),
+    },
+    {
+      header: 'Sample set',
+      cell: (m) => (
+        <Link to="/data/$id" params={{ id: m.sampleSetId }}>
+          {setName.get(m.sampleSetId) ?? `set ${m.sampleSetId.slice(0, 8)}`}
+        </Link>
+      ),
+    },
+    { header: 'Architecture', cell: (m) => architectureSummary(m.architecture) },
+    { header: 'AUC', cell: (m) => formatMetric(m.metrics?.auc), className: 'num' },
+    { header: 'Cost of full model', cell: (m) => formatFractions(m.costs?.fractions) },
+    { header: 'Registered', cell: (m) => formatDateTime(m.createdAt), className: 'nowrap' },
+  ];
   return (
     <>
       <h1>Models</h1>
@@ -71,45 +105,14 @@ export function ModelsPage({ search }: { search: ModelsSearch }) {
               {g.businessLine} · {g.versions.length} version{g.versions.length === 1 ? '' : 's'}
             </span>
           </h2>
-          <TableWrap label={`versions of ${g.name}`}>
-            <table className="list models">
-              <thead>
-                <tr>
-                  <th scope="col">Version</th>
-                  <th scope="col">Features</th>
-                  <th scope="col">Sample set</th>
-                  <th scope="col">Architecture</th>
-                  <th scope="col">AUC</th>
-                  <th scope="col">Cost of full model</th>
-                  <th scope="col">Registered</th>
-                </tr>
-              </thead>
-              <tbody>
-                {g.versions.map((m) => (
-                  <tr key={m.id} data-version={m.version} data-tier={m.tier ?? ''}>
-                    <td className="nowrap">
-                      <Link to="/models/$id" params={{ id: m.id }}>
-                        {versionLabel(m)}
-                      </Link>
-                    </td>
-                    <td className="wrap">
-                      {m.features.length}
-                      <div className="muted small">{m.features.join(', ')}</div>
-                    </td>
-                    <td>
-                      <Link to="/data/$id" params={{ id: m.sampleSetId }}>
-                        {setName.get(m.sampleSetId) ?? `set ${m.sampleSetId.slice(0, 8)}`}
-                      </Link>
-                    </td>
-                    <td>{architectureSummary(m.architecture)}</td>
-                    <td className="num">{formatMetric(m.metrics?.auc)}</td>
-                    <td>{formatFractions(m.costs?.fractions)}</td>
-                    <td className="nowrap">{formatDateTime(m.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
+          <ListTable
+            label={`versions of ${g.name}`}
+            className="models"
+            columns={columns}
+            rows={g.versions}
+            rowKey={(m) => m.id}
+            rowAttrs={(m) => ({ 'data-version': String(m.version), 'data-tier': String(m.tier ?? '') })}
+          />
         </section>
       ))}
     </>
