@@ -28,7 +28,17 @@ interface Figure {
   measuredAt: string | null;
   how: string | null;
   declared: number | null;
-  measured: { value: number; measuredAt: string; how: string; spread?: number; fanOut?: number } | null;
+  measured: {
+    value: number;
+    measuredAt: string;
+    how: string;
+    spread?: number;
+    fanOut?: number;
+    median?: number;
+    interval?: [number, number];
+    resolution?: number;
+    belowResolution?: boolean;
+  } | null;
 }
 interface Entry {
   id: string;
@@ -125,15 +135,22 @@ describe('the cost ledger on a simulated world', () => {
     }
   });
 
-  it('measures each feature’s compute share on the serving backend, with the repeats’ spread', () => {
+  it('measures each feature’s compute share on the serving backend: the median of paired timings, its interval and the noise floor', () => {
     expect(measured.measurement.backend).toBe('cpu');
     for (const e of measured.features) {
       expect(e.compute.source, e.name).toBe('measured');
       expect(e.compute.unit).toBe('share of one prediction');
-      expect(e.compute.value!).toBeGreaterThanOrEqual(0);
-      expect(e.compute.value!).toBeLessThanOrEqual(1);
-      expect(e.compute.measured!.spread).toBeGreaterThanOrEqual(0);
-      expect(e.compute.how).toMatch(/best of 5 paired timings/);
+      const m = e.compute.measured!;
+      expect(m.spread).toBeGreaterThanOrEqual(0);
+      expect(e.compute.how).toMatch(/median of 9 paired timings/);
+      const [low, high] = m.interval!;
+      expect(low, e.name).toBeLessThanOrEqual(m.median!);
+      expect(high, e.name).toBeGreaterThanOrEqual(m.median!);
+      expect(m.resolution!).toBeGreaterThanOrEqual(0);
+      // below resolution: the median under the noise floor or the interval reaching 0, and counted as 0
+      expect(m.belowResolution, e.name).toBe(m.median! <= m.resolution! || low <= 0);
+      expect(e.compute.value!, e.name).toBe(m.belowResolution ? 0 : Math.min(1, m.median!));
+      expect(e.compute.how).toMatch(m.belowResolution ? /below resolution/ : /share .*interval .*noise floor/);
     }
     // no ranking against the planted compute costs: one input of 33 moves the forward by a few per
     // cent, within the timing noise of a shared machine (the spread says how much)

@@ -20,6 +20,13 @@ export interface CostMeasurement {
   how: string;
   /** compute only: relative spread of the timing repeats, (max - min) / min */
   spread?: number;
+  /** compute only: the median share over the paired timings, and its interval (order statistics) */
+  median?: number;
+  interval?: [number, number];
+  /** compute only: the smallest share the measurement could tell from 0 (its A/A noise floor) */
+  resolution?: number;
+  /** compute only: the median was under the resolution or the interval reached 0; `value` is then 0 */
+  belowResolution?: boolean;
   /** communication only: the fan-out the value was computed with */
   fanOut?: number;
 }

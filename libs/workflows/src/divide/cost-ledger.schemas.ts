@@ -29,8 +29,8 @@ export const measureCostsSchema = z
     candidatesPerRequest: candidates.optional(),
     /** compute: rows of the fixed synthetic batch */
     rows: z.number().int().min(64).max(65_536).default(4096),
-    /** compute: timing repeats per variant (best taken) */
-    repeats: z.number().int().min(1).max(20).default(5),
+    /** compute: rounds of paired timings per input (the median taken, with its interval) */
+    repeats: z.number().int().min(1).max(41).default(9),
     /** false: storage and communication only */
     compute: z.boolean().default(true),
   })

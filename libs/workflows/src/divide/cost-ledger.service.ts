@@ -17,7 +17,14 @@ import {
   type FeatureKind,
 } from '@abacus/data';
 import { resolveBackend, type BackendChoice } from '@abacus/runtime';
-import { measureCompute, measureStorage, type ColumnToMeasure, type ComputeInput, type StorageMeasurement } from './cost-meter';
+import {
+  measureCompute,
+  measureStorage,
+  type ColumnToMeasure,
+  type ComputeInput,
+  type ComputeMeasurement,
+  type StorageMeasurement,
+} from './cost-meter';
 import { DEFAULT_CANDIDATES_PER_REQUEST, entityLevel, ledgerEntry, measuredCommunication, type LedgerEntry } from './cost-rules';
 import { MAX_MEASURED_FEATURES, type CostLedgerQuery, type MeasureCosts } from './cost-ledger.schemas';
 
@@ -254,7 +261,7 @@ export class CostLedgerService {
 
     // compute: the model's inputs (or the measured features) with and without each one
     const backend = resolveBackend(this.opts.backend);
-    const compute = new Map<string, { share: number; spread: number; how: string }>();
+    const compute = new Map<string, ComputeMeasurement>();
     if (body.compute) {
       const inputs = await this.computeInputs(model, features, storage);
       const arch = architectureSchema.safeParse(model?.architecture ?? {});
@@ -283,7 +290,20 @@ export class CostLedgerService {
           ...(storageM
             ? { storage: storageM, communication: measuredCommunication(storageM, entityLevel(f.entityKey, costs.entity), cpr) }
             : {}),
-          ...(c ? { compute: { value: c.share, measuredAt, how: c.how, spread: c.spread } } : {}),
+          ...(c
+            ? {
+                compute: {
+                  value: c.share,
+                  measuredAt,
+                  how: c.how,
+                  spread: c.spread,
+                  median: c.median,
+                  interval: [c.ciLow, c.ciHigh] as [number, number],
+                  resolution: c.resolution,
+                  belowResolution: c.belowResolution,
+                },
+              }
+            : {}),
         };
         await repo.update({ id: f.id }, { costs });
         f.costs = costs;

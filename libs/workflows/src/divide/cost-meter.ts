@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { FeatureKind } from '@abacus/data';
 import { RuntimeModel, resolveBackend, type BackendChoice, type ColumnarDataset, type ModelSpecInput } from '@abacus/runtime';
-import { bestOf, bytesPerValue, computeShare, type ColumnStats } from './cost-rules';
+import { bestOf, bytesPerValue, medianInterval, pairedShare, type ColumnStats, type PairedShare } from './cost-rules';
 
 /** A small seeded generator for the synthetic batch (Mulberry32). */
 function mulberry32(seed: number): () => number {
@@ -115,21 +115,30 @@ export interface ComputeOptions {
   threads: number;
   /** rows of the fixed synthetic batch (default 4096) */
   rows?: number;
-  /** timing repeats per variant, best taken (default 5) */
+  /** rounds of paired timings per input, the median taken (default 9) */
   repeats?: number;
   architecture?: { embeddingDim?: number; pooling?: 'sum' | 'mean'; hidden?: number[]; wide?: boolean };
   seed?: number;
   /** each timing repeats the forward until the full model has run at least this long (default 25 ms) */
   minMs?: number;
+  /**
+   * wall: elapsed time; cpu: the process's CPU time (user + system, every thread): what the forward
+   * costs the host, not counting time the process waited for a core (a busy or shared machine)
+   */
+  clock?: 'wall' | 'cpu';
   onProgress?: (done: number, total: number) => void;
 }
 
-export interface ComputeMeasurement {
-  share: number;
+export interface ComputeMeasurement extends PairedShare {
+  /** median time of a forward with all inputs / without this one (ms) */
   tAllMs: number;
   tWithoutMs: number;
+  /** the larger relative spread (max - min) / min of the two sides' timings */
   spread: number;
   how: string;
+  /** the rounds' timings (ms), with all inputs and without this one (not stored in the ledger) */
+  allMs: number[];
+  withoutMs: number[];
 }
 
 const MAX_VOCAB = 1 << 20;
@@ -174,15 +183,18 @@ function specOf(inputs: ComputeInput[], o: ComputeOptions): ModelSpecInput {
  * Each input's share of one prediction: the runtime's forward (predict) over a fixed synthetic batch
  * is timed for the model of all inputs and for the model without each input, in `repeats` rounds of
  * pairs (the full model timed right beside each reduced one, order alternating), after a warm-up;
- * each timing averages enough forwards for the full model to run `minMs`. Per input the best time of
- * each side is kept and share = (t_all - t_without) / t_all, clipped at 0. The spread is the larger
- * relative spread of the two sides' repeats. A model left without inputs takes no time.
+ * each timing averages enough forwards for the full model to run `minMs`. Each round also times the
+ * full model twice (A/A), the noise floor. Per input the share is the median over the rounds of the
+ * pair's (t_all - t_without) / t_all, with its order-statistic interval; a median under the noise
+ * floor, or an interval reaching 0, is reported below resolution and counts as 0 (`pairedShare`).
+ * The spread is the larger relative spread of the two sides' timings. A model left without inputs
+ * takes no time.
  */
 export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions): Promise<Map<string, ComputeMeasurement>> {
   const out = new Map<string, ComputeMeasurement>();
   if (!inputs.length) return out;
   const rows = o.rows ?? 4096;
-  const repeats = o.repeats ?? 5;
+  const repeats = o.repeats ?? 9;
   const backend = resolveBackend(o.backend);
   const create = { backend, ...(o.threads > 0 ? { threads: o.threads } : {}) };
   const full = syntheticBatch(inputs, rows, o.seed ?? 7);
@@ -199,12 +211,19 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
   }
   // one timing = `inner` forwards, enough for the full model to take minMs (short forwards are all noise)
   const minMs = o.minMs ?? 25;
+  const clock = o.clock ?? 'wall';
   await variants[0]!.model!.predict(full, { batchSize: rows });
   const t0 = performance.now();
   await variants[0]!.model!.predict(full, { batchSize: rows });
   const inner = Math.max(1, Math.min(1000, Math.ceil(minMs / Math.max(0.01, performance.now() - t0))));
   const time = async (v: (typeof variants)[number], n: number): Promise<number> => {
     if (!v.model || !v.data) return 0;
+    if (clock === 'cpu') {
+      const c1 = process.cpuUsage();
+      for (let k = 0; k < n; k++) await v.model.predict(v.data, { batchSize: rows });
+      const c = process.cpuUsage(c1);
+      return (c.user + c.system) / 1000 / n;
+    }
     const t1 = performance.now();
     for (let k = 0; k < n; k++) await v.model.predict(v.data, { batchSize: rows });
     return (performance.now() - t1) / n;
@@ -216,7 +235,10 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
   // paired timings: the full model right beside each reduced one (order alternating), so drift in the
   // machine's load falls on both sides of a pair
   const pairs = new Map<string, { all: number[]; without: number[] }>();
+  // the noise floor: per round, two timings of the same full model side by side (A/A)
+  const aa: [number, number][] = [];
   for (let round = 0; round < repeats; round++) {
+    aa.push([await time(fullVariant, inner), await time(fullVariant, inner)]);
     for (const v of variants.slice(1)) {
       const p = pairs.get(v.name!) ?? { all: [], without: [] };
       if (round % 2 === 0) {
@@ -230,17 +252,23 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
       o.onProgress?.(++done, total);
     }
   }
+  const pct = (x: number) => `${fmt(x * 100)}%`;
   for (const [name, p] of pairs) {
-    const all = bestOf(p.all);
-    const w = bestOf(p.without);
-    const share = computeShare(all.best, w.best);
-    const spread = Math.max(all.spread, w.spread);
+    const ps = pairedShare(p.all, p.without, aa);
+    const spread = Math.max(bestOf(p.all).spread, bestOf(p.without).spread);
+    const tAll = medianInterval(p.all).median;
+    const tWithout = medianInterval(p.without).median;
+    const verdict = ps.belowResolution
+      ? `below resolution (median ${pct(ps.median)}, interval [${pct(ps.ciLow)}, ${pct(ps.ciHigh)}], noise floor ${pct(ps.resolution)}): counted as 0`
+      : `share ${pct(ps.median)}, interval [${pct(ps.ciLow)}, ${pct(ps.ciHigh)}] (${Math.round(ps.coverage * 100)}%), noise floor ${pct(ps.resolution)}`;
     out.set(name, {
-      share,
-      tAllMs: all.best,
-      tWithoutMs: w.best,
+      ...ps,
+      tAllMs: tAll,
+      tWithoutMs: tWithout,
       spread,
-      how: `forward of ${rows.toLocaleString('en-US')} synthetic rows on ${backend}, best of ${repeats} paired timings (each ${inner} forward${inner > 1 ? 's' : ''}): ${fmt(all.best, 2)} ms with all ${inputs.length} inputs, ${fmt(w.best, 2)} ms without (spread ${fmt(spread * 100)}%)`,
+      allMs: p.all,
+      withoutMs: p.without,
+      how: `forward of ${rows.toLocaleString('en-US')} synthetic rows on ${backend}, median of ${repeats} paired timings (each ${inner} forward${inner > 1 ? 's' : ''}; ${fmt(tAll, 2)} ms with all ${inputs.length} inputs, ${fmt(tWithout, 2)} ms without): ${verdict}`,
     });
   }
   return out;

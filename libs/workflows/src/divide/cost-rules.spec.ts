@@ -8,6 +8,9 @@ import {
   fanOut,
   ledgerEntry,
   ledgerFigure,
+  medianInterval,
+  pairedShare,
+  spearman,
 } from './cost-rules';
 import { syntheticBatch } from './cost-meter';
 
@@ -130,5 +133,61 @@ describe('syntheticBatch', () => {
       ['c', 300, 300],
     ]);
     expect(Math.max(...d.slots[0]!.ids)).toBeLessThan(10);
+  });
+});
+
+describe('compute shares from paired timings', () => {
+  it('gives the median and its order-statistic interval with its exact coverage', () => {
+    const nine = medianInterval([9, 1, 8, 2, 7, 3, 6, 4, 5]);
+    expect(nine).toMatchObject({ median: 5, low: 2, high: 8 });
+    expect(nine.coverage).toBeCloseTo(1 - 2 * (10 / 512), 12); // 96.1 %
+    const five = medianInterval([5, 1, 4, 2, 3]);
+    expect(five).toMatchObject({ median: 3, low: 1, high: 5 });
+    expect(five.coverage).toBeCloseTo(1 - 2 / 32, 12); // 93.8 %
+    expect(medianInterval([2, 4]).median).toBe(3);
+  });
+
+  it('reports a share clear of the A/A noise floor, and one inside it as below resolution (0)', () => {
+    const all = [10, 10.2, 9.9, 10.1, 10, 10.3, 9.8, 10, 10.1];
+    const aa: [number, number][] = all.map((a, r) => [a, a * (1 + (r % 2 ? 0.01 : -0.01))]);
+    // 20 % of the forward: well above the 1 % noise floor
+    const big = pairedShare(
+      all,
+      all.map((a) => a * 0.8),
+      aa,
+    );
+    expect(big.belowResolution).toBe(false);
+    expect(big.share).toBeCloseTo(0.2, 9);
+    expect(big.resolution).toBeCloseTo(0.01, 9);
+    expect(big.ciLow).toBeGreaterThan(0);
+    // 0.5 % of the forward: inside the noise floor, so 0
+    const small = pairedShare(
+      all,
+      all.map((a) => a * 0.995),
+      aa,
+    );
+    expect(small.median).toBeCloseTo(0.005, 9);
+    expect(small.belowResolution).toBe(true);
+    expect(small.share).toBe(0);
+    // an interval that reaches 0 is below resolution too, whatever the median
+    const mixed = pairedShare([10, 10, 10, 10, 10], [8, 8, 8, 10.5, 8], [[10, 10]]);
+    expect(mixed.median).toBeCloseTo(0.2, 9);
+    expect(mixed.ciLow).toBeLessThan(0);
+    expect(mixed.belowResolution).toBe(true);
+  });
+
+  it("ranks by Spearman's rho, ties sharing their mean rank", () => {
+    expect(spearman([1, 2, 3, 4], [10, 20, 30, 40])).toBeCloseTo(1, 12);
+    expect(spearman([1, 2, 3, 4], [4, 3, 2, 1])).toBeCloseTo(-1, 12);
+    expect(spearman([0, 0, 0.2, 0.5], [0, 0, 0.3, 0.4])).toBeCloseTo(1, 12);
+    expect(spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])).toBeCloseTo(0.8, 12);
+  });
+});
+
+describe('a compute share from one round', () => {
+  it('is its one pair, with an interval of that value alone (coverage 0)', () => {
+    expect(medianInterval([0.2])).toEqual({ median: 0.2, low: 0.2, high: 0.2, coverage: 0 });
+    const one = pairedShare([10], [8], [[10, 10]]);
+    expect(one).toMatchObject({ median: expect.closeTo(0.2, 9), resolution: 0, belowResolution: false });
   });
 });

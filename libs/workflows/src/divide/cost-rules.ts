@@ -80,6 +80,104 @@ export function bestOf(times: number[]): { best: number; spread: number } {
   return { best, spread: best > 0 ? (worst - best) / best : 0 };
 }
 
+/**
+ * The median of `xs` and a distribution-free interval around it from order statistics: the k-th
+ * smallest and k-th largest value, k the largest whose two-sided binomial tail keeps the coverage at
+ * least 95 % (n = 9: the 2nd and 8th, 96.1 %); with too few values for that, the smallest and largest
+ * (n = 5: 93.8 %). `coverage` is the interval's exact probability of holding the median.
+ */
+export function medianInterval(xs: number[]): { median: number; low: number; high: number; coverage: number } {
+  if (!xs.length) throw new Error('no values');
+  const v = [...xs].sort((a, b) => a - b);
+  const n = v.length;
+  const median = n % 2 ? v[(n - 1) / 2]! : (v[n / 2 - 1]! + v[n / 2]!) / 2;
+  // P(Binomial(n, 1/2) <= j) for j = 0..n
+  const cdf: number[] = [];
+  let c = 1;
+  let acc = 0;
+  for (let j = 0; j <= n; j++) {
+    if (j > 0) c = (c * (n - j + 1)) / j;
+    acc += c / 2 ** n;
+    cdf.push(acc);
+  }
+  let k = 1;
+  while (k + 1 <= Math.floor((n + 1) / 2) && 1 - 2 * cdf[k]! >= 0.95) k++;
+  return { median, low: v[k - 1]!, high: v[n - k]!, coverage: 1 - 2 * cdf[k - 1]! };
+}
+
+/** What a compute measurement reports for one input (see `pairedShare`). */
+export interface PairedShare {
+  /** the share in force: the median, or 0 when below resolution */
+  share: number;
+  median: number;
+  ciLow: number;
+  ciHigh: number;
+  coverage: number;
+  /** the smallest share this measurement can tell from zero (the A/A noise floor) */
+  resolution: number;
+  belowResolution: boolean;
+}
+
+/**
+ * One input's share of a prediction from rounds of paired timings: per round the relative difference
+ * (t_all - t_without) / t_all of two forwards timed side by side (drift in the machine's load falls on
+ * both), its median and interval over the rounds. The resolution is the noise floor of the same
+ * machine in the same measurement: the same interval for pairs of two timings of the same full model
+ * (A/A pairs, one a round), the farther of its ends from 0 — how far a median of pure noise strays. A
+ * share whose median is under the resolution, or whose interval reaches 0, is below resolution and
+ * counts as 0.
+ */
+export function pairedShare(all: number[], without: number[], aa: [number, number][]): PairedShare {
+  if (!all.length || all.length !== without.length) throw new Error('paired timings: need as many with as without');
+  const d = all.map((a, r) => (a > 0 ? (a - without[r]!) / a : 0));
+  const { median, low, high, coverage } = medianInterval(d);
+  let resolution = 0;
+  if (aa.length) {
+    const e = medianInterval(aa.map(([x, y]) => (x > 0 ? (x - y) / x : 0)));
+    resolution = Math.max(Math.abs(e.low), Math.abs(e.high));
+  }
+  const belowResolution = median <= resolution || low <= 0;
+  return {
+    share: belowResolution ? 0 : Math.min(1, median),
+    median,
+    ciLow: low,
+    ciHigh: high,
+    coverage,
+    resolution,
+    belowResolution,
+  };
+}
+
+/** Spearman's rank correlation of two equally long lists (tied values share their mean rank). */
+export function spearman(a: number[], b: number[]): number {
+  if (a.length !== b.length || a.length < 2) throw new Error('spearman: two lists of the same length, at least 2');
+  const ranks = (xs: number[]) => {
+    const idx = xs.map((x, i) => [x, i] as const).sort((p, q) => p[0] - q[0]);
+    const r = new Array<number>(xs.length);
+    for (let i = 0; i < idx.length;) {
+      let j = i;
+      while (j + 1 < idx.length && idx[j + 1]![0] === idx[i]![0]) j++;
+      for (let k = i; k <= j; k++) r[idx[k]![1]] = (i + j) / 2 + 1;
+      i = j + 1;
+    }
+    return r;
+  };
+  const ra = ranks(a);
+  const rb = ranks(b);
+  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  const ma = mean(ra);
+  const mb = mean(rb);
+  let num = 0;
+  let da = 0;
+  let db = 0;
+  for (let i = 0; i < ra.length; i++) {
+    num += (ra[i]! - ma) * (rb[i]! - mb);
+    da += (ra[i]! - ma) ** 2;
+    db += (rb[i]! - mb) ** 2;
+  }
+  return da > 0 && db > 0 ? num / Math.sqrt(da * db) : da === db ? 1 : 0;
+}
+
 /** Share of one prediction that a feature costs: (t_all - t_without) / t_all, clipped to [0, 1]. */
 export function computeShare(tAll: number, tWithout: number): number {
   if (!(tAll > 0) || !Number.isFinite(tWithout)) return 0;
