@@ -1,5 +1,6 @@
 import { useMemo, useState, type ReactNode } from 'react';
 import { Link } from '@tanstack/react-router';
+import { saveBlob } from './lib/download';
 import { flattenForTable, formatProgress, formatRange, pageCount, splitRecordTables } from './lib/format';
 
 export function StatusBadge({ status }: { status: string }) {
@@ -118,16 +119,7 @@ export function RawJson({ value, label, fileName }: { value: unknown; label: str
       () => setCopied('failed'),
     );
   };
-  const download = () => {
-    const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = fileName;
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 0);
-  };
+  const download = () => saveBlob(new Blob([text], { type: 'application/json' }), fileName);
   return (
     <details className="json raw-json" aria-label={label}>
       <summary>

@@ -3,7 +3,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
-import { StoreError, type ObjectCache, type ObjectInfo, type ObjectStore } from '@abacus/store';
+import { processAlive, StoreError, type ObjectCache, type ObjectInfo, type ObjectStore } from '@abacus/store';
 
 /** A stored or computed relative path that would lead out of the data directory. */
 export class PathEscapeError extends Error {
@@ -20,15 +20,6 @@ const within = (root: string, p: string) => p === root || p.startsWith(root + pa
 
 /** this host's name as it may appear in a folder name */
 const scratchHost = () => os.hostname().replace(/[^A-Za-z0-9_.]/g, '_');
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * The deployment's store (ABACUS_STORE_URL): where every host finds what another wrote (uploads,

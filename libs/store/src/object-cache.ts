@@ -13,7 +13,8 @@ export interface CacheHit {
 
 const ENTRY = /^[0-9a-f]{40}$/;
 
-function alive(pid: number): boolean {
+/** Whether a process of this host with that pid is running (one of another user's counts). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -117,7 +118,7 @@ export class ObjectCache {
     for (const n of names) {
       const m = /^([0-9a-f]{40})\.(use|part)-(\d+)-[0-9a-f]+$/.exec(n);
       if (!m) continue;
-      if (!alive(Number(m[3])))
+      if (!processAlive(Number(m[3])))
         await fsp.rm(path.join(this.dir, n), { force: true }); // left by a process that is gone
       else if (m[2] === 'use') inUse.add(m[1]);
     }

@@ -30,6 +30,12 @@ export async function downloadWithKey(key: string, path: string, fallbackName: s
   }
   const blob = await res.blob();
   const name = dispositionName(res.headers.get('content-disposition')) ?? fallbackName;
+  saveBlob(blob, name);
+  return { name, bytes: blob.size };
+}
+
+/** Hands a blob to the browser as a file download named `name`. */
+export function saveBlob(blob: Blob, name: string): void {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
@@ -39,5 +45,4 @@ export async function downloadWithKey(key: string, path: string, fallbackName: s
   a.remove();
   // the click has started the download; the object URL is no longer needed after this turn
   setTimeout(() => URL.revokeObjectURL(url), 0);
-  return { name, bytes: blob.size };
 }

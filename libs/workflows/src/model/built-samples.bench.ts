@@ -76,6 +76,19 @@ function procStatus(): { rss: number; anon: number; file: number } {
   return { rss: kb('VmRSS'), anon: kb('RssAnon'), file: kb('RssFile') };
 }
 
+/** The process's memory now, and its peak traced every 20 ms until `stop()`. */
+function traceStatus() {
+  const before = procStatus();
+  const top = { rss: 0, anon: 0, file: 0 };
+  const tick = setInterval(() => {
+    const m = procStatus();
+    top.rss = Math.max(top.rss, m.rss);
+    top.anon = Math.max(top.anon, m.anon);
+    top.file = Math.max(top.file, m.file);
+  }, 20);
+  return { before, top, stop: () => clearInterval(tick) };
+}
+
 async function main(): Promise<void> {
   const valued = new Set([
     '--fits',
@@ -191,18 +204,11 @@ async function main(): Promise<void> {
     begin(`gather ${gatherRows} validation rows in fold order`);
     const v = (await cache.get(recipe)).validation;
     const laid = foldOrder(v.rows, 5, 7, sampleRows(v.rows, Math.min(gatherRows, v.rows), 29));
-    const before = procStatus();
-    const top = { rss: 0, anon: 0, file: 0 };
-    const tick = setInterval(() => {
-      const m = procStatus();
-      top.rss = Math.max(top.rss, m.rss);
-      top.anon = Math.max(top.anon, m.anon);
-      top.file = Math.max(top.file, m.file);
-    }, 20);
+    const { before, top, stop } = traceStatus();
     const tg = performance.now();
     const copy = await materialize(v, laid.order);
     const gatherS = (performance.now() - tg) / 1000;
-    clearInterval(tick);
+    stop();
     const bytes =
       copy.numeric.byteLength +
       copy.labels.byteLength +
@@ -226,18 +232,11 @@ async function main(): Promise<void> {
     begin(`split by domain (${splitMode})`);
     const set = await cache.get(recipe);
     const scratch = splitMode === 'scratch' ? new DataDir(root).scratch('split-bench') : null;
-    const before = procStatus();
-    const top = { rss: 0, anon: 0, file: 0 };
-    const tick = setInterval(() => {
-      const m = procStatus();
-      top.rss = Math.max(top.rss, m.rss);
-      top.anon = Math.max(top.anon, m.anon);
-      top.file = Math.max(top.file, m.file);
-    }, 20);
+    const { before, top, stop } = traceStatus();
     const ts = performance.now();
     const split = await splitByDomain(set, { scratch: scratch?.dir ?? null, domain: 's1' });
     const splitS = (performance.now() - ts) / 1000;
-    clearInterval(tick);
+    stop();
     const gib = (kb: number) => +(kb / 2 ** 20).toFixed(2);
     extra.split = {
       mode: splitMode,

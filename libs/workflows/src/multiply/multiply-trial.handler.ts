@@ -420,8 +420,9 @@ export const SPLIT_CHUNK_ROWS = 262_144;
  * The built union's train rows split into borrowed (pretraining) and target (fine-tuning) rows by the
  * domain slot, which the model then does not take: pretraining needs no indicator, and the model must
  * not see one. The two row sets interleave in time, so each is a copy: with `scratch` (a folder, for
- * train rows in shards) written there as shard files, SPLIT_CHUNK_ROWS rows at a time, so the trial's
- * memory does not grow with the set; otherwise copied into memory. The validation and test splits
+ * train rows in shards) written there as shard files, the split read SPLIT_CHUNK_ROWS rows at a time
+ * (its domain column too), so the trial's memory does not grow with the set; otherwise copied into
+ * memory. The validation and test splits
  * stay as they are.
  */
 export async function splitByDomain(
@@ -445,42 +446,57 @@ export async function splitByDomain(
   // the test rows are all the target's
   const testSlot = await slotOf(sliceRows(built.test, 0, 1), domain);
   const targetId = testSlot.ids[testSlot.offsets[0]!];
-  const trainSlot = await slotOf(built.train, domain);
-  const n = built.train.rows;
-  let fineRows = 0;
-  for (let r = 0; r < n; r++) if (trainSlot.ids[trainSlot.offsets[r]!] === targetId) fineRows++;
-  const pre = new Int32Array(n - fineRows);
-  const fine = new Int32Array(fineRows);
-  for (let r = 0, a = 0, b = 0; r < n; r++) {
-    if (trainSlot.ids[trainSlot.offsets[r]!] === targetId) fine[b++] = r;
-    else pre[a++] = r;
-  }
-  if (!pre.length) throw new Error('no borrowed rows before the target validation start to pretrain on');
-  if (!fine.length) throw new Error('the target has no training rows');
-  const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== domain) });
   const train = built.train;
-  const copy = async (rows: Int32Array, name: string, from: number): Promise<RuntimeData> => {
-    if (!scratch || !isShardDataset(train)) return drop(await materialize(train, rows));
-    const vocab = Object.fromEntries(train.slots.flatMap((s) => (s.vocab === undefined ? [] : [[s.name, s.vocab]])));
-    const files: string[] = [];
-    for (let at = 0; at < rows.length; at += chunkRows) {
-      const to = Math.min(rows.length, at + chunkRows);
-      const file = path.join(scratch, `${name}-${String(files.length).padStart(6, '0')}.shard`);
-      await writeShard(file, drop(await materialize(train, rows.subarray(at, to))), { vocab });
-      files.push(file);
-      onProgress?.((from + to) / n, `copying the ${name} rows to shards (${from + to} of ${n})`);
-    }
-    return openShards(files, { verify: false });
+  const n = train.rows;
+  const drop = (d: ColumnarDataset): ColumnarDataset => ({ ...d, slots: d.slots.filter((s) => s.name !== domain) });
+  const check = (pre: number, fine: number) => {
+    if (!pre) throw new Error('no borrowed rows before the target validation start to pretrain on');
+    if (!fine) throw new Error('the target has no training rows');
+    return createHash('sha256').update(`${pre}/${fine}/${targetId}`).digest('hex').slice(0, 16);
   };
   const stripped: BuiltSet = {
     ...built,
     inputs: { ...built.inputs, slots: built.inputs.slots.filter((s) => s.name !== domain) },
   };
-  const tag = createHash('sha256').update(`${pre.length}/${fine.length}/${targetId}`).digest('hex').slice(0, 16);
+  if (!scratch || !isShardDataset(train)) {
+    // in memory: the row lists of the whole split, then one copy of each
+    const slot = await slotOf(train, domain);
+    const pre: number[] = [];
+    const fine: number[] = [];
+    for (let r = 0; r < n; r++) (slot.ids[slot.offsets[r]!] === targetId ? fine : pre).push(r);
+    const tag = check(pre.length, fine.length);
+    return {
+      built: stripped,
+      pretrain: drop(await materialize(train, pre)),
+      finetune: drop(await materialize(train, fine)),
+      tag,
+    };
+  }
+  // in shards: chunk after chunk of the split (a view), its domain column read, its rows of each kind
+  // copied into a shard file of their own; nothing held beyond one chunk
+  const vocab = Object.fromEntries(train.slots.flatMap((s) => (s.vocab === undefined ? [] : [[s.name, s.vocab]])));
+  const files = { pretrain: [] as string[], finetune: [] as string[] };
+  const rows = { pretrain: 0, finetune: 0 };
+  for (let at = 0; at < n; at += chunkRows) {
+    const to = Math.min(n, at + chunkRows);
+    const view = sliceRows(train, at, to);
+    const slot = await slotOf(view, domain);
+    const idx = { pretrain: [] as number[], finetune: [] as number[] };
+    for (let r = 0; r < to - at; r++) (slot.ids[slot.offsets[r]!] === targetId ? idx.finetune : idx.pretrain).push(r);
+    for (const k of ['pretrain', 'finetune'] as const) {
+      if (!idx[k].length) continue;
+      const file = path.join(scratch, `${k}-${String(files[k].length).padStart(6, '0')}.shard`);
+      await writeShard(file, drop(await materialize(view, idx[k])), { vocab });
+      files[k].push(file);
+      rows[k] += idx[k].length;
+    }
+    onProgress?.(to / n, `copying the pretraining and fine-tuning rows to shards (${to} of ${n})`);
+  }
+  const tag = check(rows.pretrain, rows.finetune);
   return {
     built: stripped,
-    pretrain: await copy(pre, 'pretrain', 0),
-    finetune: await copy(fine, 'finetune', pre.length),
+    pretrain: await openShards(files.pretrain, { verify: false }),
+    finetune: await openShards(files.finetune, { verify: false }),
     tag,
   };
 }
