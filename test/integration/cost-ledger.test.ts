@@ -135,25 +135,32 @@ describe('the cost ledger on a simulated world', () => {
     }
   });
 
-  it('measures each feature’s compute share on the serving backend: the median of paired timings, its interval and the noise floor', () => {
+  it('measures each feature’s compute share on the serving backend: a cost model fitted to timed subsets, its interval and the resolution', () => {
     expect(measured.measurement.backend).toBe('cpu');
     for (const e of measured.features) {
       expect(e.compute.source, e.name).toBe('measured');
       expect(e.compute.unit).toBe('share of one prediction');
       const m = e.compute.measured!;
       expect(m.spread).toBeGreaterThanOrEqual(0);
-      expect(e.compute.how).toMatch(/median of 9 paired timings/);
+      expect(e.compute.how).toMatch(/32 models of random halves of the \d+ inputs timed beside the full model .* in 9 rounds/);
       const [low, high] = m.interval!;
       expect(low, e.name).toBeLessThanOrEqual(m.median!);
       expect(high, e.name).toBeGreaterThanOrEqual(m.median!);
       expect(m.resolution!).toBeGreaterThanOrEqual(0);
-      // below resolution: the median under the noise floor or the interval reaching 0, and counted as 0
+      // below resolution: the fitted share under the resolution or the interval reaching 0, and counted as 0
       expect(m.belowResolution, e.name).toBe(m.median! <= m.resolution! || low <= 0);
       expect(e.compute.value!, e.name).toBe(m.belowResolution ? 0 : Math.min(1, m.median!));
-      expect(e.compute.how).toMatch(m.belowResolution ? /below resolution/ : /share .*interval .*noise floor/);
+      expect(e.compute.how).toMatch(m.belowResolution ? /below resolution/ : /share .*interval .*resolution/);
     }
-    // no ranking against the planted compute costs: one input of 33 moves the forward by a few per
-    // cent, within the timing noise of a shared machine (the spread says how much)
+    // the ranking the world's structure implies: a multi-id list (several lookups a row) costs more
+    // than a single id, which costs more than one numeric column (kind means of the fitted shares)
+    const got = byName(measured.features);
+    const mean = (kind: string) => {
+      const xs = truth.features.filter((t) => t.kind === kind).map((t) => got.get(t.name)!.compute.measured!.median!);
+      return xs.reduce((s, x) => s + x, 0) / xs.length;
+    };
+    expect(mean('multi_id')).toBeGreaterThan(mean('categorical'));
+    expect(mean('categorical')).toBeGreaterThan(mean('numeric'));
   });
 
   it('takes the fan-out from the model: its architecture, else the query', async () => {
@@ -179,7 +186,7 @@ describe('the cost ledger on a simulated world', () => {
     // measuring a model's features times that model's forward
     const m = await ok(call('POST', '/features/costs/measure', { model: 'small', rows: 256, repeats: 1 }));
     expect(m.measurement.measured.sort()).toEqual([...features].sort());
-    expect(byName(m.features).get('u_recent_cats')!.compute.how).toMatch(/all 3 inputs/);
+    expect(byName(m.features).get('u_recent_cats')!.compute.how).toMatch(/every one of the 6 proper subsets of the 3 inputs/);
   });
 
   it('declared figures override measured ones, are marked declared, and both are kept', async () => {

@@ -49,15 +49,8 @@ export {
   type CostLedgerQuery,
   type MeasureCosts,
 } from './divide/cost-ledger.schemas';
-export {
-  measureStorage,
-  measureCompute,
-  syntheticBatch,
-  type ColumnToMeasure,
-  type ComputeInput,
-  type ComputeMeasurement,
-  type StorageMeasurement,
-} from './divide/cost-meter';
+export { measureCompute, syntheticBatch, type ComputeInput, type ComputeMeasurement } from './divide/cost-meter';
+export { measureStorage, type ColumnToMeasure, type StorageMeasurement } from './divide/storage-meter';
 export {
   COST_RESOURCES,
   COST_UNITS,

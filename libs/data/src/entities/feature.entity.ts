@@ -18,14 +18,14 @@ export interface CostMeasurement {
   measuredAt: string;
   /** e.g. "mean 8.0 bytes over 10,000 rows of table users" */
   how: string;
-  /** compute only: relative spread of the timing repeats, (max - min) / min */
+  /** compute only: relative spread of the full model's timings, (max - min) / min */
   spread?: number;
-  /** compute only: the median share over the paired timings, and its interval (order statistics) */
+  /** compute only: the share the fitted cost model gives the input, and its 95 % bootstrap interval */
   median?: number;
   interval?: [number, number];
-  /** compute only: the smallest share the measurement could tell from 0 (its A/A noise floor) */
+  /** compute only: the smallest share the measurement could tell from 0 (the median interval half-width) */
   resolution?: number;
-  /** compute only: the median was under the resolution or the interval reached 0; `value` is then 0 */
+  /** compute only: the share was under the resolution or the interval reached 0; `value` is then 0 */
   belowResolution?: boolean;
   /** communication only: the fan-out the value was computed with */
   fanOut?: number;

@@ -27,9 +27,9 @@ export const measureCostsSchema = z
     /** registered feature names of `businessLine` (default: all of the line's, or the model's) */
     features: z.array(columnName).min(1).max(MAX_MEASURED_FEATURES).optional(),
     candidatesPerRequest: candidates.optional(),
-    /** compute: rows of the fixed synthetic batch */
-    rows: z.number().int().min(64).max(65_536).default(4096),
-    /** compute: rounds of paired timings per input (the median taken, with its interval) */
+    /** compute: rows of the fixed synthetic batch (default 4096 on the CPU backend, 65,536 on a GPU) */
+    rows: z.number().int().min(64).max(65_536).optional(),
+    /** compute: rounds of timings (each subset model beside the full one; the median ratio taken) */
     repeats: z.number().int().min(1).max(41).default(9),
     /** false: storage and communication only */
     compute: z.boolean().default(true),

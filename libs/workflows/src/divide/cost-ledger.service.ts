@@ -17,14 +17,8 @@ import {
   type FeatureKind,
 } from '@abacus/data';
 import { resolveBackend, type BackendChoice } from '@abacus/runtime';
-import {
-  measureCompute,
-  measureStorage,
-  type ColumnToMeasure,
-  type ComputeInput,
-  type ComputeMeasurement,
-  type StorageMeasurement,
-} from './cost-meter';
+import { defaultComputeRows, measureCompute, type ComputeInput, type ComputeMeasurement } from './cost-meter';
+import { measureStorage, type ColumnToMeasure, type StorageMeasurement } from './storage-meter';
 import { DEFAULT_CANDIDATES_PER_REQUEST, entityLevel, ledgerEntry, measuredCommunication, type LedgerEntry } from './cost-rules';
 import { MAX_MEASURED_FEATURES, type CostLedgerQuery, type MeasureCosts } from './cost-ledger.schemas';
 
@@ -154,8 +148,9 @@ export class CostLedgerService {
   /**
    * Measures storage (and communication from it) and, unless `compute: false`, each feature's compute
    * share, then stores the measurements and returns the ledger of the measured features. Bounded: at
-   * most 200 features, one DuckDB scan per feature, and inputs × repeats pairs of timings of `rows`
-   * synthetic rows (each about 2 × 25 ms). Measurements of one process run one at a time.
+   * most 200 features, one DuckDB scan per feature, and 33 × repeats pairs of timings of `rows`
+   * synthetic rows (each about 2 × 25 ms on the CPU, 2 × 100 ms on a GPU). Measurements of one process
+   * run one at a time.
    */
   async measure(scope: RequestScope, body: MeasureCosts): Promise<CostMeasurementReport> {
     // one measurement at a time in this process: concurrent timings would distort each other
@@ -261,6 +256,7 @@ export class CostLedgerService {
 
     // compute: the model's inputs (or the measured features) with and without each one
     const backend = resolveBackend(this.opts.backend);
+    const rows = defaultComputeRows({ backend: this.opts.backend, threads: this.opts.threads, rows: body.rows });
     const compute = new Map<string, ComputeMeasurement>();
     if (body.compute) {
       const inputs = await this.computeInputs(model, features, storage);
@@ -268,7 +264,7 @@ export class CostLedgerService {
       const got = await measureCompute(inputs, {
         backend: this.opts.backend,
         threads: this.opts.threads,
-        rows: body.rows,
+        rows,
         repeats: body.repeats,
         ...(arch.success ? { architecture: arch.data } : {}),
       });
@@ -314,7 +310,7 @@ export class CostLedgerService {
         businessLine: line,
         targetType: model ? 'model' : 'business_line',
         targetId: model?.id ?? line,
-        details: { features: measured, skipped: skipped.map((s) => s.name), backend, rows: body.rows, repeats: body.repeats },
+        details: { features: measured, skipped: skipped.map((s) => s.name), backend, rows, repeats: body.repeats },
       });
     });
     return {
@@ -325,7 +321,7 @@ export class CostLedgerService {
       unregistered,
       measurement: {
         backend,
-        rows: body.rows,
+        rows,
         repeats: body.repeats,
         measuredAt,
         elapsedMs: Math.round(performance.now() - t0),

@@ -1,8 +1,15 @@
 import { performance } from 'node:perf_hooks';
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { FeatureKind } from '@abacus/data';
 import { RuntimeModel, resolveBackend, type BackendChoice, type ColumnarDataset, type ModelSpecInput } from '@abacus/runtime';
-import { bestOf, bytesPerValue, medianInterval, pairedShare, type ColumnStats, type PairedShare } from './cost-rules';
+import {
+  bestOf,
+  computeUnits,
+  fitComputeModel,
+  medianInterval,
+  pairedShare,
+  type ComputeDesign,
+  type PairedShare,
+} from './cost-rules';
 
 /** A small seeded generator for the synthetic batch (Mulberry32). */
 function mulberry32(seed: number): () => number {
@@ -16,88 +23,8 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
-const ident = (s: string) => `"${s.replace(/"/g, '""')}"`;
-
-/** A column to measure in one file set (a feature table's or a sample set's Parquet files). */
-export interface ColumnToMeasure {
-  column: string;
-  kind: FeatureKind;
-  /** the stored type (ColumnSchema.sourceType) */
-  sourceType: string;
-}
-
-export interface StorageMeasurement {
-  bytes: number;
-  stats: ColumnStats;
-  how: string;
-}
-
 const fmt = (x: number, digits = 1) =>
   x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-
-/**
- * Storage of columns of one table, by DuckDB over its stored Parquet files: per column the row count,
- * the non-null count, the mean UTF-8 length of text values, the mean list length of multi-id lists
- * (a missing list counts as empty) and an approximate distinct count; the bytes per value follow
- * `bytesPerValue`.
- */
-export async function measureStorage(
-  files: string[],
-  tableLabel: string,
-  columns: ColumnToMeasure[],
-): Promise<Map<string, StorageMeasurement>> {
-  const out = new Map<string, StorageMeasurement>();
-  if (!columns.length) return out;
-  const src = `read_parquet([${files.map(lit).join(', ')}])`;
-  const db = await DuckDBInstance.create(':memory:', { threads: '1' });
-  const conn = await db.connect();
-  try {
-    const q = async (sql: string) => (await conn.runAndReadAll(sql)).getRows() as unknown[][];
-    for (const c of columns) {
-      const col = ident(c.column);
-      let stats: ColumnStats;
-      if (c.kind === 'multi_id') {
-        const [row] = await q(`SELECT count(*), count(${col}), avg(coalesce(len(${col}), 0)) FROM ${src}`);
-        const [d] = await q(`SELECT approx_count_distinct(x) FROM (SELECT unnest(${col}) AS x FROM ${src})`);
-        stats = {
-          rows: Number(row![0]),
-          nonNull: Number(row![1]),
-          meanListLength: Number(row![2] ?? 0),
-          distinct: Number(d![0] ?? 0),
-        };
-      } else {
-        const text = c.kind === 'categorical' && /^(VARCHAR|TEXT|STRING|CHAR|BPCHAR)/i.test(c.sourceType.trim());
-        const [row] = await q(
-          `SELECT count(*), count(${col}), ${text ? `avg(strlen(${col}))` : 'NULL'}, ${
-            c.kind === 'categorical' ? `approx_count_distinct(${col})` : 'NULL'
-          } FROM ${src}`,
-        );
-        stats = {
-          rows: Number(row![0]),
-          nonNull: Number(row![1]),
-          ...(text ? { meanTextBytes: Number(row![2] ?? 0) } : {}),
-          ...(c.kind === 'categorical' ? { distinct: Number(row![3] ?? 0) } : {}),
-        };
-      }
-      const bytes = bytesPerValue(c.kind, c.sourceType, stats);
-      const over = `over ${stats.rows.toLocaleString('en-US')} rows of table ${tableLabel}`;
-      const how =
-        c.kind === 'numeric'
-          ? `numeric: 4 bytes (float32) per value ${over}`
-          : c.kind === 'multi_id'
-            ? `multi-id: 4 + 4 × mean list length ${fmt(stats.meanListLength ?? 0, 2)} = ${fmt(bytes, 2)} bytes ${over}`
-            : stats.meanTextBytes !== undefined
-              ? `categorical text: mean ${fmt(bytes)} bytes (UTF-8) ${over}`
-              : `categorical id: 4 bytes (int32) per value ${over}`;
-      out.set(c.column, { bytes, stats, how });
-    }
-  } finally {
-    conn.closeSync();
-    db.closeSync();
-  }
-  return out;
-}
 
 /** One input of the model whose forward is timed. */
 export interface ComputeInput {
@@ -113,23 +40,33 @@ export interface ComputeOptions {
   backend: BackendChoice;
   /** CPU threads; 0 = the runtime's default (all) */
   threads: number;
-  /** rows of the fixed synthetic batch (default 4096) */
+  /** rows of the fixed synthetic batch (default: `defaultComputeRows` of the backend) */
   rows?: number;
-  /** rounds of paired timings per input, the median taken (default 9) */
+  /** rounds of timings, the median taken (default 9) */
   repeats?: number;
+  /**
+   * fitted (default): random subsets of the inputs timed beside the full model, and a cost model of the
+   * inputs' structure fitted to them (`fitComputeModel`); paired: each input's model without it timed
+   * beside the full model, the share its own median
+   */
+  design?: 'fitted' | 'paired';
+  /** fitted design: how many subset models are timed (default 32) */
+  designs?: number;
   architecture?: { embeddingDim?: number; pooling?: 'sum' | 'mean'; hidden?: number[]; wide?: boolean };
   seed?: number;
-  /** each timing repeats the forward until the full model has run at least this long (default 25 ms) */
+  /** each timing repeats the forward until the full model has run at least this long (default 25 ms on the CPU, 100 ms on a GPU) */
   minMs?: number;
   /**
    * wall: elapsed time; cpu: the process's CPU time (user + system, every thread): what the forward
-   * costs the host, not counting time the process waited for a core (a busy or shared machine)
+   * costs the host, not counting time the process waited for a core (a busy or shared machine).
+   * Default: cpu on the CPU backend, wall on a GPU (whose work the process's CPU time does not show).
    */
   clock?: 'wall' | 'cpu';
   onProgress?: (done: number, total: number) => void;
 }
 
 export interface ComputeMeasurement extends PairedShare {
+  design: 'fitted' | 'paired';
   /** median time of a forward with all inputs / without this one (ms) */
   tAllMs: number;
   tWithoutMs: number;
@@ -180,8 +117,172 @@ function specOf(inputs: ComputeInput[], o: ComputeOptions): ModelSpecInput {
 }
 
 /**
- * Each input's share of one prediction: the runtime's forward (predict) over a fixed synthetic batch
- * is timed for the model of all inputs and for the model without each input, in `repeats` rounds of
+ * Rows of the synthetic batch by default: 4096 on the CPU; 65,536 on a GPU, where a forward of a few
+ * thousand rows is mostly fixed cost and a single input's share cannot be told from the timing noise.
+ */
+export const defaultComputeRows = (o: ComputeOptions): number => o.rows ?? (resolveBackend(o.backend) === 'cpu' ? 4096 : 65_536);
+const defaultMinMs = (o: ComputeOptions): number => o.minMs ?? (resolveBackend(o.backend) === 'cpu' ? 25 : 100);
+
+/** The clock a measurement times with (see `ComputeOptions.clock`). */
+export const clockOf = (o: ComputeOptions): 'wall' | 'cpu' => o.clock ?? (resolveBackend(o.backend) === 'cpu' ? 'cpu' : 'wall');
+
+type Timer = ((model: RuntimeModel | null, data: ColumnarDataset | null, n: number) => Promise<number>) & { inner: number };
+
+/**
+ * Times `n` forwards of a model over a batch (ms per forward; a model without inputs takes none), on the
+ * options' clock; `inner` is how many forwards one timing takes: enough for the full model to run
+ * `minMs` (short forwards are all noise). Warms the full model up first.
+ */
+async function timer(fullModel: RuntimeModel, full: ColumnarDataset, rows: number, o: ComputeOptions): Promise<Timer> {
+  const minMs = defaultMinMs(o);
+  const clock = clockOf(o);
+  // warm-up, then the median of 5 forwards sets how many make one timing (a first call can be slow)
+  await fullModel.predict(full, { batchSize: rows });
+  const probe: number[] = [];
+  for (let k = 0; k < 5; k++) {
+    const t0 = performance.now();
+    await fullModel.predict(full, { batchSize: rows });
+    probe.push(performance.now() - t0);
+  }
+  const one = [...probe].sort((a, b) => a - b)[2]!;
+  const inner = Math.max(1, Math.min(1000, Math.ceil(minMs / Math.max(0.01, one))));
+  const time = async (model: RuntimeModel | null, data: ColumnarDataset | null, n: number): Promise<number> => {
+    if (!model || !data) return 0;
+    if (clock === 'cpu') {
+      const c1 = process.cpuUsage();
+      for (let k = 0; k < n; k++) await model.predict(data, { batchSize: rows });
+      const c = process.cpuUsage(c1);
+      return (c.user + c.system) / 1000 / n;
+    }
+    const t1 = performance.now();
+    for (let k = 0; k < n; k++) await model.predict(data, { batchSize: rows });
+    return (performance.now() - t1) / n;
+  };
+  return Object.assign(time, { inner });
+}
+
+/**
+ * Each input's share of one prediction: the runtime's forward (predict) over a fixed synthetic batch is
+ * timed for the full model and for `designs` models of random halves of the inputs, each subset timed
+ * right beside the full model (order alternating, designs shuffled each round) in `repeats` rounds, and
+ * the median ratio t(subset) / t(all) taken per design; the A/A pairs of the full model are a design of
+ * their own. A cost model of the inputs' structure (`computeUnits`: numeric column, slot, lookups,
+ * cache) is fitted to the ratios (`fitComputeModel`), and an input's share is what the fit gives its
+ * structure, with a bootstrap interval. A share under the measurement's resolution (the median interval
+ * half-width), or whose interval reaches 0, is below resolution and counts as 0.
+ */
+export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions): Promise<Map<string, ComputeMeasurement>> {
+  if ((o.design ?? 'fitted') === 'paired') return measurePaired(inputs, o);
+  const out = new Map<string, ComputeMeasurement>();
+  if (!inputs.length) return out;
+  const rows = defaultComputeRows(o);
+  const repeats = o.repeats ?? 9;
+  const nDesigns = o.designs ?? 32;
+  const backend = resolveBackend(o.backend);
+  const create = { backend, ...(o.threads > 0 ? { threads: o.threads } : {}) };
+  const full = syntheticBatch(inputs, rows, o.seed ?? 7);
+  const fullModel = RuntimeModel.create(specOf(inputs, o), create);
+  const r = mulberry32((o.seed ?? 7) + 1);
+  const designs: { members: number[]; model: RuntimeModel | null; data: ColumnarDataset | null; ratios: number[] }[] = [];
+  // few inputs: every proper subset once; else random halves
+  const n = inputs.length;
+  const every = n > 1 && 2 ** n - 2 <= nDesigns;
+  const subsets: number[][] = [];
+  if (every) {
+    for (let mask = 1; mask < 2 ** n - 1; mask++) subsets.push(inputs.map((_, i) => i).filter((i) => mask & (1 << i)));
+  } else {
+    for (let d = 0; d < nDesigns && n > 1; d++) {
+      let members: number[] = [];
+      while (members.length === 0 || members.length === n) members = inputs.map((_, i) => i).filter(() => r() < 0.5);
+      subsets.push(members);
+    }
+  }
+  for (const members of subsets) {
+    const names = new Set(members.map((i) => inputs[i]!.name));
+    const subset = inputs.filter((x) => names.has(x.name));
+    designs.push({ members, model: RuntimeModel.create(specOf(subset, o), create), data: only(full, names), ratios: [] });
+  }
+  const time = await timer(fullModel, full, rows, o);
+  for (const d of designs) await time(d.model, d.data, 1); // warm-up
+  const aa: number[] = [];
+  const fullTimes: number[] = [];
+  const total = repeats * (designs.length + 1);
+  let done = 0;
+  for (let round = 0; round < repeats; round++) {
+    const a1 = await time(fullModel, full, time.inner);
+    const a2 = await time(fullModel, full, time.inner);
+    aa.push(a1 > 0 ? a2 / a1 : 1);
+    fullTimes.push(a1, a2);
+    o.onProgress?.(++done, total);
+    const order = designs.map((_, i) => i).sort(() => r() - 0.5);
+    for (const [k, i] of order.entries()) {
+      const d = designs[i]!;
+      let tAll: number;
+      let tSub: number;
+      if ((round + k) % 2 === 0) {
+        tAll = await time(fullModel, full, time.inner);
+        tSub = await time(d.model, d.data, time.inner);
+      } else {
+        tSub = await time(d.model, d.data, time.inner);
+        tAll = await time(fullModel, full, time.inner);
+      }
+      fullTimes.push(tAll);
+      d.ratios.push(tAll > 0 ? tSub / tAll : 0);
+      o.onProgress?.(++done, total);
+    }
+  }
+  const units = inputs.map(computeUnits);
+  const timed: ComputeDesign[] = [
+    { members: inputs.map((_, i) => i), ratio: medianInterval(aa).median },
+    ...designs.map((d) => ({ members: d.members, ratio: medianInterval(d.ratios).median })),
+  ];
+  const fit = inputs.length === 1 ? null : fitComputeModel(units, timed, { seed: o.seed ?? 7 });
+  const tAll = medianInterval(fullTimes).median;
+  const spread = bestOf(fullTimes).spread;
+  const pct = (x: number) => `${fmt(x * 100)}%`;
+  const coefText = fit
+    ? fit.fitted.map((u) => `${u} ${pct(fit.coef[u])}`).join(', ') + `; intercept ${pct(fit.intercept)}, R² ${fmt(fit.r2, 3)}`
+    : '';
+  inputs.forEach((input, i) => {
+    // a model of one input: the input is the whole forward
+    const p = fit ? fit.perInput[i]! : { share: 1, ciLow: 1, ciHigh: 1 };
+    const resolution = fit ? fit.resolution : 0;
+    const belowResolution = p.share <= resolution || p.ciLow <= 0;
+    const verdict = belowResolution
+      ? `below resolution (fitted ${pct(p.share)}, interval [${pct(p.ciLow)}, ${pct(p.ciHigh)}], resolution ${pct(resolution)}): counted as 0`
+      : `share ${pct(p.share)}, interval [${pct(p.ciLow)}, ${pct(p.ciHigh)}] (95%), resolution ${pct(resolution)}`;
+    out.set(input.name, {
+      design: 'fitted',
+      share: belowResolution ? 0 : Math.min(1, p.share),
+      median: p.share,
+      ciLow: p.ciLow,
+      ciHigh: p.ciHigh,
+      coverage: 0.95,
+      resolution,
+      belowResolution,
+      tAllMs: tAll,
+      tWithoutMs: tAll * (1 - p.share),
+      spread,
+      allMs: fullTimes,
+      withoutMs: [],
+      how: `forward of ${rows.toLocaleString('en-US')} synthetic rows on ${backend} (${clockOf(o)} time): ${every ? `every one of the ${designs.length} proper subsets` : `${designs.length} models of random halves`} of the ${inputs.length} inputs timed beside the full model (${fmt(tAll, 2)} ms) in ${repeats} rounds of ${time.inner} forward${time.inner > 1 ? 's' : ''}, a cost model of the inputs' structure fitted to them (${coefText}): ${verdict}`,
+    });
+  });
+  return out;
+}
+
+/** The dataset with only the named inputs (numeric columns and slots); arrays are copied or shared, never mutated. */
+function only(d: ColumnarDataset, names: Set<string>): ColumnarDataset {
+  const keep = d.numericNames.map((n, j) => [n, j] as const).filter(([n]) => names.has(n));
+  const w = d.numericNames.length;
+  const numeric = new Float32Array(d.rows * keep.length);
+  for (let r = 0; r < d.rows; r++) keep.forEach(([, j], k) => (numeric[r * keep.length + k] = d.numeric[r * w + j]!));
+  return { ...d, numericNames: keep.map(([n]) => n), numeric, slots: d.slots.filter((s) => names.has(s.name)) };
+}
+
+/**
+ * The paired design: each input's share from rounds of paired timings,
+ * for the model of all inputs and for the model without each input, in `repeats` rounds of
  * pairs (the full model timed right beside each reduced one, order alternating), after a warm-up;
  * each timing averages enough forwards for the full model to run `minMs`. Each round also times the
  * full model twice (A/A), the noise floor. Per input the share is the median over the rounds of the
@@ -190,10 +291,10 @@ function specOf(inputs: ComputeInput[], o: ComputeOptions): ModelSpecInput {
  * The spread is the larger relative spread of the two sides' timings. A model left without inputs
  * takes no time.
  */
-export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions): Promise<Map<string, ComputeMeasurement>> {
+async function measurePaired(inputs: ComputeInput[], o: ComputeOptions): Promise<Map<string, ComputeMeasurement>> {
   const out = new Map<string, ComputeMeasurement>();
   if (!inputs.length) return out;
-  const rows = o.rows ?? 4096;
+  const rows = defaultComputeRows(o);
   const repeats = o.repeats ?? 9;
   const backend = resolveBackend(o.backend);
   const create = { backend, ...(o.threads > 0 ? { threads: o.threads } : {}) };
@@ -209,44 +310,27 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
       data: rest.length ? without(full, i.name) : null,
     });
   }
-  // one timing = `inner` forwards, enough for the full model to take minMs (short forwards are all noise)
-  const minMs = o.minMs ?? 25;
-  const clock = o.clock ?? 'wall';
-  await variants[0]!.model!.predict(full, { batchSize: rows });
-  const t0 = performance.now();
-  await variants[0]!.model!.predict(full, { batchSize: rows });
-  const inner = Math.max(1, Math.min(1000, Math.ceil(minMs / Math.max(0.01, performance.now() - t0))));
-  const time = async (v: (typeof variants)[number], n: number): Promise<number> => {
-    if (!v.model || !v.data) return 0;
-    if (clock === 'cpu') {
-      const c1 = process.cpuUsage();
-      for (let k = 0; k < n; k++) await v.model.predict(v.data, { batchSize: rows });
-      const c = process.cpuUsage(c1);
-      return (c.user + c.system) / 1000 / n;
-    }
-    const t1 = performance.now();
-    for (let k = 0; k < n; k++) await v.model.predict(v.data, { batchSize: rows });
-    return (performance.now() - t1) / n;
-  };
+  const time = await timer(variants[0]!.model!, full, rows, o);
+  const inner = time.inner;
   const fullVariant = variants[0]!;
   const total = (variants.length - 1) * repeats;
   let done = 0;
-  for (const v of variants.slice(1)) await time(v, 1); // warm-up
+  for (const v of variants.slice(1)) await time(v.model, v.data, 1); // warm-up
   // paired timings: the full model right beside each reduced one (order alternating), so drift in the
   // machine's load falls on both sides of a pair
   const pairs = new Map<string, { all: number[]; without: number[] }>();
   // the noise floor: per round, two timings of the same full model side by side (A/A)
   const aa: [number, number][] = [];
   for (let round = 0; round < repeats; round++) {
-    aa.push([await time(fullVariant, inner), await time(fullVariant, inner)]);
+    aa.push([await time(fullVariant.model, fullVariant.data, inner), await time(fullVariant.model, fullVariant.data, inner)]);
     for (const v of variants.slice(1)) {
       const p = pairs.get(v.name!) ?? { all: [], without: [] };
       if (round % 2 === 0) {
-        p.all.push(await time(fullVariant, inner));
-        p.without.push(await time(v, inner));
+        p.all.push(await time(fullVariant.model, fullVariant.data, inner));
+        p.without.push(await time(v.model, v.data, inner));
       } else {
-        p.without.push(await time(v, inner));
-        p.all.push(await time(fullVariant, inner));
+        p.without.push(await time(v.model, v.data, inner));
+        p.all.push(await time(fullVariant.model, fullVariant.data, inner));
       }
       pairs.set(v.name!, p);
       o.onProgress?.(++done, total);
@@ -263,6 +347,7 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
       : `share ${pct(ps.median)}, interval [${pct(ps.ciLow)}, ${pct(ps.ciHigh)}] (${Math.round(ps.coverage * 100)}%), noise floor ${pct(ps.resolution)}`;
     out.set(name, {
       ...ps,
+      design: 'paired',
       tAllMs: tAll,
       tWithoutMs: tWithout,
       spread,

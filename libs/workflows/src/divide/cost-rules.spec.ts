@@ -4,13 +4,16 @@ import {
   bestOf,
   bytesPerValue,
   computeShare,
+  computeUnits,
   entityLevel,
+  fitComputeModel,
   fanOut,
   ledgerEntry,
   ledgerFigure,
   medianInterval,
   pairedShare,
   spearman,
+  type ComputeDesign,
 } from './cost-rules';
 import { syntheticBatch } from './cost-meter';
 
@@ -189,5 +192,72 @@ describe('a compute share from one round', () => {
     expect(medianInterval([0.2])).toEqual({ median: 0.2, low: 0.2, high: 0.2, coverage: 0 });
     const one = pairedShare([10], [8], [[10, 10]]);
     expect(one).toMatchObject({ median: expect.closeTo(0.2, 9), resolution: 0, belowResolution: false });
+  });
+});
+
+describe('the fitted compute cost model', () => {
+  // a world whose true costs are known: numeric 0.4 %, slot 3 %, lookup 1.5 % a id, no cache effect,
+  // intercept 15 %; each design's ratio carries Gaussian noise of 2 %
+  const inputs = [
+    ...Array.from({ length: 12 }, () => ({ kind: 'numeric' as const })),
+    ...[50, 2_000, 30, 90_000, 7].map((vocab) => ({ kind: 'categorical' as const, vocab })),
+    ...[
+      [5_000, 4],
+      [300, 9],
+      [60_000, 2],
+    ].map(([vocab, listLength]) => ({ kind: 'multi_id' as const, vocab, listLength })),
+  ];
+  const units = inputs.map(computeUnits);
+  const truth = (i: number) => 0.004 * units[i]!.numeric + 0.03 * units[i]!.slot + 0.015 * units[i]!.lookup;
+  const scale = 1 / (0.15 + inputs.reduce((s, _, i) => s + truth(i), 0));
+  function designs(seed: number, n: number, noise: number): ComputeDesign[] {
+    let a = seed;
+    const r = () => (a = (a * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const gauss = () => Math.sqrt(-2 * Math.log(Math.max(r(), 1e-12))) * Math.cos(2 * Math.PI * r());
+    return Array.from({ length: n }, () => {
+      const members = inputs.map((_, i) => i).filter(() => r() < 0.5);
+      const ratio = (0.15 + members.reduce((s, i) => s + truth(i), 0)) * scale;
+      return { members, ratio: ratio * (1 + noise * gauss()) };
+    });
+  }
+
+  it("recovers each input's share within its interval and ranks inputs as their structure does, run after run", () => {
+    const fits = [1, 2, 3].map((seed) => fitComputeModel(units, designs(seed, 40, 0.02), { seed }));
+    for (const fit of fits) {
+      expect(Math.abs(fit.coef.cache)).toBeLessThan(0.01); // none planted: dropped, or small
+      expect(fit.r2).toBeGreaterThan(0.8);
+      inputs.forEach((_, i) => {
+        const p = fit.perInput[i]!;
+        expect(p.ciLow).toBeLessThanOrEqual(p.share);
+        expect(p.ciHigh).toBeGreaterThanOrEqual(p.share);
+        expect(Math.abs(p.share - truth(i) * scale)).toBeLessThan(0.02);
+      });
+    }
+    const shares = fits.map((f) => f.perInput.map((p) => p.share));
+    expect(spearman(shares[0]!, shares[1]!)).toBeGreaterThan(0.9);
+    expect(spearman(shares[1]!, shares[2]!)).toBeGreaterThan(0.9);
+    expect(
+      spearman(
+        shares[0]!,
+        inputs.map((_, i) => truth(i)),
+      ),
+    ).toBeGreaterThan(0.9);
+  });
+
+  it('folds units the inputs cannot tell apart into the slot: no multi-id input, one lookup a slot', () => {
+    const flat = inputs.map((x) => (x.kind === 'multi_id' ? { kind: 'categorical' as const, vocab: 100 } : x)).map(computeUnits);
+    const ds = designs(5, 30, 0).map((d) => ({
+      ...d,
+      ratio: 0.2 + d.members.reduce((s, i) => s + (flat[i]!.slot ? 0.05 : 0.01), 0),
+    }));
+    const fit = fitComputeModel(flat, ds);
+    expect(fit.fitted).toEqual(expect.arrayContaining(['numeric', 'slot']));
+    expect(fit.fitted).not.toContain('lookup');
+    expect(fit.coef.slot).toBeCloseTo(0.05, 6);
+    expect(fit.coef.numeric).toBeCloseTo(0.01, 6);
+  });
+
+  it('says so when the designs cannot be fitted', () => {
+    expect(() => fitComputeModel(units, [{ members: [0, 1], ratio: 0.5 }])).toThrow(/cannot be fitted/);
   });
 });

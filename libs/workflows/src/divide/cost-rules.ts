@@ -305,3 +305,162 @@ export function ledgerEntry(
     noCost: storage.source === null && communication.source === null && compute.source === null,
   };
 }
+
+/** What every input of a model costs a forward, in the fitted cost model's terms (see `fitComputeModel`). */
+export const COMPUTE_UNITS = ['numeric', 'slot', 'lookup', 'cache'] as const;
+export type ComputeUnit = (typeof COMPUTE_UNITS)[number];
+
+/**
+ * The structure of one input that its compute follows in the runtime's forward: a numeric input is
+ * one column of the first layer; a slot adds a pooled embedding (its columns of the first layer and a
+ * pooling step), one lookup per id of the row, and lookups that miss the cache more as its table grows
+ * (ids per row × log2 of the vocabulary, scaled to a 2^20 table = 1).
+ */
+export function computeUnits(i: { kind: FeatureKind; vocab?: number; listLength?: number }): Record<ComputeUnit, number> {
+  if (i.kind === 'numeric') return { numeric: 1, slot: 0, lookup: 0, cache: 0 };
+  const len = i.kind === 'multi_id' ? Math.max(1, Math.round(i.listLength ?? 1)) : 1;
+  const vocab = Math.max(2, i.vocab ?? 1000);
+  return { numeric: 0, slot: 1, lookup: len, cache: (len * Math.log2(vocab)) / 20 };
+}
+
+/** One timed model of a subset of the inputs: its forward time relative to the full model's, timed beside it. */
+export interface ComputeDesign {
+  /** indices of the inputs the model has */
+  members: number[];
+  /** median over the rounds of t(subset) / t(all inputs) */
+  ratio: number;
+}
+
+export interface FittedCompute {
+  /** fitted cost of one unit of each kind, as a share of the full model's forward (0: not in the fit) */
+  coef: Record<ComputeUnit, number>;
+  /** the units the fit could tell apart on these inputs (the others are folded into them) */
+  fitted: ComputeUnit[];
+  /** share of the intercept: what a model costs with no inputs (the MLP above the first layer, the output) */
+  intercept: number;
+  /** R² of the fit over the designs */
+  r2: number;
+  /** per input: the fitted share, its 95 % bootstrap interval over the designs */
+  perInput: { share: number; ciLow: number; ciHigh: number }[];
+  /** the median half-width of the inputs' intervals: a share under it cannot be told from zero */
+  resolution: number;
+}
+
+/** Solves the least-squares problem ‖Xb - y‖ by its normal equations (Gaussian elimination, partial pivoting). */
+function leastSquares(x: number[][], y: number[]): number[] | null {
+  const k = x[0]?.length ?? 0;
+  const a = Array.from({ length: k }, () => new Array<number>(k + 1).fill(0));
+  for (let r = 0; r < x.length; r++) {
+    for (let i = 0; i < k; i++) {
+      for (let j = 0; j < k; j++) a[i]![j]! += x[r]![i]! * x[r]![j]!;
+      a[i]![k]! += x[r]![i]! * y[r]!;
+    }
+  }
+  for (let c = 0; c < k; c++) {
+    let p = c;
+    for (let r = c + 1; r < k; r++) if (Math.abs(a[r]![c]!) > Math.abs(a[p]![c]!)) p = r;
+    if (Math.abs(a[p]![c]!) < 1e-12) return null;
+    [a[c], a[p]] = [a[p]!, a[c]!];
+    for (let r = 0; r < k; r++) {
+      if (r === c) continue;
+      const f = a[r]![c]! / a[c]![c]!;
+      for (let j = c; j <= k; j++) a[r]![j]! -= f * a[c]![j]!;
+    }
+  }
+  return a.map((row, i) => row[k]! / row[i]!);
+}
+
+/**
+ * The units that are not linear combinations of earlier ones over these inputs (Gram-Schmidt on the
+ * inputs' unit columns): with no multi-id input, lookups are one per slot and fold into the slot's
+ * cost; with one vocabulary size, the cache term does too.
+ */
+function independentUnits(units: Record<ComputeUnit, number>[]): ComputeUnit[] {
+  const basis: number[][] = [];
+  const kept: ComputeUnit[] = [];
+  for (const u of COMPUTE_UNITS) {
+    let v = units.map((x) => x[u]);
+    const norm0 = Math.hypot(...v);
+    if (norm0 === 0) continue;
+    for (const b of basis) {
+      const d = v.reduce((s, x, i) => s + x * b[i]!, 0);
+      v = v.map((x, i) => x - d * b[i]!);
+    }
+    const norm = Math.hypot(...v);
+    if (norm / norm0 < 1e-6) continue;
+    basis.push(v.map((x) => x / norm));
+    kept.push(u);
+  }
+  return kept;
+}
+
+/**
+ * The compute cost model fitted to timed subset models: t(S) / t(all) = intercept + Σ_{i∈S} Σ_u c_u ·
+ * units_u(i), by least squares over the designs; an input's share is Σ_u c_u · units_u(i). Every timing
+ * informs every unit's cost, so a share rests on all the designs, not on one pair of timings. The
+ * interval is the 2.5th-97.5th percentile of the share over `boot` refits on designs drawn with
+ * replacement (seeded).
+ */
+export function fitComputeModel(
+  units: Record<ComputeUnit, number>[],
+  designs: ComputeDesign[],
+  o: { boot?: number; seed?: number } = {},
+): FittedCompute {
+  const pct = (xs: number[], q: number) => {
+    const v = [...xs].sort((p, r) => p - r);
+    return v.length ? v[Math.min(v.length - 1, Math.max(0, Math.round(q * (v.length - 1))))]! : NaN;
+  };
+  const fitWith = (fitted: ComputeUnit[]) => {
+    const row = (d: ComputeDesign) => [1, ...fitted.map((u) => d.members.reduce((s, i) => s + units[i]![u], 0))];
+    const solve = (ds: ComputeDesign[]) =>
+      leastSquares(
+        ds.map(row),
+        ds.map((d) => d.ratio),
+      );
+    const b = solve(designs);
+    if (!b) throw new Error('the cost model cannot be fitted: the timed designs do not separate the inputs');
+    let state = (o.seed ?? 1) >>> 0;
+    const rand = () => {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let t = state;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const boots: number[][] = [];
+    for (let k = 0; k < (o.boot ?? 400); k++) {
+      const beta = solve(designs.map(() => designs[Math.floor(rand() * designs.length)]!));
+      if (beta) boots.push(beta);
+    }
+    return { fitted, row, b, boots };
+  };
+  // the lookup and cache terms stay only where the timings tell them from zero (their bootstrap
+  // interval excludes 0); otherwise they fold into the slot's cost, and the fit is made again
+  let fit = fitWith(independentUnits(units));
+  for (const u of ['cache', 'lookup'] as const) {
+    const k = fit.fitted.indexOf(u);
+    if (k < 0) continue;
+    const draws = fit.boots.map((beta) => beta[k + 1]!);
+    if (pct(draws, 0.025) <= 0 && pct(draws, 0.975) >= 0) fit = fitWith(fit.fitted.filter((x) => x !== u));
+  }
+  const { fitted, row, b, boots } = fit;
+  const shareOf = (beta: number[], i: number) => fitted.reduce((s, u, k) => s + beta[k + 1]! * units[i]![u], 0);
+  const yMean = designs.reduce((s, d) => s + d.ratio, 0) / designs.length;
+  const ssTot = designs.reduce((s, d) => s + (d.ratio - yMean) ** 2, 0);
+  const ssRes = designs.reduce((s, d) => s + (d.ratio - row(d).reduce((t, x, k) => t + x * b[k]!, 0)) ** 2, 0);
+  const draws: number[][] = units.map((_, i) => boots.map((beta) => shareOf(beta, i)));
+  const perInput = units.map((_, i) => ({ share: shareOf(b, i), ciLow: pct(draws[i]!, 0.025), ciHigh: pct(draws[i]!, 0.975) }));
+  const halfWidths = perInput.map((p) => (p.ciHigh - p.ciLow) / 2).sort((p, r) => p - r);
+  const coef = Object.fromEntries(COMPUTE_UNITS.map((u) => [u, fitted.includes(u) ? b[fitted.indexOf(u) + 1]! : 0])) as Record<
+    ComputeUnit,
+    number
+  >;
+  return {
+    coef,
+    fitted,
+    intercept: b[0]!,
+    r2: ssTot > 0 ? 1 - ssRes / ssTot : 1,
+    perInput,
+    resolution: halfWidths[(halfWidths.length - 1) >> 1] ?? 0,
+  };
+}

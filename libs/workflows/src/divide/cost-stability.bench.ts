@@ -1,25 +1,41 @@
 /**
  * How stable the compute shares are (a script, not part of the unit suite): the demo world's feed
  * model inputs (the simulator's feed configuration: kinds, vocabularies and list lengths as built)
- * measured twice by `measureCompute`, each time with fresh models, and the two rankings compared by
- * Spearman's rho — the shares in force (below resolution counted as 0) and, from the same timings, the
- * earlier rule (best of each side, share = (best_all - best_without) / best_all).
+ * measured twice by `measureCompute` in each design (fitted: the cost model fitted to random subsets;
+ * paired: each input's model without it beside the full one), each time with fresh models; the two
+ * runs' rankings compared by Spearman's rho, and divide's MILP selection for tiers 0.7 / 0.5 / 0.3
+ * made with each run's shares (values: the world's planted effects; storage and communication: the
+ * world's costs) and compared.
  *   npx esbuild libs/workflows/src/divide/cost-stability.bench.ts --bundle --platform=node --packages=external \
- *     --outfile=dist-bench/cost-stability.bench.js && node dist-bench/cost-stability.bench.js [backend=cpu] [threads=2] [repeats=9] [minMs=25] [clock=wall|cpu]
+ *     --outfile=dist-bench/cost-stability.bench.js && node dist-bench/cost-stability.bench.js [backend=cpu] [threads=2] [repeats=9] [minMs=25] [clock=auto|wall|cpu] [designs=fitted,paired] [rows=4096]
  * Prints one JSON line.
  */
+import { existsSync } from 'node:fs';
 import os from 'node:os';
-import { flatSamplesToDataset } from '@abacus/runtime';
-import { FEATURE_CATALOG, simulateWorld } from '@abacus/samples';
+import path from 'node:path';
+import { flatSamplesToDataset, setAddonPath, setCudaAddonPath } from '@abacus/runtime';
+// the simulator's own modules, not the package index (which brings DuckDB): the bench bundles for a node-only GPU host
+import { FEATURE_CATALOG } from '../../../samples/src/simulator/feature-catalog';
+import { simulateWorld } from '../../../samples/src/simulator/simulator.service';
 import { measureCompute, type ComputeInput } from './cost-meter';
-import { bestOf, computeShare, spearman } from './cost-rules';
+import { spearman } from './cost-rules';
+import type { Costs } from './divide-experiment.schema';
+import { costOf, solveMilp } from './selection';
 
 async function main(): Promise<void> {
   const backend = (process.argv[2] ?? 'cpu') as 'cpu' | 'cuda';
   const threads = Number(process.argv[3] ?? 2);
   const repeats = Number(process.argv[4] ?? 9);
   const minMs = Number(process.argv[5] ?? 25);
-  const clock = (process.argv[6] ?? 'wall') as 'wall' | 'cpu';
+  const clockArg = process.argv[6] ?? 'auto';
+  const clock = clockArg === 'wall' || clockArg === 'cpu' ? clockArg : undefined;
+  const designs = (process.argv[7] ?? 'fitted,paired').split(',') as ('fitted' | 'paired')[];
+  const rows = Number(process.argv[8] ?? 4096);
+  // a standalone bundle (libs/runtime/bench/dist): the addons beside it
+  if (existsSync(path.join(__dirname, 'abacus_runtime.node'))) {
+    setAddonPath(path.join(__dirname, 'abacus_runtime.node'));
+    setCudaAddonPath(path.join(__dirname, 'abacus_runtime_cuda.node'));
+  }
   const world = simulateWorld({ seed: 11, rows: 60_000 });
   const config = FEATURE_CATALOG.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
   const built = flatSamplesToDataset(world.flat, { split: 0, domain: 'feed', include: config });
@@ -38,17 +54,60 @@ async function main(): Promise<void> {
       };
     }),
   ];
-  const runs: { m: Awaited<ReturnType<typeof measureCompute>>; seconds: number }[] = [];
-  for (let k = 0; k < 2; k++) {
-    const t0 = performance.now();
-    const m = await measureCompute(inputs, { backend, threads, repeats, minMs, clock });
-    runs.push({ m, seconds: (performance.now() - t0) / 1000 });
-  }
   const names = inputs.map((i) => i.name);
-  const shares = runs.map((r) => names.map((n) => r.m.get(n)!.share));
-  const medians = runs.map((r) => names.map((n) => r.m.get(n)!.median));
-  const old = runs.map((r) => names.map((n) => computeShare(bestOf(r.m.get(n)!.allMs).best, bestOf(r.m.get(n)!.withoutMs).best)));
-  const below = runs.map((r) => names.filter((n) => r.m.get(n)!.belowResolution));
+  const truth = new Map(world.groundTruth.features.map((f) => [f.name, f]));
+  const values = Object.fromEntries(names.map((n) => [n, truth.get(n)?.effect ?? 0]));
+  const selections = async (shares: number[]) => {
+    const costs: Record<string, Costs> = Object.fromEntries(
+      names.map((n, i) => [
+        n,
+        {
+          storage: truth.get(n)!.costs.storageBytesPerEntity,
+          communication: truth.get(n)!.costs.fetchBytesPerRequest,
+          compute: shares[i]!,
+        },
+      ]),
+    );
+    const total = costOf(names, costs);
+    const out: Record<string, string[]> = {};
+    for (const f of [0.7, 0.5, 0.3]) {
+      const budget = { storage: total.storage * f, communication: total.communication * f, compute: total.compute * f };
+      out[String(f)] = (await solveMilp({ features: names, values, costs, budget, groups: [] })).selected;
+    }
+    return out;
+  };
+  const result: Record<string, unknown> = {};
+  for (const design of designs) {
+    const runs: { m: Awaited<ReturnType<typeof measureCompute>>; seconds: number }[] = [];
+    for (let k = 0; k < 2; k++) {
+      const t0 = performance.now();
+      const m = await measureCompute(inputs, { backend, threads, rows, repeats, minMs, clock, design, seed: 7 + 100 * k });
+      runs.push({ m, seconds: (performance.now() - t0) / 1000 });
+    }
+    const shares = runs.map((r) => names.map((n) => r.m.get(n)!.share));
+    const medians = runs.map((r) => names.map((n) => r.m.get(n)!.median));
+    const below = runs.map((r) => names.filter((n) => r.m.get(n)!.belowResolution));
+    const sel = await Promise.all(shares.map(selections));
+    result[design] = {
+      seconds: runs.map((r) => +r.seconds.toFixed(1)),
+      resolution: runs.map((r) => +r.m.get(names[0]!)!.resolution.toFixed(4)),
+      belowResolution: below.map((b) => b.length),
+      sameBelowResolution: below[0]!.join() === below[1]!.join(),
+      spearman: { shares: +spearman(shares[0]!, shares[1]!).toFixed(3), medians: +spearman(medians[0]!, medians[1]!).toFixed(3) },
+      // a run whose shares are all the same (all below resolution) ranks nothing: rho says little then
+      allTied: shares.map((xs) => xs.every((x) => x === xs[0])),
+      selectionUnchanged: Object.keys(sel[0]!).every((t) => sel[0]![t]!.join() === sel[1]![t]!.join()),
+      selections: sel,
+      how: runs.map((r) => r.m.get(names[names.length - 1]!)!.how),
+      perInput: names.map((n, i) => ({
+        name: n,
+        kind: inputs[i]!.kind,
+        share: [shares[0]![i], shares[1]![i]].map((x) => +x!.toFixed(4)),
+        median: [medians[0]![i], medians[1]![i]].map((x) => +x!.toFixed(4)),
+        interval: runs.map((r) => [r.m.get(n)!.ciLow, r.m.get(n)!.ciHigh].map((x) => +x.toFixed(4))),
+      })),
+    };
+  }
   console.log(
     JSON.stringify({
       date: new Date().toISOString(),
@@ -57,25 +116,10 @@ async function main(): Promise<void> {
       threads,
       repeats,
       minMs,
-      clock,
+      rows,
+      clock: clockArg,
       inputs: inputs.length,
-      seconds: runs.map((r) => +r.seconds.toFixed(1)),
-      resolution: runs.map((r) => +r.m.get(names[0]!)!.resolution.toFixed(4)),
-      belowResolution: below.map((b) => b.length),
-      sameBelowResolution: below[0]!.join() === below[1]!.join(),
-      spearman: {
-        shares: +spearman(shares[0]!, shares[1]!).toFixed(3),
-        medians: +spearman(medians[0]!, medians[1]!).toFixed(3),
-        earlierRuleBestOf: +spearman(old[0]!, old[1]!).toFixed(3),
-      },
-      perInput: names.map((n, i) => ({
-        name: n,
-        kind: inputs[i]!.kind,
-        share: [shares[0]![i], shares[1]![i]].map((x) => +x!.toFixed(4)),
-        median: [medians[0]![i], medians[1]![i]].map((x) => +x!.toFixed(4)),
-        interval: runs.map((r) => [r.m.get(n)!.ciLow, r.m.get(n)!.ciHigh].map((x) => +x.toFixed(4))),
-        earlierRule: [old[0]![i], old[1]![i]].map((x) => +x!.toFixed(4)),
-      })),
+      ...result,
     }),
   );
 }
