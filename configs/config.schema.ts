@@ -203,6 +203,8 @@ export const configSchema = z
     ABACUS_SERVING_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
     /** first retry delay of a serving webhook; doubled on each further attempt */
     ABACUS_SERVING_WEBHOOK_BACKOFF_MS: z.coerce.number().int().min(10).max(3_600_000).default(2000),
+    /** how often the api evaluates served models' schedules (a window opening or closing switches tier); 0 = never */
+    ABACUS_SERVING_SCHEDULE_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
     /** time zone of report schedules that name none (IANA name, e.g. Europe/Berlin) */
     ABACUS_REPORT_TZ: z
       .string()

@@ -226,3 +226,115 @@ describe('divide with the values of a finished subtract', () => {
     expect(e.result.frontier.map((f: { tier: number }) => f.tier)).toEqual([0, 1]);
   });
 });
+
+describe('divide with a large tier: a budget above the model and a pool of features it does not use', () => {
+  // the world's strong features of other lines' configurations: columns of the feed samples the feed model leaves out
+  const poolTruth = () => truth.features.filter((f) => !f.inConfigOf.includes('feed'));
+  let e: Record<string, any>;
+
+  beforeAll(async () => {
+    for (const f of poolTruth()) {
+      const c = await call('POST', '/features', {
+        name: f.name,
+        businessLine: 'feed',
+        kind: f.kind,
+        costs: { ...f.costs, source: 'declared' },
+      });
+      expect(c.status, JSON.stringify(c.body)).toBe(201);
+    }
+  });
+
+  it('400 naming the field for a budget not above the model, a pool feature the model has, and one that cannot join; nothing queued', async () => {
+    const before = await experimentCount();
+    const model = { sampleSet: 'feed-samples', features: features.slice(0, -1) };
+    const submit = (large: unknown) =>
+      call('POST', '/experiments', { kind: 'divide', businessLine: 'feed', spec: { model, large } });
+    const one = await submit({ budget: 1 });
+    expect(one.status).toBe(400);
+    expect(one.body.issues!.map((i: { path: string }) => i.path)).toContain('spec.large.budget');
+    const own = await submit({ pool: [features[0]] });
+    expect(own.status).toBe(400);
+    expect(JSON.stringify(own.body)).toContain('spec.large.pool.0');
+    expect(JSON.stringify(own.body)).toContain('a feature of the model already');
+    const unknown = await submit({ pool: [poolTruth()[0]!.name, 'no_such_feature'] });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toContain('spec.large.pool.1');
+    expect(await experimentCount()).toBe(before);
+  });
+
+  it('selects the large tier by the same MILP on a wide model, retrains it, and it beats the full model on the test split', async () => {
+    const r = await call('POST', '/experiments', {
+      kind: 'divide',
+      businessLine: 'feed',
+      spec: {
+        model: { sampleSet: 'feed-samples', features: features.slice(0, -1), training: TRAINING },
+        tiers: [1, 0.5],
+        large: { budget: 1.5 },
+        seeds: 2,
+        folds: 5,
+        repeats: 2,
+        interactionTop: 0,
+        publishAs: 'feed-large',
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    // the pool: the line's registered features the model leaves out, each with its cost
+    expect([...r.body.spec.resolved.large.pool].sort()).toEqual(
+      poolTruth()
+        .map((f) => f.name)
+        .sort(),
+    );
+    e = await http.finished(String(r.body.id), 900_000, 'divide experiment with a large tier');
+    expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
+    console.log(renderExperiment(e as Experiment));
+    expect(e.trials.map((t: { kind: string }) => t.kind)).toEqual([
+      'train',
+      'ablate',
+      'train',
+      'ablate',
+      'select',
+      'tier',
+      'tier',
+      'tier',
+      'publish',
+    ]);
+    const f = e.result.frontier as {
+      tier: number;
+      alias: string;
+      budget: Record<string, number>;
+      milp: { auc: number; costFractions: Record<string, number>; seedSpread: number; selected: string[] };
+    }[];
+    expect(f.map((x) => [x.tier, x.alias])).toEqual([
+      [-1, 'tier-large'],
+      [0, 'tier-0'],
+      [1, 'tier-1'],
+    ]);
+    const large = f[0]!;
+    for (const res of ['storage', 'communication', 'compute']) {
+      expect(large.budget[res]).toBeCloseTo(1.5, 12);
+      expect(large.milp.costFractions[res]).toBeLessThanOrEqual(1.5 + 1e-9);
+    }
+    // the planted strong features of the pool are selected, and the retrained large tier is above the full model
+    for (const p of poolTruth().filter((t) => t.role === 'strong')) expect(large.milp.selected).toContain(p.name);
+    expect(e.result.large.added.sort()).toEqual(large.milp.selected.filter((x) => !features.includes(x)).sort());
+    expect(large.milp.auc).toBeGreaterThan(f[1]!.milp.auc + Math.max(large.milp.seedSpread, f[1]!.milp.seedSpread));
+    expect(e.result.large.verdict).toBe('above the full model');
+    // published as tier -1, addressable as feed-large@tier-large
+    const models = (await call('GET', '/models?businessLine=feed&pageSize=100')).body.items as {
+      name: string;
+      tier: number;
+      features: string[];
+    }[];
+    const mine = models.filter((m) => m.name === 'feed-large').sort((a, b) => a.tier - b.tier);
+    expect(mine.map((m) => m.tier)).toEqual([-1, 0, 1]);
+    expect(mine[0]!.features).toEqual(large.milp.selected);
+    const sub = await call('POST', '/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { model: 'feed-large@tier-large' } },
+    });
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    expect(sub.body.spec.resolved.features).toEqual(large.milp.selected);
+    await call('POST', `/experiments/${sub.body.id}/cancel`);
+  });
+});

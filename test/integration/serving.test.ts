@@ -55,6 +55,8 @@ beforeAll(async () => {
     ABACUS_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     ABACUS_SERVING_WEBHOOK_ATTEMPTS: '8',
     ABACUS_SERVING_WEBHOOK_BACKOFF_MS: '150',
+    // the schedule pass, often enough to be seen switching
+    ABACUS_SERVING_SCHEDULE_INTERVAL_MS: '300',
   });
   receiver = await startReceiver({ received });
   api = await startApi(env.config, { logger: false });
@@ -217,7 +219,7 @@ describe('serving switch hooks', () => {
         at: new Date(Date.now() + 600_000).toISOString(),
         cpu: 0.1,
       });
-      expect(r.body).toMatchObject({ tier: 2, decision: { action: 'hold', reason: 'pinned to tier 2' } });
+      expect(r.body).toMatchObject({ tier: 2, decision: { action: 'hold', reason: 'pinned to tier-2' } });
       expect((await admin.call('DELETE', `/serving/${id}/pin`)).status).toBe(200);
       expect((await admin.call('GET', `/serving/${id}/active`)).body.pinned).toBeNull();
       await waitUntil(async () => (await other.get(id))?.pinned === null, 5000, 'the other process to see the unpin');
@@ -335,6 +337,48 @@ describe('serving switch hooks', () => {
     expect((await admin.call('GET', '/serving/00000000-0000-0000-0000-000000000000/active')).status).toBe(404);
   });
 
+  it('the api’s schedule pass switches a served model when a window is open, once, and says so in the log', async () => {
+    // a window around now (UTC, minutes): tier 2 preferred, e.g. a cheap tier at a known peak
+    const hhmm = (d: Date) => d.toISOString().slice(11, 16);
+    const now = Date.now();
+    const schedule = {
+      timeZone: 'UTC',
+      windows: [{ tier: 2, from: hhmm(new Date(now - 60_000)), to: hhmm(new Date(now + 5 * 60_000)) }],
+    };
+    const r = await admin.call('POST', '/serving', {
+      model: 'ctr',
+      businessLine: 'feed',
+      tiers: [0, 1, 2],
+      webhookUrl: receiver.url,
+      secret: SECRET,
+      policy: { ...policy, cooldownSeconds: 0, minDwellSeconds: 0, schedule },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const id = String(r.body.id);
+    expect(r.body.activeTier).toBe(0);
+    await waitUntil(
+      async () => (await admin.call('GET', `/serving/${id}/active`)).body.tier === 2,
+      10_000,
+      'the schedule pass to switch',
+    );
+    const view = (await admin.call('GET', `/serving/${id}`)).body;
+    expect(view.scheduleNow).toMatchObject({ index: 0, tier: 2 });
+    // the passes after it leave it be: one switch, by the schedule, with its webhook
+    await new Promise((res) => setTimeout(res, 1000));
+    const log = (await admin.call('GET', `/serving/${id}/log`)).body as unknown as {
+      fromTier: number;
+      toTier: number;
+      actor: string;
+      reason: string;
+      signals: unknown;
+    }[];
+    expect(log.map((x) => [x.fromTier, x.toTier, x.actor])).toEqual([[0, 2, 'schedule']]);
+    expect(log[0]!.reason).toMatch(/^schedule: window \d\d:\d\d–\d\d:\d\d UTC prefers tier-2$/);
+    expect(log[0]!.signals).toBeNull();
+    await waitUntil(async () => hooksOf(id).length === 1, 10_000, 'the webhook of the scheduled switch');
+    expect(hooksOf(id)[0]!.body.payload).toMatchObject({ from: 0, to: 2, manual: false });
+  });
+
   it('the example client registers, verifies webhooks, reports signals and swaps the model it serves', async () => {
     const client = new ServingClient({ apiUrl: api.url, apiKey: env.adminKey, secret: SECRET });
     const swaps: [number, number | null][] = [];
@@ -398,16 +442,16 @@ describe('serving switch hooks', () => {
     const at = new Date(Date.now() + 60_000).toISOString();
     const sig = await run(['serving', 'signal', id, '--at', at, '--cpu', '0.95']);
     expect(sig.code, sig.stderr).toBe(0);
-    expect(sig.stdout).toMatch(/switch: tier 1 \(step down: cpu 0.95 > 0.8\)/);
+    expect(sig.stdout).toMatch(/switch: tier-1 \(step down: cpu 0.95 > 0.8\)/);
     const pin = await run(['serving', 'pin', id, '--tier', '2', '--reason', 'from the cli']);
     expect(pin.code, pin.stderr).toBe(0);
     const active = await run(['serving', 'active', id]);
-    expect(active.stdout).toMatch(/tier 2 since .*pinned by test-admin: from the cli/);
+    expect(active.stdout).toMatch(/tier-2 since .*pinned by test-admin: from the cli/);
     expect(active.stdout).toContain(`/api/v1/models/${tierIds[2]}/export?format=safetensors`);
     expect((await run(['serving', 'unpin', id])).code).toBe(0);
     const log = await run(['serving', 'log', id]);
-    expect(log.stdout).toMatch(/0 -> 1.*policy/);
-    expect(log.stdout).toMatch(/1 -> 2.*manual \(test-admin\)/);
+    expect(log.stdout).toMatch(/tier-0 -> tier-1.*policy/);
+    expect(log.stdout).toMatch(/tier-1 -> tier-2.*manual \(test-admin\)/);
     const bad = await run(['serving', 'signal', id, '--cpu', '2']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--cpu/);

@@ -118,7 +118,13 @@ export class AppModule implements NestModule {
             const cache = new ActiveTierCache(config.ABACUS_REDIS_URL, config.ABACUS_QUEUE_PREFIX, (id) =>
               holder.service!.loadActive(id),
             );
-            holder.service = new ServingService(ds, queue, cache, config.ABACUS_WEBHOOK_ALLOWED_HOSTS);
+            holder.service = new ServingService(
+              ds,
+              queue,
+              cache,
+              config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
+              config.ABACUS_SERVING_SCHEDULE_INTERVAL_MS,
+            );
             return holder.service;
           },
         },

@@ -15,3 +15,4 @@ export { lineName } from './line-name';
 export { paginationSchema, type Pagination, type Page } from './pagination.schema';
 export { NotFoundError, ConflictError, InvalidInputError, ForbiddenError, UnauthenticatedError } from './domain-errors';
 export { PeriodicPass } from './periodic-pass';
+export { LARGE_TIER, tierAlias, tierFromAlias } from './tier-alias';

@@ -1,6 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { webhookUrlProblem, type HostAllowList } from '@abacus/configs';
-import { InvalidInputError, NotFoundError, canSeeLine, requireWrite, type RequestScope } from '@abacus/core';
+import { InvalidInputError, NotFoundError, PeriodicPass, canSeeLine, requireWrite, type RequestScope } from '@abacus/core';
 import { writeAudit } from '@abacus/access';
 import {
   BusinessLineEntity,
@@ -11,7 +11,7 @@ import {
 } from '@abacus/data';
 import type { QueueService } from '@abacus/queue';
 import type { ActiveTier, ActiveTierCache } from './active-cache';
-import { decideTier, type Decision, type Signals } from './policy-engine';
+import { activeWindow, decideTier, type Decision, type Signals } from './policy-engine';
 import {
   SIGNAL_NAMES,
   servingPolicySchema,
@@ -20,6 +20,7 @@ import {
   type ServingPolicy,
   type ServingSignalInput,
 } from './serving.schemas';
+import { tierAlias } from '@abacus/core';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const SWITCH_EVENT = 'serving.switch';
@@ -49,11 +50,70 @@ export class ServingService {
     private readonly queue: Pick<QueueService, 'enqueueWebhook'>,
     private readonly cache: ActiveTierCache,
     private readonly allow: HostAllowList,
+    /** how often the schedules are evaluated (ms; 0 = never: switches happen on signals only) */
+    private readonly scheduleIntervalMs = 0,
   ) {}
 
-  /** Closes the cache's Redis connections with the API (Nest calls it on app.close()). */
+  private readonly schedules = new PeriodicPass('schedule pass', () => this.scheduleOnce(), ServingService.name);
+
+  /** Starts the schedule pass with the API (Nest calls it at startup). */
+  onModuleInit(): void {
+    this.schedules.start(this.scheduleIntervalMs);
+  }
+
+  /** Stops the schedule pass and closes the cache's Redis connections with the API (Nest calls it on app.close()). */
   async onModuleDestroy(): Promise<void> {
+    await this.schedules.stop();
     await this.cache.close();
+  }
+
+  /**
+   * One pass over the served models with a schedule: the policy decided with no signals at `now`, so
+   * only the schedule can switch (a window opening or closing). Each model in its own transaction with
+   * its row locked: several API processes running the pass switch it once (the decision reads the
+   * state the first one wrote). Returns the switches made.
+   */
+  async scheduleOnce(now = new Date()): Promise<{ servingId: string; from: number; to: number; reason: string }[]> {
+    const ids: { id: string }[] = await this.ds.query(`SELECT id FROM serving_models WHERE policy ? 'schedule' ORDER BY id`);
+    const out: { servingId: string; from: number; to: number; reason: string }[] = [];
+    for (const { id } of ids) {
+      const r = await this.ds.transaction(async (m) => {
+        const s = await m
+          .getRepository(ServingModelEntity)
+          .createQueryBuilder('s')
+          .where('s.id = :id', { id })
+          .setLock('pessimistic_write')
+          .getOne();
+        if (!s) return null;
+        const policy = servingPolicySchema.parse(s.policy);
+        const decision = decideTier(policy, s.tiers, this.stateOf(s), {}, now.getTime());
+        if (decision.action !== 'switch') return null;
+        const from = s.activeTier;
+        const deliveryId = await this.applySwitch(m, s, {
+          to: decision.tier,
+          reason: decision.reason,
+          signals: null,
+          manual: false,
+          actor: 'schedule',
+          at: now,
+        });
+        await m.getRepository(ServingModelEntity).save(s);
+        return { s, deliveryId, from, reason: decision.reason };
+      });
+      if (!r) continue;
+      await this.publish(r.s, r.deliveryId);
+      out.push({ servingId: id, from: r.from, to: r.s.activeTier, reason: r.reason });
+    }
+    return out;
+  }
+
+  private stateOf(s: ServingModelEntity) {
+    return {
+      tier: s.activeTier,
+      enteredAt: s.tierSince.getTime(),
+      lastSwitchAt: s.lastSwitchAt?.getTime() ?? null,
+      pinnedTier: s.pinnedTier,
+    };
   }
 
   /** The latest version of `name` in `line` with tier `tier`, or a 404 naming the tier. */
@@ -64,7 +124,7 @@ export class ServingService {
       .where('m.business_line = :line AND m.name = :name AND m.tier = :tier', { line, name, tier })
       .orderBy('m.version', 'DESC')
       .getOne();
-    if (!model) throw new NotFoundError('tier', `tier-${tier} of model "${name}" in business line "${line}"`);
+    if (!model) throw new NotFoundError('tier', `${tierAlias(tier)} of model "${name}" in business line "${line}"`);
     return model;
   }
 
@@ -84,6 +144,8 @@ export class ServingService {
       throw new NotFoundError('model', `"${name}" in business line "${input.businessLine}"`);
     }
     const tiers = [...input.tiers].sort((a, b) => a - b);
+    // served from the full model (or the best cheaper tier); the large tier only in its windows
+    const start = tiers.find((t) => t >= 0) ?? tiers[0];
     const saved = await this.ds.transaction(async (m) => {
       const models = [];
       for (const t of tiers) models.push(await this.tierModel(m, input.businessLine, name, t));
@@ -98,8 +160,8 @@ export class ServingService {
           webhookSecret: input.secret,
           policy: input.policy as unknown as Record<string, unknown>,
           owner: scope.user,
-          activeTier: tiers[0],
-          activeModelId: models[0].id,
+          activeTier: start,
+          activeModelId: models[tiers.indexOf(start)].id,
           tierSince: now,
           lastSwitchAt: null,
           pinnedTier: null,
@@ -121,7 +183,11 @@ export class ServingService {
   private view(s: ServingModelEntity) {
     const { webhookSecret: _secret, ...rest } = s;
     void _secret;
-    return rest;
+    const schedule = servingPolicySchema.safeParse(s.policy);
+    // the window open now, for a reader of the served model (the decision is the policy engine's)
+    return schedule.success && schedule.data.schedule
+      ? { ...rest, scheduleNow: activeWindow(schedule.data.schedule, Date.now()) }
+      : rest;
   }
 
   async list(scope: RequestScope, q: { businessLine?: string }) {
@@ -245,18 +311,7 @@ export class ServingService {
       const s = await this.find(m, id, scope, true);
       requireWrite(scope, s.businessLine, 'report signals');
       const policy: ServingPolicy = servingPolicySchema.parse(s.policy);
-      const decision: Decision = decideTier(
-        policy,
-        s.tiers,
-        {
-          tier: s.activeTier,
-          enteredAt: s.tierSince.getTime(),
-          lastSwitchAt: s.lastSwitchAt?.getTime() ?? null,
-          pinnedTier: s.pinnedTier,
-        },
-        signals,
-        at.getTime(),
-      );
+      const decision: Decision = decideTier(policy, s.tiers, this.stateOf(s), signals, at.getTime());
       s.lastSignals = signals as Record<string, number>;
       s.lastSignalAt = at;
       let deliveryId: string | null = null;
@@ -266,7 +321,7 @@ export class ServingService {
           reason: decision.reason,
           signals,
           manual: false,
-          actor: 'policy',
+          actor: decision.cause === 'schedule' ? 'schedule' : 'policy',
           at,
         });
       }

@@ -17,4 +17,5 @@ export { multiplySpecSchema, MULTIPLY_STRATEGIES, type MultiplyStrategy } from '
 export { divideSpecSchema, RESOURCES } from './divide/divide-experiment.schema';
 export { modelRefSchema, architectureSchema, trainingSchema } from './model/model-recipe.schema';
 export { lineName } from '../../core/src/line-name';
+export { LARGE_TIER, tierAlias } from '../../core/src/tier-alias';
 export { formatZodIssues, type ValidationIssue } from '../../core/src/zod-issues';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { lineName } from '@abacus/catalog';
-import { uuidSchema } from '@abacus/core';
+import { tierAlias, uuidSchema } from '@abacus/core';
 import type { ApiClient } from '../api-client';
 import { apiFrom, printJson, table } from '../cli-context';
 import { parseFlags } from '../flags';
@@ -263,9 +263,11 @@ export function renderDivide(r: Record<string, unknown>): string[] {
     }[];
     published?: { tier: number; name: string; version: number }[];
     groups?: string[][];
+    large?: { pool: string[]; added: string[]; dropped: string[]; aucGain: number; seedSpread: number; verdict: string } | null;
     rule?: string;
   };
   if (!res.frontier) return [];
+  const l = res.large;
   const pct = (x: number) => `${Math.round(x * 100)}%`;
   const fr = (c: DividePoint['costFractions']) => `${pct(c.storage)}/${pct(c.communication)}/${pct(c.compute)}`;
   return [
@@ -301,7 +303,12 @@ export function renderDivide(r: Record<string, unknown>): string[] {
     ),
     '',
     `kept or dropped together (interacting): ${res.groups?.length ? res.groups.map((g) => g.join(' + ')).join('; ') : 'none'}`,
-    `published: ${(res.published ?? []).map((p) => `${p.name} v${p.version} (tier-${p.tier})`).join(', ') || 'nothing'}`,
+    ...(l
+      ? [
+          `large tier: ${l.verdict} (AUC ${l.aucGain >= 0 ? '+' : ''}${l.aucGain.toFixed(4)}, seed spread ${l.seedSpread.toFixed(4)}); from the pool (${l.pool.join(', ')}) added ${l.added.join(', ') || 'nothing'}; dropped ${l.dropped.join(', ') || 'nothing'}`,
+        ]
+      : []),
+    `published: ${(res.published ?? []).map((p) => `${p.name} v${p.version} (${tierAlias(p.tier)})`).join(', ') || 'nothing'}`,
     ...(res.rule ? ['', `rule: ${res.rule}`] : []),
   ];
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { lineName } from '@abacus/catalog';
+import { LARGE_TIER, tierAlias } from '@abacus/core';
 import { apiFrom, printJson, table } from '../cli-context';
 import { parseFlags } from '../flags';
 import { CliError, type RegisterCommand } from './command.types';
@@ -14,8 +15,11 @@ const registerFlags = z.object({
   line: lineName,
   tiers: z
     .string()
-    .regex(/^\d+(,\d+)*$/, 'comma-separated tier numbers, e.g. 0,1,2')
-    .transform((s) => s.split(',').map(Number)),
+    .regex(
+      /^(large|-1|\d+)(,(large|-1|\d+))*$/,
+      'comma-separated tiers, e.g. 0,1,2 or large,0,1 (large = -1, above the full model)',
+    )
+    .transform((s) => s.split(',').map((t) => (t === 'large' ? LARGE_TIER : Number(t)))),
   webhookUrl: z
     .string()
     .url()
@@ -36,7 +40,11 @@ const signalFlags = z.object({
   json: z.boolean().optional(),
 });
 const idFlags = z.object({ id: uuid, json: z.boolean().optional() });
-const pinFlags = z.object({ id: uuid, tier: z.coerce.number().int().min(0), reason: z.string().trim().min(1).max(1000) });
+const pinFlags = z.object({
+  id: uuid,
+  tier: z.union([z.literal('large').transform(() => LARGE_TIER), z.coerce.number().int().min(LARGE_TIER)]),
+  reason: z.string().trim().min(1).max(1000),
+});
 
 interface Served {
   id: string;
@@ -67,8 +75,8 @@ interface SwitchRow {
 }
 
 const renderServed = (s: Served) =>
-  `${s.id}  ${s.businessLine}/${s.modelName}  tiers ${s.tiers.join(',')}  active tier ${s.activeTier}${
-    s.pinnedTier !== null ? ` (pinned to ${s.pinnedTier})` : ''
+  `${s.id}  ${s.businessLine}/${s.modelName}  tiers ${s.tiers.map(tierAlias).join(',')}  active ${tierAlias(s.activeTier)}${
+    s.pinnedTier !== null ? ` (pinned to ${tierAlias(s.pinnedTier)})` : ''
   }  webhook ${s.webhookUrl}`;
 
 export const registerServing: RegisterCommand = (program) => {
@@ -81,10 +89,16 @@ export const registerServing: RegisterCommand = (program) => {
     .description('register a served model: its tiers, webhook and switching policy')
     .requiredOption('--model <name|id>', 'the registered model (its name, or the id of a version)')
     .requiredOption('--line <line>', 'business line')
-    .requiredOption('--tiers <list>', 'tiers it may use, e.g. 0,1,2')
+    .requiredOption(
+      '--tiers <list>',
+      'tiers it may use, e.g. 0,1,2 or large,0,1 (large: above the full model, for its schedule windows)',
+    )
     .requiredOption('--webhook-url <url>', 'where switches are POSTed (signed)')
     .requiredOption('--secret-file <file>', 'file holding the webhook secret (16+ characters; surrounding whitespace dropped)')
-    .option('--policy <file>', 'policy JSON (see configs/examples/serving-policy.json)')
+    .option(
+      '--policy <file>',
+      'policy JSON (see configs/examples/serving-policy.json; with a schedule: serving-policy-offpeak.json)',
+    )
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const o = parseFlags('serving register', registerFlags, raw);
@@ -143,7 +157,7 @@ export const registerServing: RegisterCommand = (program) => {
         body,
       );
       if (json) return printJson(r);
-      process.stdout.write(`${r.decision.action}: tier ${r.tier} (${r.decision.reason})\n`);
+      process.stdout.write(`${r.decision.action}: ${tierAlias(r.tier)} (${r.decision.reason})\n`);
     });
 
   serving
@@ -157,7 +171,7 @@ export const registerServing: RegisterCommand = (program) => {
       if (o.json) return printJson(a);
       process.stdout.write(
         [
-          `tier ${a.tier} since ${a.since}${a.pinned ? ` (pinned by ${a.pinned.by}: ${a.pinned.reason})` : ''}`,
+          `${tierAlias(a.tier)} since ${a.since}${a.pinned ? ` (pinned by ${a.pinned.by}: ${a.pinned.reason})` : ''}`,
           `  model ${a.modelId} v${a.version}, ${a.features.length} features: ${a.features.join(', ')}`,
           `  safetensors: ${a.artifacts.safetensors}`,
           `  onnx: ${a.artifacts.onnx}`,
@@ -178,7 +192,7 @@ export const registerServing: RegisterCommand = (program) => {
         `${table(
           rows.map((r) => [
             r.at,
-            `${r.fromTier ?? '-'} -> ${r.toTier}`,
+            `${r.fromTier === null ? '-' : tierAlias(r.fromTier)} -> ${tierAlias(r.toTier)}`,
             r.manual ? `manual (${r.actor})` : 'policy',
             r.reason,
             r.deliveries.map((d) => `${d.status} after ${d.attempts}${d.lastError ? `: ${d.lastError}` : ''}`).join('; '),
@@ -192,7 +206,7 @@ export const registerServing: RegisterCommand = (program) => {
     .command('pin')
     .description('hold a tier regardless of the policy until unpinned')
     .argument('<id>', 'served model id')
-    .requiredOption('--tier <n>', 'the tier to hold')
+    .requiredOption('--tier <n>', 'the tier to hold (a number, or large)')
     .requiredOption('--reason <text>', 'why (recorded in the switch log)')
     .action(async (id: string, raw: Record<string, unknown>, cmd: Command) => {
       const o = parseFlags('serving pin', pinFlags, { ...raw, id }, ['id']);

@@ -333,13 +333,22 @@ export interface ModelVersion extends RegisteredModel {
 }
 
 /** A served model (GET /api/v1/serving). */
+export interface ScheduleWindowView {
+  tier: number;
+  days: string[];
+  from: string;
+  to: string;
+}
+
 export interface ServedModel {
   id: string;
   businessLine: string;
   modelName: string;
   tiers: number[];
   webhookUrl: string;
-  policy: Record<string, unknown>;
+  policy: Record<string, unknown> & { schedule?: { timeZone: string; windows: ScheduleWindowView[] } };
+  /** the schedule's window open now (null: outside every window; absent: no schedule) */
+  scheduleNow?: { index: number; tier: number; label: string; startedAt: number } | null;
   owner: string;
   activeTier: number;
   activeModelId: string;

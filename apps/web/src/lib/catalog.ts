@@ -1,6 +1,7 @@
 /** The catalog pages' URL parameters, api queries and formatting: pure functions, unit-tested beside this file. */
 import { LINE_NAME, parsePage } from './search';
 import type { FeatureExperiment, ModelVersion, ServingSwitch } from './api';
+import { tierAlias } from '@abacus/workflows/browser';
 
 export const FEATURES_PAGE_SIZE = 25;
 export const FEATURE_KINDS = ['numeric', 'categorical', 'multi_id'] as const;
@@ -82,7 +83,7 @@ export function summarizeProvenance(items: Pick<FeatureExperiment, 'verdict'>[],
 
 /** A model version's label: "tier-2 (v5)" for a divide tier, else "v5". */
 export function versionLabel(m: Pick<ModelVersion, 'version' | 'tier'>): string {
-  return m.tier === null || m.tier === undefined ? `v${m.version}` : `tier-${m.tier} (v${m.version})`;
+  return m.tier === null || m.tier === undefined ? `v${m.version}` : `${tierAlias(m.tier)} (v${m.version})`;
 }
 
 export interface ModelGroup<T> {

@@ -2,6 +2,7 @@
  * Result JSON → chart rows. Pure and defensive: results of running experiments are absent and old
  * results may lack fields, so every reader here takes `unknown` and drops what it cannot use.
  */
+import { tierAlias } from '@abacus/workflows/browser';
 
 /** One estimate with its interval (a dot and a bar), e.g. ΔAUC of a strategy × source. */
 export interface IntervalRow {
@@ -124,7 +125,7 @@ export function divideCharts(result: unknown, axis: CostAxis = 'mean'): Chart[] 
   let fullAuc: number | null = null;
   for (const f of objs(result.frontier)) {
     const tier = num(f.tier);
-    const name = str(f.alias, tier === null ? 'tier' : `tier-${tier}`);
+    const name = str(f.alias, tier === null ? 'tier' : tierAlias(tier));
     for (const series of ['milp', 'greedy'] as const) {
       const p = f[series];
       if (!isObj(p)) continue;

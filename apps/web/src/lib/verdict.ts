@@ -4,6 +4,7 @@
  * strongest features (score). Takes `unknown` and returns null when it cannot read the result
  * (a running experiment, an older shape), like the chart functions in charts.ts.
  */
+import { tierAlias } from '@abacus/workflows/browser';
 
 const rec = (v: unknown): Record<string, unknown> | null =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
@@ -86,7 +87,7 @@ export function verdictOf(kind: string, result: unknown): Verdict | null {
     const parts = tiers.map((t) => {
       const milp = rec(t.milp);
       const kept = milp ? num(milp.liftKept) : null;
-      return `${String(t.alias ?? `tier-${String(t.tier)}`)}: ${milp && num(milp.features) !== null ? `${num(milp.features)} features` : '—'}${kept !== null ? `, ${Math.round(kept * 100)}% of the lift` : ''}`;
+      return `${String(t.alias ?? (typeof t.tier === 'number' ? tierAlias(t.tier) : 'tier'))}: ${milp && num(milp.features) !== null ? `${num(milp.features)} features` : '—'}${kept !== null ? `, ${Math.round(kept * 100)}% of the lift` : ''}`;
     });
     return {
       headline: `${tiers.length} budget tier${tiers.length === 1 ? '' : 's'} published`,

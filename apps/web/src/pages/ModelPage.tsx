@@ -8,6 +8,7 @@ import { formatDateTime } from '../lib/format';
 import { formatFractions, formatMetric, versionLabel } from '../lib/catalog';
 import { ErrorNotice, KeyValueTable, Loading } from '../components';
 import { architectureSummary } from './ModelsPage';
+import { tierAlias } from '@abacus/workflows/browser';
 
 /** One model version: features, sample set, architecture, training, metrics, costs, and its checkpoint to download. */
 export function ModelPage({ id }: { id: string }) {
@@ -50,7 +51,7 @@ export function ModelPage({ id }: { id: string }) {
                   {' '}
                   or{' '}
                   <code>
-                    {m.name}@tier-{m.tier}
+                    {m.name}@{tierAlias(m.tier)}
                   </code>
                 </>
               ) : null}

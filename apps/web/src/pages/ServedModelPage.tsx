@@ -8,6 +8,7 @@ import { SWITCH_LOG_PAGE_SIZE, formatDelivery, formatSignals, switchLogPage } fr
 import { ErrorNotice, KeyValueTable, Loading, TableWrap } from '../components';
 import { LocalPager } from '../catalog-components';
 import { SERVING_POLL_MS } from './ServingPage';
+import { tierAlias } from '@abacus/workflows/browser';
 
 /** One served model: the active tier (from the api's cache), its tiers, policy and pin, and the switch log. */
 export function ServedModelPage({ id }: { id: string }) {
@@ -45,7 +46,7 @@ export function ServedModelPage({ id }: { id: string }) {
               <dl className="facts" data-active-tier={a.tier}>
                 <dt>Tier</dt>
                 <dd>
-                  <strong>tier-{a.tier}</strong>{' '}
+                  <strong>{tierAlias(a.tier)}</strong>{' '}
                   <Link to="/models/$id" params={{ id: a.modelId }}>
                     v{a.version}
                   </Link>
@@ -55,7 +56,7 @@ export function ServedModelPage({ id }: { id: string }) {
                 <dt>Pinned</dt>
                 <dd>
                   {a.pinned
-                    ? `tier-${a.pinned.tier} by ${a.pinned.by ?? 'unknown'}${a.pinned.reason ? `: ${a.pinned.reason}` : ''}`
+                    ? `${tierAlias(a.pinned.tier)} by ${a.pinned.by ?? 'unknown'}${a.pinned.reason ? `: ${a.pinned.reason}` : ''}`
                     : 'no: the policy decides'}
                 </dd>
                 <dt>Features ({a.features.length})</dt>
@@ -66,7 +67,7 @@ export function ServedModelPage({ id }: { id: string }) {
                   {s.lastSignalAt ? <span className="muted"> at {formatDateTime(s.lastSignalAt)}</span> : null}
                 </dd>
                 <dt>Tiers</dt>
-                <dd>{s.tiers.map((t) => (t === a.tier ? `[tier-${t}]` : `tier-${t}`)).join(' → ')}</dd>
+                <dd>{s.tiers.map((t) => (t === a.tier ? `[${tierAlias(t)}]` : tierAlias(t))).join(' → ')}</dd>
                 <dt>Webhook</dt>
                 <dd className="wrap">
                   <code>{s.webhookUrl}</code>
@@ -74,6 +75,7 @@ export function ServedModelPage({ id }: { id: string }) {
               </dl>
             ) : null}
           </section>
+          {s.policy.schedule ? <ScheduleSection served={s} /> : null}
           <section aria-labelledby="policy">
             <h2 id="policy">Switch policy</h2>
             <KeyValueTable value={s.policy} label="policy" />
@@ -82,6 +84,56 @@ export function ServedModelPage({ id }: { id: string }) {
         </>
       ) : null}
     </>
+  );
+}
+
+const DAY_NAMES: Record<string, string> = { mon: 'Mon', tue: 'Tue', wed: 'Wed', thu: 'Thu', fri: 'Fri', sat: 'Sat', sun: 'Sun' };
+
+/** The windows in which a tier is preferred, and which one is open now. */
+function ScheduleSection({ served }: { served: ServedModel }) {
+  const schedule = served.policy.schedule!;
+  const now = served.scheduleNow ?? null;
+  return (
+    <section aria-labelledby="schedule">
+      <h2 id="schedule">Schedule</h2>
+      <p role="status" data-schedule-now={now ? now.index : 'none'}>
+        {now
+          ? `Now inside the window ${now.label}: ${tierAlias(now.tier)} preferred (opened ${formatDateTime(new Date(now.startedAt).toISOString())}).`
+          : `Now outside every window: the full model at best (times in ${schedule.timeZone}).`}
+      </p>
+      <p className="muted">
+        When a window opens the model switches to its tier unless a load signal is over its limit; load still steps down inside a
+        window, and when it closes a tier above the full model steps back down. Cooldown and dwell hold for every switch.
+      </p>
+      <TableWrap label="schedule windows">
+        <table className="list schedule">
+          <thead>
+            <tr>
+              <th scope="col">Days</th>
+              <th scope="col">From</th>
+              <th scope="col">To</th>
+              <th scope="col">Preferred tier</th>
+            </tr>
+          </thead>
+          <tbody>
+            {schedule.windows.map((w, i) => (
+              <tr key={i} data-window={i} className={now?.index === i ? 'current' : undefined}>
+                <td>{w.days.length === 7 ? 'every day' : w.days.map((d) => DAY_NAMES[d] ?? d).join(', ')}</td>
+                <td className="nowrap">{w.from}</td>
+                <td className="nowrap">
+                  {w.to}
+                  {w.to < w.from ? <span className="muted"> (next day)</span> : null}
+                </td>
+                <td className="nowrap">
+                  <strong>{tierAlias(w.tier)}</strong>
+                  {now?.index === i ? <span className="muted"> · open now</span> : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+    </section>
   );
 }
 
@@ -128,7 +180,7 @@ function SwitchLog({ id }: { id: string }) {
                   <tr key={sw.id} data-switch={`${sw.fromTier ?? ''}->${sw.toTier}`}>
                     <td className="nowrap">{formatDateTime(sw.at)}</td>
                     <td className="nowrap">
-                      {sw.fromTier === null ? 'start' : `tier-${sw.fromTier}`} → tier-{sw.toTier}
+                      {sw.fromTier === null ? 'start' : tierAlias(sw.fromTier)} → {tierAlias(sw.toTier)}
                     </td>
                     <td className="wrap">{sw.reason}</td>
                     <td className="wrap">{formatSignals(sw.signals)}</td>

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { LARGE_TIER } from '../../../core/src/tier-alias';
+
+export { LARGE_TIER };
 import { modelRefSchema } from '../model/model-recipe.schema';
 import { recipeSchema } from '../trials/train-trial.schema';
 
@@ -17,9 +20,49 @@ export const tierBudgetSchema = z.union([
   z.object({ storage: fraction.default(1), communication: fraction.default(1), compute: fraction.default(1) }).strict(),
 ]);
 
-export function budgetOf(t: z.output<typeof tierBudgetSchema>): Costs {
+export function budgetOf(t: z.output<typeof tierBudgetSchema> | z.output<typeof largeBudgetSchema>): Costs {
   return typeof t === 'number' ? { storage: t, communication: t, compute: t } : t;
 }
+
+const above = z
+  .number()
+  .min(1, 'a large tier’s budget is at least the full model’s cost (1) in every resource')
+  .max(4, 'a large tier’s budget is at most 4 × the full model’s cost');
+
+/** the large tier's budget: above the full model's cost, the same for every resource or per resource */
+export const largeBudgetSchema = z.union([
+  z
+    .number()
+    .gt(1, 'a large tier’s budget is above the full model’s cost (> 1)')
+    .max(4, 'a large tier’s budget is at most 4 × the full model’s cost'),
+  z
+    .object({ storage: above.default(1), communication: above.default(1), compute: above.default(1) })
+    .strict()
+    .refine((b) => b.storage > 1 || b.communication > 1 || b.compute > 1, {
+      message: 'a large tier’s budget is above the full model’s cost in at least one resource',
+    }),
+]);
+
+/**
+ * A tier above the model (off-peak traffic): the same MILP over the model's features and a pool of
+ * features the model does not use, on a budget above the full model's cost; published as tier -1
+ * (alias `tier-large`).
+ */
+export const largeTierSchema = z
+  .object({
+    budget: largeBudgetSchema.default(1.5),
+    /**
+     * registered features of the line the model does not use (default: all of them that the model's
+     * sample set can carry and that have a cost, adopted add candidates first, then by name)
+     */
+    pool: z.array(z.string().min(1).max(200)).min(1).max(64).optional(),
+    /** at most this many pool features (the first of the ordered pool) */
+    maxPool: z.number().int().min(1).max(64).default(16),
+    /** a wider MLP for the large tier (default: the model's) */
+    hidden: z.array(z.number().int().min(1).max(4096)).min(1).max(6).optional(),
+  })
+  .strict();
+export type LargeTierSpec = z.output<typeof largeTierSchema>;
 
 export const divideSpecSchema = z
   .object({
@@ -30,6 +73,8 @@ export const divideSpecSchema = z
      * before in every resource and smaller in at least one; 1 (the full model) is tier-0
      */
     tiers: z.array(tierBudgetSchema).min(1).max(8).default([1, 0.7, 0.5, 0.3]),
+    /** a tier above the model, for off-peak traffic (tier -1, alias `tier-large`) */
+    large: largeTierSchema.optional(),
     /** per-feature value: the shuffle ablation of the full model (run here), or a finished subtract's shuffle scores */
     value: z.union([z.literal('ablation'), z.object({ subtract: z.string().uuid() }).strict()]).default('ablation'),
     /** pairs among this many most valuable features are ablated jointly; a pair whose joint loss exceeds the sum of its own is kept or dropped together */
@@ -83,10 +128,21 @@ export const divideSelectParamsSchema = z.object({
   repeats: z.number().int(),
   alpha: z.number(),
   seed: z.number().int(),
+  /** the large tier: its absolute budget, its features (the model's and the pool) and the wide model's ablation */
+  large: z
+    .object({
+      budget: costsSchema,
+      fractions: costsSchema,
+      features: z.array(z.string()),
+      pool: z.array(z.string()),
+      ablateSeq: z.number().int(),
+    })
+    .nullable()
+    .default(null),
 });
 export type DivideSelectParams = z.output<typeof divideSelectParamsSchema>;
 
-/** one tier: retrain the MILP and the greedy selections on every seed */
+/** one tier: retrain the MILP and the greedy selections on every seed (tier -1: the large tier, on its recipe) */
 export const divideTierParamsSchema = z.object({
   selectSeq: z.number().int(),
   tier: z.number().int(),
@@ -103,5 +159,7 @@ export const dividePublishParamsSchema = z.object({
   publishAs: z.string(),
   modelId: z.string().nullable(),
   recipe: recipeSchema,
+  /** the large tier's recipe (the model's features and the pool, its architecture) */
+  largeRecipe: recipeSchema.nullable().default(null),
 });
 export type DividePublishParams = z.output<typeof dividePublishParamsSchema>;

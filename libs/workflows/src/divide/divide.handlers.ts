@@ -10,6 +10,7 @@ import { runTrial } from '../trials/trial-runner';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import {
+  LARGE_TIER,
   RESOURCES,
   type Costs,
   divideSelectParamsSchema,
@@ -139,6 +140,29 @@ export class DivideSelectHandler {
             greedy: greedySelect(problem),
           });
         }
+        // the large tier: the same MILP over the model's features and the pool, valued on the wide
+        // model (trained with all of them), on a budget above the full model's cost
+        let large: (TierSelection & { pool: string[]; values: Record<string, number> }) | null = null;
+        if (p.large) {
+          await progress(0.99, 'selecting the large tier');
+          const ab = await trialBySeq(this.w.ds, experiment.id, p.large.ablateSeq);
+          const wide: Record<string, number> = {};
+          for (const g of ab.metrics!.groups as { inputs: string[]; mean: number }[]) {
+            if (g.inputs.length === 1) wide[g.inputs[0]] = g.mean;
+          }
+          const missing = p.large.features.filter((f) => wide[f] === undefined);
+          if (missing.length) throw new Error(`no shuffle value for ${missing.join(', ')} on the wide model`);
+          const problem = { features: p.large.features, values: wide, costs: p.costs, budget: p.large.budget, groups };
+          large = {
+            tier: LARGE_TIER,
+            budget: p.large.budget,
+            fractions: p.large.fractions,
+            milp: await solveMilp(problem),
+            greedy: greedySelect(problem),
+            pool: p.large.pool,
+            values: wide,
+          };
+        }
         return {
           metrics: {
             features,
@@ -150,6 +174,7 @@ export class DivideSelectHandler {
             interactions,
             groups,
             tiers,
+            large,
           },
         };
       }),
@@ -167,7 +192,8 @@ export class DivideTierHandler {
         const { trial, experiment, checkpoint, progress, signal } = scope;
         const p = divideTierParamsSchema.parse(trial.params);
         const select = await trialBySeq(this.w.ds, experiment.id, p.selectSeq);
-        const sel = (select.metrics!.tiers as TierSelection[])[p.tier];
+        const sel =
+          p.tier === LARGE_TIER ? (select.metrics!.large as TierSelection) : (select.metrics!.tiers as TierSelection[])[p.tier];
         const costs = select.metrics!.costs as Record<string, Costs>;
         const recipe = { ...p.recipe, features: p.recipe.features as ResolvedFeature[] };
         const sets: { key: 'milp' | 'greedy'; features: string[] }[] = [
@@ -186,7 +212,10 @@ export class DivideTierHandler {
           const perSeed: TrainedSet['perSeed'] = [];
           for (const seed of p.seeds) {
             checkpoint();
-            await progress(step / steps, `tier ${p.tier} (${key}, ${features.length} features): seed ${seed}`);
+            await progress(
+              step / steps,
+              `${p.tier === LARGE_TIER ? 'the large tier' : `tier ${p.tier}`} (${key}, ${features.length} features): seed ${seed}`,
+            );
             const built = await this.w.samples.get(recipe, fs);
             const t = await this.w.trainer.trainOrReuse(
               built,
@@ -217,12 +246,13 @@ export class DividePublishHandler {
       const select = await trialBySeq(this.w.ds, experiment.id, p.selectSeq);
       const total = select.metrics!.total as Costs;
       const selections = select.metrics!.tiers as TierSelection[];
+      const selectionOf = (tier: number) => (tier === LARGE_TIER ? (select.metrics!.large as TierSelection) : selections[tier]);
       const tiers = [] as { tier: number; metrics: Record<string, unknown> }[];
       for (const seq of p.tierSeqs) {
         const t = await trialBySeq(this.w.ds, experiment.id, seq);
         tiers.push({ tier: t.metrics!.tier as number, metrics: t.metrics! });
       }
-      const full = tiers[0].metrics.milp as TrainedSet;
+      const full = tiers.find((t) => t.tier === 0)!.metrics.milp as TrainedSet;
       const lift = (auc: number) => (full.auc > 0.5 ? (auc - 0.5) / (full.auc - 0.5) : NaN);
       const spread = (s: TrainedSet) => {
         const a = s.perSeed.map((r) => r.auc);
@@ -255,13 +285,13 @@ export class DividePublishHandler {
               liftKept: 0,
             };
       const frontier = tiers.map(({ tier, metrics }) => {
-        const sel = selections[tier];
+        const sel = selectionOf(tier);
         const milp = point(metrics.milp as TrainedSet | null, sel.milp);
         const greedy = point(metrics.greedy as TrainedSet | null, sel.greedy);
         const diff = milp.auc - greedy.auc;
         return {
           tier,
-          alias: `tier-${tier}`,
+          alias: tier === LARGE_TIER ? 'tier-large' : `tier-${tier}`,
           budget: sel.fractions,
           solver: { status: sel.milp.status, gap: sel.milp.gap },
           milp,
@@ -277,6 +307,30 @@ export class DividePublishHandler {
                   : 'greedy better',
         };
       });
+
+      // the large tier against the full model, both retrained on the same seeds (test split)
+      const largeSummary = () => {
+        const l = frontier.find((f) => f.tier === LARGE_TIER);
+        const f0 = frontier.find((f) => f.tier === 0)!;
+        if (!l) return null;
+        const gain = l.milp.auc - f0.milp.auc;
+        const spreadOf = Math.max(l.milp.seedSpread, f0.milp.seedSpread);
+        return {
+          pool: (select.metrics!.large as { pool: string[] }).pool,
+          added: l.milp.selected.filter((x) => !f0.milp.selected.includes(x)),
+          dropped: f0.milp.selected.filter((x) => !l.milp.selected.includes(x)),
+          aucGain: gain,
+          seedSpread: spreadOf,
+          verdict:
+            l.milp.features === 0
+              ? 'no selection'
+              : gain > spreadOf
+                ? 'above the full model'
+                : gain > 0
+                  ? 'above the full model, within the seed spread'
+                  : 'not above the full model',
+        };
+      };
 
       // publish: one model version per tier (idempotent: a retried trial finds the versions it made)
       const published = await this.w.ds.transaction(async (m) => {
@@ -303,7 +357,10 @@ export class DividePublishHandler {
                 owner: experiment.owner,
                 sampleSetId: p.recipe.sampleSetId,
                 features: s.features,
-                architecture: p.recipe.architecture as Record<string, unknown>,
+                architecture: (f.tier === LARGE_TIER && p.largeRecipe ? p.largeRecipe : p.recipe).architecture as Record<
+                  string,
+                  unknown
+                >,
                 trainingParams: p.recipe.training as Record<string, unknown>,
                 checkpointPath: s.perSeed[0].modelDir,
                 metrics: { auc: s.auc, logloss: s.logloss, liftKept: lift(s.auc) },
@@ -323,10 +380,11 @@ export class DividePublishHandler {
           interactions: (select.metrics!.interactions as { together: boolean }[]).filter((x) => x.together),
           groups: select.metrics!.groups,
           frontier,
+          large: largeSummary(),
           published,
           // the selection (values, interacting pairs) read the validation split; the tiers' retrained AUCs are test-split numbers
           splits: { selection: 'validation', tierMetrics: 'test' },
-          rule: 'per tier: maximise the summed shuffle value of the selected features (HiGHS MILP) under every resource budget, interacting features together; greedy: value per summed budget share; every selection retrained on the seeds',
+          rule: 'per tier: maximise the summed shuffle value of the selected features (HiGHS MILP) under every resource budget, interacting features together; greedy: value per summed budget share; every selection retrained on the seeds; the large tier: the same over the model’s features and the pool, valued on a model trained with all of them, on a budget above the full model’s cost',
         },
       };
     });

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { ForbiddenError, InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
+import { ForbiddenError, InvalidInputError, canSeeLine, tierFromAlias, type RequestScope } from '@abacus/core';
 import { EmbeddingService, sharedWith } from '@abacus/catalog';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import { explicitPositive, requireBinaryLabel } from './label-check';
@@ -40,8 +40,8 @@ export class RecipeResolver {
 
   async model(ref: string, path: string): Promise<ModelEntity> {
     const repo = this.ds.getRepository(ModelEntity);
-    // `name@tier-N`: the latest version published as tier N (divide); `name@vN`: that version
-    const alias = /^(.+)@(?:tier-(\d{1,3})|v(\d{1,9}))$/.exec(ref);
+    // `name@tier-N` / `name@tier-large`: the latest version published as that tier (divide); `name@vN`: that version
+    const alias = /^(.+)@(?:(tier-(?:\d{1,3}|large))|v(\d{1,9}))$/.exec(ref);
     const m = UUID.test(ref)
       ? await repo.findOneBy({ id: ref })
       : alias
@@ -49,7 +49,7 @@ export class RecipeResolver {
             where: {
               businessLine: this.businessLine,
               name: alias[1],
-              ...(alias[2] !== undefined ? { tier: Number(alias[2]) } : { version: Number(alias[3]) }),
+              ...(alias[2] !== undefined ? { tier: tierFromAlias(alias[2])! } : { version: Number(alias[3]) }),
             },
             order: { version: 'DESC' },
           })
