@@ -7,7 +7,7 @@ import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { apiClient } from '../support/http';
 import { writeSmallCsv } from '../support/fixtures';
-import { createDataSource, ExperimentEntity } from '@abacus/data';
+import { createDataSource, ExperimentEntity, ModelEntity } from '@abacus/data';
 import { findChromium, launchChromium, screenshot, watchConsole } from '../support/browser';
 
 /**
@@ -48,15 +48,27 @@ const RESULTS: Record<string, Record<string, unknown>> = {
     rule: 'test',
   },
   divide: {
-    frontier: [1, 2, 3].map((tier) => ({
-      tier,
-      alias: `tier-${tier}`,
-      budget: { storage: 1 - tier * 0.25, communication: 1 - tier * 0.25, compute: 1 - tier * 0.25 },
-      solver: { status: 'optimal', gap: 0 },
-      milp: point(6 - tier, 1 - tier * 0.25, 0.75 - tier * 0.02, 1 - tier * 0.08),
-      greedy: point(5 - tier, 1 - tier * 0.27, 0.745 - tier * 0.025, 1 - tier * 0.1),
-      milpVsGreedy: 'milp better',
-    })),
+    frontier: [
+      // the large tier: above the full model's budget, more features, a better AUC
+      {
+        tier: -1,
+        alias: 'tier-large',
+        budget: { storage: 1.5, communication: 1.5, compute: 1.5 },
+        solver: { status: 'optimal', gap: 0 },
+        milp: point(8, 1.2, 0.79, 1.16),
+        greedy: point(8, 1.3, 0.785, 1.14),
+        milpVsGreedy: 'milp better',
+      },
+      ...[1, 2, 3].map((tier) => ({
+        tier,
+        alias: `tier-${tier}`,
+        budget: { storage: 1 - tier * 0.25, communication: 1 - tier * 0.25, compute: 1 - tier * 0.25 },
+        solver: { status: 'optimal', gap: 0 },
+        milp: point(6 - tier, 1 - tier * 0.25, 0.75 - tier * 0.02, 1 - tier * 0.08),
+        greedy: point(5 - tier, 1 - tier * 0.27, 0.745 - tier * 0.025, 1 - tier * 0.1),
+        milpVsGreedy: 'milp better',
+      })),
+    ],
     published: [],
     groups: [],
   },
@@ -113,7 +125,7 @@ const RESULTS: Record<string, Record<string, unknown>> = {
 };
 
 /** How many marks (dots with their intervals) each chart of a kind's page draws, in page order. */
-const MARKS: Record<string, number[]> = { multiply: [3], divide: [7], subtract: [4, 4, 4], add: [3], score: [3] };
+const MARKS: Record<string, number[]> = { multiply: [3], divide: [9], subtract: [4, 4, 4], add: [3], score: [3] };
 
 let env: TestEnv;
 let api: Proc;
@@ -133,7 +145,12 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
   beforeAll(async () => {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
-    env = await createTestEnv({ ABACUS_API_PORT: String(port), ABACUS_API_URL: url });
+    env = await createTestEnv({
+      ABACUS_API_PORT: String(port),
+      ABACUS_API_URL: url,
+      ABACUS_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+      ABACUS_SERVING_SCHEDULE_INTERVAL_MS: '500',
+    });
     api = startProcess('dist/apps/api/src/main.js', env.env);
     await waitForApi(api, url);
     expect((await admin.call('POST', '/business-lines', { name: 'feed' })).status).toBe(201);
@@ -256,7 +273,32 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     expect(await axis.textContent()).toMatch(/^cost \(mean of storage, communication, compute\)/);
     await page.getByLabel('Cost axis').selectOption('compute');
     await waitUntil(async () => /^compute cost/.test((await axis.textContent()) ?? ''), 5_000, 'the compute cost axis');
-    expect(await page.locator('svg.chart g.chart-mark').count()).toBe(7);
+    expect(await page.locator('svg.chart g.chart-mark').count()).toBe(9);
+    expect(consoleErrors.errors).toEqual([]);
+  });
+
+  it('the large tier on the frontier: right of the full model, above it, named tier-large', async () => {
+    await page.goto(`${url}/experiments/${ids.divide}`);
+    const svg = page.locator('svg.chart').first();
+    await svg.waitFor();
+    const marks = await svg.evaluate((el) =>
+      [...el.querySelectorAll('g.chart-mark')].map((g) => {
+        const c = g.querySelector('circle, rect') as unknown as {
+          getBBox(): { x: number; y: number; width: number; height: number };
+        };
+        const b = c.getBBox();
+        return { title: g.querySelector('title')?.textContent ?? '', cx: b.x + b.width / 2, cy: b.y + b.height / 2 };
+      }),
+    );
+    const large = marks.find((m) => m.title.startsWith('tier-large (milp)'))!;
+    const full = marks.find((m) => m.title.startsWith('full (full model)'))!;
+    expect(large).toBeDefined();
+    expect(full).toBeDefined();
+    // cost 1.2 of the full model: right of it; AUC 0.79: above it (SVG y grows downwards)
+    expect(large.cx).toBeGreaterThan(full.cx);
+    expect(large.cy).toBeLessThan(full.cy);
+    await svg.scrollIntoViewIfNeeded();
+    await screenshot(page, 'experiment-divide-large-tier');
     expect(consoleErrors.errors).toEqual([]);
   });
 
@@ -419,4 +461,79 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     await screenshot(page, 'experiment-charts-score-run');
     expect(consoleErrors.errors).toEqual([]);
   }, 90_000);
+
+  it('the served model page shows its schedule, the window open now, and the scheduled switch in the log', async () => {
+    const csv = path.join(env.dataDir, 'in', 'sched.csv');
+    writeSmallCsv(csv, 500);
+    const up = await admin.upload('/sample-sets', csv, {
+      name: 'sched-clicks',
+      businessLine: 'feed',
+      label: 'click',
+      time: 'ts',
+    });
+    expect(up.status, JSON.stringify(up.body)).toBe(201);
+    const ds = createDataSource(env.config);
+    await ds.initialize();
+    try {
+      for (const [tier, features] of [
+        [-1, ['strong', 'weak', 'noise', 'color']],
+        [0, ['strong', 'weak', 'color']],
+      ] as const) {
+        const m = await admin.call('POST', '/models', { name: 'night', businessLine: 'feed', sampleSetId: up.body.id, features });
+        expect(m.status, JSON.stringify(m.body)).toBe(201);
+        // made a tier the way divide publishes them (directly in the registry)
+        await ds.getRepository(ModelEntity).update({ id: m.body.id as string }, { tier });
+      }
+    } finally {
+      await ds.destroy();
+    }
+    // a window around now (UTC), and a weekend one
+    const hhmm = (t: number) => new Date(t).toISOString().slice(11, 16);
+    const schedule = {
+      timeZone: 'UTC',
+      windows: [{ tier: -1, days: ['sat', 'sun'], from: hhmm(Date.now() + 3 * 3_600_000), to: hhmm(Date.now() + 4 * 3_600_000) }],
+    };
+    const weekday = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'][new Date().getUTCDay()]!;
+    (schedule.windows as { tier: number; days?: string[]; from: string; to: string }[]).unshift({
+      tier: -1,
+      days: [weekday],
+      from: hhmm(Date.now()),
+      to: hhmm(Date.now() + 60 * 60_000),
+    });
+    if (schedule.windows[1]!.days.includes(weekday))
+      schedule.windows[1]!.days = schedule.windows[1]!.days.filter((d) => d !== weekday);
+    if (!schedule.windows[1]!.days.length) schedule.windows.pop();
+    const reg = await admin.call('POST', '/serving', {
+      model: 'night',
+      businessLine: 'feed',
+      tiers: [-1, 0],
+      webhookUrl: 'http://127.0.0.1:9/hook',
+      secret: 'charts-test-secret-0123',
+      policy: { signals: { cpu: { stepDownAbove: 0.8, stepUpBelow: 0.5 } }, cooldownSeconds: 0, minDwellSeconds: 0, schedule },
+    });
+    expect(reg.status, JSON.stringify(reg.body)).toBe(201);
+    const id = reg.body.id as string;
+    // the api's schedule pass moves it to the large tier
+    await waitUntil(
+      async () => (await admin.call('GET', `/serving/${id}/active`)).body.tier === -1,
+      15_000,
+      'the scheduled switch',
+    );
+    await page.goto(`${url}/serving/${id}`);
+    const section = page.locator('section[aria-labelledby="schedule"]');
+    await section.waitFor();
+    expect(await section.getByRole('status').innerText()).toMatch(
+      /^Now inside the window \d\d:\d\d–\d\d:\d\d UTC: tier-large preferred/,
+    );
+    const rows = await section.locator('tbody tr').allInnerTexts();
+    expect(rows.length).toBe(schedule.windows.length);
+    expect(rows[0]).toMatch(/tier-large · open now/);
+    expect(await section.locator('tbody tr.current').count()).toBe(1);
+    await page.locator('dl.facts strong', { hasText: 'tier-large' }).waitFor();
+    const log = page.locator('table.switch-log tbody tr');
+    await log.first().waitFor();
+    expect(await log.first().innerText()).toMatch(/tier-0 → tier-large\s+schedule: window .* prefers tier-large/);
+    await screenshot(page, 'serving-schedule');
+    expect(consoleErrors.errors).toEqual([]);
+  });
 });

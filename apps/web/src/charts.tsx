@@ -179,6 +179,11 @@ function ScatterSvg({ chart }: { chart: ScatterChart }) {
               <line x1={xs.scale(p.x)} x2={xs.scale(p.x)} y1={ys.scale(p.low)} y2={ys.scale(p.high)} className="chart-bar" />
             ) : null}
             <circle cx={xs.scale(p.x)} cy={ys.scale(p.y)} r={4} className="chart-dot" />
+            {chart.labelled?.includes(p.series) ? (
+              <text x={xs.scale(p.x)} y={ys.scale(p.y) - 9} textAnchor="middle" className="chart-point-label">
+                {p.label}
+              </text>
+            ) : null}
           </g>
         ))}
         <text x={(left + right) / 2} y={h - 4} textAnchor="middle" className="chart-axis">

@@ -45,6 +45,8 @@ export interface ScatterChart {
   refs: { value: number; label: string }[];
   /** x counts things (features removed): only whole-number ticks */
   xIntegers?: boolean;
+  /** series whose points carry their label beside the dot (e.g. divide's tiers) */
+  labelled?: string[];
 }
 
 /** One bar from 0 (negative values to the left), e.g. a feature's IV or a bin's WOE. */
@@ -159,6 +161,7 @@ export function divideCharts(result: unknown, axis: CostAxis = 'mean'): Chart[] 
       points,
       lines: ['milp', 'greedy'],
       refs: [],
+      labelled: ['milp', 'full model'],
     },
   ];
 }

@@ -4,7 +4,7 @@
  * strongest features (score). Takes `unknown` and returns null when it cannot read the result
  * (a running experiment, an older shape), like the chart functions in charts.ts.
  */
-import { tierAlias } from '@abacus/workflows/browser';
+import { LARGE_TIER, tierAlias } from '@abacus/workflows/browser';
 
 const rec = (v: unknown): Record<string, unknown> | null =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
@@ -89,9 +89,16 @@ export function verdictOf(kind: string, result: unknown): Verdict | null {
       const kept = milp ? num(milp.liftKept) : null;
       return `${String(t.alias ?? (typeof t.tier === 'number' ? tierAlias(t.tier) : 'tier'))}: ${milp && num(milp.features) !== null ? `${num(milp.features)} features` : '—'}${kept !== null ? `, ${Math.round(kept * 100)}% of the lift` : ''}`;
     });
+    const large = tiers.some((t) => t.tier === LARGE_TIER);
+    const budget = tiers.length - (large ? 1 : 0);
+    const summary = rec(r.large);
     return {
-      headline: `${tiers.length} budget tier${tiers.length === 1 ? '' : 's'} published`,
-      detail: parts.join('; '),
+      headline: `${budget} budget tier${budget === 1 ? '' : 's'}${large ? ' and a large tier' : ''} published`,
+      detail:
+        parts.join('; ') +
+        (summary && typeof summary.verdict === 'string'
+          ? `. The large tier: ${summary.verdict}${num(summary.aucGain) !== null ? ` (AUC ${num(summary.aucGain)! >= 0 ? '+' : ''}${num(summary.aucGain)!.toFixed(4)})` : ''}`
+          : ''),
       tone: 'good',
     };
   }
