@@ -169,6 +169,14 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       type: 'numbers',
       hint: "fractions of the full model's cost, decreasing, comma-separated (per-resource budgets: advanced JSON)",
     },
+    {
+      id: 'largeBudget',
+      label: 'Large tier budget',
+      path: 'spec.large.budget',
+      type: 'number',
+      step: 'any',
+      hint: "a tier above the model for off-peak traffic: a multiple of its cost above 1, e.g. 1.5, from the line's registered features it leaves out (empty: none)",
+    },
     { id: 'seeds', label: 'Retraining seeds', path: 'spec.seeds', type: 'number', hint: 'seeds per tier (1–10)' },
     {
       id: 'publishAs',
