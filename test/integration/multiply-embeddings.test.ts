@@ -414,3 +414,114 @@ describe('the shared-embedding registry', () => {
     }
   });
 });
+
+describe('every line may improve a shared embedding its owner lets it update', () => {
+  const name = 'mall.feed.feed-samples';
+  const versions = async () =>
+    ((await call('GET', `/embeddings?name=${name}&pageSize=100`)).body.items as EmbeddingEntry[])
+      .map((e) => e.version)
+      .sort((a, b) => a - b);
+  const update = (seeds: number[], line = 'search') =>
+    call('POST', '/experiments', {
+      kind: 'multiply',
+      businessLine: line,
+      spec: {
+        target: { sampleSet: 'search-samples', features, training: TRAINING },
+        strategies: ['embedding_update'],
+        embedding: { update: `${name}@1` },
+        seeds,
+        bootstrap: 100,
+      },
+    });
+  let searchKey: string;
+  let v1Sha: string;
+
+  it('a line outside updatableBy gets a 403 with nothing written; only the owner line sets the policy', async () => {
+    const k = await call('POST', '/keys', { name: 'search-engineer', role: 'engineer', lines: ['search'] });
+    expect(k.status, JSON.stringify(k.body)).toBe(201);
+    searchKey = String(k.body.secret);
+    v1Sha = String((await call('GET', `/embeddings/${name}@1`)).body.sha256);
+    const before = { experiments: await experimentCount(), versions: await versions() };
+    const refused = await update([1]);
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(/does not let "search" update it \(updatableBy: the owner line only\)/);
+    expect({ experiments: await experimentCount(), versions: await versions() }).toEqual(before);
+    // search may not set mall's policy; mall (the admin here) may
+    const asSearch = apiClient(
+      () => api.url,
+      () => searchKey,
+    );
+    const notOwner = await asSearch.call('PATCH', `/embeddings/${name}/policy`, { updatableBy: ['search'] });
+    expect(notOwner.status).toBe(403);
+    const bad = await call('PATCH', `/embeddings/${name}/policy`, { updatableBy: ['Not A Line'] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.issues!.map((i: { path: string }) => i.path)).toEqual(['updatableBy.0']);
+    const set = await call('PATCH', `/embeddings/${name}/policy`, { updatableBy: ['search'] });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    for (const v of before.versions) {
+      expect((await call('GET', `/embeddings/${name}@${v}`)).body.sharingPolicy.updatableBy).toEqual(['search']);
+    }
+  });
+
+  it('two concurrent updates publish two distinct versions from the parent, each with its line, rows, ΔAUC and the owner’s check', async () => {
+    const before = await versions();
+    // both submitted before either runs
+    const a = await update([1]);
+    const b = await update([2]);
+    expect(a.status, JSON.stringify(a.body)).toBe(201);
+    expect(b.status, JSON.stringify(b.body)).toBe(201);
+    expect(a.body.spec.resolved.embeddingUpdate).toEqual({
+      from: `${name}@1`,
+      ownerCheck: { line: 'mall', sampleSetId: sets['mall-samples'].id },
+    });
+    const done = [];
+    for (const id of [a.body.id, b.body.id]) {
+      const e = await http.finished(String(id), 900_000, 'embedding update');
+      expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { error: string }) => t.error))).toBe('succeeded');
+      done.push(e);
+    }
+    console.log(renderExperiment(done[0] as Experiment));
+    const made = done.map((e) => e.result.results.find((r: { strategy: string }) => r.strategy === 'embedding_update'));
+    const refs = made.map((r: { embedding: { ref: string } }) => r.embedding.ref);
+    expect(new Set(refs).size).toBe(2);
+    expect((await versions()).length).toBe(before.length + 2);
+    for (const [k, r] of made.entries()) {
+      const v = (await call('GET', `/embeddings/${encodeURIComponent(r.embedding.ref)}`)).body as EmbeddingEntry & {
+        provenance: Record<string, any>;
+      };
+      // the name stays mall's; this version records its parent, the line that trained it, the set and rows used
+      expect(v.businessLine).toBe('mall');
+      expect(v.provenance).toMatchObject({
+        strategy: 'update',
+        parent: `${name}@1`,
+        updatedBy: 'search',
+        experimentId: done[k].id,
+      });
+      expect(v.sources).toEqual([expect.objectContaining({ businessLine: 'search', name: 'search-samples', role: 'target' })]);
+      expect(v.sources[0]!.rows).toBeGreaterThan(1000);
+      expect(v.sharingPolicy.updatableBy).toEqual(['search']);
+      // what it brought search, against search's model without it (decided on validation, reported on test)
+      expect(v.provenance.updateResult).toMatchObject({ line: 'search', verdict: r.verdict });
+      expect(v.provenance.updateResult.validation.delta).toBeCloseTo(r.validation.delta, 12);
+      expect(v.provenance.updateResult.test.delta).toBeCloseTo(r.deltaAuc.delta, 12);
+      // the owner's check: mall's model from v1 and from this version, on mall's validation split
+      const oc = v.provenance.ownerCheck;
+      expect(oc).toMatchObject({ line: 'mall', parent: `${name}@1`, version: r.embedding.ref, split: 'validation' });
+      expect(['helps', 'hurts', 'no clear difference']).toContain(oc.verdict);
+      expect(oc.ciLow).toBeLessThanOrEqual(oc.delta);
+      expect(oc.ciHigh).toBeGreaterThanOrEqual(oc.delta);
+      expect(done[k].result.ownerCheck).toEqual(oc);
+      expect(renderEmbedding(v)).toMatch(new RegExp(`owner check on mall: validation ΔAUC .* over ${name}@1: ${oc.verdict}`));
+    }
+    // versions are never overwritten: v1 is as it was
+    const v1 = (await call('GET', `/embeddings/${name}@1`)).body as EmbeddingEntry & {
+      usedBy: { businessLine: string; experiments: number }[];
+    };
+    expect(v1.sha256).toBe(v1Sha);
+    // which lines use v1: mall (it learned it for its own models) and search (two updates)
+    expect(v1.usedBy).toEqual([
+      { businessLine: 'mall', experiments: expect.any(Number) },
+      { businessLine: 'search', experiments: 2 },
+    ]);
+  });
+});

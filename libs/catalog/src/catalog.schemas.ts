@@ -86,6 +86,20 @@ export const embeddingListQuerySchema = z
   .strict();
 export type EmbeddingListQuery = z.output<typeof embeddingListQuerySchema>;
 
+const lineOrAll = z.union([lineName, z.literal('*')]);
+
+/** PATCH /embeddings/:name/policy: who may use and who may update every version of a name (the owner line sets it) */
+export const embeddingPolicySchema = z
+  .object({
+    /** lines whose models may start from it ('*': every line) */
+    shareWith: z.array(lineOrAll).max(100).optional(),
+    /** lines that may publish new versions of it from their own samples ('*': every line; [] : the owner line only) */
+    updatableBy: z.array(lineOrAll).max(100).optional(),
+  })
+  .strict()
+  .refine((b) => b.shareWith !== undefined || b.updatableBy !== undefined, { message: 'set shareWith, updatableBy or both' });
+export type EmbeddingPolicy = z.output<typeof embeddingPolicySchema>;
+
 export const featureListQuerySchema = z
   .object({
     businessLine: lineName.optional(),

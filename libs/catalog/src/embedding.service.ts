@@ -1,5 +1,14 @@
 import type { DataSource, SelectQueryBuilder } from 'typeorm';
-import { ForbiddenError, InvalidInputError, NotFoundError, canSeeLine, type Page, type RequestScope } from '@abacus/core';
+import {
+  ForbiddenError,
+  InvalidInputError,
+  NotFoundError,
+  canSeeLine,
+  requireWrite,
+  type Page,
+  type RequestScope,
+} from '@abacus/core';
+import { writeAudit } from '@abacus/access';
 import { SharedEmbeddingEntity } from '@abacus/data';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -18,17 +27,27 @@ export function parseEmbeddingRef(ref: string): { id: string } | { name: string;
   return { name, version: Number(v) };
 }
 
-/** Whether experiments of `line` may initialise models from `e`. */
+/** Whether experiments of `line` may initialise models from `e` (a line that may update it may use it). */
 export function embeddingSharedWith(e: SharedEmbeddingEntity, line: string): boolean {
-  return e.businessLine === line || e.sharingPolicy.shareWith.some((l) => l === '*' || l === line);
+  return (
+    e.businessLine === line || e.sharingPolicy.shareWith.some((l) => l === '*' || l === line) || embeddingUpdatableBy(e, line)
+  );
+}
+
+/** Whether `line` may publish new versions of `e`'s name: the owner line, or one its policy's `updatableBy` names. */
+export function embeddingUpdatableBy(e: SharedEmbeddingEntity, line: string): boolean {
+  return e.businessLine === line || (e.sharingPolicy.updatableBy ?? []).some((l) => l === '*' || l === line);
 }
 
 function visible(qb: SelectQueryBuilder<SharedEmbeddingEntity>, scope: RequestScope) {
   if (!scope.lines) return qb;
-  return qb.andWhere(`(e.business_line = ANY(:lines) OR (e.sharing_policy -> 'shareWith') ?| CAST(:shareKeys AS text[]))`, {
-    lines: scope.lines,
-    shareKeys: [...scope.lines, '*'],
-  });
+  return qb.andWhere(
+    `(e.business_line = ANY(:lines) OR (e.sharing_policy -> 'shareWith') ?| CAST(:shareKeys AS text[]) OR (e.sharing_policy -> 'updatableBy') ?| CAST(:shareKeys AS text[]))`,
+    {
+      lines: scope.lines,
+      shareKeys: [...scope.lines, '*'],
+    },
+  );
 }
 
 export interface RegisterEmbedding extends Omit<SharedEmbeddingEntity, 'id' | 'version' | 'createdAt' | 'experimentId'> {
@@ -84,6 +103,81 @@ export class EmbeddingService {
       );
     }
     return e;
+  }
+
+  /**
+   * The owner line sets who may use (`shareWith`) and who may update (`updatableBy`) a name: written on
+   * every version of it (new versions inherit it). 404 for a name the caller cannot see, 403 for a line
+   * the caller may not write or that does not own the name.
+   */
+  async setPolicy(
+    name: string,
+    body: { shareWith?: string[]; updatableBy?: string[] },
+    scope: RequestScope,
+  ): Promise<SharedEmbeddingEntity> {
+    const latest = await this.get(name, scope);
+    if (!scope.lines ? false : !scope.lines.includes(latest.businessLine)) {
+      throw new ForbiddenError(
+        `shared embedding ${latest.name} belongs to business line "${latest.businessLine}": only that line sets its policy`,
+      );
+    }
+    requireWrite(scope, latest.businessLine, 'set the policy of shared embeddings');
+    return this.ds.transaction(async (m) => {
+      await m.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`shared_embeddings:${latest.name}`]);
+      const repo = m.getRepository(SharedEmbeddingEntity);
+      const versions = await repo.find({ where: { name: latest.name }, order: { version: 'DESC' } });
+      const policy = {
+        shareWith: body.shareWith ?? versions[0]!.sharingPolicy.shareWith,
+        updatableBy: body.updatableBy ?? versions[0]!.sharingPolicy.updatableBy ?? [],
+      };
+      for (const v of versions) await repo.update({ id: v.id }, { sharingPolicy: policy });
+      await writeAudit(m, scope, {
+        action: 'embedding.policy_set',
+        businessLine: latest.businessLine,
+        targetType: 'embedding',
+        targetId: latest.name,
+        details: { ...policy, versions: versions.length },
+      });
+      return { ...versions[0]!, sharingPolicy: policy };
+    });
+  }
+
+  /**
+   * Adds what a later step learned about a version to its provenance under `key` (its ΔAUC for the line
+   * that trained it, the owner's check); the tables and everything registered stay as they were.
+   */
+  async annotate(id: string, key: string, value: unknown): Promise<void> {
+    await this.ds.query(
+      `UPDATE shared_embeddings SET provenance = provenance || jsonb_build_object($2::text, $3::jsonb) WHERE id = $1`,
+      [id, key, JSON.stringify(value)],
+    );
+  }
+
+  /**
+   * The lines whose models start from a version: experiments with a trial initialised from it (a model
+   * spec's `init`, an embedding_update), and the line that learned it when its own target models did
+   * (multiply's shared embedding); with how many experiments each.
+   */
+  async usage(e: SharedEmbeddingEntity): Promise<{ businessLine: string; experiments: number }[]> {
+    const rows: { business_line: string; n: string }[] = await this.ds.query(
+      `SELECT e.business_line, count(DISTINCT e.id) AS n FROM trials t JOIN experiments e ON e.id = t.experiment_id
+        WHERE t.params -> 'recipe' -> 'init' ->> 'embeddingId' = $1
+           OR (t.params ->> 'strategy' = 'embedding_update' AND t.params -> 'update' ->> 'embeddingId' = $1)
+        GROUP BY e.business_line`,
+      [e.id],
+    );
+    const out = new Map(rows.map((r) => [r.business_line, Number(r.n)]));
+    if (e.provenance.strategy === 'union' && e.experimentId) {
+      const line = e.sources.find((x) => x.role === 'target')?.businessLine ?? e.businessLine;
+      if (!out.has(line)) out.set(line, 1);
+    }
+    return [...out.entries()]
+      .map(([businessLine, experiments]) => ({ businessLine, experiments }))
+      .sort((a, b) => a.businessLine.localeCompare(b.businessLine));
+  }
+
+  byId(id: string): Promise<SharedEmbeddingEntity | null> {
+    return this.repo.findOneBy({ id });
   }
 
   byOrigin(originKey: string): Promise<SharedEmbeddingEntity | null> {

@@ -10,6 +10,7 @@ export {
   EmbeddingService,
   parseEmbeddingRef,
   embeddingSharedWith,
+  embeddingUpdatableBy,
   EMBEDDING_NAME,
   type RegisterEmbedding,
 } from './embedding.service';

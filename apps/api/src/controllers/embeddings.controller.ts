@@ -1,7 +1,14 @@
 import fs from 'node:fs';
-import { Controller, Get, Inject, Param, Query, StreamableFile } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Patch, Query, StreamableFile } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { DataDir, EmbeddingService, embeddingListQuerySchema, type EmbeddingListQuery } from '@abacus/catalog';
+import {
+  DataDir,
+  EmbeddingService,
+  embeddingListQuerySchema,
+  embeddingPolicySchema,
+  type EmbeddingListQuery,
+  type EmbeddingPolicy,
+} from '@abacus/catalog';
 import { ZodValidationPipe, type RequestScope } from '@abacus/core';
 import type { SharedEmbeddingEntity } from '@abacus/data';
 import { Access } from '../common/access.decorator';
@@ -27,13 +34,31 @@ export class EmbeddingsController {
   @Get()
   async list(@Query(new ZodValidationPipe(embeddingListQuerySchema)) q: EmbeddingListQuery, @Scope() scope: RequestScope) {
     const page = await this.embeddings.list(scope, q);
-    return { ...page, items: page.items.map(view) };
+    // which lines start models from each version (the owner's view of its name on the embeddings page)
+    return {
+      ...page,
+      items: await Promise.all(page.items.map(async (e) => ({ ...view(e), usedBy: await this.embeddings.usage(e) }))),
+    };
   }
 
   @Get(':ref')
   @ApiOperation({ summary: 'one shared embedding by name@version, name (latest version) or id' })
   async get(@Param('ref') ref: string, @Scope() scope: RequestScope) {
-    return view(await this.embeddings.get(ref, scope));
+    const e = await this.embeddings.get(ref, scope);
+    return { ...view(e), usedBy: await this.embeddings.usage(e) };
+  }
+
+  @Patch(':name/policy')
+  @Access('engineer')
+  @ApiOperation({
+    summary: 'who may use (shareWith) and who may update (updatableBy) every version of a name; the owner line only',
+  })
+  async policy(
+    @Param('name') name: string,
+    @Body(new ZodValidationPipe(embeddingPolicySchema)) body: EmbeddingPolicy,
+    @Scope() scope: RequestScope,
+  ) {
+    return view(await this.embeddings.setPolicy(name, body, scope));
   }
 
   @Get(':ref/safetensors')

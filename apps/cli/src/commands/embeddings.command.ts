@@ -16,12 +16,14 @@ export interface EmbeddingEntry {
   dim: number;
   slots: { name: string; rows: number; idSpace: string }[];
   sources: { businessLine: string; name: string; dataVersion: string | null; role: string; rows: number }[];
-  sharingPolicy: { shareWith: string[] };
+  sharingPolicy: { shareWith: string[]; updatableBy?: string[] };
   bytes: number;
   sha256: string;
   experimentId: string | null;
   provenance: Record<string, unknown>;
   createdAt: string;
+  /** show only: the lines whose models start from this version */
+  usedBy?: { businessLine: string; experiments: number }[];
 }
 
 const listFlags = z.object({
@@ -31,14 +33,66 @@ const listFlags = z.object({
 });
 const refFlags = z.object({ ref: z.string().min(1).max(220), json: z.boolean().optional() });
 const exportFlags = z.object({ ref: z.string().min(1).max(220), out: z.string().min(1).optional() });
+const lineList = z
+  .string()
+  .regex(/^(\*|[a-z][a-z0-9_-]*)(,(\*|[a-z][a-z0-9_-]*))*$|^$/, "comma-separated business lines, '*' for all, or empty for none")
+  .transform((x) => (x ? x.split(',') : []));
+const policyFlags = z
+  .object({
+    name: z.string().min(1).max(200),
+    updatableBy: lineList.optional(),
+    shareWith: lineList.optional(),
+    json: z.boolean().optional(),
+  })
+  .refine((o) => o.updatableBy !== undefined || o.shareWith !== undefined, {
+    message: 'give --updatable-by, --share-with or both',
+  });
 
 const shared = (e: EmbeddingEntry) => (e.sharingPolicy.shareWith.length ? e.sharingPolicy.shareWith.join(',') : 'private');
+
+const num4 = (x: unknown) => (typeof x === 'number' ? `${x >= 0 ? '+' : ''}${x.toFixed(4)}` : '?');
+const interval = (x: { delta?: number; ciLow?: number; ciHigh?: number } | undefined) =>
+  x ? `${num4(x.delta)} [${num4(x.ciLow)}, ${num4(x.ciHigh)}]` : '?';
+
+/** The lines of `embeddings show` about where a version came from and what it did. */
+function lineage(e: EmbeddingEntry): string[] {
+  const p = e.provenance as {
+    parent?: string;
+    updatedBy?: string;
+    updateResult?: {
+      line: string;
+      validation: { delta: number; ciLow: number; ciHigh: number };
+      test: { delta: number };
+      verdict: string;
+    };
+    ownerCheck?: { line: string; parent: string; delta: number; ciLow: number; ciHigh: number; verdict: string };
+  };
+  return [
+    ...(p.parent ? [`  parent: ${p.parent}, trained by line ${p.updatedBy ?? '?'}`] : []),
+    ...(p.updateResult
+      ? [
+          `  for ${p.updateResult.line}: validation ΔAUC ${interval(p.updateResult.validation)} over its model without it (${p.updateResult.verdict}); test ΔAUC ${num4(p.updateResult.test.delta)}`,
+        ]
+      : []),
+    ...(p.ownerCheck
+      ? [
+          `  owner check on ${p.ownerCheck.line}: validation ΔAUC ${interval(p.ownerCheck)} over ${p.ownerCheck.parent}: ${p.ownerCheck.verdict}`,
+        ]
+      : []),
+    ...(e.usedBy
+      ? [`  used by: ${e.usedBy.map((u) => `${u.businessLine} (${u.experiments})`).join(', ') || 'no line yet'}`]
+      : []),
+  ];
+}
 
 /** The text of `embeddings show`. */
 export function renderEmbedding(e: EmbeddingEntry): string {
   return [
     `${e.ref}  (${e.id})`,
-    `  line: ${e.businessLine}, owner: ${e.owner}, shared with: ${shared(e)}`,
+    `  line: ${e.businessLine}, owner: ${e.owner}, shared with: ${shared(e)}, updatable by: ${
+      e.sharingPolicy.updatableBy?.length ? e.sharingPolicy.updatableBy.join(',') : 'the owner line only'
+    }`,
+    ...lineage(e),
     `  dim: ${e.dim}, ${e.bytes} bytes, sha256 ${e.sha256}`,
     `  experiment: ${e.experimentId ?? '(none)'}`,
     `  learned by: ${Object.entries(e.provenance)
@@ -102,6 +156,27 @@ export const registerEmbeddings: RegisterCommand = (program) => {
       const e = await apiFrom(cmd).get<EmbeddingEntry>(`/embeddings/${encodeURIComponent(o.ref)}`);
       if (o.json) return printJson(e);
       process.stdout.write(`${renderEmbedding(e)}\n`);
+    });
+
+  emb
+    .command('policy')
+    .description(
+      'who may start models from a name (--share-with) and who may publish new versions of it (--updatable-by); the owner line sets it for every version',
+    )
+    .argument('<name>', 'the embedding name')
+    .option('--updatable-by <lines>', "lines that may update it, comma-separated ('*': every line; empty: the owner line only)")
+    .option('--share-with <lines>', "lines whose models may start from it ('*': every line; empty: none)")
+    .option('--json', 'print JSON')
+    .action(async (name: string, raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('embeddings policy', policyFlags, { ...raw, name }, ['name']);
+      const e = await apiFrom(cmd).patch<EmbeddingEntry>(`/embeddings/${encodeURIComponent(o.name)}/policy`, {
+        ...(o.updatableBy !== undefined ? { updatableBy: o.updatableBy } : {}),
+        ...(o.shareWith !== undefined ? { shareWith: o.shareWith } : {}),
+      });
+      if (o.json) return printJson(e);
+      process.stdout.write(
+        `${e.name}: shared with ${shared(e)}; updatable by ${e.sharingPolicy.updatableBy?.length ? e.sharingPolicy.updatableBy.join(',') : 'the owner line only'}\n`,
+      );
     });
 
   emb

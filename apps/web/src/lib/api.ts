@@ -70,9 +70,27 @@ export interface SharedEmbedding {
   dim: number;
   slots: { name: string; rows: number; idSpace: string }[];
   sources: { businessLine: string; name: string; dataVersion: string | null; role: string; rows: number }[];
-  sharingPolicy: { shareWith: string[] };
+  sharingPolicy: { shareWith: string[]; updatableBy?: string[] };
   experimentId: string | null;
   createdAt: string;
+  /** where it came from (strategy, parent, updatedBy) and what later steps found (updateResult, ownerCheck) */
+  provenance?: EmbeddingProvenance;
+  /** the lines whose models start from this version */
+  usedBy?: { businessLine: string; experiments: number }[];
+}
+
+export interface EmbeddingDelta {
+  delta: number;
+  ciLow: number;
+  ciHigh: number;
+}
+
+export interface EmbeddingProvenance {
+  strategy?: string;
+  parent?: string;
+  updatedBy?: string;
+  updateResult?: { line: string; validation: EmbeddingDelta; test: EmbeddingDelta; verdict: string };
+  ownerCheck?: EmbeddingDelta & { line: string; parent: string; verdict: string; test: EmbeddingDelta };
 }
 
 export interface SampleSet {

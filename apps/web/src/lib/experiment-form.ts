@@ -154,6 +154,13 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       hint: 'how the borrowed samples are used',
     },
     {
+      id: 'embeddingUpdate',
+      label: 'Embedding to update',
+      path: 'spec.embedding.update',
+      type: 'text',
+      hint: 'embedding_update: the shared embedding version this line improves on its own rows (name@version; sources may be empty)',
+    },
+    {
       id: 'seeds',
       label: 'Seeds',
       path: 'spec.seeds',

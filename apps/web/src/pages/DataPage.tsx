@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { useQuery } from '@tanstack/react-query';
-import { apiCall, type BusinessLine, type Page, type SampleSet, type SharedEmbedding } from '../lib/api';
+import { apiCall, type BusinessLine, type EmbeddingDelta, type Page, type SampleSet, type SharedEmbedding } from '../lib/api';
 import { useKey } from '../lib/auth';
 import { formatCount, formatRate, formatSharing, formatTimeRange, formatVersion, summarizeKinds } from '../lib/format';
 import {
@@ -125,7 +125,28 @@ const EMBEDDING_COLUMNS: Column<SharedEmbedding>[] = [
         </div>
       )),
   },
-  { header: 'Sharing', cell: (e) => formatSharing(e.sharingPolicy.shareWith) },
+  {
+    header: 'Sharing',
+    className: 'wrap',
+    cell: (e) => (
+      <>
+        {formatSharing(e.sharingPolicy.shareWith)}
+        <div className="muted small">
+          updatable by {e.sharingPolicy.updatableBy?.length ? formatSharing(e.sharingPolicy.updatableBy) : 'the owner line only'}
+        </div>
+      </>
+    ),
+  },
+  {
+    header: 'Versions and checks',
+    className: 'wrap lineage',
+    cell: (e) => <Lineage e={e} />,
+  },
+  {
+    header: 'Used by',
+    className: 'wrap',
+    cell: (e) => (e.usedBy?.length ? e.usedBy.map((u) => `${u.businessLine} (${u.experiments})`).join(', ') : '—'),
+  },
   {
     header: 'Experiment',
     cell: (e) =>
@@ -138,6 +159,40 @@ const EMBEDDING_COLUMNS: Column<SharedEmbedding>[] = [
       ),
   },
 ];
+
+const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(4)}`;
+const withInterval = (d: EmbeddingDelta) => `${signed(d.delta)} [${signed(d.ciLow)}, ${signed(d.ciHigh)}]`;
+
+/** A version's parent and who trained it, what it brought that line, and the owner's check of it. */
+function Lineage({ e }: { e: SharedEmbedding }) {
+  const p = e.provenance ?? {};
+  if (!p.parent) return <span className="muted">first version{p.strategy ? ` (${p.strategy})` : ''}</span>;
+  return (
+    <>
+      <div>
+        from <code>{p.parent}</code> by {p.updatedBy ?? '?'}
+      </div>
+      {p.updateResult ? (
+        <div className="small" data-update-verdict={p.updateResult.verdict}>
+          for {p.updateResult.line}: validation ΔAUC {withInterval(p.updateResult.validation)} ({p.updateResult.verdict})
+        </div>
+      ) : null}
+      {p.ownerCheck ? (
+        <div
+          className={`small owner-check owner-check-${p.ownerCheck.verdict.replace(/ /g, '-')}`}
+          data-owner-check={p.ownerCheck.verdict}
+        >
+          owner {p.ownerCheck.line}: <strong>{p.ownerCheck.verdict}</strong>, validation ΔAUC {withInterval(p.ownerCheck)} over{' '}
+          {p.ownerCheck.parent}
+        </div>
+      ) : (
+        <div className="small muted">
+          owner check: {p.updatedBy === e.businessLine ? 'none needed (the owner updated it)' : 'not yet'}
+        </div>
+      )}
+    </>
+  );
+}
 
 /** Shared embeddings (name@version) learned by multiply experiments, of the lines the key may read. */
 function Embeddings({ line }: { line?: string }) {

@@ -50,8 +50,13 @@ export class SharedEmbeddingEntity {
   @Column({ type: 'jsonb' })
   sources!: SharedEmbeddingSource[];
 
+  /**
+   * shareWith: lines whose models may start from it; updatableBy: lines that may publish new versions
+   * of the name (trained from a version on their own samples; default none: the owner line only). The
+   * owner line sets both for every version of the name.
+   */
   @Column({ name: 'sharing_policy', type: 'jsonb', default: () => `'{"shareWith": []}'` })
-  sharingPolicy!: { shareWith: string[] };
+  sharingPolicy!: { shareWith: string[]; updatableBy?: string[] };
 
   /** relative to the data directory */
   @Column({ type: 'text' })

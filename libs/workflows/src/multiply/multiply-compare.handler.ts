@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import type { TrialEntity } from '@abacus/data';
+import { EmbeddingService } from '@abacus/catalog';
 import { readF32 } from '../model/model-trainer';
 import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
 import { runTrial } from '../trials/trial-runner';
@@ -143,6 +144,30 @@ interface ArmResult {
   };
 }
 
+/** One split's labels and each run's predictions on it, as the trained models stored them. */
+function predictions(dataDir: WorkflowContext['dataDir'], runs: SeedRun[], split: Split): SplitPredictions {
+  let labels: Float32Array | null = null;
+  const preds = runs.map((r) => {
+    const dir = dataDir.abs(r.modelDir);
+    if (!fs.existsSync(path.join(dir, `${split}-predictions.f32`)))
+      throw new Error(`model ${r.modelDir} has no stored ${split} predictions`);
+    const l = readF32(path.join(dir, `${split}-labels.f32`));
+    if (labels && !sameLabels(l, labels)) throw new Error(`models were evaluated on different ${split} rows`);
+    labels = l;
+    return readF32(path.join(dir, `${split}-predictions.f32`));
+  });
+  return { labels: labels!, preds };
+}
+
+/** The validation and test predictions of a model family's runs (checkpoints trained on another host: from the store). */
+export async function runPredictions(
+  dataDir: WorkflowContext['dataDir'],
+  runs: SeedRun[],
+): Promise<Record<Split, SplitPredictions>> {
+  for (const r of runs) await dataDir.pull(r.modelDir);
+  return { validation: predictions(dataDir, runs, 'validation'), test: predictions(dataDir, runs, 'test') };
+}
+
 /**
  * multiply's last step: each strategy × source against the target-only baseline, seed by seed, on the
  * same target rows. Verdicts and `best` read the validation split (the target's last training rows, not
@@ -151,32 +176,12 @@ interface ArmResult {
 export class MultiplyCompareHandler {
   constructor(private readonly w: WorkflowContext) {}
 
-  private predictions(runs: SeedRun[], split: Split): SplitPredictions {
-    let labels: Float32Array | null = null;
-    const preds = runs.map((r) => {
-      const dir = this.w.dataDir.abs(r.modelDir);
-      if (!fs.existsSync(path.join(dir, `${split}-predictions.f32`)))
-        throw new Error(`model ${r.modelDir} has no stored ${split} predictions`);
-      const l = readF32(path.join(dir, `${split}-labels.f32`));
-      if (labels && !sameLabels(l, labels)) throw new Error(`models were evaluated on different ${split} rows`);
-      labels = l;
-      return readF32(path.join(dir, `${split}-predictions.f32`));
-    });
-    return { labels: labels!, preds };
-  }
-
-  private async both(runs: SeedRun[]): Promise<Record<Split, SplitPredictions>> {
-    // checkpoints trained on another host: from the deployment's store
-    for (const r of runs) await this.w.dataDir.pull(r.modelDir);
-    return { validation: this.predictions(runs, 'validation'), test: this.predictions(runs, 'test') };
-  }
-
   handle(payload: JobPayloads[JobName.MultiplyCompareTrial], ctx: JobContext) {
     return runTrial(this.w.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress }) => {
       const p = multiplyCompareParamsSchema.parse(trial.params);
       const baseTrial = await trialBySeq(this.w.ds, experiment.id, p.baselineSeq);
       const baseRuns = baseTrial.metrics!.perSeed as SeedRun[];
-      const base = await this.both(baseRuns);
+      const base = await runPredictions(this.w.dataDir, baseRuns);
       const validationFrom = baseTrial.metrics!.validationFrom as number | undefined;
       // per source, as borrowed alone when it was (duplicates counted against the target only)
       const parts = new Map<string, SourceStats>();
@@ -189,7 +194,7 @@ export class MultiplyCompareHandler {
           throw new Error(`trial #${arm.seq} ran other seeds than the baseline`);
         if (t.metrics!.validationFrom !== validationFrom)
           throw new Error(`trial #${arm.seq} has another validation start than the baseline`);
-        const other = await this.both(runs);
+        const other = await runPredictions(this.w.dataDir, runs);
         for (const split of ['validation', 'test'] as const) {
           if (!sameLabels(other[split].labels, base[split].labels))
             throw new Error(`trial #${arm.seq} was evaluated on other ${split} rows than the baseline`);
@@ -248,6 +253,22 @@ export class MultiplyCompareHandler {
         );
         checkpoint();
       }
+      // embedding_update: what the new version brought its line, on the version for everyone to see
+      const registry = new EmbeddingService(this.w.ds);
+      for (const r of results.filter((x) => x.strategy === 'embedding_update' && x.embedding)) {
+        await registry.annotate(r.embedding!.id, 'updateResult', {
+          line: experiment.businessLine,
+          against: 'the line’s target-only model (no shared embedding)',
+          validation: { delta: r.validation.delta, ciLow: r.validation.ciLow, ciHigh: r.validation.ciHigh },
+          test: { delta: r.deltaAuc.delta, ciLow: r.deltaAuc.ciLow, ciHigh: r.deltaAuc.ciHigh },
+          verdict: r.verdict,
+          experimentId: experiment.id,
+        });
+      }
+      const ownerCheck =
+        p.ownerCheckSeq !== undefined
+          ? ((await trialBySeq(this.w.ds, experiment.id, p.ownerCheckSeq)).metrics?.ownerCheck ?? null)
+          : null;
       const targetLabelRate = (baseTrial.metrics!.parts as { domain: string; labelRate: number }[]).find(
         (x) => x.domain === 'target',
       )!.labelRate;
@@ -304,6 +325,7 @@ export class MultiplyCompareHandler {
               validationDelta: r.validation.delta,
               verdict: r.verdict,
             })),
+          ...(ownerCheck ? { ownerCheck } : {}),
           timings: { bootstrapMs },
         },
       };

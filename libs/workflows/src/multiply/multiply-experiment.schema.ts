@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { recipeSchema } from '../trials/train-trial.schema';
 import { architectureSchema, trainingSchema } from '../model/model-recipe.schema';
 
-export const MULTIPLY_STRATEGIES = ['union', 'pretrain_finetune', 'shared_embedding'] as const;
+export const MULTIPLY_STRATEGIES = ['union', 'pretrain_finetune', 'shared_embedding', 'embedding_update'] as const;
 export type MultiplyStrategy = (typeof MULTIPLY_STRATEGIES)[number];
 
 const seedSchema = z
@@ -39,7 +39,8 @@ export const multiplySpecSchema = z
         message: 'features come from the registered model; leave them out',
         path: ['features'],
       }),
-    sources: z.union([z.array(z.string().min(1)).min(1).max(20), z.literal('auto')]),
+    /** borrowed sets; none (`[]`) only when the one strategy is embedding_update (it trains on the target's own rows) */
+    sources: z.union([z.array(z.string().min(1)).max(20), z.literal('auto')]).default([]),
     strategies: z.array(z.enum(MULTIPLY_STRATEGIES)).min(1).default(['union', 'pretrain_finetune', 'shared_embedding']),
     /**
      * union: the loss weight of each borrowed set's rows (the target's rows weigh 1), by source as named in
@@ -56,6 +57,11 @@ export const multiplySpecSchema = z
           .regex(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,150}$/, 'letters, digits and . _ + - only')
           .optional(),
         shareWith: z.array(z.string().min(1)).default([]),
+        /**
+         * embedding_update: the version this line improves (`name@version`, or a name: its latest); the
+         * line must be the embedding's or in its `updatableBy`
+         */
+        update: z.string().min(1).max(220).optional(),
       })
       .strict()
       .default({ shareWith: [] }),
@@ -69,6 +75,18 @@ export const multiplySpecSchema = z
   })
   .strict()
   .refine((s) => new Set(s.strategies).size === s.strategies.length, { message: 'duplicate strategies', path: ['strategies'] })
+  .refine(
+    (s) => s.sources === 'auto' || s.sources.length > 0 || (s.strategies.length === 1 && s.strategies[0] === 'embedding_update'),
+    {
+      message: 'name at least one source (only embedding_update alone trains on the target’s rows without any)',
+      path: ['sources'],
+    },
+  )
+  .refine((s) => s.strategies.includes('embedding_update') === (s.embedding.update !== undefined), {
+    message:
+      'embedding_update needs embedding.update (the version to improve, name@version), and embedding.update needs embedding_update',
+    path: ['embedding', 'update'],
+  })
   .refine((s) => new Set(s.seeds).size === s.seeds.length, { message: 'duplicate seeds', path: ['seeds'] });
 
 export type MultiplySpec = z.output<typeof multiplySpecSchema>;
@@ -88,7 +106,8 @@ export type UnionPartParams = z.output<typeof unionPartSchema>;
 
 /** One model family of a multiply experiment, trained once per seed. */
 export const multiplyTrialParamsSchema = z.object({
-  strategy: z.enum(['target_only', ...MULTIPLY_STRATEGIES]),
+  /** owner_check: the owner line's model from the parent version against from the new one (see the trial handler) */
+  strategy: z.enum(['target_only', ...MULTIPLY_STRATEGIES, 'owner_check']),
   /** domains of the borrowed sets this model uses ([] for target-only) */
   sources: z.array(z.string()),
   /** parts[0] is the target */
@@ -102,12 +121,21 @@ export const multiplyTrialParamsSchema = z.object({
   freezeEmbeddings: z.boolean().optional(),
   /** shared embedding: the name to register it under and its sharing */
   embedding: z.object({ name: z.string(), shareWith: z.array(z.string()) }).optional(),
+  /** embedding_update: the version the target's models start from (unfrozen), whose next version the first seed's tables become */
+  update: z
+    .object({ embeddingId: z.string(), ref: z.string(), name: z.string(), file: z.string(), sha256: z.string() })
+    .optional(),
+  /** owner_check: the embedding_update trial whose new version is checked, and the line that owns the name */
+  updateSeq: z.number().int().optional(),
+  ownerLine: z.string().optional(),
 });
 export type MultiplyTrialParams = z.output<typeof multiplyTrialParamsSchema>;
 
 export const multiplyCompareParamsSchema = z.object({
   baselineSeq: z.number().int(),
   arms: z.array(z.object({ seq: z.number().int(), strategy: z.enum(MULTIPLY_STRATEGIES), sources: z.array(z.string()) })),
+  /** embedding_update by another line than the owner: the owner's check of the new version */
+  ownerCheckSeq: z.number().int().optional(),
   alpha: z.number(),
   bootstrap: z.number().int(),
   seed: z.number().int(),

@@ -19,7 +19,8 @@ import { recipeInit } from '../embeddings/recipe-init';
 import { extractSlots, writeSharedEmbeddingFile } from '../embeddings/shared-embedding-file';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
-import { openSampleSet, withDevice, type WorkflowContext } from '../trials/workflow-context';
+import { openSampleSet, trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
+import { compareArm, runPredictions } from './multiply-compare.handler';
 import { multiplyTrialParamsSchema, type MultiplyTrialParams } from './multiply-experiment.schema';
 import { carveTargetValidation } from './target-validation';
 import { ensureUnion, unionFile } from './union-samples';
@@ -72,6 +73,7 @@ export class MultiplyTrialHandler {
     checkpoint();
     if (p.strategy === 'shared_embedding')
       return this.sharedEmbedding(scope, p, recipe, built, union, device, { alignMs, buildMs: Date.now() - t0 });
+    if (p.strategy === 'owner_check') return this.ownerCheck(scope, p, recipe, built, union, device, alignMs, t0);
     // pretraining / fine-tuning: the two row sets, copied into shard files of a scratch folder (sets in
     // memory: into memory), removed when the trial ends
     const scratch = p.strategy === 'pretrain_finetune' && isShardDataset(built.train) ? this.w.dataDir.scratch('split') : null;
@@ -92,6 +94,8 @@ export class MultiplyTrialHandler {
     alignMs: number,
     t0: number,
     scratch: string | null,
+    /** the models' starting embeddings (owner_check); embedding_update starts from p.update */
+    initFrom?: NonNullable<MultiplyTrialParams['update']>,
   ) {
     const { checkpoint, progress, signal, logger } = scope;
     const split =
@@ -105,6 +109,16 @@ export class MultiplyTrialHandler {
       );
     const weighted = p.weights && Object.keys(p.weights).length ? await this.weighted(built, p.weights) : built;
     const buildMs = Date.now() - t0;
+    // embedding_update: every seed starts from the version it improves (unfrozen)
+    const from = initFrom ?? (p.strategy === 'embedding_update' ? p.update : undefined);
+    const init = from
+      ? recipeInit(
+          this.w.dataDir,
+          { init: { embeddingId: from.embeddingId, ref: from.ref, file: from.file, sha256: from.sha256, freeze: false } },
+          weighted,
+        )
+      : undefined;
+    let first: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>> | null = null;
     const perSeed: (SeedRun & { trainMs: number })[] = [];
     for (const [k, seed] of p.seeds.entries()) {
       const step = (f: number, m: string) =>
@@ -123,7 +137,8 @@ export class MultiplyTrialHandler {
             ctx,
             { freezeEmbeddings: p.freezeEmbeddings },
           )
-        : await this.w.trainer.trainOrReuse(weighted, recipe.architecture, training, ctx);
+        : await this.w.trainer.trainOrReuse(weighted, recipe.architecture, training, ctx, init);
+      first ??= split ? null : (trained as Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>>);
       checkpoint();
       perSeed.push({
         seed,
@@ -141,10 +156,15 @@ export class MultiplyTrialHandler {
     logger.log(
       `${p.strategy} [${p.sources.join(', ') || 'target only'}]: validation AUC ${mean('validationAuc').toFixed(4)}, test AUC ${mean('auc').toFixed(4)} over ${p.seeds.length} seed(s)`,
     );
+    const updated =
+      p.strategy === 'embedding_update' && first
+        ? await this.registerUpdate(scope, p, built, first, mean('validationAuc'), mean('auc'))
+        : null;
     return {
       metrics: {
         strategy: p.strategy,
         sources: p.sources,
+        ...(updated ? { embedding: updated } : {}),
         // test split (reported)
         auc: mean('auc'),
         logloss: mean('logloss'),
@@ -201,6 +221,182 @@ export class MultiplyTrialHandler {
       .digest('hex')
       .slice(0, 32);
     return { ...built, key, train: { ...built.train, weights: w } };
+  }
+
+  /**
+   * owner_check: when another line published a version of a name, the owner line's own model (the
+   * target of the experiment that learned the name) trained on the owner's rows from the parent version
+   * and from the new one, on the same seeds, compared on the owner's validation split (paired bootstrap
+   * over its rows, as multiply compares arms): helps, hurts or no clear difference. Recorded on the new
+   * version for the owner to see.
+   */
+  private async ownerCheck(
+    scope: TrialScope,
+    p: MultiplyTrialParams,
+    recipe: MultiplyTrialParams['recipe'] & { features: ResolvedFeature[] },
+    built: BuiltSet,
+    union: Awaited<ReturnType<typeof ensureUnion>>,
+    device: number | undefined,
+    alignMs: number,
+    t0: number,
+  ) {
+    const { experiment, progress } = scope;
+    const registry = new EmbeddingService(this.w.ds);
+    const upd = await trialBySeq(this.w.ds, experiment.id, p.updateSeq!);
+    const made = upd.metrics?.embedding as { id: string; ref: string } | undefined;
+    if (!made) throw new Error(`trial #${p.updateSeq} registered no version to check`);
+    const next = await registry.byId(made.id);
+    if (!next) throw new Error(`shared embedding ${made.ref} is gone`);
+    const parent = p.update!;
+    const asInit = (e: { id: string; name: string; version: number; file: string; sha256: string }) => ({
+      embeddingId: e.id,
+      ref: `${e.name}@${e.version}`,
+      name: e.name,
+      file: e.file,
+      sha256: e.sha256,
+    });
+    await progress(0.15, `the owner's model from ${parent.ref}`);
+    const fromParent = await this.fit(
+      scope,
+      { ...p, strategy: 'target_only' },
+      recipe,
+      built,
+      union,
+      device,
+      alignMs,
+      t0,
+      null,
+      parent,
+    );
+    await progress(0.55, `the owner's model from ${made.ref}`);
+    const fromNext = await this.fit(
+      scope,
+      { ...p, strategy: 'target_only' },
+      recipe,
+      built,
+      union,
+      device,
+      alignMs,
+      Date.now(),
+      null,
+      asInit(next),
+    );
+    const runsOf = (m: { metrics: Record<string, unknown> }) => m.metrics.perSeed as (SeedRun & { trainMs: number })[];
+    const base = await runPredictions(this.w.dataDir, runsOf(fromParent));
+    const arm = await runPredictions(this.w.dataDir, runsOf(fromNext));
+    const c = compareArm(base, arm, { replicates: 300, seed: p.seeds[0]!, alpha: 0.05 });
+    const verdict = c.verdict === 'recommend' ? 'helps' : c.verdict === 'harmful' ? 'hurts' : 'no clear difference';
+    const check = {
+      line: p.ownerLine ?? next.businessLine,
+      version: made.ref,
+      parent: parent.ref,
+      split: 'validation',
+      delta: c.validation.delta,
+      ciLow: c.validation.ciLow,
+      ciHigh: c.validation.ciHigh,
+      perSeed: c.validation.perSeed,
+      test: { delta: c.deltaAuc.delta, ciLow: c.deltaAuc.ciLow, ciHigh: c.deltaAuc.ciHigh },
+      verdict,
+      reason: c.reason,
+      seeds: p.seeds,
+      validationRows: built.validation.rows,
+      experimentId: experiment.id,
+      checkedAt: new Date().toISOString(),
+    };
+    await registry.annotate(next.id, 'ownerCheck', check);
+    scope.logger.log(
+      `owner check of ${made.ref} on ${check.line}: validation ΔAUC ${check.delta.toFixed(4)} over ${parent.ref} (${verdict})`,
+    );
+    return {
+      metrics: {
+        strategy: 'owner_check',
+        ownerCheck: check,
+        fromParent: { auc: fromParent.metrics.auc, validationAuc: fromParent.metrics.validationAuc, perSeed: runsOf(fromParent) },
+        fromNew: { auc: fromNext.metrics.auc, validationAuc: fromNext.metrics.validationAuc, perSeed: runsOf(fromNext) },
+        validationRows: built.validation.rows,
+        testRows: built.test.rows,
+      },
+    };
+  }
+
+  /**
+   * embedding_update: the first seed's model, trained on the target's rows from the version it improves,
+   * gives the next version of the name: its tables in the target's id spaces, its parent, the line that
+   * trained it, the set and rows used. Registered once per trial (a retry finds it); versions are never
+   * overwritten, and concurrent updates get the next free version each (the registry's lock per name).
+   */
+  private async registerUpdate(
+    { trial, experiment, logger }: TrialScope,
+    p: MultiplyTrialParams,
+    built: BuiltSet,
+    trained: Awaited<ReturnType<WorkflowContext['trainer']['trainOrReuse']>>,
+    validationAuc: number,
+    testAuc: number,
+  ) {
+    const u = p.update!;
+    const registry = new EmbeddingService(this.w.ds);
+    const parent = await registry.byId(u.embeddingId);
+    if (!parent) throw new Error(`shared embedding ${u.ref} is gone`);
+    const originKey = `trial:${trial.id}`;
+    let entity = await registry.byOrigin(originKey);
+    const slots = extractSlots(trained.model, readIdSpaces(this.w.dataDir, built), new Set([UNION_DOMAIN])).filter((sl) =>
+      parent.slots.some((x) => x.name === sl.name),
+    );
+    if (!slots.length) throw new Error(`the target's model has none of ${u.ref}'s slots`);
+    if (!entity) {
+      const rel = path.join('embeddings', trial.id, 'embedding.safetensors');
+      fs.mkdirSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true });
+      const { sha256, bytes } = await writeSharedEmbeddingFile(this.w.dataDir.abs(rel), parent.dim, slots, { name: u.name });
+      await this.w.dataDir.push(rel);
+      const target = p.parts[0];
+      entity = await registry
+        .register({
+          name: u.name,
+          // the name stays its owner line's; the line that trained this version is in the provenance
+          businessLine: parent.businessLine,
+          owner: experiment.owner,
+          dim: parent.dim,
+          slots: slots.map((x) => ({ name: x.name, rows: x.rows, idSpace: x.idSpace.kind })),
+          sources: [
+            {
+              sampleSetId: target.sampleSetId,
+              businessLine: target.businessLine,
+              name: target.name,
+              dataVersion: target.dataVersion,
+              role: 'target',
+              rows: built.train.rows,
+            },
+          ],
+          sharingPolicy: parent.sharingPolicy,
+          file: rel,
+          bytes,
+          sha256,
+          experimentId: experiment.id,
+          originKey,
+          provenance: {
+            strategy: 'update',
+            parent: u.ref,
+            parentId: parent.id,
+            updatedBy: experiment.businessLine,
+            seed: p.seeds[0],
+            model: trained.dir,
+            // the updating line's model from the parent (seed means; ΔAUC over its target-only baseline comes with the compare)
+            validationAuc,
+            testAuc,
+            fitRows: built.train.rows,
+            experimentId: experiment.id,
+            trialId: trial.id,
+          },
+        })
+        .catch(async (err: unknown) => {
+          await this.w.dataDir.removeShared(rel).catch(() => undefined);
+          fs.rmSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true, force: true });
+          throw err;
+        });
+    }
+    const ref = `${entity.name}@${entity.version}`;
+    logger.log(`embedding_update: ${ref} from ${u.ref}, trained by ${experiment.businessLine} on ${built.train.rows} rows`);
+    return { id: entity.id, ref, parent: u.ref, slots: slots.map((x) => x.name) };
   }
 
   /**

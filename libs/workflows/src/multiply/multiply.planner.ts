@@ -1,13 +1,13 @@
 import type { DataSource } from 'typeorm';
-import { ForbiddenError, InvalidInputError, type RequestScope } from '@abacus/core';
-import { sharedWith } from '@abacus/catalog';
-import { SampleSetEntity, type ExperimentEntity, type TrialEntity } from '@abacus/data';
+import { ForbiddenError, InvalidInputError, SYSTEM_SCOPE, type RequestScope } from '@abacus/core';
+import { EmbeddingService, embeddingUpdatableBy, sharedWith } from '@abacus/catalog';
+import { ExperimentEntity, SampleSetEntity, SharedEmbeddingEntity, type TrialEntity } from '@abacus/data';
 import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
 import { JobName } from '@abacus/queue';
 import type { ExperimentPlan, ExperimentPlanner, PlannedTrial } from '../experiments/experiment-planner';
 import type { CreateExperiment } from '../experiments/experiment.schemas';
 import { requireBinaryLabel, explicitPositive } from '../model/label-check';
-import type { ModelRecipe, ResolvedFeature } from '../model/model-recipe.schema';
+import { modelRefSchema, type ModelRecipe, type ResolvedFeature } from '../model/model-recipe.schema';
 import { RecipeResolver } from '../model/recipe-resolver';
 import type { MultiplyCompareParams, MultiplyStrategy, MultiplyTrialParams, UnionPartParams } from './multiply-experiment.schema';
 import { unionFile } from './union-samples';
@@ -45,6 +45,29 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
         );
     });
     const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);
+
+    // embedding_update: the version to improve, which this line must be allowed to update
+    let update: MultiplyTrialParams['update'];
+    /** the owner line's model to check a new version on (null: the name's first version left none to find) */
+    let ownerTarget: Awaited<ReturnType<typeof ownerTargetOf>> = null;
+    if (spec.embedding.update !== undefined) {
+      const registry = new EmbeddingService(ds);
+      const e = await registry.resolveFor(spec.embedding.update, line, 'spec.embedding.update');
+      if (!embeddingUpdatableBy(e, line)) {
+        throw new ForbiddenError(
+          `spec.embedding.update: shared embedding ${e.name} belongs to business line "${e.businessLine}", whose policy does not let "${line}" update it (updatableBy: ${(e.sharingPolicy.updatableBy ?? []).join(', ') || 'the owner line only'})`,
+        );
+      }
+      const slots = new Set(recipe.features.filter((f) => f.kind !== 'numeric').map((f) => f.name));
+      if (!e.slots.some((sl) => slots.has(sl.name))) {
+        throw new InvalidInputError(
+          'spec.embedding.update',
+          `${e.name}@${e.version} has slots ${e.slots.map((x) => x.name).join(', ')}, none of them a feature of the target`,
+        );
+      }
+      update = { embeddingId: e.id, ref: `${e.name}@${e.version}`, name: e.name, file: e.file, sha256: e.sha256 };
+      if (e.businessLine !== line) ownerTarget = await ownerTargetOf(ds, e);
+    }
 
     let sources: SampleSetEntity[];
     if (spec.sources === 'auto') sources = await autoSources(ds, line, target, recipe.features);
@@ -119,6 +142,7 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
           ...(strategy === 'pretrain_finetune' || strategy === 'shared_embedding'
             ? { freezeEmbeddings: spec.freezeEmbeddings }
             : {}),
+          ...(strategy === 'embedding_update' ? { update } : {}),
           ...(strategy === 'shared_embedding'
             ? {
                 embedding: {
@@ -137,7 +161,32 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       ...(domains.length > 1 || !spec.perSource ? [domains] : []),
     ];
     const arms: MultiplyCompareParams['arms'] = [];
+    let ownerCheckSeq: number | undefined;
     for (const strategy of spec.strategies as MultiplyStrategy[]) {
+      if (strategy === 'embedding_update') {
+        // the target's own rows, from the version it improves
+        const seq = train(strategy, [], unionRecipe([], []));
+        arms.push({ seq, strategy, sources: [] });
+        if (ownerTarget) {
+          // then the owner line's check of the new version (after it: the update trial is its child)
+          ownerCheckSeq = add({
+            kind: 'check',
+            job: JobName.MultiplyTrial,
+            params: {
+              strategy: 'owner_check',
+              sources: [],
+              parts: [ownerTarget.part],
+              testFrom: ownerTarget.testFrom,
+              recipe: ownerTarget.recipe,
+              seeds: spec.seeds,
+              update,
+              updateSeq: seq,
+              ownerLine: ownerTarget.part.businessLine,
+            } satisfies MultiplyTrialParams,
+          });
+        }
+        continue;
+      }
       for (const g of groups) {
         // the domain column tells the rows apart: a feature of the union model, the split point of
         // pretraining; the shared embedding is learned on the union model
@@ -153,9 +202,13 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
         alpha: spec.alpha,
         bootstrap: spec.bootstrap,
         seed: spec.seed,
+        ...(ownerCheckSeq !== undefined ? { ownerCheckSeq } : {}),
       } satisfies MultiplyCompareParams,
     });
     for (let i = 0; i < compare; i++) trials[i].parent = compare;
+    // the owner's check reads the version the update trial registers: it runs after it
+    if (ownerCheckSeq !== undefined)
+      trials[(trials[ownerCheckSeq].params as MultiplyTrialParams).updateSeq!].parent = ownerCheckSeq;
     return {
       spec: {
         ...spec,
@@ -163,6 +216,16 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
           target: { sampleSetId: target.id, name: target.name, modelId: recipe.modelId, features: columns, testFrom },
           ...(Object.keys(weights).length ? { weights } : {}),
           sources: parts.slice(1).map((p) => ({ domain: p.domain, sampleSetId: p.sampleSetId, dataVersion: p.dataVersion })),
+          ...(update
+            ? {
+                embeddingUpdate: {
+                  from: update.ref,
+                  ownerCheck: ownerTarget
+                    ? { line: ownerTarget.part.businessLine, sampleSetId: ownerTarget.part.sampleSetId }
+                    : noOwnerCheck(line, update),
+                },
+              }
+            : {}),
         },
       },
       trials,
@@ -244,4 +307,71 @@ async function autoSources(
     );
   }
   return out;
+}
+
+/** Why no owner check is planned: the updating line is the owner (its own ΔAUC is the check). */
+function noOwnerCheck(line: string, update: NonNullable<MultiplyTrialParams['update']>): string {
+  return `none: ${line} owns ${update.name}, so the update's own ΔAUC is the owner's check`;
+}
+
+/**
+ * The owner line's model of a name: the target of the multiply experiment that learned its first
+ * version (its sample set, features, test start, architecture and training), as a target-only recipe.
+ * Resolved as the platform (the updating line need not see the owner's samples; only the check's
+ * ΔAUC comes back). Null when the first version records no such experiment.
+ */
+async function ownerTargetOf(
+  ds: DataSource,
+  e: SharedEmbeddingEntity,
+): Promise<{ part: UnionPartParams; testFrom: number; recipe: ModelRecipe } | null> {
+  let root = e;
+  const repo = ds.getRepository(SharedEmbeddingEntity);
+  for (let hops = 0; hops < 1000 && typeof root.provenance.parentId === 'string'; hops++) {
+    const up = await repo.findOneBy({ id: root.provenance.parentId });
+    if (!up) break;
+    root = up;
+  }
+  if (!root.experimentId) return null;
+  const ex = await ds.getRepository(ExperimentEntity).findOneBy({ id: root.experimentId });
+  const resolved = (
+    ex?.spec as { resolved?: { target?: { sampleSetId: string; features: string[]; testFrom: number } } } | undefined
+  )?.resolved?.target;
+  if (!ex || ex.kind !== 'multiply' || !resolved) return null;
+  const targetSpec = (ex.spec as { target?: { architecture?: unknown; training?: unknown } }).target ?? {};
+  const resolver = new RecipeResolver(ds, SYSTEM_SCOPE, ex.businessLine);
+  const { recipe, sampleSet } = await resolver.base(
+    modelRefSchema.parse({
+      sampleSet: resolved.sampleSetId,
+      features: resolved.features,
+      architecture: targetSpec.architecture ?? {},
+      training: targetSpec.training ?? {},
+    }),
+    'spec.embedding.update',
+  );
+  const part: UnionPartParams = {
+    domain: 'target',
+    sampleSetId: sampleSet.id,
+    name: sampleSet.name,
+    businessLine: sampleSet.businessLine,
+    file: sampleSet.location ?? sampleSet.files[0],
+    dataVersion: sampleSet.dataVersion,
+    label: sampleSet.labelColumn,
+    positive: explicitPositive(sampleSet) ?? null,
+    time: sampleSet.timeColumn!,
+  };
+  const columns = recipe.features.map((f) => f.name);
+  return {
+    part,
+    testFrom: resolved.testFrom,
+    recipe: {
+      ...recipe,
+      sampleFile: unionFile([part], columns, resolved.testFrom),
+      sampleVersion: null,
+      label: UNION_LABEL,
+      positive: null,
+      time: UNION_TIME,
+      testFrom: resolved.testFrom,
+      filter: null,
+    },
+  };
 }
