@@ -7,7 +7,7 @@ import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
 import { freePort, startProcess, waitForApi, type Proc } from '../support/processes';
 import { apiClient } from '../support/http';
 import { writeSmallCsv } from '../support/fixtures';
-import { createDataSource, ExperimentEntity, ModelEntity } from '@abacus/data';
+import { createDataSource, ExperimentEntity, ModelEntity, SharedEmbeddingEntity } from '@abacus/data';
 import { findChromium, launchChromium, screenshot, watchConsole } from '../support/browser';
 
 /**
@@ -534,6 +534,98 @@ describe.skipIf(!CHROMIUM)('experiment result charts in headless Chromium (built
     await log.first().waitFor();
     expect(await log.first().innerText()).toMatch(/tier-0 → tier-large\s+schedule: window .* prefers tier-large/);
     await screenshot(page, 'serving-schedule');
+    expect(consoleErrors.errors).toEqual([]);
+  });
+
+  it('the Data page shows each shared embedding version’s parent, the line that trained it, what it brought and the owner’s check', async () => {
+    // two versions as the registry writes them (the workflow that makes them is covered by the integration tests)
+    const ds = createDataSource(env.config);
+    await ds.initialize();
+    try {
+      const repo = ds.getRepository(SharedEmbeddingEntity);
+      const base = {
+        name: 'feed.search',
+        businessLine: 'feed',
+        owner: 'test-admin',
+        dim: 8,
+        slots: [{ name: 'color', rows: 4, idSpace: 'dictionary' as const }],
+        sharingPolicy: { shareWith: ['search'], updatableBy: ['search'] },
+        bytes: 100,
+        sha256: 'a'.repeat(64),
+        experimentId: null,
+      };
+      await repo.save(
+        repo.create({
+          ...base,
+          version: 1,
+          sources: [
+            {
+              sampleSetId: randomUUID(),
+              businessLine: 'feed',
+              name: 'feed-clicks',
+              dataVersion: null,
+              role: 'target',
+              rows: 1000,
+            },
+          ],
+          file: 'embeddings/x/embedding.safetensors',
+          originKey: `test:${randomUUID()}`,
+          provenance: { strategy: 'union' },
+        }),
+      );
+      await repo.save(
+        repo.create({
+          ...base,
+          version: 2,
+          sources: [
+            {
+              sampleSetId: randomUUID(),
+              businessLine: 'search',
+              name: 'search-clicks',
+              dataVersion: null,
+              role: 'target',
+              rows: 800,
+            },
+          ],
+          file: 'embeddings/y/embedding.safetensors',
+          originKey: `test:${randomUUID()}`,
+          provenance: {
+            strategy: 'update',
+            parent: 'feed.search@1',
+            updatedBy: 'search',
+            updateResult: {
+              line: 'search',
+              validation: { delta: 0.0045, ciLow: 0.0008, ciHigh: 0.0089 },
+              test: { delta: 0.0031, ciLow: -0.002, ciHigh: 0.0074 },
+              verdict: 'recommend',
+            },
+            ownerCheck: {
+              line: 'feed',
+              parent: 'feed.search@1',
+              delta: -0.0062,
+              ciLow: -0.0101,
+              ciHigh: -0.0021,
+              verdict: 'hurts',
+              test: { delta: -0.004, ciLow: -0.009, ciHigh: 0.001 },
+            },
+          },
+        }),
+      );
+    } finally {
+      await ds.destroy();
+    }
+    await page.goto(`${url}/data`);
+    const v2 = page.locator('tr[data-embedding="feed.search@2"]');
+    await v2.waitFor();
+    const text = await v2.innerText();
+    expect(text).toMatch(/from feed\.search@1 by search/);
+    expect(text).toMatch(/for search: validation ΔAUC \+0\.0045 \[\+0\.0008, \+0\.0089\] \(recommend\)/);
+    expect(text).toMatch(/owner feed: hurts, validation ΔAUC -0\.0062/);
+    expect(text).toMatch(/updatable by search/);
+    expect(await v2.locator('[data-owner-check="hurts"]').count()).toBe(1);
+    expect(await page.locator('tr[data-embedding="feed.search@1"]').innerText()).toMatch(/first version \(union\)/);
+    await page.locator('section[aria-labelledby="embeddings"]').scrollIntoViewIfNeeded();
+    await screenshot(page, 'data-embedding-versions');
     expect(consoleErrors.errors).toEqual([]);
   });
 });

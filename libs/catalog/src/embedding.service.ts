@@ -106,6 +106,22 @@ export class EmbeddingService {
   }
 
   /**
+   * A version `line` wants to publish the next version of (embedding_update): 400 naming `path` when
+   * unknown, 403 when the name's policy does not let the line update it.
+   */
+  async resolveForUpdate(ref: string, line: string, path: string): Promise<SharedEmbeddingEntity> {
+    if (!parseEmbeddingRef(ref)) throw new InvalidInputError(path, `"${ref}" is not name@version, a name or an id`);
+    const e = await this.find(ref);
+    if (!e) throw new InvalidInputError(path, `no shared embedding "${ref}" (abacus embeddings list)`);
+    if (!embeddingUpdatableBy(e, line)) {
+      throw new ForbiddenError(
+        `${path}: shared embedding ${e.name} belongs to business line "${e.businessLine}", whose policy does not let "${line}" update it (updatableBy: ${(e.sharingPolicy.updatableBy ?? []).join(', ') || 'the owner line only'})`,
+      );
+    }
+    return e;
+  }
+
+  /**
    * The owner line sets who may use (`shareWith`) and who may update (`updatableBy`) a name: written on
    * every version of it (new versions inherit it). 404 for a name the caller cannot see, 403 for a line
    * the caller may not write or that does not own the name.

@@ -343,11 +343,14 @@ function renderMultiply(r: Record<string, unknown>): string[] {
       verdict: string;
       embedding?: {
         ref: string;
+        /** embedding_update: the version it improved */
+        parent?: string;
         initialised: { seed: number; init?: { slots?: { slot: string; copied: number; of: number }[] } }[];
       };
     }[];
     rule: string;
     embeddings?: { ref: string; sources: string[] }[];
+    ownerCheck?: { version: string; parent: string; line: string; delta: number; ciLow: number; ciHigh: number; verdict: string };
   };
   if (!res.results) return [];
   const created = (res.results ?? []).filter((x) => x.embedding);
@@ -425,13 +428,19 @@ function renderMultiply(r: Record<string, unknown>): string[] {
               const skipped = slots.filter((s) => s.copied === 0).length;
               return [
                 x.embedding!.ref,
-                x.sources.join(' + '),
+                x.sources.length ? x.sources.join(' + ') : x.embedding!.parent ? `update of ${x.embedding!.parent}` : '',
                 `${slots.length} slots, ${slots.reduce((a, s) => a + s.copied, 0)}/${slots.reduce((a, s) => a + s.of, 0)} rows${skipped ? `, ${skipped} skipped` : ''}`,
                 x.embedding!.initialised.map((i) => i.seed).join(' '),
               ];
             }),
             ['embedding', 'learned with', 'carried into the target model', 'initialised models (seeds)'],
           ),
+        ]
+      : []),
+    ...(res.ownerCheck
+      ? [
+          '',
+          `owner check of ${res.ownerCheck.version} on ${res.ownerCheck.line} (its model from ${res.ownerCheck.parent} vs from it, validation split): ΔAUC ${res.ownerCheck.delta.toFixed(5)} [${res.ownerCheck.ciLow.toFixed(5)}, ${res.ownerCheck.ciHigh.toFixed(5)}] — ${res.ownerCheck.verdict}`,
         ]
       : []),
     '',

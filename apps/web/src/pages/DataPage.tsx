@@ -131,9 +131,7 @@ const EMBEDDING_COLUMNS: Column<SharedEmbedding>[] = [
     cell: (e) => (
       <>
         {formatSharing(e.sharingPolicy.shareWith)}
-        <div className="muted small">
-          updatable by {e.sharingPolicy.updatableBy?.length ? formatSharing(e.sharingPolicy.updatableBy) : 'the owner line only'}
-        </div>
+        <div className="muted small">updatable by {updatable(e.sharingPolicy.updatableBy)}</div>
       </>
     ),
   },
@@ -160,6 +158,8 @@ const EMBEDDING_COLUMNS: Column<SharedEmbedding>[] = [
   },
 ];
 
+const updatable = (lines: string[] | undefined) =>
+  !lines?.length ? 'the owner line only' : lines.includes('*') ? 'every line' : lines.join(', ');
 const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(4)}`;
 const withInterval = (d: EmbeddingDelta) => `${signed(d.delta)} [${signed(d.ciLow)}, ${signed(d.ciHigh)}]`;
 

@@ -148,6 +148,7 @@ export class MultiplyTrialHandler {
         validationLogloss: trained.metrics.validation.logloss,
         modelDir: trained.dir,
         cached: trained.cached,
+        ...(init ? { init: trained.init } : {}),
         trainMs: Date.now() - t0,
       });
     }

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ForbiddenError, InvalidInputError, SYSTEM_SCOPE, type RequestScope } from '@abacus/core';
-import { EmbeddingService, embeddingUpdatableBy, sharedWith } from '@abacus/catalog';
+import { EmbeddingService, sharedWith } from '@abacus/catalog';
 import { ExperimentEntity, SampleSetEntity, SharedEmbeddingEntity, type TrialEntity } from '@abacus/data';
 import { UNION_DOMAIN, UNION_LABEL, UNION_TIME } from '@abacus/samples';
 import { JobName } from '@abacus/queue';
@@ -52,12 +52,7 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     let ownerTarget: Awaited<ReturnType<typeof ownerTargetOf>> = null;
     if (spec.embedding.update !== undefined) {
       const registry = new EmbeddingService(ds);
-      const e = await registry.resolveFor(spec.embedding.update, line, 'spec.embedding.update');
-      if (!embeddingUpdatableBy(e, line)) {
-        throw new ForbiddenError(
-          `spec.embedding.update: shared embedding ${e.name} belongs to business line "${e.businessLine}", whose policy does not let "${line}" update it (updatableBy: ${(e.sharingPolicy.updatableBy ?? []).join(', ') || 'the owner line only'})`,
-        );
-      }
+      const e = await registry.resolveForUpdate(spec.embedding.update, line, 'spec.embedding.update');
       const slots = new Set(recipe.features.filter((f) => f.kind !== 'numeric').map((f) => f.name));
       if (!e.slots.some((sl) => slots.has(sl.name))) {
         throw new InvalidInputError(
