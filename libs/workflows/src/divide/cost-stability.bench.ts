@@ -7,7 +7,7 @@
  * made with each run's shares (values: the world's planted effects; storage and communication: the
  * world's costs) and compared.
  *   npx esbuild libs/workflows/src/divide/cost-stability.bench.ts --bundle --platform=node --packages=external \
- *     --outfile=dist-bench/cost-stability.bench.js && node dist-bench/cost-stability.bench.js [backend=cpu] [threads=2] [repeats=9] [minMs=25] [clock=auto|wall|cpu] [designs=fitted,paired] [rows=4096]
+ *     --outfile=dist-bench/cost-stability.bench.js && node dist-bench/cost-stability.bench.js [backend=cpu] [threads=2] [repeats=9] [minMs=0: default] [clock=auto|wall|cpu] [designs=fitted,paired] [rows=0: default] [plan=fresh|same]
  * Prints one JSON line.
  */
 import { existsSync } from 'node:fs';
@@ -26,11 +26,15 @@ async function main(): Promise<void> {
   const backend = (process.argv[2] ?? 'cpu') as 'cpu' | 'cuda';
   const threads = Number(process.argv[3] ?? 2);
   const repeats = Number(process.argv[4] ?? 9);
-  const minMs = Number(process.argv[5] ?? 25);
+  const minMs = Number(process.argv[5] ?? 0);
   const clockArg = process.argv[6] ?? 'auto';
   const clock = clockArg === 'wall' || clockArg === 'cpu' ? clockArg : undefined;
   const designs = (process.argv[7] ?? 'fitted,paired').split(',') as ('fitted' | 'paired')[];
-  const rows = Number(process.argv[8] ?? 4096);
+  // rows and minMs: 0 = the backend's defaults (defaultComputeRows; 25 ms on the CPU, 100 ms on a GPU)
+  const rows = Number(process.argv[8] ?? 0);
+  // same: both runs with the ledger's fixed plan (synthetic batch and subsets from seed 7, as two
+  // measurements through the API are); fresh: the second run with another seed (stricter)
+  const plan = (process.argv[9] ?? 'fresh') as 'same' | 'fresh';
   // a standalone bundle (libs/runtime/bench/dist): the addons beside it
   if (existsSync(path.join(__dirname, 'abacus_runtime.node'))) {
     setAddonPath(path.join(__dirname, 'abacus_runtime.node'));
@@ -81,7 +85,16 @@ async function main(): Promise<void> {
     const runs: { m: Awaited<ReturnType<typeof measureCompute>>; seconds: number }[] = [];
     for (let k = 0; k < 2; k++) {
       const t0 = performance.now();
-      const m = await measureCompute(inputs, { backend, threads, rows, repeats, minMs, clock, design, seed: 7 + 100 * k });
+      const m = await measureCompute(inputs, {
+        backend,
+        threads,
+        ...(rows > 0 ? { rows } : {}),
+        ...(minMs > 0 ? { minMs } : {}),
+        repeats,
+        clock,
+        design,
+        seed: plan === 'same' ? 7 : 7 + 100 * k,
+      });
       runs.push({ m, seconds: (performance.now() - t0) / 1000 });
     }
     const shares = runs.map((r) => names.map((n) => r.m.get(n)!.share));
@@ -115,8 +128,9 @@ async function main(): Promise<void> {
       backend,
       threads,
       repeats,
-      minMs,
-      rows,
+      minMs: minMs || 'default',
+      rows: rows || 'default',
+      plan,
       clock: clockArg,
       inputs: inputs.length,
       ...result,
