@@ -288,6 +288,12 @@ const TABLE: Record<string, Case[]> = {
     (l) => (c) => as(c).call('GET', `/embeddings/${encodeURIComponent(ids[l].embedding)}/safetensors`),
     { feed: expected('viewer', 200), search: expected('viewer', 200, 404), mall: expected('viewer', 200) },
   ),
+  // the owner line sets a name's policy: feed's own (engineer), search's unseen (404), mall's shared with feed but not feed's (403)
+  'PATCH /api/v1/embeddings/:name/policy': perLine(
+    (l) => (c) =>
+      as(c).call('PATCH', `/embeddings/${encodeURIComponent(ids[l].embedding.split('@')[0]!)}/policy`, { updatableBy: [] }),
+    { feed: expected('engineer', 200), search: expected('engineer', 200, 404), mall: expected('engineer', 200, 403) },
+  ),
   'GET /api/v1/models': perLine((l) => (c) => as(c).call('GET', `/models?businessLine=${l}`), {
     feed: expected('viewer', 200),
     search: expected('viewer', 200),

@@ -132,6 +132,8 @@ export interface NativePredictResult {
   labels: Float32Array;
   weights?: Float32Array;
   key?: Int32Array;
+  /** the CUDA addon's lean predict: GPU time of the forward's kernels (ms, CUDA events) */
+  deviceMs?: number;
 }
 
 export interface NativeModelState {

@@ -39,7 +39,9 @@ export class CudaBackend extends NativeBackend {
     const d = toNativeData(this.spec, data, keyName);
     if (!this.predictLean) return this.native.predict(d, batchSize);
     if (isShardDataset(data)) return this.predictLean(this.native, d, batchSize);
-    return this.predictLean(this.native, d, batchSize, true).then((r) => (r.labels ? r : lazyInputs(r.predictions, data, keyName)));
+    return this.predictLean(this.native, d, batchSize, true).then((r) =>
+      r.labels ? r : Object.assign(lazyInputs(r.predictions, data, keyName), r.deviceMs !== undefined ? { deviceMs: r.deviceMs } : {}),
+    );
   }
 }
 

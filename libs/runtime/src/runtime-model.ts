@@ -157,8 +157,15 @@ export class RuntimeModel {
 
   async predict(data: RuntimeData, opts: { batchSize?: number } = {}): Promise<Float32Array> {
     const o = evaluateOptionsSchema.parse(opts);
-    return this.exclusive('predict', async () => (await this.impl.predict(data, o.batchSize)).predictions);
+    return this.exclusive('predict', async () => {
+      const r = await this.impl.predict(data, o.batchSize);
+      this.lastPredictDeviceMs = r.deviceMs ?? null;
+      return r.predictions;
+    });
   }
+
+  /** GPU time of the last predict's forward (ms, CUDA events; no host dispatch or copies); null on the CPU */
+  lastPredictDeviceMs: number | null = null;
 
   async evaluate(data: RuntimeData, opts: EvaluateOptionsInput = {}): Promise<EvaluationResult> {
     const o = evaluateOptionsSchema.parse(opts);

@@ -46,6 +46,7 @@ class CudaPredictWorker : public ModelWorker {
     nm->busy.store(false);
     Napi::Object o = Napi::Object::New(env);
     o.Set("predictions", pred_ref.Value());
+    o.Set("deviceMs", Napi::Number::New(env, nm->model->last_device_ms));
     if (preds_only) {
       deferred.Resolve(o);
       return;

@@ -45,6 +45,9 @@ class CudaModel {
   bool normalized = false;
   std::vector<uint8_t> frozen;
   std::atomic<bool> cancel{false};
+  // GPU time of the last lean predict's forward (ms, CUDA events around the kernels on the stream;
+  // no host dispatch, no copy of the predictions back); -1 before the first
+  double last_device_ms = -1;
   ThreadPool& pool() { return host_->pool(); }
   // getState().evalPrecision: the GEMM math of predict / evaluate / ablate ("tf32" or "fp32")
   const char* eval_precision() const;

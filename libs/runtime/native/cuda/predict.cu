@@ -76,8 +76,13 @@ void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) 
   const DevDataset& d = predict_prologue(I, *host_, frozen, ds, P);
   const int64_t n = ds.rows;
   float* pin = I.pinned_floats(n);
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  CK(cudaEventCreate(&ev0));
+  CK(cudaEventCreate(&ev1));
   try {
+    CK(cudaEventRecord(ev0, I.st));
     I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
+    CK(cudaEventRecord(ev1, I.st));
     P.mark("gpu");
     if (I.prof) P.line += " [" + I.prof_detail + " ]";
     CK(cudaMemcpyAsync(pin, I.pred_buf, n * 4, cudaMemcpyDeviceToHost, I.st));
@@ -86,12 +91,19 @@ void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) 
     for (int64_t i = 0; i < n; i += 1024) reinterpret_cast<volatile float*>(pred)[i] = 0.f;
     CK(cudaStreamSynchronize(I.st));
     P.mark("d2h");
+    float ms = 0.f;
+    CK(cudaEventElapsedTime(&ms, ev0, ev1));
+    last_device_ms = ms;
     std::memcpy(pred, pin, n * 4);
     P.mark("host_copy");
   } catch (...) {
     cudaStreamSynchronize(I.st);
+    cudaEventDestroy(ev0);
+    cudaEventDestroy(ev1);
     throw;
   }
+  cudaEventDestroy(ev0);
+  cudaEventDestroy(ev1);
 }
 
 void CudaModel::predict_(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key) {

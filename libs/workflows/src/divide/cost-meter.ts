@@ -59,9 +59,11 @@ export interface ComputeOptions {
   /**
    * wall: elapsed time; cpu: the process's CPU time (user + system, every thread): what the forward
    * costs the host, not counting time the process waited for a core (a busy or shared machine).
-   * Default: cpu on the CPU backend, wall on a GPU (whose work the process's CPU time does not show).
+   * device: the GPU time of the forward's kernels (CUDA events), without the host's dispatch of each
+   * call or the copy of the predictions back: what the forward costs the card.
+   * Default: cpu on the CPU backend, device on a GPU.
    */
-  clock?: 'wall' | 'cpu';
+  clock?: 'wall' | 'cpu' | 'device';
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -124,7 +126,7 @@ export const defaultComputeRows = (o: ComputeOptions): number => o.rows ?? (reso
 const defaultMinMs = (o: ComputeOptions): number => o.minMs ?? (resolveBackend(o.backend) === 'cpu' ? 25 : 100);
 
 /** The clock a measurement times with (see `ComputeOptions.clock`). */
-export const clockOf = (o: ComputeOptions): 'wall' | 'cpu' => o.clock ?? (resolveBackend(o.backend) === 'cpu' ? 'cpu' : 'wall');
+export const clockOf = (o: ComputeOptions): 'wall' | 'cpu' | 'device' => o.clock ?? (resolveBackend(o.backend) === 'cpu' ? 'cpu' : 'device');
 
 type Timer = ((model: RuntimeModel | null, data: ColumnarDataset | null, n: number) => Promise<number>) & { inner: number };
 
@@ -148,6 +150,15 @@ async function timer(fullModel: RuntimeModel, full: ColumnarDataset, rows: numbe
   const inner = Math.max(1, Math.min(1000, Math.ceil(minMs / Math.max(0.01, one))));
   const time = async (model: RuntimeModel | null, data: ColumnarDataset | null, n: number): Promise<number> => {
     if (!model || !data) return 0;
+    if (clock === 'device') {
+      let ms = 0;
+      for (let k = 0; k < n; k++) {
+        await model.predict(data, { batchSize: rows });
+        if (model.lastPredictDeviceMs === null) throw new Error('the device clock needs the CUDA backend (it reports no GPU time)');
+        ms += model.lastPredictDeviceMs;
+      }
+      return ms / n;
+    }
     if (clock === 'cpu') {
       const c1 = process.cpuUsage();
       for (let k = 0; k < n; k++) await model.predict(data, { batchSize: rows });

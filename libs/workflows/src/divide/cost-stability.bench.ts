@@ -7,7 +7,7 @@
  * made with each run's shares (values: the world's planted effects; storage and communication: the
  * world's costs) and compared.
  *   npx esbuild libs/workflows/src/divide/cost-stability.bench.ts --bundle --platform=node --packages=external \
- *     --outfile=dist-bench/cost-stability.bench.js && node dist-bench/cost-stability.bench.js [backend=cpu] [threads=2] [repeats=9] [minMs=0: default] [clock=auto|wall|cpu] [designs=fitted,paired] [rows=0: default] [plan=fresh|same]
+ *     --outfile=dist-bench/cost-stability.bench.js && node dist-bench/cost-stability.bench.js [backend=cpu] [threads=2] [repeats=9] [minMs=0: default] [clock=auto|wall|cpu|device] [designs=fitted,paired] [rows=0: default] [plan=fresh|same]
  * Prints one JSON line.
  */
 import { existsSync } from 'node:fs';
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const repeats = Number(process.argv[4] ?? 9);
   const minMs = Number(process.argv[5] ?? 0);
   const clockArg = process.argv[6] ?? 'auto';
-  const clock = clockArg === 'wall' || clockArg === 'cpu' ? clockArg : undefined;
+  const clock = clockArg === 'wall' || clockArg === 'cpu' || clockArg === 'device' ? clockArg : undefined;
   const designs = (process.argv[7] ?? 'fitted,paired').split(',') as ('fitted' | 'paired')[];
   // rows and minMs: 0 = the backend's defaults (defaultComputeRows; 25 ms on the CPU, 100 ms on a GPU)
   const rows = Number(process.argv[8] ?? 0);
