@@ -16,7 +16,8 @@ for (const lib of libs) alias[`@abacus/${lib}`] = path.resolve(__dirname, `libs/
  * running beside them fill the other workers instead of one long file finishing alone at the end.
  */
 const SLOWEST_FIRST = [
-  'test/integration/add-subtract.test.ts',
+  'test/integration/subtract-truth.test.ts',
+  'test/integration/add-truth.test.ts',
   'test/e2e/cli-workflows.test.ts',
   'test/integration/calibration.test.ts',
   'test/integration/worker-faults.test.ts',
