@@ -45,18 +45,17 @@ run_project() { # name label [extra vitest args]
   npx vitest run --project "$name" --reporter=default --reporter=json \
     --outputFile.json=".data/test-results/$name.json" "$@" || rc=1
 }
-run_project unit "unit tests"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -f libs/runtime/build/Release/abacus_runtime_cuda.node ]; then
   run_project gpu "CUDA backend tests (GPU)"
 else
   say "CUDA tests: skipped — no GPU (or no CUDA addon) on this machine; run them on a GPU host with: bash scripts/build-cuda.sh && npx vitest run --project gpu (or node libs/runtime/bench/dist/run-bench.js --parity)"
 fi
-# integration and end-to-end files side by side, two at a time, the slowest first (vitest.config.ts):
-# each file has its own database, queue prefix, data directory and ports, and much of their time is
-# spent waiting on jobs and browsers, so a second file fills it
-say "integration tests (real Postgres + Redis) and end-to-end tests (api + worker + CLI; the web app in headless Chromium)"
-npx vitest run --project integration --project e2e --maxWorkers=2 --reporter=default --reporter=json \
-  --outputFile.json=".data/test-results/integration-e2e.json" || rc=1
+# unit, integration and end-to-end files side by side, two at a time, the slowest first
+# (vitest.config.ts): each integration / e2e file has its own database, queue prefix, data directory
+# and ports, and much of their time is spent waiting on jobs and browsers, so the unit files fill it
+say "unit tests, integration tests (real Postgres + Redis) and end-to-end tests (api + worker + CLI; the web app in headless Chromium)"
+npx vitest run --project unit --project integration --project e2e --maxWorkers=2 --reporter=default --reporter=json \
+  --outputFile.json=".data/test-results/all.json" || rc=1
 
 # the Docker images, where an engine runs: build, start on spare ports, wait for health, tear down
 if docker_works; then
