@@ -175,21 +175,41 @@ export class EmbeddingService {
    * (multiply's shared embedding); with how many experiments each.
    */
   async usage(e: SharedEmbeddingEntity): Promise<{ businessLine: string; experiments: number }[]> {
-    const rows: { business_line: string; n: string }[] = await this.ds.query(
-      `SELECT e.business_line, count(DISTINCT e.id) AS n FROM trials t JOIN experiments e ON e.id = t.experiment_id
-        WHERE t.params -> 'recipe' -> 'init' ->> 'embeddingId' = $1
-           OR (t.params ->> 'strategy' = 'embedding_update' AND t.params -> 'update' ->> 'embeddingId' = $1)
-        GROUP BY e.business_line`,
-      [e.id],
-    );
-    const out = new Map(rows.map((r) => [r.business_line, Number(r.n)]));
-    if (e.provenance.strategy === 'union' && e.experimentId) {
-      const line = e.sources.find((x) => x.role === 'target')?.businessLine ?? e.businessLine;
-      if (!out.has(line)) out.set(line, 1);
+    return (await this.usageOf([e])).get(e.id) ?? [];
+  }
+
+  /** `usage` of many versions (a page of the list) in one query. */
+  async usageOf(es: SharedEmbeddingEntity[]): Promise<Map<string, { businessLine: string; experiments: number }[]>> {
+    const rows: { id: string; business_line: string; n: string }[] = es.length
+      ? await this.ds.query(
+          `SELECT u.id, e.business_line, count(DISTINCT e.id) AS n
+             FROM trials t JOIN experiments e ON e.id = t.experiment_id
+             CROSS JOIN LATERAL (SELECT COALESCE(
+               t.params -> 'recipe' -> 'init' ->> 'embeddingId',
+               CASE WHEN t.params ->> 'strategy' = 'embedding_update' THEN t.params -> 'update' ->> 'embeddingId' END) AS id) u
+            WHERE u.id = ANY($1::text[])
+            GROUP BY u.id, e.business_line`,
+          [es.map((e) => e.id)],
+        )
+      : [];
+    const out = new Map<string, Map<string, number>>(es.map((e) => [e.id, new Map()]));
+    for (const r of rows) out.get(r.id)?.set(r.business_line, Number(r.n));
+    for (const e of es) {
+      // the line that learned it started its own target models from it (multiply's shared embedding)
+      if (e.provenance.strategy === 'union' && e.experimentId) {
+        const line = e.sources.find((x) => x.role === 'target')?.businessLine ?? e.businessLine;
+        const m = out.get(e.id)!;
+        if (!m.has(line)) m.set(line, 1);
+      }
     }
-    return [...out.entries()]
-      .map(([businessLine, experiments]) => ({ businessLine, experiments }))
-      .sort((a, b) => a.businessLine.localeCompare(b.businessLine));
+    return new Map(
+      [...out].map(([id, m]) => [
+        id,
+        [...m]
+          .map(([businessLine, experiments]) => ({ businessLine, experiments }))
+          .sort((x, y) => x.businessLine.localeCompare(y.businessLine)),
+      ]),
+    );
   }
 
   byId(id: string): Promise<SharedEmbeddingEntity | null> {

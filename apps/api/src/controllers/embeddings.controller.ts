@@ -35,10 +35,8 @@ export class EmbeddingsController {
   async list(@Query(new ZodValidationPipe(embeddingListQuerySchema)) q: EmbeddingListQuery, @Scope() scope: RequestScope) {
     const page = await this.embeddings.list(scope, q);
     // which lines start models from each version (the owner's view of its name on the embeddings page)
-    return {
-      ...page,
-      items: await Promise.all(page.items.map(async (e) => ({ ...view(e), usedBy: await this.embeddings.usage(e) }))),
-    };
+    const used = await this.embeddings.usageOf(page.items);
+    return { ...page, items: page.items.map((e) => ({ ...view(e), usedBy: used.get(e.id) ?? [] })) };
   }
 
   @Get(':ref')

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { EmbeddingService } from '@abacus/catalog';
+import { EmbeddingService, type RegisterEmbedding } from '@abacus/catalog';
 import {
   isShardDataset,
   materialize,
@@ -225,6 +225,31 @@ export class MultiplyTrialHandler {
   }
 
   /**
+   * A new version of a shared embedding: its file written (in this trial's folder), pushed to the
+   * deployment's store, then registered; the file is kept only with its registry row (a failed
+   * registration removes it; a retried trial writes the same path again).
+   */
+  private async publishVersion(
+    registry: EmbeddingService,
+    trialId: string,
+    name: string,
+    dim: number,
+    slots: Parameters<typeof writeSharedEmbeddingFile>[2],
+    fields: Omit<RegisterEmbedding, 'name' | 'dim' | 'file' | 'bytes' | 'sha256'>,
+  ) {
+    const rel = path.join('embeddings', trialId, 'embedding.safetensors');
+    fs.mkdirSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true });
+    const { sha256, bytes } = await writeSharedEmbeddingFile(this.w.dataDir.abs(rel), dim, slots, { name });
+    // to the deployment's store before the registry row names it
+    await this.w.dataDir.push(rel);
+    return registry.register({ ...fields, name, dim, file: rel, bytes, sha256 }).catch(async (err: unknown) => {
+      await this.w.dataDir.removeShared(rel).catch(() => undefined);
+      fs.rmSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true, force: true });
+      throw err;
+    });
+  }
+
+  /**
    * owner_check: when another line published a version of a name, the owner line's own model (the
    * target of the experiment that learned the name) trained on the owner's rows from the parent version
    * and from the new one, on the same seeds, compared on the owner's validation split (paired bootstrap
@@ -345,55 +370,40 @@ export class MultiplyTrialHandler {
     );
     if (!slots.length) throw new Error(`the target's model has none of ${u.ref}'s slots`);
     if (!entity) {
-      const rel = path.join('embeddings', trial.id, 'embedding.safetensors');
-      fs.mkdirSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true });
-      const { sha256, bytes } = await writeSharedEmbeddingFile(this.w.dataDir.abs(rel), parent.dim, slots, { name: u.name });
-      await this.w.dataDir.push(rel);
       const target = p.parts[0];
-      entity = await registry
-        .register({
-          name: u.name,
-          // the name stays its owner line's; the line that trained this version is in the provenance
-          businessLine: parent.businessLine,
-          owner: experiment.owner,
-          dim: parent.dim,
-          slots: slots.map((x) => ({ name: x.name, rows: x.rows, idSpace: x.idSpace.kind })),
-          sources: [
-            {
-              sampleSetId: target.sampleSetId,
-              businessLine: target.businessLine,
-              name: target.name,
-              dataVersion: target.dataVersion,
-              role: 'target',
-              rows: built.train.rows,
-            },
-          ],
-          sharingPolicy: parent.sharingPolicy,
-          file: rel,
-          bytes,
-          sha256,
-          experimentId: experiment.id,
-          originKey,
-          provenance: {
-            strategy: 'update',
-            parent: u.ref,
-            parentId: parent.id,
-            updatedBy: experiment.businessLine,
-            seed: p.seeds[0],
-            model: trained.dir,
-            // the updating line's model from the parent (seed means; ΔAUC over its target-only baseline comes with the compare)
-            validationAuc,
-            testAuc,
-            fitRows: built.train.rows,
-            experimentId: experiment.id,
-            trialId: trial.id,
+      entity = await this.publishVersion(registry, trial.id, u.name, parent.dim, slots, {
+        // the name stays its owner line's; the line that trained this version is in the provenance
+        businessLine: parent.businessLine,
+        owner: experiment.owner,
+        slots: slots.map((x) => ({ name: x.name, rows: x.rows, idSpace: x.idSpace.kind })),
+        sources: [
+          {
+            sampleSetId: target.sampleSetId,
+            businessLine: target.businessLine,
+            name: target.name,
+            dataVersion: target.dataVersion,
+            role: 'target',
+            rows: built.train.rows,
           },
-        })
-        .catch(async (err: unknown) => {
-          await this.w.dataDir.removeShared(rel).catch(() => undefined);
-          fs.rmSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true, force: true });
-          throw err;
-        });
+        ],
+        sharingPolicy: parent.sharingPolicy,
+        experimentId: experiment.id,
+        originKey,
+        provenance: {
+          strategy: 'update',
+          parent: u.ref,
+          parentId: parent.id,
+          updatedBy: experiment.businessLine,
+          seed: p.seeds[0],
+          model: trained.dir,
+          // the updating line's model from the parent (seed means; ΔAUC over its target-only baseline comes with the compare)
+          validationAuc,
+          testAuc,
+          fitRows: built.train.rows,
+          experimentId: experiment.id,
+          trialId: trial.id,
+        },
+      });
     }
     const ref = `${entity.name}@${entity.version}`;
     logger.log(`embedding_update: ${ref} from ${u.ref}, trained by ${experiment.businessLine} on ${built.train.rows} rows`);
@@ -437,58 +447,39 @@ export class MultiplyTrialHandler {
     const idSpaces = readIdSpaces(this.w.dataDir, built);
     const slots = extractSlots(pooled.model, idSpaces, new Set([UNION_DOMAIN]));
     if (!slots.length) throw new Error('the target model has no categorical or id features: there is no embedding to share');
-    const rel = path.join('embeddings', trial.id, 'embedding.safetensors');
     const originKey = `trial:${trial.id}`;
     // a retried trial finds the version it registered before
     let entity = await registry.byOrigin(originKey);
     if (!entity) {
-      fs.mkdirSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true });
-      const { sha256, bytes } = await writeSharedEmbeddingFile(this.w.dataDir.abs(rel), recipe.architecture.embeddingDim, slots, {
-        name: p.embedding.name,
-      });
-      // to the deployment's store before the registry row names it
-      await this.w.dataDir.push(rel);
       const kept = new Map(union.parts.map((x) => [x.domain, x.kept]));
-      // the file is only kept with its registry row (a retry of this trial writes the same path again)
-      entity = await registry
-        .register({
-          name: p.embedding.name,
-          businessLine: experiment.businessLine,
-          owner: experiment.owner,
-          dim: recipe.architecture.embeddingDim,
-          slots: slots.map((s) => ({ name: s.name, rows: s.rows, idSpace: s.idSpace.kind })),
-          sources: p.parts.map((x) => ({
-            sampleSetId: x.sampleSetId,
-            businessLine: x.businessLine,
-            name: x.name,
-            dataVersion: x.dataVersion,
-            role: x.domain === 'target' ? ('target' as const) : ('source' as const),
-            rows: kept.get(x.domain) ?? 0,
-          })),
-          sharingPolicy: { shareWith: p.embedding.shareWith },
-          file: rel,
-          bytes,
-          sha256,
+      entity = await this.publishVersion(registry, trial.id, p.embedding.name, recipe.architecture.embeddingDim, slots, {
+        businessLine: experiment.businessLine,
+        owner: experiment.owner,
+        slots: slots.map((s) => ({ name: s.name, rows: s.rows, idSpace: s.idSpace.kind })),
+        sources: p.parts.map((x) => ({
+          sampleSetId: x.sampleSetId,
+          businessLine: x.businessLine,
+          name: x.name,
+          dataVersion: x.dataVersion,
+          role: x.domain === 'target' ? ('target' as const) : ('source' as const),
+          rows: kept.get(x.domain) ?? 0,
+        })),
+        sharingPolicy: { shareWith: p.embedding.shareWith },
+        experimentId: experiment.id,
+        originKey,
+        provenance: {
+          strategy: 'union',
+          seed: seed0,
+          model: pooled.dir,
+          unionTestAuc: pooled.metrics.auc,
+          unionValidationAuc: pooled.metrics.validation.auc,
+          // the training split; models fit on fitRows of it (the rest is the validation split)
+          trainRows: built.train.rows + built.validation.rows,
+          fitRows: built.train.rows,
           experimentId: experiment.id,
-          originKey,
-          provenance: {
-            strategy: 'union',
-            seed: seed0,
-            model: pooled.dir,
-            unionTestAuc: pooled.metrics.auc,
-            unionValidationAuc: pooled.metrics.validation.auc,
-            // the training split; models fit on fitRows of it (the rest is the validation split)
-            trainRows: built.train.rows + built.validation.rows,
-            fitRows: built.train.rows,
-            experimentId: experiment.id,
-            trialId: trial.id,
-          },
-        })
-        .catch(async (err: unknown) => {
-          await this.w.dataDir.removeShared(rel).catch(() => undefined);
-          fs.rmSync(path.dirname(this.w.dataDir.abs(rel)), { recursive: true, force: true });
-          throw err;
-        });
+          trialId: trial.id,
+        },
+      });
     }
     const ref = `${entity.name}@${entity.version}`;
     logger.log(`shared embedding ${ref}: ${slots.length} slot(s) from ${built.train.rows} union rows`);

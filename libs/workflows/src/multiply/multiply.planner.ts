@@ -76,20 +76,7 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
     if (new Set(sources.map((s) => s.id)).size !== sources.length)
       throw new InvalidInputError('spec.sources', 'duplicate sources');
 
-    const part = (s: SampleSetEntity, domain: string): UnionPartParams => ({
-      domain,
-      sampleSetId: s.id,
-      name: s.name,
-      businessLine: s.businessLine,
-      // an upload's file, or where a set registered by reference lies (the worker reads either
-      // through SampleSetData; the data version pins its objects)
-      file: s.location ?? s.files[0],
-      dataVersion: s.dataVersion,
-      label: s.labelColumn,
-      positive: explicitPositive(s) ?? null,
-      time: s.timeColumn!,
-    });
-    const parts = [part(target, 'target'), ...sources.map((s) => part(s, `${s.businessLine}/${s.name}`))];
+    const parts = [unionPart(target, 'target'), ...sources.map((s) => unionPart(s, `${s.businessLine}/${s.name}`))];
     // loss weights of borrowed rows, by the source's name as written in spec.sources or as line/name
     const weights: Record<string, number> = {};
     for (const [k, w] of Object.entries(spec.sourceWeights)) {
@@ -343,17 +330,8 @@ async function ownerTargetOf(
     }),
     'spec.embedding.update',
   );
-  const part: UnionPartParams = {
-    domain: 'target',
-    sampleSetId: sampleSet.id,
-    name: sampleSet.name,
-    businessLine: sampleSet.businessLine,
-    file: sampleSet.location ?? sampleSet.files[0],
-    dataVersion: sampleSet.dataVersion,
-    label: sampleSet.labelColumn,
-    positive: explicitPositive(sampleSet) ?? null,
-    time: sampleSet.timeColumn!,
-  };
+  const part = unionPart(sampleSet, 'target');
+
   const columns = recipe.features.map((f) => f.name);
   return {
     part,
@@ -368,5 +346,23 @@ async function ownerTargetOf(
       testFrom: resolved.testFrom,
       filter: null,
     },
+  };
+}
+
+/**
+ * One sample set as a part of a union file: an upload's file, or where a set registered by reference
+ * lies (the worker reads either through SampleSetData; the data version pins its objects).
+ */
+function unionPart(s: SampleSetEntity, domain: string): UnionPartParams {
+  return {
+    domain,
+    sampleSetId: s.id,
+    name: s.name,
+    businessLine: s.businessLine,
+    file: s.location ?? s.files[0],
+    dataVersion: s.dataVersion,
+    label: s.labelColumn,
+    positive: explicitPositive(s) ?? null,
+    time: s.timeColumn!,
   };
 }
