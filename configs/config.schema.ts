@@ -105,6 +105,14 @@ export const configSchema = z
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
     ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
     /**
+     * where POST /features/costs/measure times the forward: auto = on a worker with a GPU when one
+     * listens, else in the api; api = in the api process (its own backend); worker = on a worker (one
+     * with a GPU first); gpu = only on a worker with a GPU. A request's `on` overrides it.
+     */
+    ABACUS_COST_MEASURE_ON: z.enum(['auto', 'api', 'worker', 'gpu']).default('auto'),
+    /** how long the api waits for a worker's cost measurement before answering 503 (ms) */
+    ABACUS_COST_MEASURE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
+    /**
      * worker threads an IV scoring trial reads and bins its columns on (the columns dealt among
      * them; the report is the same); 0 = min(4, the machine's cores)
      */

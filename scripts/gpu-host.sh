@@ -25,6 +25,8 @@
 # win), waits until the api is healthy and prints the runtime backend the worker chose. One process
 # per GPU, not one over all: models of two GPUs trained in one process failed now and then
 # (ABACUS_GPU_WORKERS=one starts a single worker over every GPU, for comparisons). Run it again: it keeps what runs and starts what does not.
+# ABACUS_GPU_API_GPU=0 starts the api without the GPUs (CUDA_VISIBLE_DEVICES empty, its runtime on the
+# CPU), as on an api host of its own: cost measurements then go to the GPU workers.
 # Ports (the next free one when the default is taken; an explicitly set port must be free):
 #   ABACUS_GPU_PG_PORT (5432)  ABACUS_GPU_REDIS_PORT (6379)  ABACUS_API_PORT (3000)
 # Then: export PATH="$ABACUS_GPU_PREFIX/bin:$PATH"; abacus ... (the wrapper knows the api and the key).
@@ -717,7 +719,12 @@ cmd_up() {
   say "local admin key (stored in $PREFIX/credentials.json for the CLI)"
   "$PREFIX/bin/abacus" keys bootstrap | sed 's/^/  /'
   cuda_report
-  start_node_proc api dist/apps/api/src/main.js
+  if [ "${ABACUS_GPU_API_GPU:-1}" = 0 ]; then
+    # the api as on a host of its own without a GPU (its runtime on the CPU); the workers keep the GPUs
+    CUDA_VISIBLE_DEVICES= ABACUS_RUNTIME_BACKEND=cpu start_node_proc api dist/apps/api/src/main.js
+  else
+    start_node_proc api dist/apps/api/src/main.js
+  fi
   local gpus k name started=(worker)
   read -r -a gpus <<<"$(gpu_list)"
   if [ "${#gpus[@]}" -gt 1 ] && [ "${ABACUS_GPU_WORKERS:-per-gpu}" != one ]; then

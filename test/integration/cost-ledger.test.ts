@@ -1,7 +1,10 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
+import { JobName, JobTimeoutError, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { CostMeasureHandler } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { apiClient } from '../support/http';
 import { cli } from '../support/processes';
@@ -236,8 +239,105 @@ describe('the cost ledger on a simulated world', () => {
     const body = JSON.parse(m.stdout) as { candidatesPerRequest: number; measurement: { measured: string[] } };
     expect(body.candidatesPerRequest).toBe(20);
     expect(body.measurement.measured.sort()).toEqual(['i_price', 'u_age', 'u_recent_cats']);
+    const here = await run(['--model', 'small', '--measure', '--on', 'api']);
+    expect(here.code, here.stderr).toBe(0);
+    expect(here.stdout).toMatch(/measured 3 feature\(s\) on cpu \(timed in the api on \S+, cpu clock\) in \d+\.\d s/);
+    const noMeasure = await run(['--model', 'small', '--on', 'gpu']);
+    expect(noMeasure.code).not.toBe(0);
+    expect(noMeasure.stderr).toMatch(/--on needs --measure/);
+    const badOn = await run(['--model', 'small', '--measure', '--on', 'moon']);
+    expect(badOn.code).not.toBe(0);
+    expect(badOn.stderr).toMatch(/on/);
     const bad = await run(['--measure']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--line or --model/);
+  });
+});
+
+describe('where the forward is timed', () => {
+  const body = { model: 'small', rows: 256, repeats: 1 };
+  const computedAt = async () =>
+    byName((await ok(call('GET', '/features/costs?model=small'))).features).get('i_price')!.compute.measuredAt;
+
+  it('without a worker: auto times in the api; worker and gpu answer 503 naming what is missing, and nothing is written', async () => {
+    const auto = await ok(call('POST', '/features/costs/measure', body));
+    expect(auto.measurement.where).toMatchObject({ process: 'api', backend: 'cpu', clock: 'cpu', gpu: null, pid: process.pid });
+    const before = await computedAt();
+    for (const [on, why] of [
+      ['worker', /no worker listens for cost measurements/],
+      ['gpu', /no worker with a GPU listens/],
+    ] as const) {
+      const r = await call('POST', '/features/costs/measure', { ...body, on });
+      expect(r.status, JSON.stringify(r.body)).toBe(503);
+      expect(r.body.message).toMatch(why);
+    }
+    expect(await computedAt()).toBe(before);
+    const bad = await call('POST', '/features/costs/measure', { ...body, on: 'elsewhere' });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toMatch(/"on"/);
+  });
+
+  it('a worker without a GPU takes on: worker (its backend, its clock); auto still times in the api', async () => {
+    let worker: WorkerHandle | undefined;
+    try {
+      worker = await startWorker(env.config, { logger: false });
+      const m = await ok(call('POST', '/features/costs/measure', { ...body, on: 'worker' }));
+      expect(m.measurement.where).toMatchObject({ process: 'worker', backend: 'cpu', clock: 'cpu', gpu: null });
+      expect(m.measurement.backend).toBe('cpu');
+      expect(m.measurement.rows).toBe(256);
+      expect(m.measurement.measured.sort()).toEqual(['i_price', 'u_age', 'u_recent_cats']);
+      const e = byName(m.features).get('u_recent_cats')!;
+      expect(e.compute.measuredAt).toBe(m.measurement.measuredAt);
+      expect(e.compute.how).toMatch(/every one of the 6 proper subsets of the 3 inputs/);
+      // it does not listen on the GPU queue: auto stays in the api, gpu is refused
+      expect((await ok(call('POST', '/features/costs/measure', body))).measurement.where.process).toBe('api');
+      expect((await call('POST', '/features/costs/measure', { ...body, on: 'gpu' })).status).toBe(503);
+    } finally {
+      await worker?.stop(500);
+    }
+  });
+
+  it('auto hands the timing to a worker on the GPU queue when one listens', async () => {
+    // a host listening on the GPU cost queue only (the worker app does so where it sees a GPU); it times
+    // on this machine's backend, so the figures are real, only the queue is the GPU one
+    const costs = new CostMeasureHandler({ backend: 'cpu', threads: 2 });
+    const unused = async () => {
+      throw new Error('not part of this test');
+    };
+    const handlers = Object.fromEntries(Object.values(JobName).map((n) => [n, unused])) as unknown as JobHandlers;
+    handlers[JobName.CostMeasureGpu] = (p) => costs.handle(p);
+    const skip = Object.values(QueueName).filter((q) => q !== QueueName.CostsGpu);
+    const host = new WorkerHost(env.config, handlers, skip);
+    expect(host.queueNames).toEqual([QueueName.CostsGpu]);
+    host.start();
+    try {
+      let m: any;
+      // BullMQ lists the new worker's connection once it is ready
+      for (let i = 0; i < 50; i++) {
+        m = await ok(call('POST', '/features/costs/measure', body));
+        if (m.measurement.where.process === 'worker') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(m.measurement.where).toMatchObject({ process: 'worker', backend: 'cpu' });
+      expect(m.measurement.measured.sort()).toEqual(['i_price', 'u_age', 'u_recent_cats']);
+    } finally {
+      await host.stop(500);
+    }
+  });
+
+  it('a measurement no worker takes in time is withdrawn: no job is left behind', async () => {
+    const queue = new QueueService(env.config);
+    try {
+      const job = { requestId: 'test', inputs: [{ name: 'x', kind: 'numeric' as const }], repeats: 1 };
+      await expect(queue.runCostMeasure(false, job, 1000)).rejects.toThrow(JobTimeoutError);
+      await expect(queue.runCostMeasure(false, job, 1000)).rejects.toThrow(/none took it; it was withdrawn/);
+      const counts = await queue.queue(QueueName.Costs).getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      expect(
+        Object.values(counts).every((n) => n === 0),
+        JSON.stringify(counts),
+      ).toBe(true);
+    } finally {
+      await queue.close();
+    }
   });
 });

@@ -163,6 +163,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.ReportFire]: unused,
       [JobName.ReportRun]: unused,
       [JobName.ReportDeliver]: unused,
+      [JobName.CostMeasure]: unused,
+      [JobName.CostMeasureGpu]: unused,
     });
     host.start();
     try {
@@ -286,6 +288,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.ReportFire]: notRun,
       [JobName.ReportRun]: notRun,
       [JobName.ReportDeliver]: notRun,
+      [JobName.CostMeasure]: notRun,
+      [JobName.CostMeasureGpu]: notRun,
     });
     host.start();
     try {
@@ -364,6 +368,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       [JobName.ReportFire]: idle,
       [JobName.ReportRun]: idle,
       [JobName.ReportDeliver]: idle,
+      [JobName.CostMeasure]: idle,
+      [JobName.CostMeasureGpu]: idle,
       [JobName.ScoreTrial]: (_p, ctx) =>
         new Promise((_, reject) => {
           started();

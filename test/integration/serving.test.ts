@@ -100,6 +100,8 @@ beforeAll(async () => {
     [JobName.ReportFire]: unused,
     [JobName.ReportRun]: unused,
     [JobName.ReportDeliver]: unused,
+    [JobName.CostMeasure]: unused,
+    [JobName.CostMeasureGpu]: unused,
   };
   host = new WorkerHost(env.config, handlers);
   host.start();

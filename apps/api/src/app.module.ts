@@ -106,6 +106,7 @@ export class AppModule implements NestModule {
               backend: config.ABACUS_RUNTIME_BACKEND,
               threads: config.ABACUS_RUNTIME_THREADS,
               openSamples: (ss) => samples.open(ss),
+              workers: { queue, on: config.ABACUS_COST_MEASURE_ON, timeoutMs: config.ABACUS_COST_MEASURE_TIMEOUT_MS },
             }),
         },
         { provide: ExperimentService, useFactory: () => new ExperimentService(ds, queue, PLANNERS) },

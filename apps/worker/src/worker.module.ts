@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import type { AppConfig } from '@abacus/configs';
 import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
 import { SampleSetEntity } from '@abacus/data';
-import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { JobName, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import { Mailer, ReportDeliveryHandler, ReportFireHandler, ReportRunHandler, ReportSweeper } from '@abacus/reports';
 import {
@@ -12,6 +12,7 @@ import {
   BuiltSamplesCache,
   CompareTrialHandler,
   CostLedgerService,
+  CostMeasureHandler,
   ExperimentService,
   MultiplyTrialHandler,
   DivideSelectHandler,
@@ -155,6 +156,7 @@ export class WorkerModule {
               mailer,
               apiUrl: config.ABACUS_API_URL,
             });
+            const costs = new CostMeasureHandler({ backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS });
             const handlers: JobHandlers = {
               [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
               [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
@@ -171,10 +173,17 @@ export class WorkerModule {
               [JobName.ReportFire]: (p, ctx) => reportFire.handle(p, ctx),
               [JobName.ReportRun]: (p, ctx) => reportRun.handle(p, ctx),
               [JobName.ReportDeliver]: (p, ctx) => reportDeliver.handle(p, ctx),
+              [JobName.CostMeasure]: (p) => costs.handle(p),
+              [JobName.CostMeasureGpu]: (p) => costs.handle(p),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);
-            return new WorkerHost({ ...config, ABACUS_WORKER_CONCURRENCY: concurrency }, handlers);
+            // the GPU cost queue is for workers that time on a GPU
+            return new WorkerHost(
+              { ...config, ABACUS_WORKER_CONCURRENCY: concurrency },
+              handlers,
+              backend.devices > 0 ? [] : [QueueName.CostsGpu],
+            );
           },
         },
       ],

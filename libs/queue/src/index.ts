@@ -6,7 +6,9 @@ export {
   type JobPayloads,
   type TrialJobName,
   isJobName,
+  costMeasureJobSchema,
+  type CostMeasureJob,
 } from './queue-names';
-export { QueueService, redisConnection, reportSchedulerId, type PlannedTrialJob } from './queue.service';
+export { JobTimeoutError, QueueService, redisConnection, reportSchedulerId, type PlannedTrialJob } from './queue.service';
 export { WorkerHost, type JobHandler, type JobHandlers, type JobContext, MissingHandlerError } from './worker-host';
 export { classifyError, isDeviceFaultError, toJobError, TransientError, type Classification, type ErrorClass } from './error-class';

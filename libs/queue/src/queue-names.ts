@@ -8,6 +8,10 @@ export enum QueueName {
   Webhooks = 'webhooks',
   /** auto-pruning reports: schedule fires, report runs, deliveries */
   Reports = 'reports',
+  /** compute-cost measurements handed to a worker by the API: any worker listens */
+  Costs = 'costs',
+  /** the same, for workers with a GPU only: the API prefers it when a GPU worker listens */
+  CostsGpu = 'costs-gpu',
 }
 
 /** Every job name; the worker refuses to start unless each has a handler. */
@@ -42,12 +46,22 @@ export enum JobName {
   ReportRun = 'report.run',
   /** reports: one attempt to deliver a report (webhook or e-mail); BullMQ retries it with backoff */
   ReportDeliver = 'report.deliver',
+  /** costs: one compute-cost measurement (the forward timed with and without inputs) on the worker's backend */
+  CostMeasure = 'costs.measure',
+  /** the same, taken only by a worker with a GPU (timed on its CUDA backend, device clock) */
+  CostMeasureGpu = 'costs.measure-gpu',
 }
 
 /** Jobs that are trials of an experiment's flow (everything but finalize, webhooks and reports). */
 export type TrialJobName = Exclude<
   JobName,
-  JobName.FinalizeExperiment | JobName.ServingWebhook | JobName.ReportFire | JobName.ReportRun | JobName.ReportDeliver
+  | JobName.FinalizeExperiment
+  | JobName.ServingWebhook
+  | JobName.ReportFire
+  | JobName.ReportRun
+  | JobName.ReportDeliver
+  | JobName.CostMeasure
+  | JobName.CostMeasureGpu
 >;
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
@@ -66,6 +80,8 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.ReportFire]: QueueName.Reports,
   [JobName.ReportRun]: QueueName.Reports,
   [JobName.ReportDeliver]: QueueName.Reports,
+  [JobName.CostMeasure]: QueueName.Costs,
+  [JobName.CostMeasureGpu]: QueueName.CostsGpu,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
@@ -73,6 +89,33 @@ const trialJob = z.object({ experimentId: z.string().uuid(), trialId: z.string()
 const webhookJob = z.object({ deliveryId: z.string().uuid() });
 const reportFireJob = z.object({ scheduleId: z.string().uuid() });
 const reportRunJob = z.object({ reportId: z.string().uuid() });
+/** A compute-cost measurement: the inputs of the timed model and the measurement's settings (the API's request). */
+export const costMeasureJobSchema = z.object({
+  /** the API request's id (for the logs) */
+  requestId: z.string().min(1).max(100),
+  inputs: z
+    .array(
+      z.object({
+        name: z.string().min(1).max(200),
+        kind: z.enum(['numeric', 'categorical', 'multi_id']),
+        vocab: z.number().int().min(1).optional(),
+        listLength: z.number().min(0).optional(),
+      }),
+    )
+    .min(1)
+    .max(1000),
+  /** rows of the synthetic batch; absent: the worker's backend default */
+  rows: z.number().int().min(64).max(65_536).optional(),
+  repeats: z.number().int().min(1).max(41),
+  architecture: z
+    .object({
+      embeddingDim: z.number().int().optional(),
+      pooling: z.enum(['sum', 'mean']).optional(),
+      hidden: z.array(z.number().int()).optional(),
+      wide: z.boolean().optional(),
+    })
+    .optional(),
+});
 
 /** Payload schema per job: the producer builds payloads of these types, the worker re-parses them. */
 export const JOB_PAYLOAD_SCHEMAS = {
@@ -91,7 +134,11 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.ReportFire]: reportFireJob,
   [JobName.ReportRun]: reportRunJob,
   [JobName.ReportDeliver]: webhookJob,
+  [JobName.CostMeasure]: costMeasureJobSchema,
+  [JobName.CostMeasureGpu]: costMeasureJobSchema,
 } satisfies Record<JobName, z.ZodType>;
+
+export type CostMeasureJob = z.output<typeof costMeasureJobSchema>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };
 

@@ -1,6 +1,7 @@
-import { FlowProducer, Job, Queue, type ConnectionOptions, type FlowJob } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { FlowProducer, Job, Queue, QueueEvents, type ConnectionOptions, type FlowJob } from 'bullmq';
 import type { AppConfig } from '@abacus/configs';
-import { JOB_QUEUE, JobName, QueueName, type JobPayloads, type TrialJobName } from './queue-names';
+import { JOB_QUEUE, JobName, QueueName, type CostMeasureJob, type JobPayloads, type TrialJobName } from './queue-names';
 
 export interface PlannedTrialJob {
   trialId: string;
@@ -8,6 +9,9 @@ export interface PlannedTrialJob {
   /** index of the trial that must wait for this one; undefined = the experiment's finalize job */
   parent?: number;
 }
+
+/** No worker finished a request-scoped job (a cost measurement) in time; nothing of it stays queued. */
+export class JobTimeoutError extends Error {}
 
 export const reportSchedulerId = (scheduleId: string) => `report-schedule:${scheduleId}`;
 
@@ -199,6 +203,57 @@ export class QueueService {
     }
   }
 
+  /**
+   * Workers listening on a queue now (BullMQ's client list); null when the server does not tell
+   * (CLIENT LIST refused, as on some managed Redis).
+   */
+  async workersOn(name: QueueName): Promise<number | null> {
+    try {
+      return await this.queue(name).getWorkersCount();
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * One compute-cost measurement on a worker (`gpu`: one with a GPU), waited for: its result, or a
+   * JobTimeoutError after `timeoutMs` (the job removed if no worker took it; one already running ends
+   * on its own and its result is dropped). One attempt: a measurement is requested again, not retried.
+   */
+  async runCostMeasure(gpu: boolean, payload: CostMeasureJob, timeoutMs: number): Promise<unknown> {
+    const name = gpu ? JobName.CostMeasureGpu : JobName.CostMeasure;
+    const queue = this.queue(JOB_QUEUE[name]);
+    const events = await this.costEvents(JOB_QUEUE[name]);
+    const job = await queue.add(name, payload, {
+      jobId: randomUUID(),
+      attempts: 1,
+      removeOnComplete: { age: 3600 },
+      removeOnFail: { age: 24 * 3600 },
+    });
+    try {
+      return await job.waitUntilFinished(events, timeoutMs);
+    } catch (err) {
+      const state = await job.getState().catch(() => 'unknown');
+      if (state === 'failed' || state === 'completed') throw err;
+      if (state === 'waiting' || state === 'prioritized' || state === 'delayed') await job.remove().catch(() => undefined);
+      throw new JobTimeoutError(
+        `no worker finished the measurement in ${Math.round(timeoutMs / 1000)} s (${state === 'active' ? 'one is still timing it; its result will be dropped' : 'none took it; it was withdrawn'})`,
+      );
+    }
+  }
+
+  private readonly events = new Map<QueueName, Promise<QueueEvents>>();
+
+  private costEvents(name: QueueName): Promise<QueueEvents> {
+    let e = this.events.get(name);
+    if (!e) {
+      const qe = new QueueEvents(name, { connection: redisConnection(this.config), prefix: this.config.ABACUS_QUEUE_PREFIX });
+      e = qe.waitUntilReady().then(() => qe);
+      this.events.set(name, e);
+    }
+    return e;
+  }
+
   async ping(): Promise<string> {
     const client = (await this.queue(QueueName.Experiments).client) as unknown as { ping(): Promise<string> };
     return client.ping();
@@ -206,6 +261,7 @@ export class QueueService {
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
+    await Promise.all([...this.events.values()].map(async (e) => (await e).close()));
     await this.flows.close();
   }
 }

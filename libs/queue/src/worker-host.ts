@@ -32,6 +32,8 @@ export class WorkerHost {
   constructor(
     private readonly config: AppConfig,
     private readonly handlers: Partial<JobHandlers>,
+    /** queues this process does not listen on (a worker without a GPU skips the GPU cost queue) */
+    private readonly skip: QueueName[] = [],
   ) {
     const missing = Object.values(JobName).filter((n) => typeof handlers[n] !== 'function');
     if (missing.length) {
@@ -41,11 +43,11 @@ export class WorkerHost {
 
   start(): void {
     const connection = redisConnection(this.config);
-    for (const queueName of Object.values(QueueName)) {
+    for (const queueName of this.queueNames) {
       const worker = new Worker(queueName, (job, token) => this.process(job, token), {
         connection,
         prefix: this.config.ABACUS_QUEUE_PREFIX,
-        concurrency: queueName === QueueName.Trials ? this.config.ABACUS_WORKER_CONCURRENCY : 4,
+        concurrency: WorkerHost.concurrency(queueName, this.config.ABACUS_WORKER_CONCURRENCY),
         lockDuration: this.config.ABACUS_JOB_LOCK_MS,
         stalledInterval: this.config.ABACUS_JOB_LOCK_MS,
         maxStalledCount: 2,
@@ -54,8 +56,11 @@ export class WorkerHost {
       worker.on('failed', (job, err) => {
         const final = !job || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
         const data = job?.data as
-          { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string } | undefined;
-        const of = data?.experimentId
+          | { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string; requestId?: string }
+          | undefined;
+        const of = data?.requestId
+          ? `cost measurement of request ${data.requestId}`
+          : data?.experimentId
           ? `experiment ${data.experimentId}`
           : data?.reportId
             ? `report ${data.reportId}`
@@ -71,7 +76,22 @@ export class WorkerHost {
       worker.on('error', (err) => this.logger.error(`queue ${queueName}: ${err.message}`));
       this.workers.push(worker);
     }
-    this.logger.log(`listening on queues ${Object.values(QueueName).join(', ')} (prefix ${this.config.ABACUS_QUEUE_PREFIX})`);
+    this.logger.log(`listening on queues ${this.queueNames.join(', ')} (prefix ${this.config.ABACUS_QUEUE_PREFIX})`);
+  }
+
+  /** the queues this process listens on */
+  get queueNames(): QueueName[] {
+    return Object.values(QueueName).filter((q) => !this.skip.includes(q));
+  }
+
+  /**
+   * Jobs at once per queue: trials as configured; cost measurements one at a time (two timings side
+   * by side would distort each other); webhooks and reports 4.
+   */
+  static concurrency(queue: QueueName, trials: number): number {
+    if (queue === QueueName.Trials) return trials;
+    if (queue === QueueName.Costs || queue === QueueName.CostsGpu) return 1;
+    return 4;
   }
 
   /**

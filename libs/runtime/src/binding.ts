@@ -322,6 +322,16 @@ export function cudaDeviceCount(): number {
     return 0;
   }
 }
+/** The names of the GPUs the CUDA addon sees (empty when there is no addon, driver or GPU). */
+export function cudaDeviceNames(): string[] {
+  const a = loadCudaAddon();
+  if (!a) return [];
+  try {
+    return a.cudaInfo().names;
+  } catch {
+    return [];
+  }
+}
 /** Why the cuda backend cannot run here ('' when it can). */
 export function cudaUnavailableReason(): string {
   const a = loadCudaAddon();

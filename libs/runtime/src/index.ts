@@ -1,4 +1,4 @@
-export { addonPath, cudaAddonAvailable, cudaAddonPath, cudaDeviceCount, cudaUnavailableReason, loadNativeAddon, nativeAddonAvailable, setAddonPath, setCudaAddonPath } from './binding';
+export { addonPath, cudaAddonAvailable, cudaAddonPath, cudaDeviceCount, cudaDeviceNames, cudaUnavailableReason, loadNativeAddon, nativeAddonAvailable, setAddonPath, setCudaAddonPath } from './binding';
 export type { NativeTensor } from './binding';
 export { summarizeChanges, type ChangeSummary } from './ablation-stats';
 export type { ColumnarDataset, RuntimeData, ShardDataset, SlotColumn } from './dataset.types';

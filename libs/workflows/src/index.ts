@@ -50,6 +50,7 @@ export {
   type MeasureCosts,
 } from './divide/cost-ledger.schemas';
 export { measureCompute, syntheticBatch, type ComputeInput, type ComputeMeasurement } from './divide/cost-meter';
+export { CostMeasureHandler, runComputeMeasurement, type ComputeRun, type MeasuredWhere } from './divide/cost-compute';
 export { measureStorage, type ColumnToMeasure, type StorageMeasurement } from './divide/storage-meter';
 export {
   COST_RESOURCES,

@@ -31,6 +31,7 @@ const costsFlags = z.object({
   model: z.string().min(1).max(220).optional(),
   measure: z.boolean().optional(),
   candidates: z.number().int().min(1).max(1_000_000).optional(),
+  on: z.enum(['auto', 'api', 'worker', 'gpu']).optional(),
   json: z.boolean().optional(),
 });
 
@@ -56,7 +57,13 @@ export interface CostLedgerView {
     noCost: boolean;
   }[];
   unregistered: string[];
-  measurement?: { backend: string; elapsedMs: number; measured: string[]; skipped: { name: string; reason: string }[] };
+  measurement?: {
+    backend: string;
+    elapsedMs: number;
+    measured: string[];
+    skipped: { name: string; reason: string }[];
+    where?: { process: 'api' | 'worker'; host: string; pid: number; backend: string; clock: string; gpu: string | null } | null;
+  };
 }
 
 const num = (x: number) => (Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 1 ? x.toFixed(2) : x.toFixed(4));
@@ -91,8 +98,10 @@ export function formatCostLedger(l: CostLedgerView): string {
   const lines = [head, table(rows, ['line', 'feature', 'kind', 'entity', 'storage', 'communication', 'compute'])];
   if (l.unregistered.length) lines.push(`not in the registry (no ledger row): ${l.unregistered.join(', ')}`);
   if (l.measurement) {
+    const w = l.measurement.where;
+    const at = w ? ` (timed in the ${w.process} on ${w.host}${w.gpu ? `, ${w.gpu}` : ''}, ${w.clock} clock)` : ' (storage only)';
     lines.push(
-      `measured ${l.measurement.measured.length} feature(s) on ${l.measurement.backend} in ${(l.measurement.elapsedMs / 1000).toFixed(1)} s`,
+      `measured ${l.measurement.measured.length} feature(s) on ${l.measurement.backend}${at} in ${(l.measurement.elapsedMs / 1000).toFixed(1)} s`,
     );
     for (const s of l.measurement.skipped) lines.push(`not measured: ${s.name}: ${s.reason}`);
   }
@@ -141,9 +150,14 @@ export const registerFeatures: RegisterCommand = (program) => {
       "candidates per request (fan-out of item features; default: the model's, else 100)",
       parseIntOption('--candidates'),
     )
+    .option(
+      '--on <where>',
+      'with --measure: where the forward is timed: auto (a worker with a GPU when one listens, else the api), api, worker, gpu',
+    )
     .option('--json', 'print JSON')
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
       const o = parseFlags('features costs', costsFlags, raw);
+      if (o.on && !o.measure) throw new CliError('features costs: --on needs --measure');
       const api = apiFrom(cmd);
       let ledger: CostLedgerView;
       if (o.measure) {
@@ -152,6 +166,7 @@ export const registerFeatures: RegisterCommand = (program) => {
           ...(o.line ? { businessLine: o.line } : {}),
           ...(o.model ? { model: o.model } : {}),
           ...(o.candidates ? { candidatesPerRequest: o.candidates } : {}),
+          ...(o.on ? { on: o.on } : {}),
         });
       } else {
         const q = new URLSearchParams();

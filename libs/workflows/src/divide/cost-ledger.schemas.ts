@@ -33,6 +33,11 @@ export const measureCostsSchema = z
     repeats: z.number().int().min(1).max(41).default(9),
     /** false: storage and communication only */
     compute: z.boolean().default(true),
+    /**
+     * where the forward is timed (default: ABACUS_COST_MEASURE_ON): auto = a worker with a GPU when
+     * one listens, else the api; api; worker (one with a GPU first); gpu (a worker with a GPU only)
+     */
+    on: z.enum(['auto', 'api', 'worker', 'gpu']).optional(),
   })
   .strict()
   .refine((b) => b.model || b.businessLine, { message: 'name a businessLine or a model' });

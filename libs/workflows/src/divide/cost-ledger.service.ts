@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -16,8 +17,11 @@ import {
   type FeatureCostsRecord,
   type FeatureKind,
 } from '@abacus/data';
+import { JobTimeoutError, QueueName, type CostMeasureJob, type QueueService } from '@abacus/queue';
 import { resolveBackend, type BackendChoice } from '@abacus/runtime';
-import { defaultComputeRows, measureCompute, type ComputeInput, type ComputeMeasurement } from './cost-meter';
+import { QueueUnavailableError } from '../experiments/experiment.service';
+import { runComputeMeasurement, type ComputeRun, type MeasuredWhere } from './cost-compute';
+import type { ComputeInput } from './cost-meter';
 import { measureStorage, type ColumnToMeasure, type StorageMeasurement } from './storage-meter';
 import { DEFAULT_CANDIDATES_PER_REQUEST, entityLevel, ledgerEntry, measuredCommunication, type LedgerEntry } from './cost-rules';
 import { MAX_MEASURED_FEATURES, type CostLedgerQuery, type MeasureCosts } from './cost-ledger.schemas';
@@ -35,7 +39,10 @@ export interface CostLedger {
 
 export interface CostMeasurementReport extends CostLedger {
   measurement: {
+    /** the backend the forward was timed on (this process's when compute was not measured) */
     backend: string;
+    /** where the forward was timed; null when compute was not measured */
+    where: MeasuredWhere | null;
     rows: number;
     repeats: number;
     measuredAt: string;
@@ -53,7 +60,15 @@ export interface CostLedgerOptions {
   threads: number;
   /** where this process reads a sample set registered by reference (SampleSetData.open: through the host's cache) */
   openSamples?: (ss: SampleSetEntity) => Promise<OpenedSamples>;
+  /** the api's: hands the timing to a worker (ABACUS_COST_MEASURE_ON); without it every measurement runs here */
+  workers?: {
+    queue: Pick<QueueService, 'workersOn' | 'runCostMeasure'>;
+    on: 'auto' | 'api' | 'worker' | 'gpu';
+    timeoutMs: number;
+  };
 }
+
+type MeasureOn = 'auto' | 'api' | 'worker' | 'gpu';
 
 /** The Parquet files under a folder of a referenced set's objects, in a stable order. */
 function parquetFiles(dir: string): string[] {
@@ -149,19 +164,10 @@ export class CostLedgerService {
    * Measures storage (and communication from it) and, unless `compute: false`, each feature's compute
    * share, then stores the measurements and returns the ledger of the measured features. Bounded: at
    * most 200 features, one DuckDB scan per feature, and 33 × repeats pairs of timings of `rows`
-   * synthetic rows (each about 2 × 25 ms on the CPU, 2 × 100 ms on a GPU). Measurements of one process
-   * run one at a time.
+   * synthetic rows (each about 2 × 25 ms on the CPU, 2 × 100 ms on a GPU). The timing runs where
+   * `on` says (`route`); the timings of one process run one at a time.
    */
   async measure(scope: RequestScope, body: MeasureCosts): Promise<CostMeasurementReport> {
-    // one measurement at a time in this process: concurrent timings would distort each other
-    const run = this.queue.then(() => this.measureNow(scope, body));
-    this.queue = run.catch(() => undefined);
-    return run;
-  }
-
-  private queue: Promise<unknown> = Promise.resolve();
-
-  private async measureNow(scope: RequestScope, body: MeasureCosts): Promise<CostMeasurementReport> {
     const t0 = performance.now();
     const { model, features, unregistered } = await this.selection(scope, body);
     const line = model?.businessLine ?? body.businessLine!;
@@ -254,22 +260,26 @@ export class CostLedgerService {
       }
     }
 
-    // compute: the model's inputs (or the measured features) with and without each one
-    const backend = resolveBackend(this.opts.backend);
-    const rows = defaultComputeRows({ backend: this.opts.backend, threads: this.opts.threads, rows: body.rows });
-    const compute = new Map<string, ComputeMeasurement>();
+    // compute: the model's inputs (or the measured features) with and without each one, timed where `on` says
+    let run: ComputeRun | null = null;
     if (body.compute) {
       const inputs = await this.computeInputs(model, features, storage);
-      const arch = architectureSchema.safeParse(model?.architecture ?? {});
-      const got = await measureCompute(inputs, {
-        backend: this.opts.backend,
-        threads: this.opts.threads,
-        rows,
-        repeats: body.repeats,
-        ...(arch.success ? { architecture: arch.data } : {}),
-      });
-      for (const [name, m] of got) compute.set(name, m);
+      if (inputs.length) {
+        const arch = architectureSchema.safeParse(model?.architecture ?? {});
+        run = await this.timeCompute(
+          {
+            inputs,
+            ...(body.rows !== undefined ? { rows: body.rows } : {}),
+            repeats: body.repeats,
+            ...(arch.success ? { architecture: arch.data } : {}),
+          },
+          body.on ?? this.opts.workers?.on ?? 'api',
+        );
+      }
     }
+    const compute = new Map(Object.entries(run?.measurements ?? {}));
+    const backend = run?.where.backend ?? resolveBackend(this.opts.backend);
+    const rows = run?.rows ?? 0;
 
     const measured: string[] = [];
     await this.ds.transaction(async (tx) => {
@@ -310,7 +320,14 @@ export class CostLedgerService {
         businessLine: line,
         targetType: model ? 'model' : 'business_line',
         targetId: model?.id ?? line,
-        details: { features: measured, skipped: skipped.map((s) => s.name), backend, rows, repeats: body.repeats },
+        details: {
+          features: measured,
+          skipped: skipped.map((s) => s.name),
+          backend,
+          rows,
+          repeats: body.repeats,
+          where: run ? { process: run.where.process, host: run.where.host, gpu: run.where.gpu } : null,
+        },
       });
     });
     return {
@@ -321,6 +338,7 @@ export class CostLedgerService {
       unregistered,
       measurement: {
         backend,
+        where: run?.where ?? null,
         rows,
         repeats: body.repeats,
         measuredAt,
@@ -329,6 +347,50 @@ export class CostLedgerService {
         skipped,
       },
     };
+  }
+
+  /**
+   * Where a measurement's forward is timed: `worker-gpu` (a worker with a GPU), `worker` (any
+   * worker) or `api` (this process). auto takes a GPU worker when one listens, else this process;
+   * worker takes a GPU worker first, else any; gpu insists on a GPU worker. A 503 names what is missing.
+   */
+  async route(on: MeasureOn): Promise<'api' | 'worker' | 'worker-gpu'> {
+    if (on === 'api') return 'api';
+    const w = this.opts.workers;
+    if (!w) {
+      if (on === 'auto') return 'api';
+      throw new InvalidInputError('on', `this process cannot hand a measurement to a worker (on: "${on}"): use "api"`);
+    }
+    const gpu = await w.queue.workersOn(QueueName.CostsGpu);
+    if (gpu === null) {
+      // the server does not list its clients: only an explicit choice goes to a queue
+      return on === 'gpu' ? 'worker-gpu' : on === 'worker' ? 'worker' : 'api';
+    }
+    if (gpu > 0) return 'worker-gpu';
+    if (on === 'auto') return 'api';
+    if (on === 'gpu')
+      throw new QueueUnavailableError(
+        'no worker with a GPU listens for cost measurements: start one on a GPU host, or measure with on: "worker" or "api"',
+      );
+    if (((await w.queue.workersOn(QueueName.Costs)) ?? 0) > 0) return 'worker';
+    throw new QueueUnavailableError('no worker listens for cost measurements: start a worker, or measure with on: "api"');
+  }
+
+  private async timeCompute(job: Omit<CostMeasureJob, 'requestId'>, on: MeasureOn): Promise<ComputeRun> {
+    const where = await this.route(on);
+    if (where === 'api')
+      return runComputeMeasurement(job, { process: 'api', backend: this.opts.backend, threads: this.opts.threads });
+    const w = this.opts.workers!;
+    try {
+      return (await w.queue.runCostMeasure(
+        where === 'worker-gpu',
+        { requestId: randomUUID(), ...job },
+        w.timeoutMs,
+      )) as ComputeRun;
+    } catch (err) {
+      if (err instanceof JobTimeoutError) throw new QueueUnavailableError(err.message);
+      throw new QueueUnavailableError(`the worker's measurement failed: ${(err as Error).message}`);
+    }
   }
 
   private columns(fs: FeatureEntity[], schema: ColumnSchema[], skipped: { name: string; reason: string }[]): ColumnToMeasure[] {
