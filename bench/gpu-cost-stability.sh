@@ -7,7 +7,7 @@
 # synthetic batch and other subsets: stricter).
 # Needs libs/runtime/bench/dist (bash libs/runtime/bench/build-runner.sh) and a node (the .gpu
 # bundle's is unpacked when there is none). One JSON line per run goes to $OUT/cost-stability.jsonl.
-#   bash bench/gpu-cost-stability.sh [runs=3] [repeats=9] [plans=same,fresh] [backends=cuda,cpu] [designs=fitted,paired]
+#   bash bench/gpu-cost-stability.sh [runs=3] [repeats=9] [plans=same,fresh] [backends=cuda,cpu] [designs=fitted,paired] [world seed=11] [world rows=60000]
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
 RUNS="${1:-3}"
@@ -15,6 +15,9 @@ REPEATS="${2:-9}"
 IFS=, read -r -a PLANS <<<"${3:-same,fresh}"
 IFS=, read -r -a BACKENDS <<<"${4:-cuda,cpu}"
 DESIGNS="${5:-fitted,paired}"
+# the world measured: the bench's default (seed 11, 60,000 rows), or e.g. 7 400000 (the quick start's demo world)
+WORLD_SEED="${6:-11}"
+WORLD_ROWS="${7:-60000}"
 mkdir -p "$OUT"
 NODE="$(command -v node || true)"
 if [ -z "$NODE" ]; then
@@ -26,7 +29,7 @@ for backend in "${BACKENDS[@]}"; do
   for plan in "${PLANS[@]}"; do
     for k in $(seq 1 "$RUNS"); do
       echo "[cost-stability] $backend, plan $plan, run $k"
-      "$NODE" "$DIST/cost-stability.js" "$backend" 0 "$REPEATS" 0 auto "$DESIGNS" 0 "$plan" 2>>"$OUT/cost-stability.err" | tail -n 1 >>"$OUT/cost-stability.jsonl"
+      "$NODE" "$DIST/cost-stability.js" "$backend" 0 "$REPEATS" 0 auto "$DESIGNS" 0 "$plan" "$WORLD_SEED" "$WORLD_ROWS" 2>>"$OUT/cost-stability.err" | tail -n 1 >>"$OUT/cost-stability.jsonl"
     done
   done
 done

@@ -23,7 +23,7 @@ measure() { # on k [--on where]
   local f="$OUT/cost-where-$1-$2.json" t0
   t0=$(date +%s)
   shift 2
-  abacus features costs --model base --measure "$@" --json >"$f" 2>"$f.err" || { echo "measure $*: failed"; cat "$f.err"; }
+  abacus features costs --line feed --model base --measure "$@" --json >"$f" 2>"$f.err" || { echo "measure $*: failed"; cat "$f.err"; }
   echo "measure ${*:-(default on)}: $(($(date +%s) - t0)) s"
   files+=("$f")
 }
@@ -31,7 +31,7 @@ measure api 1 --on api
 for k in $(seq 1 "$RUNS"); do measure auto "$k"; done
 "$PREFIX/bin/node" -e '
   const fs = require("fs");
-  const runs = process.argv.slice(2).map((f) => ({ file: f.split("/").pop(), r: JSON.parse(fs.readFileSync(f, "utf8")) }));
+  const runs = process.argv.slice(1).map((f) => ({ file: f.split("/").pop(), r: JSON.parse(fs.readFileSync(f, "utf8")) }));
   const rank = (xs) => {
     const order = xs.map((x, i) => [x, i]).sort((a, b) => a[0] - b[0]);
     const r = new Array(xs.length);
@@ -47,6 +47,8 @@ for k in $(seq 1 "$RUNS"); do measure auto "$k"; done
     const ra = rank(a), rb = rank(b), n = a.length, m = (n - 1) / 2;
     let sab = 0, saa = 0, sbb = 0;
     for (let i = 0; i < n; i++) { sab += (ra[i] - m) * (rb[i] - m); saa += (ra[i] - m) ** 2; sbb += (rb[i] - m) ** 2; }
+    // all tied on both sides: the same (empty) ranking; on one side only: no agreement
+    if (!(saa > 0) || !(sbb > 0)) return saa === sbb ? 1 : 0;
     return +(sab / Math.sqrt(saa * sbb)).toFixed(3);
   };
   const medians = (r) => r.features.filter((f) => f.compute.measured).sort((a, b) => (a.name < b.name ? -1 : 1)).map((f) => f.compute.measured.median);
@@ -64,7 +66,14 @@ for k in $(seq 1 "$RUNS"); do measure auto "$k"; done
   };
   const gpu = runs.filter(({ r }) => r.measurement.where?.process === "worker");
   const api = runs.find(({ r }) => r.measurement.where?.process === "api");
-  if (gpu.length >= 2) out.spearmanGpuRuns = rho(medians(gpu[0].r), medians(gpu[1].r));
+  // every pair of GPU runs
+  out.spearmanGpuPairs = [];
+  for (let i = 0; i < gpu.length; i++)
+    for (let j = i + 1; j < gpu.length; j++) out.spearmanGpuPairs.push([gpu[i].file, gpu[j].file, rho(medians(gpu[i].r), medians(gpu[j].r))]);
+  out.fits = runs.map(({ file, r }) => {
+    const h = r.features.find((f) => f.compute.measured)?.compute.measured.how ?? "";
+    return [file, h.slice(h.indexOf("fitted to them (") + 16, h.indexOf("):"))];
+  });
   if (gpu.length && api) out.spearmanGpuVsApiCpu = rho(medians(gpu[0].r), medians(api.r));
   fs.writeFileSync(process.env.OUT + "/cost-where.json", JSON.stringify(out, null, 2));
   console.log(JSON.stringify(out));

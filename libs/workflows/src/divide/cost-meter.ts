@@ -56,6 +56,8 @@ export interface ComputeOptions {
   seed?: number;
   /** each timing repeats the forward until the full model has run at least this long (default 25 ms on the CPU, 100 ms on a GPU) */
   minMs?: number;
+  /** the full model's forwards before any timing, for this long (default 200 ms on the CPU, 2 s on a GPU) */
+  warmMs?: number;
   /**
    * wall: elapsed time; cpu: the process's CPU time (user + system, every thread): what the forward
    * costs the host, not counting time the process waited for a core (a busy or shared machine).
@@ -138,8 +140,12 @@ type Timer = ((model: RuntimeModel | null, data: ColumnarDataset | null, n: numb
 async function timer(fullModel: RuntimeModel, full: ColumnarDataset, rows: number, o: ComputeOptions): Promise<Timer> {
   const minMs = defaultMinMs(o);
   const clock = clockOf(o);
-  // warm-up, then the median of 5 forwards sets how many make one timing (a first call can be slow)
-  await fullModel.predict(full, { batchSize: rows });
+  // warm-up: forwards of the full model for warmMs (a GPU raises its clocks under load, a CPU fills its
+  // caches; timings of a cold device are slower at first and pull the first designs' ratios apart),
+  // then the median of 5 forwards sets how many make one timing (a first call can be slow)
+  const warmUntil = performance.now() + (o.warmMs ?? (resolveBackend(o.backend) === 'cpu' ? 200 : 2000));
+  do await fullModel.predict(full, { batchSize: rows });
+  while (performance.now() < warmUntil);
   const probe: number[] = [];
   for (let k = 0; k < 5; k++) {
     const t0 = performance.now();
@@ -252,7 +258,8 @@ export async function measureCompute(inputs: ComputeInput[], o: ComputeOptions):
   const spread = bestOf(fullTimes).spread;
   const pct = (x: number) => `${fmt(x * 100)}%`;
   const coefText = fit
-    ? fit.fitted.map((u) => `${u} ${pct(fit.coef[u])}`).join(', ') + `; intercept ${pct(fit.intercept)}, R² ${fmt(fit.r2, 3)}`
+    ? fit.fitted.map((u) => (u === 'input' ? `every input ${pct(fit.coef.numeric)}` : `${u} ${pct(fit.coef[u])}`)).join(', ') +
+      `; intercept ${pct(fit.intercept)}, R² ${fmt(fit.r2, 3)}`
     : '';
   inputs.forEach((input, i) => {
     // a model of one input: the input is the whole forward

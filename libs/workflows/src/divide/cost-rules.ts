@@ -331,11 +331,17 @@ export interface ComputeDesign {
   ratio: number;
 }
 
+/** A term of the fitted cost model: a unit, or `input` (numeric and slot together: every input the same) */
+export type ComputeTerm = ComputeUnit | 'input';
+
 export interface FittedCompute {
   /** fitted cost of one unit of each kind, as a share of the full model's forward (0: not in the fit) */
   coef: Record<ComputeUnit, number>;
-  /** the units the fit could tell apart on these inputs (the others are folded into them) */
-  fitted: ComputeUnit[];
+  /**
+   * the terms the fit could tell apart on these inputs (the others are folded into them); `input` in
+   * place of numeric and slot when the timings could not tell a slot's cost from a numeric column's
+   */
+  fitted: ComputeTerm[];
   /** share of the intercept: what a model costs with no inputs (the MLP above the first layer, the output) */
   intercept: number;
   /** R² of the fit over the designs */
@@ -410,8 +416,9 @@ export function fitComputeModel(
     const v = [...xs].sort((p, r) => p - r);
     return v.length ? v[Math.min(v.length - 1, Math.max(0, Math.round(q * (v.length - 1))))]! : NaN;
   };
-  const fitWith = (fitted: ComputeUnit[]) => {
-    const row = (d: ComputeDesign) => [1, ...fitted.map((u) => d.members.reduce((s, i) => s + units[i]![u], 0))];
+  const val = (i: number, t: ComputeTerm) => (t === 'input' ? units[i]!.numeric + units[i]!.slot : units[i]![t]);
+  const fitWith = (fitted: ComputeTerm[]) => {
+    const row = (d: ComputeDesign) => [1, ...fitted.map((u) => d.members.reduce((s, i) => s + val(i, u), 0))];
     const solve = (ds: ComputeDesign[]) =>
       leastSquares(
         ds.map(row),
@@ -436,25 +443,41 @@ export function fitComputeModel(
   };
   // the lookup and cache terms stay only where the timings tell them from zero (their bootstrap
   // interval excludes 0); otherwise they fold into the slot's cost, and the fit is made again
+  // a cost term stays only where the timings show it above zero (a term below zero is noise fitted: a
+  // lookup cannot save time); a difference of two costs only where its 99 % interval excludes zero
+  const notPositive = (draws: number[]) => pct(draws, 0.025) <= 0;
+  // (at 99 %: two measurements of a model whose inputs cost alike should both say so, not one in ten split them)
+  const unresolved = (draws: number[]) => pct(draws, 0.005) <= 0 && pct(draws, 0.995) >= 0;
   let fit = fitWith(independentUnits(units));
-  for (const u of ['cache', 'lookup'] as const) {
-    const k = fit.fitted.indexOf(u);
-    if (k < 0) continue;
-    const draws = fit.boots.map((beta) => beta[k + 1]!);
-    if (pct(draws, 0.025) <= 0 && pct(draws, 0.975) >= 0) fit = fitWith(fit.fitted.filter((x) => x !== u));
+  for (;;) {
+    // the finest term first: cache, then lookup, then a slot's difference from a numeric column; a term
+    // the timings cannot tell from zero goes, and the fit is made again and looked at again
+    const k = (u: ComputeTerm) => fit.fitted.indexOf(u);
+    const kc = k('cache');
+    const kl = k('lookup');
+    const kn = k('numeric');
+    const ks = k('slot');
+    if (kc >= 0 && notPositive(fit.boots.map((beta) => beta[kc + 1]!))) fit = fitWith(fit.fitted.filter((x) => x !== 'cache'));
+    else if (kl >= 0 && notPositive(fit.boots.map((beta) => beta[kl + 1]!)))
+      fit = fitWith(fit.fitted.filter((x) => x !== 'lookup'));
+    // a slot and a numeric column the timings cannot tell apart (the interval of the difference of their
+    // costs reaches 0) cost the same: one term for every input, so noise does not rank them
+    else if (kn >= 0 && ks >= 0 && unresolved(fit.boots.map((beta) => beta[ks + 1]! - beta[kn + 1]!)))
+      fit = fitWith(['input', ...fit.fitted.filter((x) => x !== 'numeric' && x !== 'slot')]);
+    else break;
   }
   const { fitted, row, b, boots } = fit;
-  const shareOf = (beta: number[], i: number) => fitted.reduce((s, u, k) => s + beta[k + 1]! * units[i]![u], 0);
+  const shareOf = (beta: number[], i: number) => fitted.reduce((s, u, k) => s + beta[k + 1]! * val(i, u), 0);
   const yMean = designs.reduce((s, d) => s + d.ratio, 0) / designs.length;
   const ssTot = designs.reduce((s, d) => s + (d.ratio - yMean) ** 2, 0);
   const ssRes = designs.reduce((s, d) => s + (d.ratio - row(d).reduce((t, x, k) => t + x * b[k]!, 0)) ** 2, 0);
   const draws: number[][] = units.map((_, i) => boots.map((beta) => shareOf(beta, i)));
   const perInput = units.map((_, i) => ({ share: shareOf(b, i), ciLow: pct(draws[i]!, 0.025), ciHigh: pct(draws[i]!, 0.975) }));
   const halfWidths = perInput.map((p) => (p.ciHigh - p.ciLow) / 2).sort((p, r) => p - r);
-  const coef = Object.fromEntries(COMPUTE_UNITS.map((u) => [u, fitted.includes(u) ? b[fitted.indexOf(u) + 1]! : 0])) as Record<
-    ComputeUnit,
-    number
-  >;
+  const coefOf = (u: ComputeTerm) => (fitted.includes(u) ? b[fitted.indexOf(u) + 1]! : 0);
+  const coef = Object.fromEntries(
+    COMPUTE_UNITS.map((u) => [u, u === 'numeric' || u === 'slot' ? coefOf(u) + coefOf('input') : coefOf(u)]),
+  ) as Record<ComputeUnit, number>;
   return {
     coef,
     fitted,
