@@ -55,7 +55,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           // apps/** includes the web app's own (apps/web/src/**/*.spec.ts: pure helpers, no DOM needed)
-          include: ['libs/**/*.spec.ts', 'apps/**/*.spec.{ts,tsx}', 'configs/**/*.spec.ts'],
+          include: ['libs/**/*.spec.ts', 'apps/**/*.spec.{ts,tsx}', 'configs/**/*.spec.ts', 'test/docs/**/*.spec.ts'],
           exclude: ['**/node_modules/**', 'apps/web/dist/**'],
           testTimeout: 120_000,
         },

@@ -6,7 +6,7 @@
 # once on one GPU), optionally :LOOKAHEAD (ABACUS_PRUNE_LOOKAHEAD, default 0), :CONFIRM_AHEAD
 # (ABACUS_CONFIRM_AHEAD, default auto = on) and :BUILD_THREADS (ABACUS_BUILD_THREADS, default 0). With
 # 2+ GPUs `up` starts one worker per GPU (BORROW=1: one worker over all, its fits spilling onto the
-# other GPUs with ABACUS_GPU_BORROW=true; see README, Configuration, for why that is off by default).
+# other GPUs with ABACUS_GPU_BORROW=true; see docs/operations/configuration.md for why that is off by default).
 # GPU memory / use (every GPU) and the worker's RSS are sampled every second. Results go to $OUT
 # (default ./bench-out).
 #   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES[:LOOKAHEAD[:CONFIRM_AHEAD[:BUILD_THREADS]]] ...]  (default 1:1 1:3 2:3)

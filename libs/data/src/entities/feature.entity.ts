@@ -38,7 +38,7 @@ export interface FeatureCostsRecord {
   computeCost?: number;
   /** measured by the platform or declared by the owner (of the three figures above) */
   source?: 'measured' | 'declared';
-  /** declared entity level; else inferred from the entity key (see the cost ledger in the README) */
+  /** declared entity level; else inferred from the entity key (see docs/guide/cost-ledger.md) */
   entity?: FeatureEntityLevel;
   /** when the declared figures were last set */
   declaredAt?: string;

@@ -8,7 +8,7 @@ export interface SharingPolicy {
   restrictedColumns?: string[];
 }
 
-/** What the import found in the label column (the label rule: see the README, "Input validation and limits"). */
+/** What the import found in the label column (the label rule: docs/reference/limits.md). */
 export interface LabelStats {
   /** two classes, no missing values, a known event value */
   binary: boolean;
