@@ -17,7 +17,7 @@ export const subtractSpecSchema = z
     maxDrop: z.number().min(0).max(0.5).default(0.001),
     /** permutations per fold */
     repeats: z.number().int().min(1).max(50).default(3),
-    /** test-split folds the intervals are computed over */
+    /** validation-split folds the shuffle intervals are computed over */
     folds: z.number().int().min(2).max(50).default(10),
     alpha: z.number().gt(0).max(0.5).default(0.05),
     /**
