@@ -138,3 +138,60 @@ export function cliMismatch(commands: string[], referenceText: string): string[]
     ...[...documented].filter((c) => !have.has(c)).map((c) => `abacus ${c} is in the CLI reference but not a command of the CLI`),
   ];
 }
+
+interface ZodLike {
+  _zod?: { def: Record<string, unknown> & { type: string } };
+}
+
+/**
+ * The field names a zod schema accepts, nested objects included (through optional, default,
+ * nullable, union, array, record and pipe wrappers), without duplicates.
+ */
+export function schemaFieldNames(schema: unknown): string[] {
+  const out = new Set<string>();
+  const seen = new Set<unknown>();
+  const visit = (s: unknown) => {
+    const def = (s as ZodLike)?._zod?.def;
+    if (!def || seen.has(s)) return;
+    seen.add(s);
+    switch (def.type) {
+      case 'object':
+        for (const [k, v] of Object.entries(def.shape as Record<string, unknown>)) {
+          out.add(k);
+          visit(v);
+        }
+        return;
+      case 'optional':
+      case 'nullable':
+      case 'default':
+      case 'prefault':
+      case 'readonly':
+      case 'nonoptional':
+      case 'catch':
+        return visit(def.innerType);
+      case 'array':
+        return visit(def.element);
+      case 'record':
+        return visit(def.valueType);
+      case 'union':
+        return (def.options as unknown[]).forEach(visit);
+      case 'intersection':
+        visit(def.left);
+        return visit(def.right);
+      case 'pipe':
+        visit(def.in);
+        return visit(def.out);
+      case 'lazy':
+        return visit((def.getter as () => unknown)());
+      default:
+        return;
+    }
+  };
+  visit(schema);
+  return [...out];
+}
+
+/** Fields of a spec schema that its guide page never names in backticks (`field`). */
+export function undocumentedFields(fields: string[], pageText: string): string[] {
+  return fields.filter((f) => !pageText.includes(`\`${f}\``) && !new RegExp(`\`[^\`\\n]*\\b${f}\\b[^\`\\n]*\``).test(pageText));
+}

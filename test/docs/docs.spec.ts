@@ -4,8 +4,11 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '@abacus/configs';
+import { createScheduleSchema } from '@abacus/reports';
+import { servingPolicySchema } from '@abacus/serving';
+import { addSpecSchema, divideSpecSchema, multiplySpecSchema, scoreSpecSchema, subtractSpecSchema } from '@abacus/workflows';
 import { buildProgram } from '../../apps/cli/src/main';
-import { ROOT, cliMismatch, configMismatch, deadLinks, docFiles } from './docs-check';
+import { ROOT, cliMismatch, configMismatch, deadLinks, docFiles, schemaFieldNames, undocumentedFields } from './docs-check';
 
 /** The leaf commands of the CLI, as `--help` lists them (e.g. `keys create`). */
 function cliCommands(): string[] {
@@ -22,6 +25,17 @@ function cliCommands(): string[] {
 }
 
 const read = (f: string) => fs.readFileSync(path.join(ROOT, f), 'utf8');
+
+/** Each workflow guide and the schema of what it documents (its spec, a serving policy, a report schedule). */
+const GUIDES: [string, unknown][] = [
+  ['score', scoreSpecSchema],
+  ['add', addSpecSchema],
+  ['subtract', subtractSpecSchema],
+  ['multiply', multiplySpecSchema],
+  ['divide', divideSpecSchema],
+  ['serving', servingPolicySchema],
+  ['reports', createScheduleSchema],
+];
 
 describe('the documentation is kept true', () => {
   it('every relative link and anchor of README.md, bench/README.md and docs/ resolves', () => {
@@ -44,6 +58,15 @@ describe('the documentation is kept true', () => {
 
   it('the configuration reference lists exactly the config schema’s variables', () => {
     expect(configMismatch(Object.keys(configSchema.shape), read('docs/operations/configuration.md'))).toEqual([]);
+  });
+
+  it('each workflow guide names every field of its spec (the model fields on the experiments page)', () => {
+    const models = read('docs/guide/experiments.md');
+    for (const [page, schema] of GUIDES) {
+      const fields = schemaFieldNames(schema);
+      expect(fields.length, page).toBeGreaterThan(5);
+      expect(undocumentedFields(fields, read(`docs/guide/${page}.md`) + models), `docs/guide/${page}.md`).toEqual([]);
+    }
   });
 
   it('the CLI reference lists exactly the commands `abacus --help` has', () => {
@@ -93,6 +116,14 @@ describe('the docs check fails when the docs break', () => {
         ref,
       ),
     ).toEqual(['ABACUS_API_PORT is in the configuration reference but not in the config schema']);
+  });
+
+  it('on a spec field its guide does not name', () => {
+    expect(schemaFieldNames(addSpecSchema)).toEqual(
+      expect.arrayContaining(['base', 'candidates', 'minGain', 'embeddingDim', 'freeze']),
+    );
+    const page = read('docs/guide/add.md').replaceAll('`minGain`', 'the minimum gain');
+    expect(undocumentedFields(schemaFieldNames(addSpecSchema), page + read('docs/guide/experiments.md'))).toEqual(['minGain']);
   });
 
   it('on a CLI command missing from the reference, or documented but gone', () => {
