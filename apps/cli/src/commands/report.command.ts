@@ -25,6 +25,8 @@ export interface ReportEntry {
   fireAt: string;
   status: string;
   experimentId: string;
+  /** the report this one is compared with; null for a model's first report */
+  previousReportId?: string | null;
   summary: ReportSummary | null;
   error: string | null;
   content?: {
@@ -58,9 +60,10 @@ interface ScheduleEntry {
 
 const num = (v: number | null | undefined, d = 4) => (v === null || v === undefined ? '—' : v.toFixed(d));
 
-/** One-line summary of the changes since the previous report. */
-export function changesLine(s: ReportSummary | null): string {
+/** One-line summary of the changes since the previous report, or that there was none to compare with. */
+export function changesLine(s: ReportSummary | null, previousReportId: string | null | undefined = undefined): string {
   if (!s) return '';
+  if (previousReportId === null) return 'first report';
   const parts = [
     s.newlyRemovable && `+${s.newlyRemovable} removable`,
     s.noLongerRemovable && `−${s.noLongerRemovable} removable`,
@@ -167,7 +170,7 @@ export const registerReport: RegisterCommand = (program) => {
             r.fireAt,
             r.status,
             r.summary ? `${r.summary.removable}/${r.summary.features}` : '',
-            changesLine(r.summary),
+            changesLine(r.summary, r.previousReportId),
           ]),
           ['report', 'model', 'date', 'status', 'removable', 'changes'],
         )}\n`,
