@@ -25,6 +25,9 @@ import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 import { startProcess } from '../support/processes';
 
+/** hosts built here handle trials only: no workers on the cost-measurement queues they do not use */
+const NO_COST_QUEUES = [QueueName.Costs, QueueName.CostsGpu];
+
 let env: TestEnv;
 let api: ApiHandle;
 let ds: DataSource;
@@ -147,25 +150,29 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     const unused = async () => {
       throw new Error('not part of this test');
     };
-    const host = new WorkerHost(env.config, {
-      [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
-      [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
-      [JobName.TrainTrial]: unused,
-      [JobName.AblateTrial]: unused,
-      [JobName.PruneTrial]: unused,
-      [JobName.CompareTrial]: unused,
-      [JobName.MultiplyTrial]: unused,
-      [JobName.MultiplyCompareTrial]: unused,
-      [JobName.DivideSelectTrial]: unused,
-      [JobName.DivideTierTrial]: unused,
-      [JobName.DividePublishTrial]: unused,
-      [JobName.ServingWebhook]: unused,
-      [JobName.ReportFire]: unused,
-      [JobName.ReportRun]: unused,
-      [JobName.ReportDeliver]: unused,
-      [JobName.CostMeasure]: unused,
-      [JobName.CostMeasureGpu]: unused,
-    });
+    const host = new WorkerHost(
+      env.config,
+      {
+        [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
+        [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
+        [JobName.TrainTrial]: unused,
+        [JobName.AblateTrial]: unused,
+        [JobName.PruneTrial]: unused,
+        [JobName.CompareTrial]: unused,
+        [JobName.MultiplyTrial]: unused,
+        [JobName.MultiplyCompareTrial]: unused,
+        [JobName.DivideSelectTrial]: unused,
+        [JobName.DivideTierTrial]: unused,
+        [JobName.DividePublishTrial]: unused,
+        [JobName.ServingWebhook]: unused,
+        [JobName.ReportFire]: unused,
+        [JobName.ReportRun]: unused,
+        [JobName.ReportDeliver]: unused,
+        [JobName.CostMeasure]: unused,
+        [JobName.CostMeasureGpu]: unused,
+      },
+      NO_COST_QUEUES,
+    );
     host.start();
     try {
       const e = await waitUntil(finished(id), 60_000, 'retried experiment');
@@ -271,26 +278,30 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       spec: { sampleSet: 'small', featuresPerTrial: 2 },
     });
     expect([diverging.status, other.status], JSON.stringify(diverging.body)).toEqual([201, 201]);
-    const host = new WorkerHost(env.config, {
-      [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
-      [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
-      [JobName.TrainTrial]: (p, ctx) => train.handle(p, ctx),
-      // never reached: they depend on the model that diverged and fail as "not run"
-      [JobName.AblateTrial]: notRun,
-      [JobName.PruneTrial]: notRun,
-      [JobName.CompareTrial]: notRun,
-      [JobName.MultiplyTrial]: notRun,
-      [JobName.MultiplyCompareTrial]: notRun,
-      [JobName.DivideSelectTrial]: notRun,
-      [JobName.DivideTierTrial]: notRun,
-      [JobName.DividePublishTrial]: notRun,
-      [JobName.ServingWebhook]: notRun,
-      [JobName.ReportFire]: notRun,
-      [JobName.ReportRun]: notRun,
-      [JobName.ReportDeliver]: notRun,
-      [JobName.CostMeasure]: notRun,
-      [JobName.CostMeasureGpu]: notRun,
-    });
+    const host = new WorkerHost(
+      env.config,
+      {
+        [JobName.FinalizeExperiment]: (p) => finalize.handle(p),
+        [JobName.ScoreTrial]: (p, ctx) => score.handle(p, ctx),
+        [JobName.TrainTrial]: (p, ctx) => train.handle(p, ctx),
+        // never reached: they depend on the model that diverged and fail as "not run"
+        [JobName.AblateTrial]: notRun,
+        [JobName.PruneTrial]: notRun,
+        [JobName.CompareTrial]: notRun,
+        [JobName.MultiplyTrial]: notRun,
+        [JobName.MultiplyCompareTrial]: notRun,
+        [JobName.DivideSelectTrial]: notRun,
+        [JobName.DivideTierTrial]: notRun,
+        [JobName.DividePublishTrial]: notRun,
+        [JobName.ServingWebhook]: notRun,
+        [JobName.ReportFire]: notRun,
+        [JobName.ReportRun]: notRun,
+        [JobName.ReportDeliver]: notRun,
+        [JobName.CostMeasure]: notRun,
+        [JobName.CostMeasureGpu]: notRun,
+      },
+      NO_COST_QUEUES,
+    );
     host.start();
     try {
       const failed = await waitUntil(finished(diverging.body.id as string), 60_000, 'the diverging experiment');
@@ -353,29 +364,33 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
     const idle = async () => null;
-    const host = new WorkerHost(config, {
-      [JobName.FinalizeExperiment]: idle,
-      [JobName.TrainTrial]: idle,
-      [JobName.AblateTrial]: idle,
-      [JobName.PruneTrial]: idle,
-      [JobName.CompareTrial]: idle,
-      [JobName.MultiplyTrial]: idle,
-      [JobName.MultiplyCompareTrial]: idle,
-      [JobName.DivideSelectTrial]: idle,
-      [JobName.DivideTierTrial]: idle,
-      [JobName.DividePublishTrial]: idle,
-      [JobName.ServingWebhook]: idle,
-      [JobName.ReportFire]: idle,
-      [JobName.ReportRun]: idle,
-      [JobName.ReportDeliver]: idle,
-      [JobName.CostMeasure]: idle,
-      [JobName.CostMeasureGpu]: idle,
-      [JobName.ScoreTrial]: (_p, ctx) =>
-        new Promise((_, reject) => {
-          started();
-          ctx.signal.addEventListener('abort', () => reject(new Error('aborted')));
-        }),
-    });
+    const host = new WorkerHost(
+      config,
+      {
+        [JobName.FinalizeExperiment]: idle,
+        [JobName.TrainTrial]: idle,
+        [JobName.AblateTrial]: idle,
+        [JobName.PruneTrial]: idle,
+        [JobName.CompareTrial]: idle,
+        [JobName.MultiplyTrial]: idle,
+        [JobName.MultiplyCompareTrial]: idle,
+        [JobName.DivideSelectTrial]: idle,
+        [JobName.DivideTierTrial]: idle,
+        [JobName.DividePublishTrial]: idle,
+        [JobName.ServingWebhook]: idle,
+        [JobName.ReportFire]: idle,
+        [JobName.ReportRun]: idle,
+        [JobName.ReportDeliver]: idle,
+        [JobName.CostMeasure]: idle,
+        [JobName.CostMeasureGpu]: idle,
+        [JobName.ScoreTrial]: (_p, ctx) =>
+          new Promise((_, reject) => {
+            started();
+            ctx.signal.addEventListener('abort', () => reject(new Error('aborted')));
+          }),
+      },
+      NO_COST_QUEUES,
+    );
     const queue = new Queue(QueueName.Trials, { connection: redisConnection(config), prefix });
     try {
       const ids = { experimentId: '00000000-0000-4000-8000-000000000001', trialId: '00000000-0000-4000-8000-000000000002' };

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
 import { createDataSource, ModelEntity } from '@abacus/data';
-import { JobName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { JobName, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import { ActiveTierCache, DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
@@ -103,7 +103,8 @@ beforeAll(async () => {
     [JobName.CostMeasure]: unused,
     [JobName.CostMeasureGpu]: unused,
   };
-  host = new WorkerHost(env.config, handlers);
+  // webhooks only: no workers on the cost-measurement queues
+  host = new WorkerHost(env.config, handlers, [QueueName.Costs, QueueName.CostsGpu]);
   host.start();
 });
 

@@ -35,15 +35,17 @@ export class QueueService {
 
   constructor(private readonly config: AppConfig) {
     const connection = redisConnection(config);
-    for (const name of Object.values(QueueName)) {
-      this.queues.set(name, new Queue(name, { connection, prefix: config.ABACUS_QUEUE_PREFIX }));
-    }
     this.flows = new FlowProducer({ connection, prefix: config.ABACUS_QUEUE_PREFIX });
   }
 
+  /** A queue's producer, connected on first use (a process that never measures costs opens no cost queues). */
   queue(name: QueueName): Queue {
-    const q = this.queues.get(name);
-    if (!q) throw new Error(`unknown queue ${name}`);
+    if (!(Object.values(QueueName) as string[]).includes(name)) throw new Error(`unknown queue ${name}`);
+    let q = this.queues.get(name);
+    if (!q) {
+      q = new Queue(name, { connection: redisConnection(this.config), prefix: this.config.ABACUS_QUEUE_PREFIX });
+      this.queues.set(name, q);
+    }
     return q;
   }
 

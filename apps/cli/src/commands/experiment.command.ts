@@ -313,7 +313,8 @@ export function renderDivide(r: Record<string, unknown>): string[] {
   ];
 }
 
-function renderMultiply(r: Record<string, unknown>): string[] {
+/** The multiply result as text: the baseline, each arm with its verdict and intervals, the best arm, the embeddings created. */
+export function renderMultiply(r: Record<string, unknown>): string[] {
   const res = r as {
     testFrom: number;
     testRows: number;
@@ -351,6 +352,7 @@ function renderMultiply(r: Record<string, unknown>): string[] {
     rule: string;
     embeddings?: { ref: string; sources: string[] }[];
     ownerCheck?: { version: string; parent: string; line: string; delta: number; ciLow: number; ciHigh: number; verdict: string };
+    best?: { strategy: string; sources: string[]; chosenOn: string; validationDelta: number; deltaAuc: number } | null;
   };
   if (!res.results) return [];
   const created = (res.results ?? []).filter((x) => x.embedding);
@@ -435,6 +437,14 @@ function renderMultiply(r: Record<string, unknown>): string[] {
             }),
             ['embedding', 'learned with', 'carried into the target model', 'initialised models (seeds)'],
           ),
+        ]
+      : []),
+    ...(res.best !== undefined
+      ? [
+          '',
+          res.best
+            ? `best: ${res.best.strategy}${res.best.sources.length ? ` with ${res.best.sources.join(' + ')}` : ''} (chosen on the ${res.best.chosenOn} split: ΔAUC ${f5(res.best.validationDelta)}; test ΔAUC ${f5(res.best.deltaAuc)})`
+            : 'best: none (no arm is recommended on the validation split; keep training on the target alone)',
         ]
       : []),
     ...(res.ownerCheck
