@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
-import { JobName, JobTimeoutError, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
+import { JobName, JobTimeoutError, QueueName, QueueService, WorkerHost } from '@abacus/queue';
 import { CostMeasureHandler } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
@@ -301,13 +301,8 @@ describe('where the forward is timed', () => {
     // a host listening on the GPU cost queue only (the worker app does so where it sees a GPU); it times
     // on this machine's backend, so the figures are real, only the queue is the GPU one
     const costs = new CostMeasureHandler({ backend: 'cpu', threads: 2 });
-    const unused = async () => {
-      throw new Error('not part of this test');
-    };
-    const handlers = Object.fromEntries(Object.values(JobName).map((n) => [n, unused])) as unknown as JobHandlers;
-    handlers[JobName.CostMeasureGpu] = (p) => costs.handle(p);
     const skip = Object.values(QueueName).filter((q) => q !== QueueName.CostsGpu);
-    const host = new WorkerHost(env.config, handlers, skip);
+    const host = new WorkerHost(env.config, { [JobName.CostMeasureGpu]: (p) => costs.handle(p) }, skip);
     expect(host.queueNames).toEqual([QueueName.CostsGpu]);
     host.start();
     try {

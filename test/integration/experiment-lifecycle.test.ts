@@ -168,8 +168,6 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
         [JobName.ReportFire]: unused,
         [JobName.ReportRun]: unused,
         [JobName.ReportDeliver]: unused,
-        [JobName.CostMeasure]: unused,
-        [JobName.CostMeasureGpu]: unused,
       },
       NO_COST_QUEUES,
     );
@@ -297,8 +295,6 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
         [JobName.ReportFire]: notRun,
         [JobName.ReportRun]: notRun,
         [JobName.ReportDeliver]: notRun,
-        [JobName.CostMeasure]: notRun,
-        [JobName.CostMeasureGpu]: notRun,
       },
       NO_COST_QUEUES,
     );
@@ -381,8 +377,6 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
         [JobName.ReportFire]: idle,
         [JobName.ReportRun]: idle,
         [JobName.ReportDeliver]: idle,
-        [JobName.CostMeasure]: idle,
-        [JobName.CostMeasureGpu]: idle,
         [JobName.ScoreTrial]: (_p, ctx) =>
           new Promise((_, reject) => {
             started();

@@ -84,7 +84,7 @@ beforeAll(async () => {
   const unused = async () => {
     throw new Error('not used in this test');
   };
-  const handlers: JobHandlers = {
+  const handlers: Partial<JobHandlers> = {
     [JobName.FinalizeExperiment]: unused,
     [JobName.ScoreTrial]: unused,
     [JobName.TrainTrial]: unused,
@@ -100,8 +100,6 @@ beforeAll(async () => {
     [JobName.ReportFire]: unused,
     [JobName.ReportRun]: unused,
     [JobName.ReportDeliver]: unused,
-    [JobName.CostMeasure]: unused,
-    [JobName.CostMeasureGpu]: unused,
   };
   // webhooks only: no workers on the cost-measurement queues
   host = new WorkerHost(env.config, handlers, [QueueName.Costs, QueueName.CostsGpu]);

@@ -35,7 +35,8 @@ export class WorkerHost {
     /** queues this process does not listen on (a worker without a GPU skips the GPU cost queue) */
     private readonly skip: QueueName[] = [],
   ) {
-    const missing = Object.values(JobName).filter((n) => typeof handlers[n] !== 'function');
+    // every job of a queue this process listens on needs its handler
+    const missing = Object.values(JobName).filter((n) => !skip.includes(JOB_QUEUE[n]) && typeof handlers[n] !== 'function');
     if (missing.length) {
       throw new MissingHandlerError(`worker refuses to start: no handler for job(s) ${missing.join(', ')}`);
     }
@@ -56,17 +57,16 @@ export class WorkerHost {
       worker.on('failed', (job, err) => {
         const final = !job || err.name === 'UnrecoverableError' || job.attemptsMade >= (job.opts.attempts ?? 1);
         const data = job?.data as
-          | { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string; requestId?: string }
-          | undefined;
+          { experimentId?: string; deliveryId?: string; reportId?: string; scheduleId?: string; requestId?: string } | undefined;
         const of = data?.requestId
           ? `cost measurement of request ${data.requestId}`
           : data?.experimentId
-          ? `experiment ${data.experimentId}`
-          : data?.reportId
-            ? `report ${data.reportId}`
-            : data?.scheduleId
-              ? `report schedule ${data.scheduleId}`
-              : `delivery ${data?.deliveryId}`;
+            ? `experiment ${data.experimentId}`
+            : data?.reportId
+              ? `report ${data.reportId}`
+              : data?.scheduleId
+                ? `report schedule ${data.scheduleId}`
+                : `delivery ${data?.deliveryId}`;
         const what = `job ${job?.name} ${job?.id} (${of})`;
         if (final) this.logger.error(`${what} failed for good after attempt ${job?.attemptsMade}: ${err.message}`, err.stack);
         else this.logger.warn(`${what} failed attempt ${job?.attemptsMade}, will retry: ${err.message}`);
@@ -110,7 +110,9 @@ export class WorkerHost {
   private onDeviceFault(err: Error): void {
     if (this.deviceFault) return;
     this.deviceFault = err;
-    this.logger.error(`GPU fault: this process's CUDA context is lost (${err.message}); the worker takes no more jobs and exits to be restarted`);
+    this.logger.error(
+      `GPU fault: this process's CUDA context is lost (${err.message}); the worker takes no more jobs and exits to be restarted`,
+    );
     // no more jobs for this process, whatever the handler does
     for (const w of this.workers) void w.pause(true).catch(() => undefined);
     this.deviceFaultHandler?.(err);

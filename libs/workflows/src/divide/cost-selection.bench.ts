@@ -13,8 +13,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { simulateWorld } from '../../../samples/src/simulator/simulator.service';
 import { spearman } from './cost-rules';
-import type { Costs } from './divide-experiment.schema';
-import { costOf, solveMilp } from './selection';
+import { tierSelections } from './bench-selections';
 
 interface LedgerAnswer {
   features: { name: string; compute: { measured: { value: number } | null } }[];
@@ -30,26 +29,7 @@ async function main(): Promise<void> {
   const runs = files.map((f) => ({ file: path.basename(f), r: JSON.parse(readFileSync(f, 'utf8')) as LedgerAnswer }));
   const names = runs[0]!.r.features.filter((f) => f.compute.measured && truth.has(f.name)).map((f) => f.name);
   const shares = runs.map(({ r }) => names.map((n) => r.features.find((f) => f.name === n)!.compute.measured!.value));
-  const values = Object.fromEntries(names.map((n) => [n, truth.get(n)!.effect]));
-  const selections = async (s: number[]) => {
-    const costs: Record<string, Costs> = Object.fromEntries(
-      names.map((n, i) => [
-        n,
-        {
-          storage: truth.get(n)!.costs.storageBytesPerEntity,
-          communication: truth.get(n)!.costs.fetchBytesPerRequest,
-          compute: s[i]!,
-        },
-      ]),
-    );
-    const total = costOf(names, costs);
-    const out: Record<string, string[]> = {};
-    for (const f of [0.7, 0.5, 0.3]) {
-      const budget = { storage: total.storage * f, communication: total.communication * f, compute: total.compute * f };
-      out[String(f)] = (await solveMilp({ features: names, values, costs, budget, groups: [] })).selected;
-    }
-    return out;
-  };
+  const selections = (s: number[]) => tierSelections(names, truth, s);
   const sel = await Promise.all(shares.map(selections));
   const pairs = [];
   for (let i = 0; i < runs.length; i++)

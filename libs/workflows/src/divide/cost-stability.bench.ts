@@ -19,8 +19,7 @@ import { FEATURE_CATALOG } from '../../../samples/src/simulator/feature-catalog'
 import { simulateWorld } from '../../../samples/src/simulator/simulator.service';
 import { measureCompute, type ComputeInput } from './cost-meter';
 import { spearman } from './cost-rules';
-import type { Costs } from './divide-experiment.schema';
-import { costOf, solveMilp } from './selection';
+import { tierSelections } from './bench-selections';
 
 async function main(): Promise<void> {
   const backend = (process.argv[2] ?? 'cpu') as 'cpu' | 'cuda';
@@ -64,26 +63,7 @@ async function main(): Promise<void> {
   ];
   const names = inputs.map((i) => i.name);
   const truth = new Map(world.groundTruth.features.map((f) => [f.name, f]));
-  const values = Object.fromEntries(names.map((n) => [n, truth.get(n)?.effect ?? 0]));
-  const selections = async (shares: number[]) => {
-    const costs: Record<string, Costs> = Object.fromEntries(
-      names.map((n, i) => [
-        n,
-        {
-          storage: truth.get(n)!.costs.storageBytesPerEntity,
-          communication: truth.get(n)!.costs.fetchBytesPerRequest,
-          compute: shares[i]!,
-        },
-      ]),
-    );
-    const total = costOf(names, costs);
-    const out: Record<string, string[]> = {};
-    for (const f of [0.7, 0.5, 0.3]) {
-      const budget = { storage: total.storage * f, communication: total.communication * f, compute: total.compute * f };
-      out[String(f)] = (await solveMilp({ features: names, values, costs, budget, groups: [] })).selected;
-    }
-    return out;
-  };
+  const selections = (s: number[]) => tierSelections(names, truth, s);
   const result: Record<string, unknown> = {};
   for (const design of designs) {
     const runs: { m: Awaited<ReturnType<typeof measureCompute>>; seconds: number }[] = [];
