@@ -150,6 +150,13 @@ export const configSchema = z
      */
     ABACUS_CONFIRM_AHEAD: z.union([z.literal('auto'), bool]).default('auto'),
     /**
+     * a subtract's warm retraining checks restore lane models from the trained model's state in place
+     * (on the GPU device to device) and switch the checked inputs off inside the model, over the same
+     * rows for every set; false: each fit loads the trained model's checkpoint and trains on copies of
+     * the rows with the inputs switched off (the same decisions, slower)
+     */
+    ABACUS_FINE_TUNE_IN_PLACE: bool.default(true),
+    /**
      * fault injection, for tests of the recovery path only: the first attempt of the first trial of
      * this kind (e.g. `train`) that any worker sharing the data directory runs starts with a GPU fault
      * that loses the process's CUDA context (on the CPU backend: the error such a fault raises). The

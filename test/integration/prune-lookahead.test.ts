@@ -45,11 +45,14 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** One subtract on a worker with the given lookahead and confirm-ahead, every model trained afresh (the model cache emptied first). */
-async function subtract(lookahead: string, confirmAhead: string): Promise<Record<string, any>> {
+/**
+ * One subtract on a worker with the given lookahead, confirm-ahead and in-place fine-tunes, every
+ * model trained afresh (the model cache emptied first).
+ */
+async function subtract(lookahead: string, confirmAhead: string, inPlace = 'true'): Promise<Record<string, any>> {
   fs.rmSync(path.join(env.dataDir, 'models'), { recursive: true, force: true });
   const config = loadConfig(
-    { ...env.env, ABACUS_PRUNE_LOOKAHEAD: lookahead, ABACUS_CONFIRM_AHEAD: confirmAhead },
+    { ...env.env, ABACUS_PRUNE_LOOKAHEAD: lookahead, ABACUS_CONFIRM_AHEAD: confirmAhead, ABACUS_FINE_TUNE_IN_PLACE: inPlace },
     { fresh: true },
   );
   let worker: WorkerHandle | null = null;
@@ -78,10 +81,13 @@ async function subtract(lookahead: string, confirmAhead: string): Promise<Record
   }
 }
 
-describe('subtract with the pruning lookahead and the confirm-ahead', () => {
-  it('makes the same checks and verdicts as without it, fits sets ahead, and the confirm reuses the fits made ahead', async () => {
+describe('subtract with the pruning lookahead, the confirm-ahead and fine-tunes from checkpoints', () => {
+  it('makes the same checks and verdicts as without them, fits sets ahead, and the confirm reuses the fits made ahead', async () => {
+    // plain: the defaults (warm checks in place: lane models restored from the trained model, inputs
+    // switched off inside them); ahead: lookahead, confirm-ahead, and each fit loaded from the
+    // checkpoint and trained on switched-off copies of the rows
     const plain = await subtract('0', 'auto');
-    const ahead = await subtract('1', 'true');
+    const ahead = await subtract('1', 'true', 'false');
     const prune = (e: Record<string, any>) => e.trials.find((t: { kind: string }) => t.kind === 'prune').metrics;
     const confirm = (e: Record<string, any>) =>
       e.trials.find((t: { kind: string; metrics: { role?: string } }) => t.kind === 'train' && t.metrics.role === 'pruned').metrics;
@@ -97,6 +103,9 @@ describe('subtract with the pruning lookahead and the confirm-ahead', () => {
     expect(prune(plain).lookahead).toBe(0);
     expect(prune(plain).confirmAhead).toBe(false);
     expect(prune(plain).timings).toMatchObject({ lookaheadSets: 0, lookaheadUsed: 0, confirmAheadFits: 0 });
+    // in place on the CPU: the fits one at a time on one lane model
+    expect(prune(plain).retrainMode).toMatchObject({ mode: 'warm', inPlace: true, lanes: 1 });
+    expect(prune(ahead).retrainMode).toMatchObject({ mode: 'warm', inPlace: false, lanes: 0 });
     expect(confirm(plain).perSeed.every((f: { cached: boolean }) => !f.cached)).toBe(true);
 
     // with: sets fitted ahead (some asked for later), the whole model on the confirm's first seeds

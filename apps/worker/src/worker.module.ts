@@ -101,6 +101,7 @@ export class WorkerModule {
               config.ABACUS_GPU_BORROW,
               config.ABACUS_PRUNE_LOOKAHEAD,
               config.ABACUS_CONFIRM_AHEAD === 'auto' ? backend.devices > 0 : config.ABACUS_CONFIRM_AHEAD,
+              config.ABACUS_FINE_TUNE_IN_PLACE,
             ),
           }),
         },

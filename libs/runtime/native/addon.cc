@@ -177,13 +177,21 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
   std::unique_ptr<CpuModel> model;
   std::atomic<bool> busy{false};
 
+  // this addon's class: copyFrom accepts only its own models (the other addon's are another type)
+  static Napi::FunctionReference& ctor() {
+    static Napi::FunctionReference r;
+    return r;
+  }
   static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "NativeModel",
+    Napi::Function f = DefineClass(env, "NativeModel",
                        {InstanceMethod<&NativeModel::Tensors>("tensors"), InstanceMethod<&NativeModel::OptTensors>("optimizerTensors"),
                         InstanceMethod<&NativeModel::GetState>("getState"), InstanceMethod<&NativeModel::SetState>("setState"),
                         InstanceMethod<&NativeModel::Train>("train"), InstanceMethod<&NativeModel::Predict>("predict"),
                         InstanceMethod<&NativeModel::Ablate>("ablate"), InstanceMethod<&NativeModel::Gradients>("gradients"),
-                        InstanceMethod<&NativeModel::Cancel>("cancel")});
+                        InstanceMethod<&NativeModel::Cancel>("cancel"), InstanceMethod<&NativeModel::CopyFrom>("copyFrom")});
+    ctor() = Napi::Persistent(f);
+    ctor().SuppressDestruct();
+    return f;
   }
 
   explicit NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
@@ -257,6 +265,9 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     Napi::Array fr = Napi::Array::New(env, model->frozen.size());
     for (size_t i = 0; i < model->frozen.size(); ++i) fr.Set((uint32_t)i, (bool)model->frozen[i]);
     o.Set("frozen", fr);
+    Napi::Array off = Napi::Array::New(env, model->off.size());
+    for (size_t i = 0; i < model->off.size(); ++i) off.Set((uint32_t)i, (bool)model->off[i]);
+    o.Set("inputsOff", off);
     o.Set("isa", gemm_isa());
     o.Set("evalPrecision", model->eval_precision());
     o.Set("evalKernel", model->eval_kernel_name());
@@ -271,6 +282,27 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     if (o.Has("frozen")) {
       auto fr = o.Get("frozen").As<Napi::Array>();
       for (uint32_t i = 0; i < fr.Length() && i < model->frozen.size(); ++i) model->frozen[i] = fr.Get(i).ToBoolean().Value();
+    }
+    if (o.Has("inputsOff")) {
+      auto off = o.Get("inputsOff").As<Napi::Array>();
+      if (off.Length() != model->off.size())
+        throw Napi::TypeError::New(info.Env(), "inputsOff needs " + std::to_string(model->off.size()) + " flags (numeric inputs, then slots)");
+      for (uint32_t i = 0; i < off.Length(); ++i) model->off[i] = off.Get(i).ToBoolean().Value();
+    }
+  }
+  // copyFrom(other): every parameter and optimizer value, the step, normalisation and frozen flags of
+  // a model of the same configuration (see CpuModel::copy_from)
+  void CopyFrom(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check_idle(env);
+    if (info.Length() < 1 || !info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(ctor().Value()))
+      throw Napi::TypeError::New(env, "copyFrom needs a model of the same backend");
+    NativeModel* other = Napi::ObjectWrap<NativeModel>::Unwrap(info[0].As<Napi::Object>());
+    other->check_idle(env);
+    try {
+      model->copy_from(*other->model);
+    } catch (const std::exception& e) {
+      throw Napi::Error::New(env, e.what());
     }
   }
   void Cancel(const Napi::CallbackInfo&) { model->cancel.store(true); }

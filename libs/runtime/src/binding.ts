@@ -140,6 +140,8 @@ export interface NativeModelState {
   step: number;
   normalized: boolean;
   frozen: boolean[];
+  /** inputs switched off, numeric inputs then slots (cpu / cuda): a numeric input reads as its normalization mean, a slot as an empty bag */
+  inputsOff?: boolean[];
   isa?: string;
   /** 'bf16' when predict / evaluate / ablate use a BF16 forward (cpu: AVX512-BF16 / AMX; cuda: BF16 hidden-layer inputs), 'tf32' on cuda with ABACUS_CUDA_EVAL_PRECISION=tf32 */
   evalPrecision?: 'bf16' | 'tf32' | 'fp32';
@@ -152,6 +154,8 @@ export interface NativeModelHandle {
   optimizerTensors(): NativeTensor[];
   getState(): NativeModelState;
   setState(s: Partial<NativeModelState>): void;
+  /** every parameter and optimizer value, step, normalization and frozen flags of a model of the same configuration and addon */
+  copyFrom(other: NativeModelHandle): void;
   train(
     data: NativeData,
     val: NativeData | undefined,

@@ -51,6 +51,11 @@ export abstract class NativeBackend implements ModelBackend {
   setState(s: Partial<NativeModelState>) {
     this.native.setState(s);
   }
+  readonly inPlace = true;
+  copyFrom(other: ModelBackend) {
+    if (!(other instanceof NativeBackend) || other.kind !== this.kind) throw new Error(`copyFrom: a ${this.kind} model copies only from a ${this.kind} model`);
+    this.native.copyFrom(other.native);
+  }
   train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void) {
     return this.native.train(toNativeData(this.spec, data), val ? toNativeData(this.spec, val) : undefined, o, onProgress);
   }

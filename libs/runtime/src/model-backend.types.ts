@@ -15,6 +15,10 @@ export interface ModelBackend {
   optimizerTensors(): NativeTensor[];
   getState(): NativeModelState;
   setState(s: Partial<NativeModelState>): void;
+  /** this backend can switch inputs off in place (state.inputsOff) and copy another model's state (copyFrom) */
+  readonly inPlace: boolean;
+  /** every parameter and optimizer value, step, normalization and frozen flags of `other` (same spec and backend) */
+  copyFrom(other: ModelBackend): void;
   train(data: RuntimeData, val: RuntimeData | undefined, o: NativeTrainOptions, onProgress: (p: NativeProgress) => void): Promise<NativeTrainResult>;
   predict(data: RuntimeData, batchSize: number, keyName?: string): Promise<NativePredictResult>;
   ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number): Promise<NativeAblation>;

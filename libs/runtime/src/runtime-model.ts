@@ -98,6 +98,52 @@ export class RuntimeModel {
     return this.impl.getState().evalPrecision ?? 'fp32';
   }
 
+  /** cpu / cuda: inputs can be switched off in place (switchOff) and state copied model to model (copyStateFrom) */
+  get inPlace(): boolean {
+    return this.impl.inPlace;
+  }
+
+  /**
+   * Switches these inputs off in place until switched on again (`[]`: every input on): a numeric
+   * input reads as its normalization mean, a slot as an empty bag (no rows read, none updated), for
+   * training and evaluation alike — the same model as one fed copies of the data with those inputs
+   * switched off, without the copies. cpu and cuda; not with ablate.
+   */
+  switchOff(names: string[]): void {
+    if (this.running) throw new Error(`RuntimeModel is busy (${this.running})`);
+    const off = new Set(names);
+    for (const n of off)
+      if (!this.spec.numeric.includes(n) && !this.spec.slots.some((s) => s.name === n)) throw new Error(`switchOff: "${n}" is not an input of this model`);
+    if (!this.impl.inPlace) {
+      if (off.size) throw new Error(`switchOff: the ${this.backend} backend cannot switch inputs off in place`);
+      return;
+    }
+    this.impl.setState({ inputsOff: [...this.spec.numeric.map((n) => off.has(n)), ...this.spec.slots.map((s) => off.has(s.name))] });
+  }
+
+  /** the inputs switched off in place (switchOff) */
+  get inputsOff(): string[] {
+    const f = this.impl.getState().inputsOff ?? [];
+    return [...this.spec.numeric, ...this.spec.slots.map((s) => s.name)].filter((_, i) => f[i]);
+  }
+
+  /**
+   * Every parameter and optimizer value, the step, normalization and frozen flags of another model
+   * of the same spec and backend, copied where they live (on the GPU device to device; no host copy,
+   * no checkpoint): a fresh start from the other model's state. Switched-off inputs are this model's own.
+   */
+  copyStateFrom(other: RuntimeModel): void {
+    if (this.running) throw new Error(`RuntimeModel is busy (${this.running})`);
+    if (other.running) throw new Error(`copyStateFrom: the source model is busy (${other.running})`);
+    if (other.backend !== this.backend) throw new Error(`copyStateFrom: a ${this.backend} model copies only from a ${this.backend} model, not ${other.backend}`);
+    if (JSON.stringify(other.spec) !== JSON.stringify(this.spec)) throw new Error('copyStateFrom: the models have different specs');
+    try {
+      this.impl.copyFrom(other.impl);
+    } catch (err) {
+      throw asDeviceFault(err);
+    }
+  }
+
   /** Copies every parameter (and the normalization) of another model with the same spec. */
   copyWeightsFrom(other: RuntimeModel): void {
     const src = new Map(other.tensors().map((t) => [t.name, t]));

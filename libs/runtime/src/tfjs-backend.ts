@@ -167,6 +167,11 @@ export class TfjsBackend implements ModelBackend {
     if (s.step !== undefined) this.state.step = s.step;
     if (s.normalized !== undefined) this.state.normalized = s.normalized;
     if (s.frozen) this.state.frozen = this.spec.slots.map((_, i) => !!s.frozen![i]);
+    if (s.inputsOff?.some(Boolean)) throw new Error('inputsOff: the tfjs reference backend cannot switch inputs off in place');
+  }
+  readonly inPlace = false;
+  copyFrom(): void {
+    throw new Error('copyFrom: not supported by the tfjs reference backend');
   }
   cancel() {
     this.cancelled = true;

@@ -51,7 +51,7 @@ bool forward_impl(ThreadPool& pool, const DataSource& ds, const EmbeddingLayout&
         const int32_t* offs = part.offs[s];
         const int32_t o0 = offs[local], o1 = offs[local + 1];
         const int32_t* ids = part.ids[s] + o0;
-        const int32_t len = o1 - o0;
+        const int32_t len = L.off && L.off[s] ? 0 : o1 - o0;
         float* dst = out + r * ldo + col0 + (int64_t)k * dim;
         std::memset(dst, 0, sizeof(float) * dim);
         const int64_t base = L.base[s], vocab = L.vocab[s];

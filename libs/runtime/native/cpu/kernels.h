@@ -33,6 +33,8 @@ struct EmbeddingLayout {
   int dim = 0;
   bool mean = false;
   std::vector<int64_t> base, vocab;  // per slot first row in the concatenated table, vocab size
+  // per slot: 1 = switched off (read as an empty bag: no rows, scale 0, nothing to update); may be null
+  const uint8_t* off = nullptr;
 };
 bool embedding_bag_forward(ThreadPool& pool, const DataSource& ds, const EmbeddingLayout& L, const float* table,
                            const float* wide_table, const std::vector<int>& slots,

@@ -31,6 +31,7 @@ CpuModel::CpuModel(const ModelConfig& cfg) : cfg_(cfg), pool_(new ThreadPool(cfg
     rows += cfg.vocab[s];
   }
   frozen.assign(S_, 0);
+  off.assign(cfg.num_numeric + S_, 0);
   const int N = cfg.num_numeric, D = cfg.dim;
   norm_mean_.assign(N, 0.f);
   norm_std_.assign(N, 1.f);
@@ -178,7 +179,7 @@ void CpuModel::gather_dense(const DataSource& ds, const int64_t* rows, int64_t B
         const float* x = p.numeric + local * p.num_stride;
         for (int j = 0; j < N; ++j) {
           float v = x[ds.num_map[j]];
-          h[j] = std::isfinite(v) ? (v - norm_mean_[j]) * invstd_[j] : 0.f;
+          h[j] = std::isfinite(v) && !off[j] ? (v - norm_mean_[j]) * invstd_[j] : 0.f;
           if (wn) w += wn[j] * h[j];
         }
       }
@@ -194,6 +195,7 @@ void CpuModel::embed(const DataSource& ds, const int64_t* rows, int64_t B, bool 
   std::vector<int> slots(S_);
   for (int s = 0; s < S_; ++s) slots[s] = s;
   std::vector<const int64_t*> src(S_, rows);
+  emb_.off = off.data() + cfg_.num_numeric;
   int64_t bad_id = 0;
   int bad_slot = 0;
   if (!embedding_bag_forward(*pool_, ds, emb_, table_.data(), cfg_.wide ? wide_table_.data() : nullptr, slots, src, B,
@@ -522,6 +524,8 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
 void CpuModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
                       int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
                       std::vector<Metrics>* out_folds, int folds) {
+  for (auto f : off)
+    if (f) throw std::runtime_error("ablate: this model has inputs switched off; switch them on first");
   // contiguous evaluation folds: the spread of per-fold changes carries the evaluation-set noise
   const int F = (int)std::max<int64_t>(1, std::min<int64_t>(folds, ds.rows / 200));
   auto fold_metrics = [&](const float* pred, const float* lab, const float* w, std::vector<Metrics>& dst) {
@@ -698,4 +702,28 @@ double CpuModel::gradients(const DataSource& ds, float* logits, std::map<std::st
   return loss;
 }
 
+}  // namespace abacus
+
+namespace abacus {
+bool same_config(const ModelConfig& a, const ModelConfig& b) {
+  return a.num_numeric == b.num_numeric && a.vocab == b.vocab && a.dim == b.dim && a.mean == b.mean && a.wide == b.wide &&
+         a.hidden == b.hidden && a.sparse.kind == b.sparse.kind;
+}
+
+void CpuModel::copy_from(CpuModel& o) {
+  if (&o == this) return;
+  if (!same_config(cfg_, o.cfg_)) throw std::runtime_error("copyFrom: the models' configurations differ");
+  auto copy = [](std::vector<Tensor>& dst, std::vector<Tensor>& src) {
+    if (dst.size() != src.size()) throw std::runtime_error("copyFrom: the models' tensors differ");
+    for (size_t i = 0; i < dst.size(); ++i) {
+      if (dst[i].size != src[i].size || dst[i].name != src[i].name) throw std::runtime_error("copyFrom: tensor " + dst[i].name + " differs");
+      if (dst[i].size) std::memcpy(dst[i].data, src[i].data, (size_t)dst[i].size * sizeof(float));
+    }
+  };
+  copy(params_, o.params_);
+  copy(opt_, o.opt_);
+  step = o.step;
+  normalized = o.normalized;
+  frozen = o.frozen;
+}
 }  // namespace abacus

@@ -30,6 +30,9 @@ struct ModelConfig {
   int threads = 1;
 };
 
+// the same model shape: inputs, table sizes, pooling, wide part, hidden layers, sparse optimizer
+bool same_config(const ModelConfig& a, const ModelConfig& b);
+
 struct Tensor {
   std::string name;
   std::vector<int64_t> shape;
@@ -86,8 +89,15 @@ class CpuModel {
   int64_t step = 0;
   bool normalized = false;
   std::vector<uint8_t> frozen;
+  // inputs switched off, numeric inputs then slots (num_numeric + slots flags): a numeric input
+  // reads as its normalisation mean (0 after normalising), a slot as an empty bag (no rows read or
+  // updated). The same model as one fed copies of the data with those inputs switched off.
+  std::vector<uint8_t> off;
   std::atomic<bool> cancel{false};
   ThreadPool& pool() { return *pool_; }
+  // Every parameter and optimizer value, the step, the normalisation and the frozen flags of a
+  // model of the same configuration (not its switched-off inputs); throws when the configs differ.
+  void copy_from(CpuModel& other);
   // "bf16" when predict / evaluate / ablate run the AVX512-BF16 forward, else "fp32"
   const char* eval_precision() const { return use_bf16() ? "bf16" : "fp32"; }
   const char* eval_kernel_name() const { return L_ > 0 ? eval_precision_name() : "fp32"; }

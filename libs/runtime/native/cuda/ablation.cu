@@ -20,6 +20,8 @@ void CudaModel::ablate_(const DataSource& ds, const std::vector<AblationGroup>& 
                         std::vector<Metrics>* out_folds, int folds) {
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
+  for (auto f : off)
+    if (f) throw std::runtime_error("ablate: this model has inputs switched off; switch them on first");
   if (I.L == 0) {  // no hidden layer: the host mirror does it
     download(I, *host_);
     to_host_state();
@@ -27,7 +29,7 @@ void CudaModel::ablate_(const DataSource& ds, const std::vector<AblationGroup>& 
     return;
   }
   batch = I.eval_batch(batch);
-  upload(I, *host_, frozen);
+  upload(I, *host_, frozen, off);
   const DevDataset& dd = resident(I, ds);
   const int F = (int)std::max<int64_t>(1, std::min<int64_t>(folds, ds.rows / 200));
   if (base_folds) base_folds->clear();

@@ -130,6 +130,7 @@ struct CudaImpl {
   int* counter = nullptr;
   int64_t* base = nullptr;
   uint8_t* dfrozen = nullptr;
+  uint8_t* doff = nullptr;  // switched-off inputs (N + S flags)
   int64_t *d_step = nullptr, *d_cursor = nullptr, *d_b0 = nullptr;
   int* d_stepidx = nullptr;
   double* d_wsum = nullptr;
@@ -195,7 +196,7 @@ struct CudaImpl {
   bool prof = false;
   // normalisation / frozen flags last uploaded: the small uploads happen only when they change
   std::vector<float> up_mean, up_std;
-  std::vector<uint8_t> up_frozen;
+  std::vector<uint8_t> up_frozen, up_off;
   bool small_valid = false;
   // pinned staging of predictions copied back
   float* pin = nullptr;
@@ -234,7 +235,7 @@ struct CudaImpl {
     explicit EvalCtx(bool& x) : f(x), prev(x) { f = true; }
     ~EvalCtx() { f = prev; }
   };
-  k::Layout layout() const { return {N, S, D, ld0, mean, wide, base}; }
+  k::Layout layout() const { return {N, S, D, ld0, mean, wide, base, doff}; }
 
   // rows per forward pass of predict / ablate: at least ABACUS_CUDA_EVAL_BATCH (default 65536),
   // whatever batch the caller named (per-row results do not depend on it)
@@ -330,7 +331,7 @@ ABACUS_CUDA_LOCAL void enter(CudaImpl& I);
 // cuda_model.cu: device -> host mirror when the device is newer; host mirror -> device when JS
 // may have written it (and the normalisation / frozen flags when they changed)
 ABACUS_CUDA_LOCAL void download(CudaImpl& I, CpuModel& h);
-ABACUS_CUDA_LOCAL void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen);
+ABACUS_CUDA_LOCAL void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen, const std::vector<uint8_t>& off);
 // residency.cu
 ABACUS_CUDA_LOCAL const DevDataset& resident(CudaImpl& I, const DataSource& ds);
 ABACUS_CUDA_LOCAL void check_vocab(const DataSource& ds, const std::vector<int64_t>& vocab);

@@ -25,6 +25,7 @@ void CudaModel::to_host_state() {
   host_->step = step;
   host_->normalized = normalized;
   host_->frozen = frozen;
+  host_->off = off;
 }
 void CudaModel::from_host_state() {
   step = host_->step;
@@ -67,7 +68,7 @@ void download(CudaImpl& I, CpuModel& h) {
   get(find(O, "sparse.adam.v.wide"), I.wspv);
   I.host_stale = false;
 }
-void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen) {
+void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen, const std::vector<uint8_t>& off) {
   CK(cudaSetDevice(I.dev));
   if (I.upload_needed) {
     auto& P = h.params();
@@ -102,6 +103,10 @@ void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen) {
   if (I.S && (!I.small_valid || I.up_frozen != frozen)) {
     I.up_frozen = frozen;
     CK(cudaMemcpyAsync(I.dfrozen, I.up_frozen.data(), I.S, cudaMemcpyHostToDevice, I.st));
+  }
+  if (I.N + I.S && (!I.small_valid || I.up_off != off)) {
+    I.up_off = off;
+    CK(cudaMemcpyAsync(I.doff, I.up_off.data(), I.N + I.S, cudaMemcpyHostToDevice, I.st));
   }
   I.small_valid = true;
 }
@@ -146,6 +151,57 @@ double CudaModel::gradients(const DataSource& ds, float* logits, std::map<std::s
   from_host_state();
   impl_->upload_needed = true;
   return r;
+}
+
+void CudaModel::copy_from(CudaModel& o) {
+  if (&o == this) return;
+  if (!same_config(config(), o.config())) throw std::runtime_error("copyFrom: the models' configurations differ");
+  CudaImpl& I = *impl_;
+  CudaImpl& J = *o.impl_;
+  try {
+    // the source's device copy up to date (its host mirror may be newer: a loaded checkpoint)
+    enter(J);
+    upload(J, *o.host_, o.frozen, o.off);
+    CK(cudaStreamSynchronize(J.st));
+    enter(I);
+    // nothing of this model's earlier work still reads or writes what is overwritten
+    CK(cudaStreamSynchronize(I.st));
+    auto cp = [&](float* dst, const float* src, int64_t n) {
+      if (!dst || !src || n <= 0) return;
+      if (I.dev == J.dev) CK(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, I.st));
+      else CK(cudaMemcpyPeerAsync(dst, I.dev, src, J.dev, (size_t)n * 4, I.st));
+    };
+    int64_t R = 0;
+    for (auto v : I.vocab) R += v;
+    cp(I.table, J.table, R * I.D);
+    cp(I.spm, J.spm, R * I.D);
+    cp(I.spv, J.spv, R * I.D);
+    if (I.wide) {
+      cp(I.wtab, J.wtab, R);
+      cp(I.wspm, J.wspm, R);
+      cp(I.wspv, J.wspv, R);
+    }
+    cp(I.dense, J.dense, I.nd);
+    cp(I.dm, J.dm, I.nd);
+    cp(I.dv, J.dv, I.nd);
+    CK(cudaStreamSynchronize(I.st));
+  } catch (...) {
+    rethrow_classified(I);
+  }
+  // the host mirror: the normalisation (kept on the host, uploaded when it changes); the rest of
+  // it is older than the device now
+  auto& P = host_->params();
+  auto& Q = o.host_->params();
+  for (const char* name : {"normalization.mean", "normalization.std"}) {
+    const Tensor* d = find(P, name);
+    const Tensor* s = find(Q, name);
+    if (d && s && d->size == s->size && d->size) std::memcpy(d->data, s->data, (size_t)d->size * 4);
+  }
+  I.upload_needed = false;
+  I.host_stale = true;
+  step = o.step;
+  normalized = o.normalized;
+  frozen = o.frozen;
 }
 
 }  // namespace abacus

@@ -44,6 +44,8 @@ class CudaModel {
   int64_t step = 0;
   bool normalized = false;
   std::vector<uint8_t> frozen;
+  // inputs switched off (numeric then slots), as CpuModel::off
+  std::vector<uint8_t> off;
   std::atomic<bool> cancel{false};
   // GPU time of the last lean predict's forward (ms, CUDA events around the kernels on the stream;
   // no host dispatch, no copy of the predictions back); -1 before the first
@@ -65,6 +67,9 @@ class CudaModel {
               std::vector<Metrics>* out_folds = nullptr, int folds = 10);
   double gradients(const DataSource& ds, float* logits, std::map<std::string, std::vector<float>>& grads);
   void fit_normalization(const DataSource& ds, const std::vector<int64_t>& rows);
+  // as CpuModel::copy_from: on the same GPU a device-to-device copy, from another GPU a peer copy
+  // (the host mirror is not involved, only its normalisation)
+  void copy_from(CudaModel& other);
 
  private:
   // the operations themselves; the public ones above check the context first and classify what

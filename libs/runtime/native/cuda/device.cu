@@ -270,12 +270,14 @@ void CudaModel::init(const ModelConfig& cfg) {
   I.base = dalloc<int64_t>(std::max(1, I.S), false);
   copy_sync(I.base, hb.data(), hb.size() * 8, cudaMemcpyHostToDevice);
   I.dfrozen = dalloc<uint8_t>(std::max(1, I.S));
+  I.doff = dalloc<uint8_t>(std::max(1, I.N + I.S));
   I.d_step = dalloc<int64_t>(1);
   I.d_cursor = dalloc<int64_t>(1);
   I.d_b0 = dalloc<int64_t>(1);
   I.d_stepidx = dalloc<int>(1);
   I.d_wsum = dalloc<double>(1);
   frozen.assign(I.S, 0);
+  off.assign(I.N + I.S, 0);
   I.upload_needed = true;
 }
 
@@ -301,7 +303,7 @@ CudaImpl::~CudaImpl() {
   if (cs) cudaStreamDestroy(cs);
   // device memory is released with the context's allocations below
   for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
-                                               flag, touched, counter, base, dfrozen, d_step, d_cursor, d_b0, d_stepidx,
+                                               flag, touched, counter, base, dfrozen, doff, d_step, d_cursor, d_b0, d_stepidx,
                                                d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
                                                dZb, zbase, dwide, d_order, ws, pred_buf, skeys, skeys2, svals, svals2, sort_tmp, d_cnt, scan_tmp})
     if (p) cudaFree(p);

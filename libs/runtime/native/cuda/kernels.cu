@@ -165,7 +165,7 @@ __global__ void sparse_emit(DevData d, Layout L, const int64_t* order, const int
   const int64_t r = bag / L.S;
   const int s = (int)(bag - r * L.S);
   uint32_t key = sentinel;
-  if (!frozen[s]) {
+  if (!frozen[s] && !L.off[L.N + s]) {
     const int64_t src = row_of(order, b0p, 0, r);
     const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
     const int64_t p = o[src] + k;

@@ -45,6 +45,9 @@ struct Layout {
   int N, S, D, ld0;  // numeric, slots, dim, leading dim of H0
   bool mean, wide;
   const int64_t* base;  // per slot first row of the concatenated table
+  // inputs switched off (N numeric flags, then S slot flags; never null): a numeric input reads 0
+  // after normalising (its mean), a slot an empty bag
+  const uint8_t* off;
 };
 
 // begin of a training step: b0 = cursor, cursor += B, ++step, ++step index, zero scalars and wide
@@ -75,7 +78,7 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
     const int s = (int)(bag - r * L.S);
     const int64_t src = row_of(order, b0p, b0h, r);
     const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
-    const int64_t beg = o[src], end = o[src + 1];
+    const int64_t beg = o[src], end = L.off[L.N + s] ? beg : o[src + 1];
     const int64_t rb = L.base[s];
     float acc[VEC];
 #pragma unroll
@@ -137,7 +140,7 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
   __nv_bfloat16* hb = H0b ? H0b + r * L.ld0 : nullptr;
   for (int j = 0; j < L.N; ++j) {
     const float v = d.num[src * L.N + j];
-    const float x = isfinite(v) ? (v - mean[j]) * (1.f / stdv[j]) : 0.f;
+    const float x = isfinite(v) && !L.off[j] ? (v - mean[j]) * (1.f / stdv[j]) : 0.f;
     if (h) h[j] = x;
     if (hb) hb[j] = __float2bfloat16(x);
     if (L.wide) w += wnum[j] * x;

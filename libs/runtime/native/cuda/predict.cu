@@ -55,9 +55,9 @@ void CudaImpl::predict_dev(const k::DevData& d, const int64_t* order, int64_t n,
 
 // Shared by both predicts: parameters up to date, data resident, a prediction buffer of n rows.
 template <class Prof>
-static const DevDataset& predict_prologue(CudaImpl& I, CpuModel& host, const std::vector<uint8_t>& frozen,
+static const DevDataset& predict_prologue(CudaImpl& I, CpuModel& host, const std::vector<uint8_t>& frozen, const std::vector<uint8_t>& off,
                                           const DataSource& ds, Prof& P) {
-  upload(I, host, frozen);
+  upload(I, host, frozen, off);
   P.mark("upload");
   const DevDataset& d = resident(I, ds);
   P.mark("resident");
@@ -73,7 +73,7 @@ void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) 
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   Prof P(I, "predict(lean)");
-  const DevDataset& d = predict_prologue(I, *host_, frozen, ds, P);
+  const DevDataset& d = predict_prologue(I, *host_, frozen, off, ds, P);
   const int64_t n = ds.rows;
   float* pin = I.pinned_floats(n);
   cudaEvent_t ev0 = nullptr, ev1 = nullptr;
@@ -110,7 +110,7 @@ void CudaModel::predict_(const DataSource& ds, int64_t batch, float* pred, float
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   Prof P(I, "predict(legacy)");
-  const DevDataset& d = predict_prologue(I, *host_, frozen, ds, P);
+  const DevDataset& d = predict_prologue(I, *host_, frozen, off, ds, P);
   const int64_t n = ds.rows;
   float* dp = I.pred_buf;
   try {

@@ -270,7 +270,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   res.val_rows = (int64_t)val_rows.size();
   if (train_rows.empty()) throw std::runtime_error("no training rows");
   if (!normalized) fit_normalization(tr, train_rows);
-  upload(I, *host_, frozen);
+  upload(I, *host_, frozen, off);
   std::unique_ptr<DevDataset> val_owned;  // the validation rows of a streamed set, on the GPU
   const DevDataset* dval = nullptr;
   k::DevData dd;

@@ -7,6 +7,7 @@ import path from 'node:path';
 
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
+import { runInPlaceParity } from './in-place-parity';
 import { runCudaStress } from './cuda-stress';
 import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
@@ -35,6 +36,14 @@ async function main() {
     );
     console.log(JSON.stringify({ backend, stress: r }));
     if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
+  if (args.includes('--in-place-parity')) {
+    // fine-tunes started in place vs from the checkpoint with switched-off copies, on each backend here
+    const backends = args.includes('--cuda-only') ? ['cuda' as const] : (['cpu', 'cuda'] as const);
+    const r: Record<string, unknown> = {};
+    for (const b of backends) r[b] = await runInPlaceParity(b);
+    console.log(JSON.stringify({ inPlaceParity: r }));
     return;
   }
   if (args.includes('--parity')) {

@@ -19,6 +19,8 @@ export class DevicePool {
    *   for next, beside the one asked for; 0 = off (ABACUS_PRUNE_LOOKAHEAD)
    * @param confirmAhead whether the prune step trains the confirm step's whole-model fits beside its
    *   checks (ABACUS_CONFIRM_AHEAD)
+   * @param fineTuneInPlace whether warm checks restore lane models in place and switch inputs off inside
+   *   the model instead of loading a checkpoint and copying rows per fit (ABACUS_FINE_TUNE_IN_PLACE)
    */
   constructor(
     readonly size: number,
@@ -26,6 +28,7 @@ export class DevicePool {
     readonly borrow = false,
     readonly lookahead = 0,
     readonly confirmAhead = false,
+    readonly fineTuneInPlace = true,
   ) {
     if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`DevicePool: lanes must be a positive integer, not ${lanes}`);
     if (!Number.isInteger(lookahead) || lookahead < 0)

@@ -127,5 +127,25 @@ describe('ModelTrainer.switchedOff + fineTune (warm retraining checks)', () => {
     expect(capped.steps).toBe(30);
     expect((await trainer.fineTune(base, data, training, { epochs: 1, seed: 1 })).steps).toBe(Math.ceil(18_000 / 256));
     expect(full - capped.validation.auc).toBeGreaterThan(0.05);
+
+    // in place (lanes restored from the trained model, inputs switched off inside the model, the rows
+    // as they are): the same validation metrics as the checkpoint + switched-off copies above
+    const lanes = trainer.fineTuneLanes(base)!;
+    for (const off of [[], ['strong'], ['cat', 'noise'], ['noise', 'junk']])
+      for (const seed of [1, 2]) {
+        const fit = { epochs: 1, seed, maxSteps: 40 };
+        const copied = await trainer.fineTune(base, await trainer.switchedOff(base, built, off), training, fit);
+        const inPlace = await trainer.fineTune(base, { train: built.train, validation: built.validation, off }, training, fit, {
+          lanes,
+        });
+        expect([off, seed, inPlace.validation]).toEqual([off, seed, copied.validation]);
+        expect(inPlace.steps).toBe(40);
+      }
+    // one fit at a time: one lane model, reused
+    expect(lanes.created).toBe(1);
+    const other = await trainer.trainOrReuse(built, arch, { ...training, seed: 9 });
+    await expect(trainer.fineTune(other, built, training, { epochs: 1, seed: 1 }, { lanes })).rejects.toThrow(
+      'fineTune: the lanes belong to another trained model',
+    );
   }, 120_000);
 });

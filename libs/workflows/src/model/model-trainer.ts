@@ -64,6 +64,43 @@ export interface TrainContextOptions {
 }
 
 /**
+ * Models kept for the warm checks of one trained model: one per fit in flight on a device, each
+ * restored from the trained model's state in place before a fit (copyStateFrom: on the GPU device
+ * to device) and its inputs switched off in place (switchOff), so a fit loads no checkpoint and
+ * copies no data. A lane last used with the same `affinity` (e.g. the seed, whose training rows it
+ * holds on the GPU) is preferred. Only for backends that can do both (cpu, cuda): see inPlace.
+ */
+export class FineTuneLanes {
+  private readonly idle = new Map<string, { model: RuntimeModel; affinity: unknown }[]>();
+  /** lane models created (one per fit that ran at the same time as others on a device) */
+  created = 0;
+
+  constructor(
+    readonly base: TrainedModel,
+    private readonly create: (device: number | undefined) => RuntimeModel,
+  ) {}
+
+  async use<T>(device: number | undefined, affinity: unknown, fn: (model: RuntimeModel) => Promise<T>): Promise<T> {
+    const key = String(device ?? 'host');
+    const free = this.idle.get(key) ?? [];
+    this.idle.set(key, free);
+    const at = free.findIndex((l) => l.affinity === affinity);
+    const lane = at >= 0 ? free.splice(at, 1)[0] : free.pop();
+    const model = lane?.model ?? this.create(device);
+    if (!lane) this.created += 1;
+    let ok = false;
+    try {
+      const r = await fn(model);
+      ok = true;
+      return r;
+    } finally {
+      // a lane whose fit failed (cancelled, diverged, a device fault) is not reused
+      if (ok) free.push({ model, affinity });
+    }
+  }
+}
+
+/**
  * Trains a model on built samples, or reuses an identical earlier training: checkpoints are cached
  * under models/<hash of (samples, model spec, training options, backend)>.
  */
@@ -189,21 +226,50 @@ export class ModelTrainer {
     return f;
   }
 
+  /** Lanes for fine-tunes of `base` without reloading it (null when its backend cannot: tfjs). */
+  fineTuneLanes(base: TrainedModel): FineTuneLanes | null {
+    if (!base.model.inPlace) return null;
+    return new FineTuneLanes(base, (device) => RuntimeModel.create(base.model.spec, this.createOptions(device)));
+  }
+
   /**
    * A cheap stand-in for retraining without some inputs: a copy of a trained model (weights and
-   * optimizer state, from its checkpoint) fine-tuned for `epochs` epoch(s), at most `maxSteps` steps, on `data.train` (the
-   * inputs switched off: switchedOff), then evaluated on `data.validation`. With every input on it is
-   * the reference. Not cached (it is cheap and deterministic for a seed); validation metrics only.
+   * optimizer state: from `ctx.lanes`, restored in place; else from its checkpoint) fine-tuned for `epochs` epoch(s), at most `maxSteps` steps, on `data.train` (the
+   * inputs switched off: switchedOff, or `data.off` switched off in the model itself over the rows as
+   * they are), then evaluated on `data.validation`. With every input on it is the reference. Not
+   * cached (it is cheap and deterministic for a seed); validation metrics only. Both ways give the
+   * same model (fine-tune.spec.ts).
    */
   async fineTune(
     base: TrainedModel,
+    data: { train: RuntimeData; validation: RuntimeData; off?: string[] },
+    training: Training,
+    opts: { epochs: number; seed: number; maxSteps?: number },
+    ctx: TrainContextOptions & { lanes?: FineTuneLanes | null } = {},
+  ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
+    if (ctx.lanes) {
+      if (ctx.lanes.base !== base) throw new Error('fineTune: the lanes belong to another trained model');
+      return ctx.lanes.use(ctx.device, opts.seed, async (model) => {
+        const t0 = Date.now();
+        model.copyStateFrom(base.model);
+        model.switchOff(data.off ?? []);
+        return this.fineTuneModel(model, t0, data, training, opts, ctx);
+      });
+    }
+    const t0 = Date.now();
+    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device));
+    if (data.off?.length) model.switchOff(data.off);
+    return this.fineTuneModel(model, t0, data, training, opts, ctx);
+  }
+
+  private async fineTuneModel(
+    model: RuntimeModel,
+    t0: number,
     data: { train: RuntimeData; validation: RuntimeData },
     training: Training,
     opts: { epochs: number; seed: number; maxSteps?: number },
-    ctx: TrainContextOptions = {},
+    ctx: TrainContextOptions,
   ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
-    const t0 = Date.now();
-    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device));
     const t1 = Date.now();
     const r = await model.train(
       data.train,

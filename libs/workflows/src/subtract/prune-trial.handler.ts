@@ -207,6 +207,11 @@ export class PruneTrialHandler {
     };
     // every warm check switches inputs off in a copy of the validation rows (in memory above)
     const validationRows = async (): Promise<ColumnarDataset> => validation;
+    // warm checks in place (cpu / cuda): lane models restored from the trained model's state and the
+    // set switched off inside the model, over the same rows for every set (no copies; on the GPU the
+    // rows stay resident across fits); ABACUS_FINE_TUNE_IN_PLACE=false: a checkpoint load and
+    // switched-off copies of the rows per fit
+    const lanes = mode === 'warm' && this.w.devices.fineTuneInPlace ? this.w.trainer.fineTuneLanes(trained) : null;
     const retrainAuc = new Map<string, number>();
     // sets fitted ahead of being asked for (lookahead), until they are
     const ahead = new Set<string>();
@@ -230,6 +235,10 @@ export class PruneTrialHandler {
         // warm: copies of the trained model fine-tuned with the set switched off; scratch: new models
         const inputs = [];
         for (const set of todo) {
+          if (lanes) {
+            inputs.push({ set, switched: null, built: null });
+            continue;
+          }
           if (mode === 'warm') {
             const switched = sampled
               ? { train: null, validation: await this.w.trainer.switchedOffRows(trained, await validationRows(), set) }
@@ -259,6 +268,21 @@ export class PruneTrialHandler {
           seeds.map((seed) => async (dev: number | undefined): Promise<number> => {
             checkpoint();
             const tf = Date.now();
+            if (lanes) {
+              const t = await this.w.trainer.fineTune(
+                trained,
+                { train: sampled ? await trainRowsOf(seed) : built.train, validation, off: x.set },
+                recipe.training,
+                { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
+                { signal, device: dev, lanes },
+              );
+              timings.retrainFitMs += Date.now() - tf;
+              timings.retrainFits += 1;
+              timings.warmLoadMs += t.loadMs;
+              timings.warmTrainMs += t.trainMs;
+              timings.warmEvalMs += t.evalMs;
+              return t.validation.auc;
+            }
             if (x.switched) {
               const data = {
                 train: x.switched.train ?? (await this.w.trainer.switchedOffRows(trained, await trainRowsOf(seed), x.set)),
@@ -437,6 +461,9 @@ export class PruneTrialHandler {
               warmMaxSteps: p.warmMaxSteps,
               // the training rows a warm fine-tune is handed (a per-seed sample when capped below the split)
               warmRows: mode === 'warm' ? (sampled ? capRows : built.train.rows) : null,
+              // warm fits restored in place on lane models (inputs switched off inside the model), and how many lanes
+              inPlace: lanes !== null,
+              lanes: lanes?.created ?? 0,
               seeds,
             }
           : null,
