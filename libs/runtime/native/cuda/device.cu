@@ -277,7 +277,7 @@ void CudaModel::init(const ModelConfig& cfg) {
   I.d_stepidx = dalloc<int>(1);
   I.d_wsum = dalloc<double>(1);
   frozen.assign(I.S, 0);
-  off.assign(I.N + I.S, 0);
+  this->off.assign(I.N + I.S, 0);
   I.upload_needed = true;
 }
 
