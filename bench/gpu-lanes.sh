@@ -8,7 +8,9 @@
 # 2+ GPUs `up` starts one worker per GPU (BORROW=1: one worker over all, its fits spilling onto the
 # other GPUs with ABACUS_GPU_BORROW=true; see docs/operations/configuration.md for why that is off by default).
 # GPU memory / use (every GPU) and the worker's RSS are sampled every second. Results go to $OUT
-# (default ./bench-out).
+# (default ./bench-out). FRESH=1: every configuration starts from empty sample-build and model caches
+# (the same world is simulated again for each, so without it the later ones reuse the first's build and
+# its base and confirm models).
 #   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES[:LOOKAHEAD[:CONFIRM_AHEAD[:BUILD_THREADS]]] ...]  (default 1:1 1:3 2:3)
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
@@ -44,6 +46,9 @@ for c in "${CONFIGS[@]}"; do
   else
     CUDA_VISIBLE_DEVICES=$visible ABACUS_GPU_LANES=$lanes ABACUS_RUNTIME_BACKEND=cuda ABACUS_WORKER_CONCURRENCY=2 \
       bash scripts/gpu-host.sh up >"$OUT/up-$label.log" 2>&1 || { tail -n 20 "$OUT/up-$label.log"; continue; }
+  fi
+  if [ "${FRESH:-0}" = 1 ]; then
+    for d in "$PREFIX"/data "$PREFIX"/host-*; do [ -d "$d" ] && rm -rf "$d/built" "$d/models"; done
   fi
   sample "$label" &
   pid=$!

@@ -63,6 +63,8 @@ export const configSchema = z
     ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
     /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
     ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
+    /** MiB within which a CUDA model keeps more than 3 (up to 16) data sets resident on the GPU (default 1024). Read by the CUDA addon. */
+    ABACUS_CUDA_RESIDENT_SMALL_MB: z.coerce.number().int().min(0).optional(),
     /** CUDA training streamed from mapped shards: '0' packs each batch from the shards' columns instead of from row-major copies of each window */
     ABACUS_CUDA_RECORDS: z.enum(['0', '1']).optional(),
     /**

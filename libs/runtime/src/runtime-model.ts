@@ -224,6 +224,17 @@ export class RuntimeModel {
     });
   }
 
+  /** evaluate and predict in one forward pass: the metrics and the predictions they were computed from */
+  async evaluateWithPredictions(data: RuntimeData, opts: EvaluateOptionsInput = {}): Promise<{ evaluation: EvaluationResult; predictions: Float32Array }> {
+    const o = evaluateOptionsSchema.parse(opts);
+    return this.exclusive('evaluate', async () => {
+      const r = await this.impl.predict(data, o.batchSize, o.groupKey);
+      const evaluation: EvaluationResult = { backend: this.backend, rows: r.predictions.length, ...computeMetrics(r.predictions, r.labels, r.weights) };
+      if (o.groupKey !== undefined) evaluation.groupAuc = { key: o.groupKey, ...groupAuc(r.predictions, r.labels, r.key!) };
+      return { evaluation, predictions: r.predictions };
+    });
+  }
+
   /**
    * Permutation importance: each group's inputs are permuted together across the evaluation set
    * (an index applied inside the lookup, no shuffled copy), `repeats` times with seeded

@@ -82,6 +82,7 @@ struct DevDataset {
   k::DevData d;
   std::vector<void*> bufs;
   uint64_t fp = 0;  // fingerprint of the host data it came from
+  size_t bytes = 0;  // device memory it holds
   uint64_t pkey = 0, light = 0;  // pointer/size key and light sample (fast path of resident())
   std::vector<float> host_lab, host_wt;  // for predict's host outputs
   ~DevDataset() { for (void* p : bufs) cudaFree(p); }

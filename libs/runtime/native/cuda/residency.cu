@@ -57,6 +57,7 @@ void upload_into(DevDataset& e, const DataSource& ds, int64_t n, int64_t nnz, in
     void* p = nullptr;
     CK(cudaMalloc(&p, std::max<size_t>(bytes, 4)));
     e.bufs.push_back(p);
+    e.bytes += std::max<size_t>(bytes, 4);
     return p;
   };
   float* d_num = static_cast<float*>(dev((size_t)n * N * 4));
@@ -207,10 +208,26 @@ const DevDataset& resident(CudaImpl& I, const DataSource& ds) {
   e->fp = h;
   e->pkey = pk;
   e->light = lh;
-  if (I.cache.size() >= 3) {
-    CK(cudaStreamSynchronize(I.st));
-    for (auto& gph : I.graphs) cudaGraphExecDestroy(gph.exec);
-    I.graphs.clear();
+  // at most 3 datasets, or more (up to 16) while they are small: together within the small-data
+  // budget (ABACUS_CUDA_RESIDENT_SMALL_MB, default 1024). A prune's permutation estimates read each of
+  // ten validation folds in turn: with three kept, every fold was uploaded again each time.
+  static const size_t small_budget = [] {
+    const char* v = std::getenv("ABACUS_CUDA_RESIDENT_SMALL_MB");
+    return (size_t)(v ? std::max(0LL, std::atoll(v)) : 1024LL) << 20;
+  }();
+  auto held = [&] {
+    size_t b = e->bytes;
+    for (auto& c : I.cache) b += c->bytes;
+    return b;
+  };
+  bool evicted = false;
+  while (!I.cache.empty() && (I.cache.size() >= 16 || (I.cache.size() >= 3 && held() > small_budget))) {
+    if (!evicted) {
+      CK(cudaStreamSynchronize(I.st));
+      for (auto& gph : I.graphs) cudaGraphExecDestroy(gph.exec);
+      I.graphs.clear();
+      evicted = true;
+    }
     I.cache.erase(I.cache.begin());
   }
   I.cache.push_back(std::move(e));

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
 import { runInPlaceParity } from './in-place-parity';
+import { runPruneShape } from './prune-shape';
 import { runCudaStress } from './cuda-stress';
 import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
@@ -36,6 +37,18 @@ async function main() {
     );
     console.log(JSON.stringify({ backend, stress: r }));
     if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
+  if (args.includes('--prune-shape')) {
+    // a subtract's prune + confirm work at the default model's shape, each phase timed
+    const n = (k: string, d: string) => Number(get(k, d));
+    const r = await runPruneShape({
+      backend: (get('backend', 'cuda') as 'cpu' | 'cuda'),
+      rows: n('rows', '600000'), numeric: n('numeric', '14'), slots: n('slots', '26'), lanes: n('lanes', '3'),
+      checks: n('checks', '13'), seeds: n('seeds', '3'), estimates: n('estimates', '26'), folds: n('folds', '10'),
+      repeats: n('repeats', '3'), warmSteps: n('warm-steps', '300'), batch: n('batch', '1024'), epochs: n('epochs', '3'),
+    });
+    console.log(JSON.stringify({ pruneShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;
   }
   if (args.includes('--in-place-parity')) {

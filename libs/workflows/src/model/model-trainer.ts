@@ -343,7 +343,8 @@ export class ModelTrainer {
           ...(training.validationFraction > 0
             ? { earlyStopping: { patience: training.patience, monitor: 'auc' as const, restoreBest: true } }
             : {}),
-          progressEvery: 20,
+          // each report reads the losses back (a device sync on the GPU) and writes progress: every 100 steps
+          progressEvery: 100,
         },
         {
           signal: ctx.signal,
@@ -364,10 +365,9 @@ export class ModelTrainer {
     }
     const last = trained!;
     const trainMs = Date.now() - t0;
-    const evaluation = await model.evaluate(built.test);
-    const predictions = await model.predict(built.test);
-    const validation = await model.evaluate(built.validation);
-    const validationPredictions = await model.predict(built.validation);
+    // one forward pass per split for both the metrics and the predictions kept beside the model
+    const { evaluation, predictions } = await model.evaluateWithPredictions(built.test);
+    const { evaluation: validation, predictions: validationPredictions } = await model.evaluateWithPredictions(built.validation);
     if (last.cancelled) throw new Error('training cancelled');
     const metrics: TrainedModel['metrics'] = {
       ...evaluation,

@@ -3,6 +3,7 @@ import { UnrecoverableError } from 'bullmq';
 import { classifyError, isDeviceFaultError, toJobError, type JobContext } from '@abacus/queue';
 import type { ExperimentEntity, TrialEntity } from '@abacus/data';
 import type { TrialLedger } from './trial-ledger';
+import { ThrottledProgress } from './throttled-progress';
 
 export class TrialCancelledError extends Error {
   constructor() {
@@ -80,6 +81,10 @@ export async function runTrial(
       })
       .catch(() => undefined);
   }, CANCEL_POLL_MS);
+  const progress = new ThrottledProgress(async (fraction, message) => {
+    await ctx.job.updateProgress(Math.round(fraction * 100));
+    await ledger.progress(claimed.trial, fraction, message);
+  });
   const scope: TrialScope = {
     ...claimed,
     signal: controller.signal,
@@ -88,10 +93,7 @@ export async function runTrial(
       if (!controller.signal.aborted) return;
       throw cancelled ? new TrialCancelledError() : (ctx.signal.reason ?? new Error('aborted'));
     },
-    progress: async (fraction, message) => {
-      await ctx.job.updateProgress(Math.round(fraction * 100));
-      await ledger.progress(claimed.trial, fraction, message);
-    },
+    progress: (fraction, message) => progress.report(fraction, message),
   };
   try {
     logger.log(`started ${claimed.trial.kind} (attempt ${claimed.trial.attempts})`);
@@ -100,11 +102,14 @@ export async function runTrial(
       logger.warn(`fault injection: ${injection.inject()}`);
     }
     const outcome = await body(scope);
+    await progress.close();
     scope.checkpoint();
     await ledger.finish(payload.trialId, 'succeeded', { metrics: outcome.metrics, backend: outcome.backend });
     logger.log('succeeded');
     return { status: 'succeeded' };
   } catch (err) {
+    // what the trial reported last is not written over its outcome
+    await progress.close(false);
     if (cancelled || err instanceof TrialCancelledError || (await ledger.isCancelled(payload.experimentId))) {
       await ledger.finish(payload.trialId, 'cancelled', {});
       logger.log('cancelled');
@@ -132,6 +137,7 @@ export async function runTrial(
     else logger.warn(`will retry: ${message} [${what}]\n${stack}`);
     throw toJobError(err);
   } finally {
+    await progress.close(false);
     clearInterval(poll);
     ctx.signal.removeEventListener('abort', onShutdown);
   }

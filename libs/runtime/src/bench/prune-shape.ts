@@ -1,0 +1,179 @@
+import type { ColumnarDataset } from '../dataset.types';
+import { rowRange, selectRows } from '../dataset-views';
+import type { BackendKind, ModelSpecInput } from '../model-spec.schema';
+import { RuntimeModel } from '../runtime-model';
+import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
+
+export interface PruneShapeOptions {
+  backend: BackendKind;
+  /** rows of the fitted split; the validation split is a quarter of it */
+  rows: number;
+  numeric: number;
+  slots: number;
+  /** fits in flight at once (the worker's ABACUS_GPU_LANES) */
+  lanes: number;
+  /** retraining checks, and seeds per check */
+  checks: number;
+  seeds: number;
+  /** permutation estimates (each: one group, `repeats` repeats, `folds` fold calls) */
+  estimates: number;
+  folds: number;
+  repeats: number;
+  warmSteps: number;
+  batch: number;
+  epochs: number;
+}
+
+const ms = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
+const sum = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0));
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : 0;
+};
+
+/**
+ * The work of a subtract's prune and confirm steps at the default model's shape (dim 8, mean pooling,
+ * wide, hidden [64, 32], sparse Adam, batch 1024) on synthetic rows, outside the platform, each phase
+ * timed: the base model's training; `estimates` permutation estimates the way the prune makes them
+ * (one ablate call per validation fold); `checks` retraining checks of `seeds` warm fits each, run
+ * `lanes` at a time on lane models restored in place (copy, train warmSteps steps on a per-seed row
+ * sample, evaluate on the validation split); and the confirm's three whole-model fits at once.
+ * Per fit: the copy, training and evaluation times; per estimate: its fold calls.
+ */
+export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string, unknown>> {
+  const t00 = performance.now();
+  const syn = makeSyntheticCtr({
+    rows: Math.round(o.rows * 1.25),
+    numeric: o.numeric,
+    slots: o.slots,
+    vocab: 2000,
+    maxLen: 2,
+    seed: 5,
+  });
+  const train = sliceDataset(syn.dataset, 0, o.rows);
+  const validation = sliceDataset(syn.dataset, o.rows, syn.dataset.rows);
+  const dataMs = ms(t00);
+  const numeric = Array.from({ length: o.numeric }, (_, j) => `num${j}`);
+  const slots = Array.from({ length: o.slots }, (_, s) => ({ name: `slot${s}`, vocab: 2000 }));
+  const spec: ModelSpecInput = {
+    numeric,
+    slots,
+    pooling: 'mean',
+    embeddingDim: 8,
+    wide: true,
+    hidden: [64, 32],
+    optimizer: { dense: { kind: 'adam', lr: 1e-3 }, sparse: { kind: 'adam', lr: 0.01 } },
+    seed: 1,
+  };
+  const inputs = [...numeric, ...slots.map((s) => s.name)];
+  const opts = { backend: o.backend };
+
+  // the base model
+  let t0 = performance.now();
+  const base = RuntimeModel.create(spec, opts);
+  const fit = await base.train(train, { epochs: o.epochs, batchSize: o.batch, seed: 1 });
+  const baseTrainMs = ms(t0);
+  t0 = performance.now();
+  const baseEval = await base.evaluate(validation);
+  const baseEvalMs = ms(t0);
+
+  // permutation estimates: one ablate call per fold (rowRange views of the validation rows)
+  const bounds = Array.from({ length: o.folds + 1 }, (_, k) => Math.round((validation.rows * k) / o.folds));
+  const folds = bounds.slice(1).map((hi, k) => rowRange(validation, bounds[k]!, hi));
+  const estimateMs: number[] = [];
+  const foldCallMs: number[] = [];
+  for (let e = 0; e < o.estimates; e++) {
+    const group = inputs.slice(0, 1 + (e % 3)).map((_, i) => inputs[(e + i * 7) % inputs.length]!);
+    const te = performance.now();
+    for (const [k, f] of folds.entries()) {
+      const tf = performance.now();
+      await base.ablate(f, { groups: [group], repeats: o.repeats, seed: 100 + e * 31 + k });
+      foldCallMs.push(ms(tf));
+    }
+    estimateMs.push(ms(te));
+  }
+
+  // warm checks: `seeds` fits per check, `lanes` at a time, on lane models restored in place
+  const sample = new Map<number, ColumnarDataset>();
+  const capRows = o.warmSteps * o.batch;
+  for (let s = 0; s < o.seeds; s++) {
+    const idx = Int32Array.from(
+      { length: Math.min(capRows, train.rows) },
+      (_, i) => Math.floor((i * train.rows) / Math.min(capRows, train.rows) + s) % train.rows,
+    );
+    sample.set(s, selectRows(train, idx));
+  }
+  const idle: RuntimeModel[] = [];
+  let created = 0;
+  const per: { copyMs: number; trainMs: number; evalMs: number }[] = [];
+  const checkMs: number[] = [];
+  const tChecks = performance.now();
+  for (let c = 0; c < o.checks; c++) {
+    const off = inputs.slice(0, 1 + (c % 4)).map((_, i) => inputs[(c * 3 + i * 5) % inputs.length]!);
+    const tasks = Array.from({ length: o.seeds }, (_, s) => s);
+    const tc = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(o.lanes, tasks.length) }, async () => {
+        while (next < tasks.length) {
+          const s = tasks[next++]!;
+          const m = idle.pop() ?? (created++, RuntimeModel.create(spec, opts));
+          const a = performance.now();
+          m.copyStateFrom(base);
+          m.switchOff(off);
+          const b = performance.now();
+          await m.train(sample.get(s)!, { epochs: 1, batchSize: o.batch, seed: 10 + s, maxSteps: o.warmSteps });
+          const c2 = performance.now();
+          await m.evaluate(validation);
+          per.push({ copyMs: b - a, trainMs: c2 - b, evalMs: performance.now() - c2 });
+          idle.push(m);
+        }
+      }),
+    );
+    checkMs.push(ms(tc));
+  }
+  const checksMs = ms(tChecks);
+
+  // the confirm: three whole-model fits at once
+  t0 = performance.now();
+  const confirmFits = await Promise.all(
+    [1, 2, 3].map(async (seed) => {
+      const m = RuntimeModel.create(spec, opts);
+      const tf = performance.now();
+      const r = await m.train(train, { epochs: o.epochs, batchSize: o.batch, seed });
+      const trainMs = ms(tf);
+      const te = performance.now();
+      await m.evaluate(validation);
+      return { trainMs, evalMs: ms(te), steps: r.steps };
+    }),
+  );
+  const confirmMs = ms(t0);
+  return {
+    shape: { ...o, validationRows: validation.rows, inputs: inputs.length },
+    dataMs,
+    base: {
+      trainMs: baseTrainMs,
+      steps: fit.steps,
+      msPerStep: Math.round((baseTrainMs / fit.steps) * 1000) / 1000,
+      evalMs: baseEvalMs,
+      auc: baseEval.auc,
+    },
+    estimates: {
+      totalMs: sum(estimateMs),
+      medianMs: median(estimateMs),
+      foldCalls: foldCallMs.length,
+      medianFoldCallMs: median(foldCallMs),
+    },
+    checks: {
+      totalMs: checksMs,
+      medianCheckMs: median(checkMs),
+      fits: per.length,
+      laneModels: created,
+      medianCopyMs: Math.round(median(per.map((p) => p.copyMs)) * 100) / 100,
+      medianTrainMs: Math.round(median(per.map((p) => p.trainMs))),
+      medianEvalMs: Math.round(median(per.map((p) => p.evalMs))),
+      msPerWarmStep: Math.round((median(per.map((p) => p.trainMs)) / o.warmSteps) * 1000) / 1000,
+    },
+    confirm: { totalMs: confirmMs, fits: confirmFits },
+  };
+}
