@@ -17,11 +17,11 @@ interface Trial {
   backend?: string | null;
   metrics: {
     role?: string;
-    timings?: Record<string, number>;
+    timings?: Record<string, number> & { build?: unknown };
     curve?: { check: 'permutation' | 'retrain' }[];
     seeds?: number[];
     lookahead?: number;
-    perSeed?: { label: string; seed: number; cached: boolean }[];
+    perSeed?: { label: string; seed: number; cached: boolean; trainMs?: number; evalMs?: number | null; saveMs?: number | null }[];
     epochs?: number;
     steps?: number;
     trainMs?: number;
@@ -232,7 +232,14 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
         ...(t.metrics?.scoredOn ? { scoredOn: t.metrics.scoredOn } : {}),
       })),
       base: base?.metrics
-        ? { epochs: base.metrics.epochs ?? null, steps: base.metrics.steps ?? null, trainMs: base.metrics.trainMs ?? null }
+        ? {
+            epochs: base.metrics.epochs ?? null,
+            steps: base.metrics.steps ?? null,
+            trainMs: base.metrics.trainMs ?? null,
+            // the fit's forward passes and write, and the sample build's stages (read, join + statistics, encode)
+            fit: base.metrics.perSeed?.[0] ?? null,
+            build: base.metrics.timings?.build ?? null,
+          }
         : null,
       // the prune step's own account: checks by kind, retrained sets and fits, their build and fit time
       prune: prune?.metrics
@@ -252,6 +259,8 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
             seeds: confirm.metrics.seeds ?? null,
             // fits found done (the whole model on its first seeds, trained by the prune step with lookahead)
             reusedFits: confirm.metrics.perSeed?.filter((f) => f.cached).length ?? 0,
+            // the fits trained here: training, forward passes, write (ms)
+            fits: confirm.metrics.perSeed?.filter((f) => !f.cached) ?? [],
           }
         : null,
       result: {

@@ -33,6 +33,9 @@ export interface TrainedModel {
     stoppedEarly: boolean;
     bestEpoch: number;
     samplesPerSecond: number;
+    /** ms of the test and validation forward passes after training, and of writing the model (fits trained here) */
+    evalMs?: number;
+    saveMs?: number;
   };
   /** test predictions and labels */
   predictions: Float32Array;
@@ -366,6 +369,7 @@ export class ModelTrainer {
     const last = trained!;
     const trainMs = Date.now() - t0;
     // one forward pass per split for both the metrics and the predictions kept beside the model
+    const te = Date.now();
     const { evaluation, predictions } = await model.evaluateWithPredictions(built.test);
     const { evaluation: validation, predictions: validationPredictions } = await model.evaluateWithPredictions(built.validation);
     if (last.cancelled) throw new Error('training cancelled');
@@ -378,7 +382,9 @@ export class ModelTrainer {
       stoppedEarly: last.stoppedEarly,
       bestEpoch: last.bestEpoch,
       samplesPerSecond: last.samplesPerSecond,
+      evalMs: Date.now() - te,
     };
+    const ts = Date.now();
     const testLabels = await labelsOf(built.test);
     const validationLabels = await labelsOf(built.validation);
     const tmp = this.dataDir.abs(path.join('models', `.${key}.${randomBytes(4).toString('hex')}`));
@@ -411,6 +417,7 @@ export class ModelTrainer {
     }
     // other hosts find it in the deployment's store (the first one stored wins)
     await this.dataDir.push(rel);
+    metrics.saveMs = Date.now() - ts;
     return {
       key,
       dir: rel,

@@ -68,6 +68,7 @@ export class PruneTrialHandler {
   }
 
   private async run({ trial, experiment, checkpoint, progress, signal }: TrialScope, device: number | undefined) {
+    const tStart = Date.now();
     const p = pruneTrialParamsSchema.parse(trial.params);
     const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
     const mp = trainTrialParamsSchema.parse(modelTrial.params);
@@ -144,6 +145,10 @@ export class PruneTrialHandler {
     const progressAt = () => Math.min(0.9, 0.1 + (0.8 * curve.length) / (names.length + 4));
 
     const timings = {
+      // before the scan: the ranking read, the samples and trained model opened, the validation rows in memory
+      setupMs: Date.now() - tStart,
+      // the correlations between numeric inputs (the redundancy candidates)
+      correlationMs: 0,
       ablateMs: 0,
       retrainMs: 0,
       retrainBuildMs: 0,
@@ -185,8 +190,10 @@ export class PruneTrialHandler {
       let c = correlationsOf.get(key);
       // on at most CORRELATION_ROWS rows of the fitted split (a sample of larger ones, copied from the shards)
       if (!c) {
+        const t0 = Date.now();
         const rows = await materialize(built.train, sampleRows(built.train.rows, CORRELATION_ROWS, p.seed + 13));
         correlationsOf.set(key, (c = await numericCorrelations(rows, among)));
+        timings.correlationMs += Date.now() - t0;
       }
       return c;
     };

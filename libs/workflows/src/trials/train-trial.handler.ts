@@ -118,6 +118,9 @@ export class TrainTrialHandler {
       validationAuc: metrics.validation.auc,
       validationLogloss: metrics.validation.logloss,
       cached,
+      // where a fit trained here spent its time: training (data to the device included), the forward
+      // passes over the test and validation splits, writing the model
+      ...(cached ? {} : { trainMs: metrics.trainMs, evalMs: metrics.evalMs ?? null, saveMs: metrics.saveMs ?? null }),
     }));
     const mean = (label: string, k: 'auc' | 'logloss' | 'calibration' | 'validationAuc' | 'validationLogloss') => {
       const xs = results.filter((r) => r.label === label).map((r) => r[k]);
