@@ -145,4 +145,15 @@ describe('buildSamples on the simulated world', () => {
       expect(timings.encodeMs).toBeGreaterThan(0);
     }
   }, 60_000);
+
+  it('is the same build whatever DuckDB’s thread count (a thread per 256 MiB of its memory cap)', async () => {
+    // 256 MiB: one thread; 1 GiB: four (as many as the cores allow)
+    const one = await buildSamples(request, { duckdbMemoryMb: 256 });
+    const more = await buildSamples(request, { duckdbMemoryMb: 1024 });
+    const { timings: t1, ...a } = one;
+    const { timings: t2, ...b } = more;
+    expect(t1.readMs + t2.readMs).toBeGreaterThan(0);
+    expect(b).toEqual(a);
+    expect(b.split).toEqual(built.split);
+  }, 120_000);
 });
