@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
 import { runInPlaceParity } from './in-place-parity';
-import { runPruneShape } from './prune-shape';
+import { runConfirmShape, runPruneShape } from './prune-shape';
 import { runCudaStress } from './cuda-stress';
 import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
@@ -37,6 +37,25 @@ async function main() {
     );
     console.log(JSON.stringify({ backend, stress: r }));
     if (r.some((c) => !c.ok)) process.exitCode = 2;
+    return;
+  }
+  if (args.includes('--confirm-shape')) {
+    // the confirm's fits as the platform trains them, alone and three at once, each ingredient on or off
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(path.join(tmpdir(), 'abacus-confirm-shape-'));
+    try {
+      const r = await runConfirmShape({
+        backend: get('backend', 'cuda') as 'cpu' | 'cuda',
+        rows: Number(get('rows', '600000')),
+        numeric: Number(get('numeric', '6')),
+        slots: Number(get('slots', '9')),
+        dir,
+      });
+      console.log(JSON.stringify({ confirmShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     return;
   }
   if (args.includes('--prune-shape')) {
