@@ -31,6 +31,23 @@ const median = (xs: number[]) => {
   return s.length ? s[Math.floor(s.length / 2)]! : 0;
 };
 
+/** the default model's shape (dim 8, mean pooling, wide, hidden [64, 32], sparse Adam) over synthetic inputs */
+function defaultShapeSpec(
+  numeric: number,
+  slots: number,
+): ModelSpecInput & { numeric: string[]; slots: { name: string; vocab: number }[] } {
+  return {
+    numeric: Array.from({ length: numeric }, (_, j) => `num${j}`),
+    slots: Array.from({ length: slots }, (_, s) => ({ name: `slot${s}`, vocab: 2000 })),
+    pooling: 'mean',
+    embeddingDim: 8,
+    wide: true,
+    hidden: [64, 32],
+    optimizer: { dense: { kind: 'adam', lr: 1e-3 }, sparse: { kind: 'adam', lr: 0.01 } },
+    seed: 1,
+  };
+}
+
 /**
  * The work of a subtract's prune and confirm steps at the default model's shape (dim 8, mean pooling,
  * wide, hidden [64, 32], sparse Adam, batch 1024) on synthetic rows, outside the platform, each phase
@@ -53,18 +70,8 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
   const train = sliceDataset(syn.dataset, 0, o.rows);
   const validation = sliceDataset(syn.dataset, o.rows, syn.dataset.rows);
   const dataMs = ms(t00);
-  const numeric = Array.from({ length: o.numeric }, (_, j) => `num${j}`);
-  const slots = Array.from({ length: o.slots }, (_, s) => ({ name: `slot${s}`, vocab: 2000 }));
-  const spec: ModelSpecInput = {
-    numeric,
-    slots,
-    pooling: 'mean',
-    embeddingDim: 8,
-    wide: true,
-    hidden: [64, 32],
-    optimizer: { dense: { kind: 'adam', lr: 1e-3 }, sparse: { kind: 'adam', lr: 0.01 } },
-    seed: 1,
-  };
+  const spec = defaultShapeSpec(o.numeric, o.slots);
+  const { numeric, slots } = spec;
   const inputs = [...numeric, ...slots.map((s) => s.name)];
   const opts = { backend: o.backend };
 
@@ -189,18 +196,10 @@ export async function runConfirmShape(o: { backend: BackendKind; rows: number; n
   const path = await import('node:path');
   const syn = makeSyntheticCtr({ rows: o.rows, numeric: o.numeric, slots: o.slots, vocab: 2000, maxLen: 2, seed: 5 });
   const files = [0, 1, 2, 3].map((k) => path.join(o.dir, `part-${k}.shard`));
-  for (const [k, f] of files.entries()) await writeShard(f, sliceDataset(syn.dataset, Math.floor((k * o.rows) / 4), Math.floor(((k + 1) * o.rows) / 4)));
+  for (const [k, f] of files.entries())
+    await writeShard(f, sliceDataset(syn.dataset, Math.floor((k * o.rows) / 4), Math.floor(((k + 1) * o.rows) / 4)));
   const shards = await openShards(files);
-  const spec: ModelSpecInput = {
-    numeric: Array.from({ length: o.numeric }, (_, j) => `num${j}`),
-    slots: Array.from({ length: o.slots }, (_, s) => ({ name: `slot${s}`, vocab: 2000 })),
-    pooling: 'mean',
-    embeddingDim: 8,
-    wide: true,
-    hidden: [64, 32],
-    optimizer: { dense: { kind: 'adam', lr: 1e-3 }, sparse: { kind: 'adam', lr: 0.01 } },
-    seed: 1,
-  };
+  const spec = defaultShapeSpec(o.numeric, o.slots);
   const variants = [
     { name: 'memory, 3 epochs', data: syn.dataset, early: false, save: false },
     { name: 'memory, early stopping', data: syn.dataset, early: true, save: false },
@@ -217,7 +216,9 @@ export async function runConfirmShape(o: { backend: BackendKind; rows: number; n
         epochs: v.early ? 10 : 3,
         batchSize: 1024,
         seed,
-        ...(v.early ? { validationFraction: 0.1, earlyStopping: { patience: 2, monitor: 'auc' as const, restoreBest: true } } : {}),
+        ...(v.early
+          ? { validationFraction: 0.1, earlyStopping: { patience: 2, monitor: 'auc' as const, restoreBest: true } }
+          : {}),
         progressEvery: 100,
       });
       const trainMs = ms(t0);

@@ -275,33 +275,22 @@ export class PruneTrialHandler {
           seeds.map((seed) => async (dev: number | undefined): Promise<number> => {
             checkpoint();
             const tf = Date.now();
-            if (lanes) {
-              const t = await this.w.trainer.fineTune(
-                trained,
-                { train: sampled ? await trainRowsOf(seed) : built.train, validation, off: x.set },
-                recipe.training,
-                { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
-                { signal, device: dev, lanes },
-              );
-              timings.retrainFitMs += Date.now() - tf;
-              timings.retrainFits += 1;
-              timings.warmLoadMs += t.loadMs;
-              timings.warmTrainMs += t.trainMs;
-              timings.warmEvalMs += t.evalMs;
-              return t.validation.auc;
-            }
-            if (x.switched) {
-              const data = {
-                train: x.switched.train ?? (await this.w.trainer.switchedOffRows(trained, await trainRowsOf(seed), x.set)),
-                validation: x.switched.validation,
-              };
+            if (lanes || x.switched) {
+              // in place: the rows as they are, the set switched off inside the lane model; else the
+              // switched-off copies made above (a row sample's copy per seed)
+              const data = lanes
+                ? { train: sampled ? await trainRowsOf(seed) : built.train, validation, off: x.set }
+                : {
+                    train: x.switched!.train ?? (await this.w.trainer.switchedOffRows(trained, await trainRowsOf(seed), x.set)),
+                    validation: x.switched!.validation,
+                  };
               const t = await this.w.trainer.fineTune(
                 trained,
                 data,
                 recipe.training,
                 // a row sample: one pass over it is the warmMaxSteps steps
                 { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
-                { signal, device: dev },
+                { signal, device: dev, lanes },
               );
               timings.retrainFitMs += Date.now() - tf;
               timings.retrainFits += 1;
