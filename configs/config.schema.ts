@@ -101,7 +101,7 @@ export const configSchema = z
      * aggregating); past it DuckDB spills to the data directory, so a set of any size builds within it
      */
     ABACUS_DUCKDB_MEMORY_MB: z.coerce.number().int().min(64).default(2048),
-    /** rows per encoded range of a sample build (the unit of encoding, threading and shard files) */
+    /** rows per encoded range of a sample build at most (the unit of encoding, threading and shard files; fewer where that gives every build thread one) */
     ABACUS_BUILD_RANGE_ROWS: z.coerce.number().int().min(1024).default(262144),
     /** native threads per trial; 0 = all cores */
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
@@ -116,12 +116,12 @@ export const configSchema = z
     ABACUS_COST_MEASURE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
     /**
      * worker threads an IV scoring trial reads and bins its columns on (the columns dealt among
-     * them; the report is the same); 0 = min(4, the machine's cores)
+     * them; the report is the same); 0 = min(16, the machine's cores)
      */
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**
      * worker threads a sample build encodes its row ranges on (dealt among them, each thread reading its
-     * ranges from the build's DuckDB file; the built set is the same); 0 = min(4, the machine's cores),
+     * ranges from the build's DuckDB file; the built set is the same); 0 = min(16, the machine's cores),
      * 1 = the worker's main thread
      */
     ABACUS_BUILD_THREADS: z.coerce.number().int().min(0).max(64).default(0),

@@ -63,12 +63,16 @@ describe('sizeWorkerThreadPool', () => {
   it("sizes libuv's pool for the worker's fits unless UV_THREADPOOL_SIZE is set", () => {
     const env: NodeJS.ProcessEnv = {};
     const c = loadConfig({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_GPU_LANES: '3' }, { fresh: true });
-    // 2 trials x 3 lanes, twice over, and 4 for file reads
-    expect(sizeWorkerThreadPool(c, env)).toBe(16);
-    expect(env.UV_THREADPOOL_SIZE).toBe('16');
+    // on 16 cores: 2 trials x 3 lanes, twice over, 16 build and 16 scoring threads, and 4 for file reads
+    expect(sizeWorkerThreadPool(c, env, 16)).toBe(48);
+    expect(env.UV_THREADPOOL_SIZE).toBe('48');
     const set: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: '4' };
-    expect(sizeWorkerThreadPool(c, set)).toBe(4);
-    expect(sizeWorkerThreadPool(loadConfig({}, { fresh: true }), {})).toBe(10);
+    expect(sizeWorkerThreadPool(c, set, 16)).toBe(4);
+    // on 2 cores, defaults (1 trial, 3 lanes): 1 x 3 x 2 + 2 + 2 + 4
+    expect(sizeWorkerThreadPool(loadConfig({}, { fresh: true }), {}, 2)).toBe(14);
+    // the thread counts set: as set, whatever the cores
+    const set2 = loadConfig({ ABACUS_BUILD_THREADS: '3', ABACUS_SCORE_THREADS: '5' }, { fresh: true });
+    expect(sizeWorkerThreadPool(set2, {}, 64)).toBe(4 + 6 + 3 + 5);
   });
 
   it('rejects a GPU lane count outside 1..16 and reads the borrow switch', () => {

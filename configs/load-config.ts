@@ -1,3 +1,4 @@
+import os from 'node:os';
 import fs from 'node:fs';
 import { z } from 'zod';
 import { configSchema, type AppConfig } from './config.schema';
@@ -38,13 +39,29 @@ function formatConfigIssues(error: z.ZodError): string {
   return `Invalid configuration:\n${lines.join('\n')}`;
 }
 
+/** Threads a sample build encodes its ranges on: ABACUS_BUILD_THREADS, or (0) min(16, the cores). */
+export function buildThreads(config: AppConfig, cores = os.availableParallelism()): number {
+  return config.ABACUS_BUILD_THREADS || Math.min(16, cores);
+}
+
+/** Threads an IV scoring trial reads and bins its columns on: ABACUS_SCORE_THREADS, or (0) min(16, the cores). */
+export function scoreThreads(config: AppConfig, cores = os.availableParallelism()): number {
+  return config.ABACUS_SCORE_THREADS || Math.min(16, cores);
+}
+
 /**
  * Sizes libuv's thread pool for a worker before anything uses it: each model a trial trains (every
- * GPU lane) holds one of its threads for the whole fit, and file reads queue behind them. Left
- * alone when UV_THREADPOOL_SIZE is set. Must run before the first asynchronous file or DNS call.
+ * GPU lane) holds one of its threads for the whole fit, every sample-build and scoring thread waits on
+ * it for each chunk DuckDB hands over, and file reads queue behind them. Left alone when
+ * UV_THREADPOOL_SIZE is set. Must run before the first asynchronous file or DNS call.
  */
-export function sizeWorkerThreadPool(config: AppConfig, env: NodeJS.ProcessEnv = process.env): number {
-  const want = Math.min(1024, Math.max(8, 4 + config.ABACUS_WORKER_CONCURRENCY * config.ABACUS_GPU_LANES * 2));
+export function sizeWorkerThreadPool(
+  config: AppConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  cores = os.availableParallelism(),
+): number {
+  const fits = config.ABACUS_WORKER_CONCURRENCY * config.ABACUS_GPU_LANES * 2;
+  const want = Math.min(1024, Math.max(8, 4 + fits + buildThreads(config, cores) + scoreThreads(config, cores)));
   if (!env.UV_THREADPOOL_SIZE) env.UV_THREADPOOL_SIZE = String(want);
   return Number(env.UV_THREADPOOL_SIZE);
 }

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { AppConfig } from '@abacus/configs';
+import { buildThreads, scoreThreads, type AppConfig } from '@abacus/configs';
 import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
 import { SampleSetEntity } from '@abacus/data';
 import { JobName, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
@@ -85,7 +85,7 @@ export class WorkerModule {
             data,
             samples: new BuiltSamplesCache(dataDir, {
               memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
-              threads: config.ABACUS_BUILD_THREADS || Math.min(4, os.availableParallelism()),
+              threads: buildThreads(config),
               duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               rangeRows: config.ABACUS_BUILD_RANGE_ROWS,
               openSamples: async (recipe, onProgress) =>
@@ -118,7 +118,7 @@ export class WorkerModule {
           ) => {
             const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
             const score = new ScoreTrialHandler(ds, ledger, dataDir, {
-              threads: config.ABACUS_SCORE_THREADS || Math.min(4, os.availableParallelism()),
+              threads: scoreThreads(config),
               duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               data,
             });

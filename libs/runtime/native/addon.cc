@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -377,10 +378,12 @@ class TrainWorker : public Napi::AsyncProgressQueueWorker<Progress> {
     }
   }
   void Execute(const ExecutionProgress& p) override {
+    const double queued = std::chrono::duration<double>(std::chrono::steady_clock::now() - made).count();
     try {
       check_offsets(ds);
       if (vds) check_offsets(*vds);
       res = nm->model->train(ds, vds.get(), opts, [&](const Progress& pr) { p.Send(&pr, 1); });
+      res.queued_seconds = queued;
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -411,6 +414,9 @@ class TrainWorker : public Napi::AsyncProgressQueueWorker<Progress> {
     o.Set("finalLoss", res.final_loss);
     o.Set("samplesPerSecond", res.samples_per_s);
     o.Set("seconds", res.seconds);
+    o.Set("queuedSeconds", res.queued_seconds);
+    o.Set("setupSeconds", res.setup_seconds);
+    o.Set("evalSeconds", res.eval_seconds);
     o.Set("stoppedEarly", res.stopped_early);
     o.Set("cancelled", res.cancelled);
     o.Set("bestEpoch", res.best_epoch);
@@ -439,6 +445,8 @@ class TrainWorker : public Napi::AsyncProgressQueueWorker<Progress> {
   NativeModel* nm;
   TrainOptions opts;
   TrainResult res;
+  // when it was made: the time until Execute is the wait for one of libuv's threads
+  std::chrono::steady_clock::time_point made = std::chrono::steady_clock::now();
   Napi::ObjectReference self_ref, data_ref, val_ref;
   DataSource ds;
   std::unique_ptr<DataSource> vds;

@@ -79,6 +79,11 @@ export interface NativeTrainResult {
   finalLoss: number;
   samplesPerSecond: number;
   seconds: number;
+  /** native backends: waiting for one of libuv's threads, before the first step (split, normalisation,
+   * data to the device), and the per-epoch validation passes (part of seconds) */
+  queuedSeconds?: number;
+  setupSeconds?: number;
+  evalSeconds?: number;
   stoppedEarly: boolean;
   cancelled: boolean;
   bestEpoch: number;

@@ -1,4 +1,4 @@
-import { cudaAddonAvailable, cudaUnavailableReason, loadNativeAddon, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
+import { cudaAddonAvailable, cudaUnavailableReason, loadCudaAddon, loadNativeAddon, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
 import { summarizeChanges, type ChangeSummary } from './ablation-stats';
 import { loadCheckpointInto, readCheckpointConfig, readSlotEmbeddings, saveCheckpoint } from './checkpoint';
 import { CpuBackend } from './cpu-backend';
@@ -176,6 +176,7 @@ export class RuntimeModel {
       ctx.signal?.addEventListener('abort', onAbort);
       try {
         const es = o.earlyStopping;
+        const trace = this.backend === 'cuda' ? firstFitTrace() : null;
         const r = await this.impl.train(
           data,
           ctx.validationData,
@@ -194,6 +195,7 @@ export class RuntimeModel {
           },
           (p) => ctx.onProgress?.({ ...p, backend: this.backend }),
         );
+        trace?.(r.steps);
         return { ...r, backend: this.backend };
       } finally {
         ctx.signal?.removeEventListener('abort', onAbort);
@@ -384,4 +386,34 @@ function loadThreads(): number {
   } catch {
     return 1;
   }
+}
+
+let firstFitTraced = false;
+
+/**
+ * ABACUS_CUDA_TRACE_FIRST_FIT=1: the process's first CUDA fit runs under a CUPTI activity trace and
+ * its kernels (time per step, launches) go to stderr as one line, to see where a fit's device time
+ * goes in a running worker. Returns the function that ends the trace, or null.
+ */
+function firstFitTrace(): ((steps: number) => void) | null {
+  if (firstFitTraced || process.env.ABACUS_CUDA_TRACE_FIRST_FIT !== '1') return null;
+  const addon = loadCudaAddon();
+  if (!addon) return null;
+  firstFitTraced = true;
+  const why = addon.traceStart();
+  if (why) {
+    console.error(`[abacus-cuda] no trace of the first fit: ${why}`);
+    return null;
+  }
+  return (steps) => {
+    const t = JSON.parse(addon.traceStop(Math.max(1, steps))) as Record<string, unknown> & {
+      kernels?: { name: string; count: number; ns_per_region: number }[];
+    };
+    const kernels = (t.kernels ?? []).slice(0, 25).map((k) => ({
+      name: k.name.slice(0, 100),
+      perStep: Math.round((k.count / Math.max(1, steps)) * 100) / 100,
+      usPerStep: Math.round(k.ns_per_region / 100) / 10,
+    }));
+    console.error(`[abacus-cuda] trace of the first fit: ${JSON.stringify({ steps, ...t, kernels })}`);
+  };
 }

@@ -423,6 +423,7 @@ void CpuModel::predict(const DataSource& ds, int64_t batch, float* pred, float* 
 
 TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                             const std::function<void(const Progress&)>& progress) {
+  const double ts = now_s();
   TrainResult res;
   std::vector<int64_t> train_rows, val_rows;
   const DataSource* vds = split_train_val(tr, val, o.val_fraction, o.seed, train_rows, val_rows);
@@ -438,6 +439,7 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
   double best = 0;
   int bad_epochs = 0;
   const double t0 = now_s();
+  res.setup_seconds = t0 - ts;
   double window_loss = 0;
   int64_t window_steps = 0;
   std::vector<int64_t> order, ends;
@@ -475,6 +477,7 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
     if (tr.mapped()) tr.release();
     EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
     if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
+    const double tv = now_s();
     if (vds && !val_rows.empty()) {
       vpred.resize(val_rows.size());
       predict_rows(*vds, val_rows, std::max<int64_t>(o.batch, 4096), vpred.data(), false);
@@ -506,6 +509,7 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
         ++bad_epochs;
       }
     }
+    res.eval_seconds += now_s() - tv;
     rec.seconds = now_s() - te;
     res.history.push_back(rec);
     if (progress) progress({ep, res.steps, total, rec.train_loss, res.samples / (now_s() - t0), true, rec.val_auc, rec.val_logloss});

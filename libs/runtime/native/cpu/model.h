@@ -71,6 +71,9 @@ struct TrainResult {
   int64_t steps = 0, samples = 0;
   int epochs = 0, best_epoch = -1;
   double final_loss = 0, samples_per_s = 0, seconds = 0, best_val_auc = 0, best_val_logloss = 0;
+  // where a fit's time went: waiting for a thread to run on (set by the addon), before the first
+  // step (split, normalisation, data to the device), the per-epoch validation passes (within seconds)
+  double queued_seconds = 0, setup_seconds = 0, eval_seconds = 0;
   bool stopped_early = false, cancelled = false;
   int64_t train_rows = 0, val_rows = 0;
   std::vector<EpochRecord> history;

@@ -182,6 +182,8 @@ struct CudaImpl {
   bool sparse_atomic = false;  // ABACUS_CUDA_SPARSE=atomic: the older gradient-table path
   uint32_t *skeys = nullptr, *skeys2 = nullptr;
   int32_t *svals = nullptr, *svals2 = nullptr;
+  // per chunk of 32 sorted entries: the gradient of its first row's entries (sparse_chunk_lead)
+  float *slead = nullptr, *sleadw = nullptr;
   void* sort_tmp = nullptr;
   size_t sort_tmp_bytes = 0;
   int64_t sort_cap = 0;

@@ -305,7 +305,7 @@ CudaImpl::~CudaImpl() {
   for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
                                                flag, touched, counter, base, dfrozen, doff, d_step, d_cursor, d_b0, d_stepidx,
                                                d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
-                                               dZb, zbase, dwide, d_order, ws, pred_buf, skeys, skeys2, svals, svals2, sort_tmp, d_cnt, scan_tmp})
+                                               dZb, zbase, dwide, d_order, ws, pred_buf, skeys, skeys2, svals, svals2, sort_tmp, slead, sleadw, d_cnt, scan_tmp})
     if (p) cudaFree(p);
   for (auto* p : H) cudaFree(p);
   for (auto* p : aux) cudaFree(p);

@@ -178,15 +178,51 @@ __global__ void sparse_emit(DevData d, Layout L, const int64_t* order, const int
   vals[t] = (int32_t)t;
 }
 
+__global__ void sparse_chunk_lead(const uint32_t* __restrict__ keys, const int32_t* __restrict__ vals, int64_t n,
+                                  uint32_t sentinel, int maxbag, int S, int D, const float* __restrict__ demb,
+                                  int64_t lde, const float* __restrict__ bagscale, const float* __restrict__ dl,
+                                  bool wide, float* __restrict__ lead, float* __restrict__ leadw) {
+  const int lane = threadIdx.x & 31;
+  const int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+  const int64_t i0 = c * 32;
+  if (i0 >= n) return;
+  const int64_t i = i0 + lane;
+  const uint32_t first = keys[i0];
+  // the entries of the chunk's first row: contiguous from its first lane (the keys are sorted)
+  const bool in = first != sentinel && i < n && keys[i] == first;
+  int64_t r = 0;
+  int s = 0;
+  float sc = 0.f;
+  if (in) {
+    const int32_t p = vals[i];
+    const int bag = p / maxbag;
+    r = bag / S;
+    s = bag - (int)r * S;
+    sc = bagscale[bag];
+  }
+  for (int dd = 0; dd < D; ++dd) {
+    float g = in ? demb[r * lde + s * D + dd] * sc : 0.f;
+    for (int off = 16; off; off >>= 1) g += __shfl_down_sync(0xffffffffu, g, off);
+    if (lane == 0) lead[c * D + dd] = g;
+  }
+  if (wide) {
+    float gw = in ? dl[r] * sc : 0.f;
+    for (int off = 16; off; off >>= 1) gw += __shfl_down_sync(0xffffffffu, gw, off);
+    if (lane == 0) leadw[c] = gw;
+  }
+}
+
 __global__ void sparse_apply(const uint32_t* __restrict__ keys, const int32_t* __restrict__ vals, int64_t n,
                              uint32_t sentinel, int maxbag, int S, int D, const float* __restrict__ demb, int64_t lde,
                              const float* __restrict__ bagscale, const float* __restrict__ dl, bool wide,
                              const int64_t* step, SparseParams o, float* __restrict__ table, float* __restrict__ m,
                              float* __restrict__ v, float* __restrict__ wtab, float* __restrict__ wm,
-                             float* __restrict__ wv) {
+                             float* __restrict__ wv, const float* __restrict__ lead, const float* __restrict__ leadw) {
   const int lane = threadIdx.x & 31;
   const int64_t i0 = ((blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5) * 32;
   if (i0 >= n) return;
+  // without leads (ABACUS_CUDA_SPARSE_LEADS=0): each head walks its whole run, as before them
+  const int64_t cend = lead && i0 + 32 < n ? i0 + 32 : n;
   const int64_t i = i0 + lane;
   const uint32_t k = i < n ? keys[i] : sentinel;
   const bool head = k != sentinel && (i == 0 || keys[i - 1] != k);
@@ -202,7 +238,11 @@ __global__ void sparse_apply(const uint32_t* __restrict__ keys, const int32_t* _
     const int64_t hi = i0 + (__ffs(mm) - 1);
     const uint32_t row = keys[hi];
     float g = 0.f, gw = 0.f;
-    for (int64_t j = hi; j < n && keys[j] == row; ++j) {
+    // the run within this chunk one entry at a time, then (a run that goes on) each later chunk's
+    // part of it as that chunk's lead, summed there in a fixed order: a popular row's hundreds of
+    // entries are not summed by one thread, and the sum is the same on every run
+    int64_t j = hi;
+    for (; j < cend && keys[j] == row; ++j) {
       const int32_t p = vals[j];
       const int bag = p / maxbag;
       const int r = bag / S, s = bag - r * S;
@@ -210,6 +250,11 @@ __global__ void sparse_apply(const uint32_t* __restrict__ keys, const int32_t* _
       g += demb[(int64_t)r * lde + s * D + dd] * sc;
       if (wide && dd == 0) gw += dl[r] * sc;
     }
+    if (lead && j == cend)
+      for (int64_t c = cend >> 5; (c << 5) < n && keys[c << 5] == row; ++c) {
+        g += lead[c * D + dd];
+        if (wide && dd == 0) gw += leadw[c];
+      }
     const int64_t ix = (int64_t)row * D + dd;
     if (o.kind == 0) {
       const float a = m[ix] + g * g;

@@ -233,15 +233,24 @@ __global__ void sparse_emit(DevData d, Layout L, const int64_t* order, const int
                             const uint8_t* __restrict__ frozen, uint32_t sentinel, uint32_t* __restrict__ keys,
                             int32_t* __restrict__ vals);
 
-// Phase 2: one warp per 32 sorted positions; each run of equal keys starting inside it (a unique
-// row) is summed in registers and the row's optimizer step applied once (lane = one dim, so the
-// row's table / m / v reads and writes are coalesced 4*D-byte segments). No gradient table.
+// Phase 2a: one warp per chunk of 32 sorted positions: the gradient of the chunk's entries that hold
+// its first entry's row (D values in lead[chunk * D ..], the wide part in leadw[chunk]), summed by a
+// fixed shuffle tree. A row in hundreds of a batch's entries (a categorical with few values) spans
+// many chunks; its head then adds their leads instead of walking every entry.
+__global__ void sparse_chunk_lead(const uint32_t* __restrict__ keys, const int32_t* __restrict__ vals, int64_t n,
+                                  uint32_t sentinel, int maxbag, int S, int D, const float* __restrict__ demb,
+                                  int64_t lde, const float* __restrict__ bagscale, const float* __restrict__ dl,
+                                  bool wide, float* __restrict__ lead, float* __restrict__ leadw);
+// Phase 2b: one warp per 32 sorted positions; each run of equal keys starting inside it (a unique
+// row) is summed in registers (within the chunk; past it, the later chunks' leads) and the row's
+// optimizer step applied once (lane = one dim, so the row's table / m / v reads and writes are
+// coalesced 4*D-byte segments). No gradient table.
 __global__ void sparse_apply(const uint32_t* __restrict__ keys, const int32_t* __restrict__ vals, int64_t n,
                              uint32_t sentinel, int maxbag, int S, int D, const float* __restrict__ demb, int64_t lde,
                              const float* __restrict__ bagscale, const float* __restrict__ dl, bool wide,
                              const int64_t* step, SparseParams o, float* __restrict__ table, float* __restrict__ m,
                              float* __restrict__ v, float* __restrict__ wtab, float* __restrict__ wm,
-                             float* __restrict__ wv);
+                             float* __restrict__ wv, const float* __restrict__ lead, const float* __restrict__ leadw);
 
 struct DenseParams {
   float lr, b1, b2, eps, wd;

@@ -36,9 +36,11 @@ void CudaImpl::prepare_sparse(int64_t B, int maxbag) {
     cudaStreamSynchronize(st);
     for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
     graphs.clear();
-    for (void* p : std::initializer_list<void*>{skeys, skeys2, svals, svals2, sort_tmp})
+    for (void* p : std::initializer_list<void*>{skeys, skeys2, svals, svals2, sort_tmp, slead, sleadw})
       if (p) cudaFree(p);
     sort_cap = n;
+    slead = dalloc<float>((size_t)((n + 31) / 32) * D, false);
+    sleadw = dalloc<float>((size_t)((n + 31) / 32), false);
     skeys = dalloc<uint32_t>(n, false);
     skeys2 = dalloc<uint32_t>(n, false);
     svals = dalloc<int32_t>(n, false);
@@ -111,9 +113,16 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
       size_t tb = sort_tmp_bytes;
       CK(cub::DeviceRadixSort::SortPairs(sort_tmp, tb, skeys, skeys2, svals, svals2, (int)n, 0, sort_bits, st));
       k::SparseParams so{sp.kind, sp.lr, sp.b1, sp.b2, sp.eps};
+      // a row's entries past its head's chunk come as the later chunks' leads (ABACUS_CUDA_SPARSE_LEADS=0:
+      // the head walks them all, one thread per dimension, as before; for comparisons)
+      static const bool leads = !(std::getenv("ABACUS_CUDA_SPARSE_LEADS") && std::string(std::getenv("ABACUS_CUDA_SPARSE_LEADS")) == "0");
+      if (leads)
+        k::sparse_chunk_lead<<<blocks_for((n + 31) / 32 * 32), 256, 0, st>>>(skeys2, svals2, n, sentinel, mb, S, D, de,
+                                                                               lde, bagscale, dlogit, wide, slead, sleadw);
       k::sparse_apply<<<blocks_for((n + 31) / 32 * 32), 256, 0, st>>>(skeys2, svals2, n, sentinel, mb, S, D, de, lde,
                                                                         bagscale, dlogit, wide, d_step, so, table, spm,
-                                                                        spv, wtab, wspm, wspv);
+                                                                        spv, wtab, wspm, wspv, leads ? slead : nullptr,
+                                                                        leads ? sleadw : nullptr);
     } else if (D % 4 == 0)
       k::sparse_accumulate<4><<<blocks_for(B * S * (D / 4)), 256, 0, st>>>(d, Lo, order, d_b0, B, bagscale, dfrozen, de,
                                                                           lde, dlogit, G, WG, flag, touched, counter);
@@ -251,6 +260,7 @@ struct DevWindows {
 
 TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                              const std::function<void(const Progress&)>& progress) {
+  const double ts = now_s();
   CudaImpl& I = *impl_;
   CK(cudaSetDevice(I.dev));
   TrainResult res;
@@ -569,6 +579,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
     }
   }
   const double t0 = now_s();
+  res.setup_seconds = t0 - ts;
   double window_loss = 0;
   int64_t window_steps = 0;
   std::vector<int64_t> window_ends;
@@ -639,6 +650,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       if (streaming) prep(0, 0);
       const int64_t first_step = res.steps;
       int64_t epoch_steps = 0;
+      // ABACUS_CUDA_VERBOSE: where a resident epoch's step time goes (the host enqueueing the steps'
+      // graphs against the device running them, between two events)
+      cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+      double enqueue_s = 0;
+      const double loop_t0 = now_s();
+      if (verbose && !streaming) {
+        CK(cudaEventCreate(&ev0));
+        CK(cudaEventCreate(&ev1));
+        CK(cudaEventRecord(ev0, I.st));
+      }
       for (int64_t b0 = 0; b0 < n && res.steps < total; b0 += o.batch) {
         if (cancel.load()) { res.cancelled = true; break; }
         const int64_t B = std::min(o.batch, n - b0);
@@ -677,7 +698,9 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           }
           slot ^= 1;
         } else {
+          const double tq = verbose ? now_s() : 0;
           run_step(B, dd, I.d_order, false);
+          if (verbose) enqueue_s += now_s() - tq;
         }
         res.steps++;
         res.samples += B;
@@ -693,6 +716,18 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         }
       }
       if (tr.mapped()) tr.release();
+      if (ev0) {
+        CK(cudaEventRecord(ev1, I.st));
+        CK(cudaEventSynchronize(ev1));
+        float gpu_ms = 0;
+        CK(cudaEventElapsedTime(&gpu_ms, ev0, ev1));
+        const double loop_s = now_s() - loop_t0;
+        fprintf(stderr, "[abacus-cuda] epoch %d: %lld steps of batch %lld, %.3f ms a step (host enqueueing %.3f ms a step, device %.3f ms a step between events)\n",
+                ep, (long long)epoch_steps, (long long)o.batch, loop_s / std::max<int64_t>(1, epoch_steps) * 1e3,
+                enqueue_s / std::max<int64_t>(1, epoch_steps) * 1e3, gpu_ms / std::max<int64_t>(1, epoch_steps));
+        cudaEventDestroy(ev0);
+        cudaEventDestroy(ev1);
+      }
       read_losses(res.steps);
       double epoch_loss = 0;
       for (int64_t s = first_step; s < res.steps; ++s) epoch_loss += losses_host[s];
@@ -700,6 +735,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       res.epochs = ep + 1;
       EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
       if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
+      const double tv = now_s();
       if (vds && nv) {
         I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr);
         I.ensure(std::min<int64_t>(o.batch, n));
@@ -728,6 +764,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           ++bad_epochs;
         }
       }
+      res.eval_seconds += now_s() - tv;
       rec.seconds = now_s() - te;
       res.history.push_back(rec);
       if (progress) progress({ep, res.steps, total, rec.train_loss, res.samples / (now_s() - t0), true, rec.val_auc, rec.val_logloss});

@@ -66,6 +66,9 @@ async function main() {
       rows: n('rows', '600000'), numeric: n('numeric', '14'), slots: n('slots', '26'), lanes: n('lanes', '3'),
       checks: n('checks', '13'), seeds: n('seeds', '3'), estimates: n('estimates', '26'), folds: n('folds', '10'),
       repeats: n('repeats', '3'), warmSteps: n('warm-steps', '300'), batch: n('batch', '1024'), epochs: n('epochs', '3'),
+      trace: args.includes('--trace'),
+      ...(get('slot-max-len', '') ? { slotMaxLen: get('slot-max-len', '').split(',').map(Number) } : {}),
+      vocab: n('vocab', '2000'),
     });
     console.log(JSON.stringify({ pruneShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;

@@ -45,6 +45,18 @@ export async function runCudaParity(log: (s: string) => void = () => {}): Promis
       },
       padding: 0.15,
     },
+    {
+      // every slot has 4 ids: a row is in ~160 of a 256-row batch's sorted entries (a categorical
+      // with few values), a run over several 32-entry chunks of the sparse update
+      name: 'few ids a slot (long runs of one row), wide, sparse Adam',
+      spec: {
+        numeric: Array.from({ length: 4 }, (_, j) => `num${j}`),
+        slots: Array.from({ length: 8 }, (_, s) => ({ name: `slot${s}`, vocab: 4 })),
+        pooling: 'mean', embeddingDim: 8, wide: true, hidden: [32, 16],
+        optimizer: { dense: { lr: 1e-3 }, sparse: { kind: 'adam', lr: 1e-2 } }, seed: 7,
+      },
+      padding: 0,
+    },
   ];
   for (const c of specs) {
     const spec = c.spec;

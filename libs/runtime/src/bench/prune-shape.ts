@@ -2,6 +2,7 @@ import type { ColumnarDataset } from '../dataset.types';
 import { rowRange, selectRows } from '../dataset-views';
 import type { BackendKind, ModelSpecInput } from '../model-spec.schema';
 import { RuntimeModel } from '../runtime-model';
+import { loadCudaAddon } from '../binding';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
 
 export interface PruneShapeOptions {
@@ -22,6 +23,12 @@ export interface PruneShapeOptions {
   warmSteps: number;
   batch: number;
   epochs: number;
+  /** cuda: a CUPTI trace of 20 training steps of the base model (per-kernel times, the steps' span) */
+  trace?: boolean;
+  /** ids a row holds at most per slot (default 2 each; e.g. single-id categoricals 1, multi-id lists 10) */
+  slotMaxLen?: number[];
+  /** every slot's vocabulary (default 2000) */
+  vocab?: number;
 }
 
 const ms = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
@@ -35,10 +42,11 @@ const median = (xs: number[]) => {
 function defaultShapeSpec(
   numeric: number,
   slots: number,
+  vocab = 2000,
 ): ModelSpecInput & { numeric: string[]; slots: { name: string; vocab: number }[] } {
   return {
     numeric: Array.from({ length: numeric }, (_, j) => `num${j}`),
-    slots: Array.from({ length: slots }, (_, s) => ({ name: `slot${s}`, vocab: 2000 })),
+    slots: Array.from({ length: slots }, (_, s) => ({ name: `slot${s}`, vocab })),
     pooling: 'mean',
     embeddingDim: 8,
     wide: true,
@@ -63,14 +71,15 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
     rows: Math.round(o.rows * 1.25),
     numeric: o.numeric,
     slots: o.slots,
-    vocab: 2000,
+    vocab: o.vocab ?? 2000,
     maxLen: 2,
+    ...(o.slotMaxLen ? { slotMaxLen: o.slotMaxLen } : {}),
     seed: 5,
   });
   const train = sliceDataset(syn.dataset, 0, o.rows);
   const validation = sliceDataset(syn.dataset, o.rows, syn.dataset.rows);
   const dataMs = ms(t00);
-  const spec = defaultShapeSpec(o.numeric, o.slots);
+  const spec = defaultShapeSpec(o.numeric, o.slots, o.vocab ?? 2000);
   const { numeric, slots } = spec;
   const inputs = [...numeric, ...slots.map((s) => s.name)];
   const opts = { backend: o.backend };
@@ -83,6 +92,33 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
   t0 = performance.now();
   const baseEval = await base.evaluate(validation);
   const baseEvalMs = ms(t0);
+
+  // where a step's time goes: kernels (their sum per step) against the steps' span on the device
+  let trace: Record<string, unknown> | undefined;
+  const addon = o.trace && base.backend === 'cuda' ? loadCudaAddon() : null;
+  if (addon) {
+    const steps = 20;
+    await base.train(train, { epochs: 1, batchSize: o.batch, maxSteps: steps, seed: 2 });
+    const why = addon.traceStart();
+    const tt = performance.now();
+    await base.train(train, { epochs: 1, batchSize: o.batch, maxSteps: steps, seed: 2 });
+    const wallMs = ms(tt);
+    const t = JSON.parse(addon.traceStop(steps)) as Record<string, unknown> & {
+      kernels?: { name: string; count: number; ns_per_region: number }[];
+    };
+    trace = why
+      ? { error: why }
+      : {
+          steps,
+          wallMsPerStep: Math.round((wallMs / steps) * 1000) / 1000,
+          ...Object.fromEntries(Object.entries(t).filter(([k]) => k !== 'kernels')),
+          kernels: (t.kernels ?? []).slice(0, 40).map((k) => ({
+            name: k.name.slice(0, 120),
+            perStep: k.count / steps,
+            usPerStep: Math.round(k.ns_per_region / 100) / 10,
+          })),
+        };
+  }
 
   // permutation estimates: one ablate call per fold (rowRange views of the validation rows)
   const bounds = Array.from({ length: o.folds + 1 }, (_, k) => Math.round((validation.rows * k) / o.folds));
@@ -182,6 +218,7 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
       msPerWarmStep: Math.round((median(per.map((p) => p.trainMs)) / o.warmSteps) * 1000) / 1000,
     },
     confirm: { totalMs: confirmMs, fits: confirmFits },
+    ...(trace ? { trace } : {}),
   };
 }
 

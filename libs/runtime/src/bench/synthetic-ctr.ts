@@ -8,6 +8,8 @@ export interface SyntheticCtrOptions {
   vocab: number;
   /** ids per sample and slot: 1..maxLen */
   maxLen: number;
+  /** per slot, its own maxLen (slots past the list: maxLen) */
+  slotMaxLen?: number[];
   seed: number;
   /** probability that an id is replaced by padding (-1) */
   padding?: number;
@@ -26,8 +28,9 @@ export function makeSyntheticCtr(o: SyntheticCtrOptions): { dataset: ColumnarDat
   const slots = Array.from({ length: o.slots }, (_, s) => {
     const offsets = new Int32Array(n + 1);
     const ids: number[] = [];
+    const most = o.slotMaxLen?.[s] ?? o.maxLen;
     for (let i = 0; i < n; i++) {
-      const len = 1 + Math.floor(r() * o.maxLen);
+      const len = 1 + Math.floor(r() * most);
       for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : Math.floor(r() * o.vocab));
       offsets[i + 1] = ids.length;
     }

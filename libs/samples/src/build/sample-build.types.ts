@@ -136,8 +136,13 @@ export interface BuildSamplesOptions {
   memoryLimitBytes?: number;
   /** DuckDB's memory cap (MiB) while reading, joining and ordering; past it DuckDB spills to disk. Default 1024 */
   duckdbMemoryMb?: number;
-  /** rows per encoded range (the unit of encoding, and of shard files); default DEFAULT_RANGE_ROWS */
+  /** rows per encoded range at most (the unit of encoding, and of shard files); default DEFAULT_RANGE_ROWS */
   rangeRows?: number;
+  /**
+   * threads the ranges will be encoded on: a set of fewer than rangeRows x rangeThreads rows is cut
+   * into smaller ranges (down to MIN_RANGE_ROWS) so that every thread has one; default 1
+   */
+  rangeThreads?: number;
   /**
    * bytes of joined rows (8 a value) ordered by one sort at most: a larger set read from many Parquet
    * files whose time ranges do not overlap is joined and ordered a run of files at a time, so DuckDB's

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fnv1a32, rowHashUnit } from './feature-hash';
 import { SampleBuildError } from './sample-build.error';
 import type { BuiltSamples, EncodedSplit, FeatureDef, SampleBuildRequest } from './sample-build.types';
-import { buildSamples, estimateBuildBytes, sampleBuildKey } from './sample-builder';
+import { buildSamples, DEFAULT_RANGE_ROWS, estimateBuildBytes, MIN_RANGE_ROWS, rangeRowsFor, sampleBuildKey } from './sample-builder';
 
 let dir: string;
 const f = (name: string): string => path.join(dir, name);
@@ -529,5 +529,21 @@ describe('buildSamples: the memory limit', () => {
     expect((err as Error).message).not.toMatch(/out of memory/i);
     const ok = await buildSamples(req, { memoryLimitBytes: 720 });
     expect(ok.train.rows + ok.test.rows).toBe(10);
+  });
+});
+
+describe('rangeRowsFor', () => {
+  it('cuts a set into a range per thread, never above the most nor below MIN_RANGE_ROWS', () => {
+    // 1M rows on 16 threads: 62,500 rows a range, 16 ranges
+    expect(rangeRowsFor(1_000_000, DEFAULT_RANGE_ROWS, 16)).toBe(62_500);
+    expect(Math.ceil(1_000_000 / rangeRowsFor(1_000_000, DEFAULT_RANGE_ROWS, 16))).toBe(16);
+    // one thread, or a set larger than a range per thread: the most
+    expect(rangeRowsFor(1_000_000)).toBe(DEFAULT_RANGE_ROWS);
+    expect(rangeRowsFor(10_000_000, DEFAULT_RANGE_ROWS, 16)).toBe(DEFAULT_RANGE_ROWS);
+    // a small set: not below MIN_RANGE_ROWS, however many threads
+    expect(rangeRowsFor(100_000, DEFAULT_RANGE_ROWS, 16)).toBe(MIN_RANGE_ROWS);
+    // a smaller most than MIN_RANGE_ROWS is kept as it is
+    expect(rangeRowsFor(100_000, 997, 16)).toBe(997);
+    expect(rangeRowsFor(0, 4096, 4)).toBe(4096);
   });
 });

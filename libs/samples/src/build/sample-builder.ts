@@ -244,6 +244,16 @@ const size = (bytes: number) =>
 /** rows a range holds by default: about 130 MB of encoded samples at 100 features */
 export const DEFAULT_RANGE_ROWS = 262_144;
 
+/** rows a range holds at least when ranges are cut smaller to give every encoding thread one */
+export const MIN_RANGE_ROWS = 32_768;
+
+/** Rows per range: at most `rangeRows`, fewer (not below MIN_RANGE_ROWS) where that gives each of `threads` a range. */
+export function rangeRowsFor(rows: number, rangeRows = DEFAULT_RANGE_ROWS, threads = 1): number {
+  const most = Math.max(1, Math.floor(rangeRows));
+  const t = Math.max(1, Math.floor(threads));
+  return Math.min(most, Math.max(Math.min(most, MIN_RANGE_ROWS), Math.ceil(rows / t)));
+}
+
 /** bytes of joined rows one sort orders at most, by default (BuildSamplesOptions.joinChunkBytes) */
 export const DEFAULT_JOIN_CHUNK_BYTES = 4 * 2 ** 30;
 
@@ -312,6 +322,8 @@ export interface EncodedRange {
   missing: number[];
   positives: { train: number; test: number };
   encodeMs: number;
+  /** of encodeMs: waiting for DuckDB (the query's start and its chunks) */
+  fetchMs: number;
 }
 
 /** SQL of rowHashUnit(rid, seed) < fraction (feature-hash.ts: murmur3 fmix32 in 32-bit arithmetic on UBIGINT). */
@@ -347,7 +359,7 @@ function valueOrder(numericStrings: boolean): (a: string | number, b: string | n
 
 export interface PrepareOptions extends Pick<
   BuildSamplesOptions,
-  'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'joinChunkBytes'
+  'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'rangeThreads' | 'joinChunkBytes'
 > {
   onProgress?(fraction: number, message: string): void;
 }
@@ -796,7 +808,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         }
       }
     }
-    const rangeRows = Math.max(1, Math.floor(opts.rangeRows ?? DEFAULT_RANGE_ROWS));
+    // ranges small enough for every encoding thread to have one (the rows are the same whatever the cut)
+    const rangeRows = rangeRowsFor(n, opts.rangeRows, opts.rangeThreads);
     const ranges: BuildPlan['ranges'] = [];
     for (const table of runs ? runs.map((_, k) => `__j${k}`) : ['__j']) {
       const perRange = await rows(
@@ -876,12 +889,16 @@ export async function encodeRange(
   let times = new Float64Array(2048);
   let prevT = -Infinity;
   let prevRid = -Infinity;
+  let tf = performance.now();
   const result = await con.stream(
     `SELECT * FROM ${range.table ?? '__j'} WHERE rowid >= ${range.start} AND rowid < ${range.start + range.rows}`,
   );
+  let fetchMs = performance.now() - tf;
   let read = 0;
   for (;;) {
+    tf = performance.now();
     const chunk = await result.fetchChunk();
+    fetchMs += performance.now() - tf;
     if (!chunk || chunk.rowCount === 0) break;
     const m = chunk.rowCount;
     if (test.length < m) {
@@ -939,6 +956,7 @@ export async function encodeRange(
     missing: encoders.map((e) => e.missing),
     positives: { train: positives(labels[0]), test: positives(labels[1]) },
     encodeMs: performance.now() - t0,
+    fetchMs,
   };
 }
 

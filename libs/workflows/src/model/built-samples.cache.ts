@@ -71,7 +71,7 @@ export class BuiltSamplesCache {
       threadScript?: string | null;
       /** DuckDB's memory cap while building (MiB); it spills to the build's directory past it */
       duckdbMemoryMb?: number;
-      /** rows per range, the unit of encoding and of shard files */
+      /** rows per range at most, the unit of encoding and of shard files (fewer where that gives every thread one) */
       rangeRows?: number;
       /** bytes of joined rows one sort orders at most (see BuildSamplesOptions.joinChunkBytes) */
       joinChunkBytes?: number;
@@ -338,6 +338,7 @@ export class BuiltSamplesCache {
           ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
           ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
           ...(this.opts.rangeRows !== undefined ? { rangeRows: this.opts.rangeRows } : {}),
+          ...(this.opts.threads !== undefined ? { rangeThreads: this.opts.threads } : {}),
           ...(this.opts.joinChunkBytes !== undefined ? { joinChunkBytes: this.opts.joinChunkBytes } : {}),
           onProgress: (f, m) => onProgress?.(0.1 + 0.9 * f, m),
         },

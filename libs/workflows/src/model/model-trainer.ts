@@ -36,6 +36,9 @@ export interface TrainedModel {
     /** ms of the test and validation forward passes after training, and of writing the model (fits trained here) */
     evalMs?: number;
     saveMs?: number;
+    /** where trainMs went (fits trained here): creating and initialising the model, waiting for a thread,
+     * before the first step (split, normalisation, data to the device), steps, per-epoch validation passes */
+    trainPhases?: { createMs: number; queuedMs: number; setupMs: number; stepsMs: number; validationMs: number };
   };
   /** test predictions and labels */
   predictions: Float32Array;
@@ -329,11 +332,13 @@ export class ModelTrainer {
         ...(meta.init !== undefined ? { init: meta.init } : {}),
       };
     }
+    const tc = Date.now();
     const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions(ctx.device));
     const init = opts.init ? await opts.init.apply(model) : undefined;
     const t0 = Date.now();
     let trained: Awaited<ReturnType<RuntimeModel['train']>> | null = null;
     let steps = 0;
+    const phasesOf = { queued: 0, setup: 0, steps: 0, validation: 0 };
     for (const [i, data] of phases.entries()) {
       const phase = phases.length > 1 ? `phase ${i + 1}/${phases.length}, ` : '';
       trained = await model.train(
@@ -360,6 +365,10 @@ export class ModelTrainer {
         },
       );
       steps += trained.steps;
+      phasesOf.queued += trained.queuedSeconds ?? 0;
+      phasesOf.setup += trained.setupSeconds ?? 0;
+      phasesOf.validation += trained.evalSeconds ?? 0;
+      phasesOf.steps += trained.seconds - (trained.evalSeconds ?? 0);
       if (ctx.signal?.aborted) throw new Error('training aborted');
       if (!trained.cancelled && !Number.isFinite(trained.finalLoss)) throw new TrainingDivergedError(trained.finalLoss);
       if (trained.cancelled) break;
@@ -383,6 +392,13 @@ export class ModelTrainer {
       bestEpoch: last.bestEpoch,
       samplesPerSecond: last.samplesPerSecond,
       evalMs: Date.now() - te,
+      trainPhases: {
+        createMs: t0 - tc,
+        queuedMs: Math.round(phasesOf.queued * 1000),
+        setupMs: Math.round(phasesOf.setup * 1000),
+        stepsMs: Math.round(phasesOf.steps * 1000),
+        validationMs: Math.round(phasesOf.validation * 1000),
+      },
     };
     const ts = Date.now();
     const testLabels = await labelsOf(built.test);

@@ -1,7 +1,9 @@
+import fs from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scoreFile, scoreOffThread, type ScoreJob } from './score-thread';
+import { lowerThreadPriority, SCORE_THREAD_NICE, scoreFile, scoreOffThread, type ScoreJob } from './score-thread';
 import { bundleThreadScript } from '../../../../test/support/thread-bundle';
 
 // the thread script compiled from these sources (in the built app it lies beside the module)
@@ -62,6 +64,37 @@ describe('scoreOffThread', () => {
     expect(read).toBe(1);
     expect(columns).toEqual([1, 2]);
   });
+
+  it.runIf(process.platform === 'linux')(
+    'scores at a lower priority than the build and training beside it: its own thread and its DuckDB threads, not the process',
+    async () => {
+      const mine = os.getPriority(0);
+      // every thread's nice value (field 19 of /proc/self/task/<tid>/stat), sampled while the scoring runs
+      const seen = new Set<number>();
+      const sample = () => {
+        for (const tid of fs.readdirSync('/proc/self/task')) {
+          try {
+            const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+            seen.add(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+          } catch {
+            // the thread ended meanwhile
+          }
+        }
+      };
+      const timer = setInterval(sample, 1);
+      try {
+        const off = await scoreOffThread(job(), { column: () => sample() }, script);
+        expect(off.ranOn).toBe('thread');
+      } finally {
+        clearInterval(timer);
+      }
+      expect(seen.has(Math.max(mine, SCORE_THREAD_NICE))).toBe(true);
+      // the process (this thread) keeps its priority, and the calling thread is never lowered
+      expect(os.getPriority(0)).toBe(mine);
+      expect(lowerThreadPriority()).toBe(false);
+      expect(os.getPriority(0)).toBe(mine);
+    },
+  );
 
   it('runs inline where there is no thread script', async () => {
     const r = await scoreOffThread(job(), {}, null);

@@ -210,6 +210,21 @@ async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<
   }
 }
 
+/** The nice value of a scoring thread on Linux: below the build's and the training's threads. */
+export const SCORE_THREAD_NICE = 10;
+
+/** Lowers the calling thread's priority on Linux (per-thread there; elsewhere it would be the process's: left alone). */
+export function lowerThreadPriority(nice = SCORE_THREAD_NICE): boolean {
+  if (process.platform !== 'linux' || isMainThread) return false;
+  try {
+    os.setPriority(0, Math.max(os.getPriority(0), nice));
+    return true;
+  } catch {
+    // not permitted: run at the priority it has
+    return false;
+  }
+}
+
 // the thread's side: run the job handed over in workerData, post progress and the outcome
 const handed = (workerData as { abacusScoreJob?: ScoreJob } | null)?.abacusScoreJob;
 if (!isMainThread && parentPort && handed) {
@@ -220,6 +235,10 @@ if (!isMainThread && parentPort && handed) {
   });
   // listening does not keep the thread alive: it ends when its scoring does
   port.unref();
+  // scoring runs beside the sample build and training it does not hold up: on Linux, where a nice
+  // value is a thread's own, this thread (and the DuckDB threads it starts, which inherit it) yields
+  // the cores to them
+  lowerThreadPriority();
   const check = () => {
     if (stopped) throw new Error('scoring stopped');
   };

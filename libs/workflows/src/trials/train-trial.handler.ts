@@ -120,7 +120,16 @@ export class TrainTrialHandler {
       cached,
       // where a fit trained here spent its time: training (data to the device included), the forward
       // passes over the test and validation splits, writing the model
-      ...(cached ? {} : { trainMs: metrics.trainMs, evalMs: metrics.evalMs ?? null, saveMs: metrics.saveMs ?? null }),
+      ...(cached
+        ? {}
+        : {
+            trainMs: metrics.trainMs,
+            evalMs: metrics.evalMs ?? null,
+            saveMs: metrics.saveMs ?? null,
+            steps: metrics.steps,
+            epochs: metrics.epochs,
+            ...(metrics.trainPhases ? { trainPhases: metrics.trainPhases } : {}),
+          }),
     }));
     const mean = (label: string, k: 'auc' | 'logloss' | 'calibration' | 'validationAuc' | 'validationLogloss') => {
       const xs = results.filter((r) => r.label === label).map((r) => r[k]);
