@@ -65,6 +65,12 @@ export const configSchema = z
     ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
     /** MiB within which a CUDA model keeps more than 3 (up to 16) data sets resident on the GPU (default 1024). Read by the CUDA addon. */
     ABACUS_CUDA_RESIDENT_SMALL_MB: z.coerce.number().int().min(0).optional(),
+    /** '0': a CUDA step's sparse update walks each row's entries with one thread per dimension (no chunk leads; for comparisons). Read by the CUDA addon. */
+    ABACUS_CUDA_SPARSE_LEADS: z.enum(['0', '1']).optional(),
+    /** set: the CUDA addon logs graph captures, streamed-fit figures and each resident epoch's step time (host enqueue vs device) to stderr */
+    ABACUS_CUDA_VERBOSE: z.string().optional(),
+    /** '1': the process's first CUDA fit runs under a CUPTI trace; its kernels (µs a step) go to stderr as one line */
+    ABACUS_CUDA_TRACE_FIRST_FIT: z.enum(['0', '1']).optional(),
     /** CUDA training streamed from mapped shards: '0' packs each batch from the shards' columns instead of from row-major copies of each window */
     ABACUS_CUDA_RECORDS: z.enum(['0', '1']).optional(),
     /**
@@ -121,7 +127,7 @@ export const configSchema = z
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**
      * worker threads a sample build encodes its row ranges on (dealt among them, each thread reading its
-     * ranges from the build's DuckDB file; the built set is the same); 0 = min(16, the machine's cores),
+     * ranges from the build's DuckDB file; the built set is the same); 0 = min(8, the machine's cores),
      * 1 = the worker's main thread
      */
     ABACUS_BUILD_THREADS: z.coerce.number().int().min(0).max(64).default(0),

@@ -63,9 +63,9 @@ describe('sizeWorkerThreadPool', () => {
   it("sizes libuv's pool for the worker's fits unless UV_THREADPOOL_SIZE is set", () => {
     const env: NodeJS.ProcessEnv = {};
     const c = loadConfig({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_GPU_LANES: '3' }, { fresh: true });
-    // on 16 cores: 2 trials x 3 lanes, twice over, 16 build and 16 scoring threads, and 4 for file reads
-    expect(sizeWorkerThreadPool(c, env, 16)).toBe(48);
-    expect(env.UV_THREADPOOL_SIZE).toBe('48');
+    // on 16 cores: 2 trials x 3 lanes, twice over, 8 build and 16 scoring threads, and 4 for file reads
+    expect(sizeWorkerThreadPool(c, env, 16)).toBe(40);
+    expect(env.UV_THREADPOOL_SIZE).toBe('40');
     const set: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: '4' };
     expect(sizeWorkerThreadPool(c, set, 16)).toBe(4);
     // on 2 cores, defaults (1 trial, 3 lanes): 1 x 3 x 2 + 2 + 2 + 4

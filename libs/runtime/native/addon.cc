@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -154,6 +156,53 @@ void check_offsets(const DataSource& ds) {
     }
     ds.release_part(i);  // mapped shards: one at a time
   }
+}
+
+// runtime/src/metrics.ts computeMetrics off the JS thread, for evaluate({ offThread }): the AUC by the
+// same counts (negatives strictly below a positive plus half the equal ones; NaN with a non-finite
+// prediction or one class only), exact in double and so the same number; logloss, calibration and
+// the means summed in the same order in double (the logarithms may differ in the last bit).
+// out: auc, logloss, calibration, mean prediction, mean label.
+inline void exact_metrics(const float* pred, const float* label, const float* weight, int64_t n, double* out) {
+  int64_t np = 0;
+  for (int64_t i = 0; i < n; ++i) np += label[i] > 0.5f;
+  const int64_t nn = n - np;
+  double auc = std::numeric_limits<double>::quiet_NaN();
+  bool finite = true;
+  for (int64_t i = 0; i < n && finite; ++i) finite = std::isfinite(pred[i]);
+  if (np > 0 && nn > 0 && finite) {
+    std::vector<float> pos, neg;
+    pos.reserve(np);
+    neg.reserve(nn);
+    for (int64_t i = 0; i < n; ++i) (label[i] > 0.5f ? pos : neg).push_back(pred[i]);
+    std::sort(pos.begin(), pos.end());
+    std::sort(neg.begin(), neg.end());
+    double wins = 0;
+    int64_t lo = 0, hi = 0;
+    for (int64_t i = 0; i < np; ++i) {
+      const float p = pos[i];
+      while (lo < nn && neg[lo] < p) ++lo;
+      if (hi < lo) hi = lo;
+      while (hi < nn && neg[hi] <= p) ++hi;
+      wins += (double)lo + 0.5 * (double)(hi - lo);
+    }
+    auc = wins / ((double)np * (double)nn);
+  }
+  double ll = 0, ws = 0, sp = 0, sl = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double w = weight ? (double)weight[i] : 1.0;
+    const double p = std::min(std::max((double)pred[i], 1e-7), 1 - 1e-7);
+    const double y = label[i];
+    ll -= w * (y * std::log(p) + (1 - y) * std::log(1 - p));
+    ws += w;
+    sp += w * (double)pred[i];
+    sl += w * y;
+  }
+  out[0] = auc;
+  out[1] = ll / ws;
+  out[2] = sl > 0 ? sp / sl : std::numeric_limits<double>::quiet_NaN();
+  out[3] = sp / ws;
+  out[4] = sl / ws;
 }
 
 Napi::Object metrics_obj(Napi::Env env, const Metrics& m) {
@@ -480,6 +529,8 @@ class PredictWorker : public ModelWorker {
  public:
   using ModelWorker::ModelWorker;
   int64_t batch = 8192;
+  bool metrics = false;  // also the metrics (exact_metrics), computed here
+  double met[5] = {0, 0, 0, 0, 0};
   std::vector<float> pred, label, weight;
   std::vector<int32_t> key;
   void Execute() override {
@@ -490,6 +541,7 @@ class PredictWorker : public ModelWorker {
       weight.resize(ds.rows);
       key.resize(ds.rows);
       nm->model->predict(ds, batch, pred.data(), label.data(), weight.data(), key.data());
+      if (metrics) exact_metrics(pred.data(), label.data(), ds.has_weights() ? weight.data() : nullptr, ds.rows, met);
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -498,6 +550,11 @@ class PredictWorker : public ModelWorker {
     Napi::Env env = Env();
     nm->busy.store(false);
     Napi::Object o = Napi::Object::New(env);
+    if (metrics) {
+      Napi::Float64Array m = Napi::Float64Array::New(env, 5);
+      std::copy(met, met + 5, m.Data());
+      o.Set("metrics", m);
+    }
     auto put = [&](const char* k, const std::vector<float>& v) {
       auto a = Napi::Float32Array::New(env, v.size());
       std::copy(v.begin(), v.end(), a.Data());
@@ -520,6 +577,7 @@ Napi::Value NativeModel::Predict(const Napi::CallbackInfo& info) {
   check_idle(env);
   auto* w = new PredictWorker(env, this, Value(), info[0].As<Napi::Object>());
   if (info.Length() > 1 && info[1].IsNumber()) w->batch = std::max<int64_t>(1, info[1].As<Napi::Number>().Int64Value());
+  if (info.Length() > 2 && info[2].IsBoolean()) w->metrics = info[2].As<Napi::Boolean>().Value();
   w->begin();
   return w->deferred.Promise();
 }

@@ -139,6 +139,8 @@ export interface NativePredictResult {
   key?: Int32Array;
   /** the CUDA addon's lean predict: GPU time of the forward's kernels (ms, CUDA events) */
   deviceMs?: number;
+  /** asked for: auc, logloss, calibration, mean prediction, mean label, computed on the addon's thread */
+  metrics?: Float64Array;
 }
 
 export interface NativeModelState {
@@ -167,7 +169,8 @@ export interface NativeModelHandle {
     opts: NativeTrainOptions,
     onProgress?: (p: NativeProgress) => void,
   ): Promise<NativeTrainResult>;
-  predict(data: NativeData, batchSize?: number): Promise<NativePredictResult>;
+  /** metrics: also the evaluation metrics, computed on the addon's worker thread (NativePredictResult.metrics) */
+  predict(data: NativeData, batchSize?: number, metrics?: boolean): Promise<NativePredictResult>;
   ablate(
     data: NativeData,
     opts: { groups: { numeric: number[]; slots: number[] }[]; repeats: number; seed: number; batchSize: number },

@@ -9,6 +9,7 @@ import {
   unpackAblation,
 } from './binding';
 import type { RuntimeData } from './dataset.types';
+import type { MetricSet } from './metrics';
 import type { AblationGroupIndex, ModelBackend } from './model-backend.types';
 import type { ModelSpec } from './model-spec.schema';
 import { toNativeData } from './native-data.mapper';
@@ -62,6 +63,9 @@ export abstract class NativeBackend implements ModelBackend {
   predict(data: RuntimeData, batchSize: number, keyName?: string): Promise<NativePredictResult> {
     return this.native.predict(toNativeData(this.spec, data, keyName), batchSize);
   }
+  evaluateOffThread(data: RuntimeData, batchSize: number): Promise<{ rows: number; metrics: MetricSet }> {
+    return this.native.predict(toNativeData(this.spec, data), batchSize, true).then(packedMetrics);
+  }
   ablate(data: RuntimeData, groups: AblationGroupIndex[], repeats: number, seed: number, batchSize: number) {
     return this.native.ablate(toNativeData(this.spec, data), { groups, repeats, seed, batchSize }).then(unpackAblation);
   }
@@ -80,4 +84,14 @@ export class CpuBackend extends NativeBackend {
   constructor(spec: ModelSpec, threads: number) {
     super(spec, new (loadNativeAddon().NativeModel)(nativeConfig(spec, threads)));
   }
+}
+
+/** The metrics a native predict computed on its thread (auc, logloss, calibration, mean prediction, mean label). */
+export function packedMetrics(r: NativePredictResult): { rows: number; metrics: MetricSet } {
+  const m = r.metrics;
+  if (!m || m.length !== 5) throw new Error('the native addon returned no metrics: rebuild it (npm run build:native)');
+  return {
+    rows: r.predictions.length,
+    metrics: { auc: m[0]!, logloss: m[1]!, calibration: m[2]!, meanPrediction: m[3]!, meanLabel: m[4]! },
+  };
 }

@@ -1,5 +1,5 @@
 import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle } from './binding';
-import { NativeBackend, nativeConfig } from './cpu-backend';
+import { NativeBackend, nativeConfig, packedMetrics } from './cpu-backend';
 import { isShardDataset, type ColumnarDataset, type RuntimeData } from './dataset.types';
 import type { NativeData, NativePredictResult } from './binding';
 import type { ModelSpec } from './model-spec.schema';
@@ -14,7 +14,13 @@ import { toNativeData } from './native-data.mapper';
 export class CudaBackend extends NativeBackend {
   readonly kind = 'cuda' as const;
   /** the CUDA addon's lean predict (no per-call offsets scan or staging vectors); absent in older builds */
-  private readonly predictLean?: (m: NativeModelHandle, d: NativeData, batch: number, predsOnly?: boolean) => Promise<NativePredictResult>;
+  private readonly predictLean?: (
+    m: NativeModelHandle,
+    d: NativeData,
+    batch: number,
+    predsOnly?: boolean,
+    metrics?: boolean,
+  ) => Promise<NativePredictResult>;
 
   constructor(
     spec: ModelSpec,
@@ -42,6 +48,12 @@ export class CudaBackend extends NativeBackend {
     return this.predictLean(this.native, d, batchSize, true).then((r) =>
       r.labels ? r : Object.assign(lazyInputs(r.predictions, data, keyName), r.deviceMs !== undefined ? { deviceMs: r.deviceMs } : {}),
     );
+  }
+
+  override evaluateOffThread(data: RuntimeData, batchSize: number) {
+    const d = toNativeData(this.spec, data);
+    if (!this.predictLean) return this.native.predict(d, batchSize, true).then(packedMetrics);
+    return this.predictLean(this.native, d, batchSize, true, true).then(packedMetrics);
   }
 }
 

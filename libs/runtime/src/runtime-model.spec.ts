@@ -163,6 +163,36 @@ describe('RuntimeModel (cpu backend)', () => {
     }
   });
 
+  it('evaluate({ offThread }): the metrics computed on the addon thread are this thread\'s: the same AUC, bit for bit, with ties, weights and one class', async () => {
+    // a trained model; one whose only input is a 3-id slot (3 distinct predictions: ties everywhere);
+    // weighted rows; a split with one class (AUC NaN both ways)
+    const trained = RuntimeModel.create(spec, { backend: 'cpu', threads: 2 });
+    await trained.train(train, { epochs: 1, batchSize: 512, seed: 4 });
+    const few = makeSyntheticCtr({ rows: 6_000, numeric: 0, slots: 1, vocab: 3, maxLen: 1, seed: 8 });
+    const tied = RuntimeModel.create({ slots: [{ name: 'slot0', vocab: 3 }], embeddingDim: 4, hidden: [8], seed: 3 }, { backend: 'cpu', threads: 2 });
+    await tied.train(few.dataset, { epochs: 1, batchSize: 256, seed: 1 });
+    const weighted = { ...test, weights: Float32Array.from({ length: test.rows }, (_, i) => 0.5 + (i % 7) / 3) };
+    const oneClass = { ...test, labels: new Float32Array(test.rows) };
+    for (const [model, data] of [
+      [trained, test],
+      [trained, weighted],
+      [tied, few.dataset],
+      [trained, oneClass],
+    ] as const) {
+      const here = await model.evaluate(data);
+      const there = await model.evaluate(data, { offThread: true });
+      expect(there.rows).toBe(here.rows);
+      expect(Object.is(there.auc, here.auc)).toBe(true);
+      for (const k of ['logloss', 'calibration', 'meanPrediction', 'meanLabel'] as const) {
+        if (Number.isNaN(here[k])) expect(there[k]).toBeNaN();
+        else expect(Math.abs(there[k] - here[k])).toBeLessThanOrEqual(1e-12 * Math.abs(here[k]));
+      }
+    }
+    const ties = new Set(await tied.predict(few.dataset));
+    expect(ties.size).toBeLessThanOrEqual(3);
+    expect(Number.isNaN((await trained.evaluate(oneClass, { offThread: true })).auc)).toBe(true);
+  });
+
   it('metrics: exact AUC with ties, group AUC, calibration', () => {
     const p = Float32Array.from([0.1, 0.4, 0.4, 0.8, 0.4, 0.2]), y = Float32Array.from([0, 1, 0, 1, 1, 0]);
     // brute force over all positive/negative pairs

@@ -218,6 +218,10 @@ export class RuntimeModel {
   async evaluate(data: RuntimeData, opts: EvaluateOptionsInput = {}): Promise<EvaluationResult> {
     const o = evaluateOptionsSchema.parse(opts);
     return this.exclusive('evaluate', async () => {
+      if (o.offThread && o.groupKey === undefined && this.impl.evaluateOffThread) {
+        const e = await this.impl.evaluateOffThread(data, o.batchSize);
+        return { backend: this.backend, rows: e.rows, ...e.metrics };
+      }
       const r = await this.impl.predict(data, o.batchSize, o.groupKey);
       const m = computeMetrics(r.predictions, r.labels, r.weights);
       const out: EvaluationResult = { backend: this.backend, rows: r.predictions.length, ...m };

@@ -32,6 +32,12 @@ export const evaluateOptionsSchema = z
     /** name of a key column (ColumnarDataset.keys / shard key) for group AUC */
     groupKey: z.string().min(1).optional(),
     batchSize: z.number().int().min(1).max(1 << 20).default(8192),
+    /**
+     * the metrics computed on the native addon's worker thread, not on this one (cpu / cuda; not with
+     * groupKey): the same AUC (exact counts), logloss and means summed in the same order (the
+     * logarithms may differ in the last bit); only the metrics cross to JavaScript
+     */
+    offThread: z.boolean().default(false),
   })
   .strict();
 export type EvaluateOptionsInput = z.input<typeof evaluateOptionsSchema>;

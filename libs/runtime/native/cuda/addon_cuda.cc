@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "cuda_model.h"
 #include "cupti_trace.h"
@@ -32,11 +33,26 @@ class CudaPredictWorker : public ModelWorker {
   }
   int64_t batch = 8192;
   bool preds_only = false;  // 4th argument true: predictions alone (the caller has the labels)
+  bool metrics = false;     // 5th argument true: also the metrics (exact_metrics), computed here
+  double met[5] = {0, 0, 0, 0, 0};
   float* out = nullptr;
   Napi::Reference<Napi::Float32Array> pred_ref;
   void Execute() override {
     try {
       nm->model->predict_lean(ds, batch, out);
+      if (metrics) {
+        std::vector<float> lab((size_t)ds.rows), wt(ds.has_weights() ? (size_t)ds.rows : 0);
+        int64_t g = 0;
+        for (auto& p : ds.parts) {
+          std::memcpy(lab.data() + g, p.labels, p.rows * 4);
+          if (ds.has_weights()) {
+            if (p.weights) std::memcpy(wt.data() + g, p.weights, p.rows * 4);
+            else std::fill(wt.data() + g, wt.data() + g + p.rows, 1.f);
+          }
+          g += p.rows;
+        }
+        exact_metrics(out, lab.data(), ds.has_weights() ? wt.data() : nullptr, ds.rows, met);
+      }
     } catch (const std::exception& e) {
       SetError(e.what());
     }
@@ -46,6 +62,11 @@ class CudaPredictWorker : public ModelWorker {
     nm->busy.store(false);
     Napi::Object o = Napi::Object::New(env);
     o.Set("predictions", pred_ref.Value());
+    if (metrics) {
+      Napi::Float64Array m = Napi::Float64Array::New(env, 5);
+      std::copy(met, met + 5, m.Data());
+      o.Set("metrics", m);
+    }
     o.Set("deviceMs", Napi::Number::New(env, nm->model->last_device_ms));
     if (preds_only) {
       deferred.Resolve(o);
@@ -82,12 +103,14 @@ Napi::Value PredictLean(const Napi::CallbackInfo& info) {
   if (leg && std::string(leg) == "legacy") {  // the shared addon.cc worker, for comparisons
     auto* w = new PredictWorker(env, nm, info[0].As<Napi::Object>(), info[1].As<Napi::Object>());
     if (info.Length() > 2 && info[2].IsNumber()) w->batch = std::max<int64_t>(1, info[2].As<Napi::Number>().Int64Value());
+    if (info.Length() > 4 && info[4].IsBoolean()) w->metrics = info[4].As<Napi::Boolean>().Value();
     w->begin();
     return w->deferred.Promise();
   }
   auto* w = new CudaPredictWorker(env, nm, info[0].As<Napi::Object>(), info[1].As<Napi::Object>());
   if (info.Length() > 2 && info[2].IsNumber()) w->batch = std::max<int64_t>(1, info[2].As<Napi::Number>().Int64Value());
   if (info.Length() > 3 && info[3].IsBoolean()) w->preds_only = info[3].As<Napi::Boolean>().Value();
+  if (info.Length() > 4 && info[4].IsBoolean()) w->metrics = info[4].As<Napi::Boolean>().Value();
   w->begin();
   return w->deferred.Promise();
 }

@@ -69,6 +69,7 @@ async function main() {
       trace: args.includes('--trace'),
       ...(get('slot-max-len', '') ? { slotMaxLen: get('slot-max-len', '').split(',').map(Number) } : {}),
       vocab: n('vocab', '2000'),
+      ...(get('slot-vocab', '') ? { slotVocab: get('slot-vocab', '').split(',').map(Number) } : {}),
     });
     console.log(JSON.stringify({ pruneShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;

@@ -2,6 +2,7 @@ import type { ColumnarDataset } from '../dataset.types';
 import { rowRange, selectRows } from '../dataset-views';
 import type { BackendKind, ModelSpecInput } from '../model-spec.schema';
 import { RuntimeModel } from '../runtime-model';
+import { computeMetrics } from '../metrics';
 import { loadCudaAddon } from '../binding';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
 
@@ -29,6 +30,8 @@ export interface PruneShapeOptions {
   slotMaxLen?: number[];
   /** every slot's vocabulary (default 2000) */
   vocab?: number;
+  /** per slot, its own vocabulary (e.g. 3 for a categorical with three values: a row in a third of a batch) */
+  slotVocab?: number[];
 }
 
 const ms = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
@@ -43,10 +46,11 @@ function defaultShapeSpec(
   numeric: number,
   slots: number,
   vocab = 2000,
+  slotVocab?: number[],
 ): ModelSpecInput & { numeric: string[]; slots: { name: string; vocab: number }[] } {
   return {
     numeric: Array.from({ length: numeric }, (_, j) => `num${j}`),
-    slots: Array.from({ length: slots }, (_, s) => ({ name: `slot${s}`, vocab })),
+    slots: Array.from({ length: slots }, (_, s) => ({ name: `slot${s}`, vocab: slotVocab?.[s] ?? vocab })),
     pooling: 'mean',
     embeddingDim: 8,
     wide: true,
@@ -74,12 +78,13 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
     vocab: o.vocab ?? 2000,
     maxLen: 2,
     ...(o.slotMaxLen ? { slotMaxLen: o.slotMaxLen } : {}),
+    ...(o.slotVocab ? { slotVocab: o.slotVocab } : {}),
     seed: 5,
   });
   const train = sliceDataset(syn.dataset, 0, o.rows);
   const validation = sliceDataset(syn.dataset, o.rows, syn.dataset.rows);
   const dataMs = ms(t00);
-  const spec = defaultShapeSpec(o.numeric, o.slots, o.vocab ?? 2000);
+  const spec = defaultShapeSpec(o.numeric, o.slots, o.vocab ?? 2000, o.slotVocab);
   const { numeric, slots } = spec;
   const inputs = [...numeric, ...slots.map((s) => s.name)];
   const opts = { backend: o.backend };
@@ -167,7 +172,7 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
           const b = performance.now();
           await m.train(sample.get(s)!, { epochs: 1, batchSize: o.batch, seed: 10 + s, maxSteps: o.warmSteps });
           const c2 = performance.now();
-          await m.evaluate(validation);
+          await m.evaluate(validation, { offThread: true });
           per.push({ copyMs: b - a, trainMs: c2 - b, evalMs: performance.now() - c2 });
           idle.push(m);
         }
@@ -176,6 +181,40 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
     checkMs.push(ms(tc));
   }
   const checksMs = ms(tChecks);
+
+  // one lane model's evaluation apart: the whole call (metrics on this thread, and on the addon's
+  // thread as the checks above run it), the forward alone (predictions to the host), and the metrics
+  // computed from them on this thread (median of 5 each)
+  let evalParts: Record<string, number> | undefined;
+  const probe = idle[0];
+  if (probe) {
+    const whole: number[] = [];
+    const offThread: number[] = [];
+    const fwd: number[] = [];
+    const met: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      let t = performance.now();
+      await probe.evaluate(validation);
+      whole.push(performance.now() - t);
+      t = performance.now();
+      await probe.evaluate(validation, { offThread: true });
+      offThread.push(performance.now() - t);
+      t = performance.now();
+      const p = await probe.predict(validation);
+      fwd.push(performance.now() - t);
+      t = performance.now();
+      computeMetrics(p, validation.labels);
+      met.push(performance.now() - t);
+    }
+    evalParts = {
+      rows: validation.rows,
+      evaluateMs: Math.round(median(whole) * 10) / 10,
+      evaluateOffThreadMs: Math.round(median(offThread) * 10) / 10,
+      predictMs: Math.round(median(fwd) * 10) / 10,
+      metricsMs: Math.round(median(met) * 10) / 10,
+      deviceForwardMs: Math.round((probe.lastPredictDeviceMs ?? 0) * 100) / 100,
+    };
+  }
 
   // the confirm: three whole-model fits at once
   t0 = performance.now();
@@ -216,6 +255,7 @@ export async function runPruneShape(o: PruneShapeOptions): Promise<Record<string
       medianTrainMs: Math.round(median(per.map((p) => p.trainMs))),
       medianEvalMs: Math.round(median(per.map((p) => p.evalMs))),
       msPerWarmStep: Math.round((median(per.map((p) => p.trainMs)) / o.warmSteps) * 1000) / 1000,
+      ...(evalParts ? { evaluation: evalParts } : {}),
     },
     confirm: { totalMs: confirmMs, fits: confirmFits },
     ...(trace ? { trace } : {}),

@@ -10,6 +10,8 @@ export interface SyntheticCtrOptions {
   maxLen: number;
   /** per slot, its own maxLen (slots past the list: maxLen) */
   slotMaxLen?: number[];
+  /** per slot, its own vocabulary (slots past the list: vocab); ids uniform over it */
+  slotVocab?: number[];
   seed: number;
   /** probability that an id is replaced by padding (-1) */
   padding?: number;
@@ -29,9 +31,10 @@ export function makeSyntheticCtr(o: SyntheticCtrOptions): { dataset: ColumnarDat
     const offsets = new Int32Array(n + 1);
     const ids: number[] = [];
     const most = o.slotMaxLen?.[s] ?? o.maxLen;
+    const vocab = o.slotVocab?.[s] ?? o.vocab;
     for (let i = 0; i < n; i++) {
       const len = 1 + Math.floor(r() * most);
-      for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : Math.floor(r() * o.vocab));
+      for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : Math.floor(r() * vocab));
       offsets[i + 1] = ids.length;
     }
     return { name: `slot${s}`, ids: Int32Array.from(ids), offsets };

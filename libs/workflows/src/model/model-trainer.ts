@@ -49,6 +49,17 @@ export interface TrainedModel {
   init?: unknown;
 }
 
+/** A fine-tune's validation metrics and where its time went (ms). */
+export interface FineTuneResult {
+  validation: EvaluationResult;
+  loadMs: number;
+  trainMs: number;
+  evalMs: number;
+  steps: number;
+  queuedMs: number;
+  setupMs: number;
+}
+
 /** A model's starting point other than random: applied after creation, before training. */
 export interface ModelInit {
   /** identifies the initialisation in the model's cache key */
@@ -252,7 +263,7 @@ export class ModelTrainer {
     training: Training,
     opts: { epochs: number; seed: number; maxSteps?: number },
     ctx: TrainContextOptions & { lanes?: FineTuneLanes | null } = {},
-  ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
+  ): Promise<FineTuneResult> {
     if (ctx.lanes) {
       if (ctx.lanes.base !== base) throw new Error('fineTune: the lanes belong to another trained model');
       return ctx.lanes.use(ctx.device, opts.seed, async (model) => {
@@ -275,7 +286,7 @@ export class ModelTrainer {
     training: Training,
     opts: { epochs: number; seed: number; maxSteps?: number },
     ctx: TrainContextOptions,
-  ): Promise<{ validation: EvaluationResult; loadMs: number; trainMs: number; evalMs: number; steps: number }> {
+  ): Promise<FineTuneResult> {
     const t1 = Date.now();
     const r = await model.train(
       data.train,
@@ -292,8 +303,19 @@ export class ModelTrainer {
     if (ctx.signal?.aborted || r.cancelled) throw new Error('training aborted');
     if (!Number.isFinite(r.finalLoss)) throw new TrainingDivergedError(r.finalLoss);
     const t2 = Date.now();
-    const validation = await model.evaluate(data.validation);
-    return { validation, loadMs: t1 - t0, trainMs: t2 - t1, evalMs: Date.now() - t2, steps: r.steps };
+    // the metrics computed on the addon's thread (the same AUC; with several fits at once, their
+    // validation sorts no longer queue on this thread)
+    const validation = await model.evaluate(data.validation, { offThread: true });
+    return {
+      validation,
+      loadMs: t1 - t0,
+      trainMs: t2 - t1,
+      evalMs: Date.now() - t2,
+      steps: r.steps,
+      // of trainMs: waiting for a thread, and before the first step (order, data on the device)
+      queuedMs: Math.round((r.queuedSeconds ?? 0) * 1000),
+      setupMs: Math.round((r.setupSeconds ?? 0) * 1000),
+    };
   }
 
   private async trainPhases(

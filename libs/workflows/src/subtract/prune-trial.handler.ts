@@ -162,6 +162,9 @@ export class PruneTrialHandler {
       warmLoadMs: 0,
       warmTrainMs: 0,
       warmEvalMs: 0,
+      // of warmTrainMs: waiting for a thread, and each fit's setup before its first step
+      warmQueuedMs: 0,
+      warmSetupMs: 0,
       // lookahead: sets fitted before they were asked for, and how many of them were asked for later
       lookaheadSets: 0,
       lookaheadUsed: 0,
@@ -297,6 +300,8 @@ export class PruneTrialHandler {
               timings.warmLoadMs += t.loadMs;
               timings.warmTrainMs += t.trainMs;
               timings.warmEvalMs += t.evalMs;
+              timings.warmQueuedMs += t.queuedMs;
+              timings.warmSetupMs += t.setupMs;
               return t.validation.auc;
             }
             const t = await this.w.trainer.trainOrReuse(
