@@ -400,6 +400,7 @@ let firstFitTraced = false;
  * goes in a running worker. Returns the function that ends the trace, or null.
  */
 function firstFitTrace(): ((steps: number) => void) | null {
+  // eslint-disable-next-line no-restricted-syntax -- a diagnostic of the runtime library, read where the CUDA addon reads its own settings (it is in the config schema and reference)
   if (firstFitTraced || process.env.ABACUS_CUDA_TRACE_FIRST_FIT !== '1') return null;
   const addon = loadCudaAddon();
   if (!addon) return null;

@@ -6,7 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fnv1a32, rowHashUnit } from './feature-hash';
 import { SampleBuildError } from './sample-build.error';
 import type { BuiltSamples, EncodedSplit, FeatureDef, SampleBuildRequest } from './sample-build.types';
-import { buildSamples, DEFAULT_RANGE_ROWS, estimateBuildBytes, MIN_RANGE_ROWS, rangeRowsFor, sampleBuildKey } from './sample-builder';
+import {
+  buildSamples,
+  DEFAULT_RANGE_ROWS,
+  estimateBuildBytes,
+  MIN_RANGE_ROWS,
+  rangeRowsFor,
+  sampleBuildKey,
+} from './sample-builder';
 
 let dir: string;
 const f = (name: string): string => path.join(dir, name);
