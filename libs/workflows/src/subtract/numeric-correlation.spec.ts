@@ -47,7 +47,7 @@ describe('numericCorrelations', () => {
     expect(got.some((p) => p.a === 'const' || p.b === 'const')).toBe(false);
   });
 
-  it('a subset’s pairs are the whole set’s pairs of its members, in the same order (the prune filters one computation)', async () => {
+  it('a subset’s pairs are the whole set’s pairs of its members, in the same order (a pair’s r does not depend on the others)', async () => {
     let s = 11;
     const u = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
     const rows = 3000;
@@ -62,7 +62,6 @@ describe('numericCorrelations', () => {
     const ds: ColumnarDataset = { rows, numericNames: names, numeric, slots: [], labels: new Float32Array(rows) };
     const all = await numericCorrelations(ds, names);
     for (const among of [['p', 'r', 't', 'v'], ['q', 's'], ['v', 't', 'p'], names.slice(1)]) {
-      // the prune asks for subsets in the order of its names
       const ordered = names.filter((n) => among.includes(n));
       const keep = new Set(ordered);
       expect(all.filter((x) => keep.has(x.a) && keep.has(x.b))).toEqual(await numericCorrelations(ds, ordered));

@@ -6,9 +6,9 @@ const yieldNow = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * |Pearson r| of every pair of the named numeric inputs over the rows (e.g. the training split).
- * Yields to the event loop every SLICE rows of a sum: at 10M rows x 85 numeric inputs the pairs are
- * some 20 G multiply-adds, a worker that never yields loses its job lock, and a prune makes them
- * beside its permutation estimates and GPU checks, which this thread coordinates. The columns are copied
+ * Yields to the event loop every SLICE rows of a sum (the same sums in the same order): at 10M rows
+ * x 85 numeric inputs the pairs are some 20 G multiply-adds, a worker that never yields loses its job
+ * lock, and the worker's other trials are coordinated on this thread. The columns are copied
  * out of the row-major block first (the same values and the same sums in the same order: a pair's
  * pass reads two contiguous columns instead of striding through every input; 3-5x faster).
  */
@@ -48,8 +48,7 @@ export async function numericCorrelations(ds: ColumnarDataset, names: string[]):
       const b = col[y];
       const ma = mean[x];
       const mb = mean[y];
-      // a slice of rows at a time (the same sum, in the same order): made beside a prune's GPU work,
-      // which this thread coordinates, it must not hold the thread for more than a fraction of a ms
+      // a slice of rows at a time (the same sum, in the same order)
       for (let i0 = 0; i0 < n; i0 += SLICE) {
         for (let i = i0, e = Math.min(n, i0 + SLICE); i < e; i++) s += (a[i] - ma) * (b[i] - mb);
         await yieldNow();

@@ -147,10 +147,8 @@ export class PruneTrialHandler {
     const timings = {
       // before the scan: the ranking read, the samples and trained model opened, the validation rows in memory
       setupMs: Date.now() - tStart,
-      // the correlations between numeric inputs (the redundancy candidates): made beside the checks,
-      // and how long the scan waited for them
+      // the correlations between numeric inputs (the redundancy candidates)
       correlationMs: 0,
-      correlationWaitMs: 0,
       ablateMs: 0,
       retrainMs: 0,
       retrainBuildMs: 0,
@@ -189,27 +187,19 @@ export class PruneTrialHandler {
       estimates.set(key, e);
       return e;
     };
-    // every pair of numeric inputs' |r|, made once (a pair's r does not depend on the other inputs)
-    // and from the start of the step, on this thread beside the GPU work, where the scan will ask for
-    // them: a set's pairs are then those of its members, in the same order
-    let allPairs: Promise<{ a: string; b: string; r: number }[]> | null = null;
-    const allCorrelations = () =>
-      (allPairs ??= (async () => {
-        const t0 = Date.now();
-        // on at most CORRELATION_ROWS rows of the fitted split (a sample of larger ones, copied from the shards)
-        const rows = await materialize(built.train, sampleRows(built.train.rows, CORRELATION_ROWS, p.seed + 13));
-        const c = await numericCorrelations(rows, names);
-        timings.correlationMs += Date.now() - t0;
-        return c;
-      })());
+    const correlationsOf = new Map<string, { a: string; b: string; r: number }[]>();
     const correlations = async (among: string[]) => {
-      const t0 = Date.now();
-      const keep = new Set(among);
-      const c = (await allCorrelations()).filter((x) => keep.has(x.a) && keep.has(x.b));
-      timings.correlationWaitMs += Date.now() - t0;
+      const key = among.join('|');
+      let c = correlationsOf.get(key);
+      // on at most CORRELATION_ROWS rows of the fitted split (a sample of larger ones, copied from the shards)
+      if (!c) {
+        const t0 = Date.now();
+        const rows = await materialize(built.train, sampleRows(built.train.rows, CORRELATION_ROWS, p.seed + 13));
+        correlationsOf.set(key, (c = await numericCorrelations(rows, among)));
+        timings.correlationMs += Date.now() - t0;
+      }
       return c;
     };
-    if (p.redundancyThreshold < 1) void allCorrelations().catch(() => undefined);
     // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
     // Every seed of every set asked for at once is one batch of independent fits (onDevices: several
     // at a time on the GPU, one at a time on the CPU); a set's AUC is the mean over its seeds.
