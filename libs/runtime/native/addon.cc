@@ -205,6 +205,13 @@ inline void exact_metrics(const float* pred, const float* label, const float* we
   out[4] = sl / ws;
 }
 
+// exact_metrics' five values as `metrics` (a Float64Array) of a predict's result
+void set_metrics(Napi::Env env, Napi::Object& o, const double* met) {
+  Napi::Float64Array m = Napi::Float64Array::New(env, 5);
+  std::copy(met, met + 5, m.Data());
+  o.Set("metrics", m);
+}
+
 Napi::Object metrics_obj(Napi::Env env, const Metrics& m) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("auc", m.auc);
@@ -550,11 +557,7 @@ class PredictWorker : public ModelWorker {
     Napi::Env env = Env();
     nm->busy.store(false);
     Napi::Object o = Napi::Object::New(env);
-    if (metrics) {
-      Napi::Float64Array m = Napi::Float64Array::New(env, 5);
-      std::copy(met, met + 5, m.Data());
-      o.Set("metrics", m);
-    }
+    if (metrics) set_metrics(env, o, met);
     auto put = [&](const char* k, const std::vector<float>& v) {
       auto a = Napi::Float32Array::New(env, v.size());
       std::copy(v.begin(), v.end(), a.Data());

@@ -24,6 +24,20 @@ namespace {
 // made resident on the GPU), no std::vector staging: predictions are copied from a pinned buffer
 // straight into the Float32Array allocated on the JS thread before the work is queued; labels,
 // weights and keys are copied once from the input arrays when the result is built.
+// The labels (and weights: 1 where a part has none; keys) of ds, part after part; wt / key may be null.
+void copy_inputs(const DataSource& ds, float* lab, float* wt, int32_t* key) {
+  int64_t g = 0;
+  for (auto& p : ds.parts) {
+    std::memcpy(lab + g, p.labels, p.rows * 4);
+    if (wt) {
+      if (p.weights) std::memcpy(wt + g, p.weights, p.rows * 4);
+      else std::fill(wt + g, wt + g + p.rows, 1.f);
+    }
+    if (key && p.key) std::memcpy(key + g, p.key, p.rows * 4);
+    g += p.rows;
+  }
+}
+
 class CudaPredictWorker : public ModelWorker {
  public:
   CudaPredictWorker(Napi::Env env, NativeModel* m, Napi::Object self, Napi::Object data) : ModelWorker(env, m, self, data) {
@@ -42,15 +56,7 @@ class CudaPredictWorker : public ModelWorker {
       nm->model->predict_lean(ds, batch, out);
       if (metrics) {
         std::vector<float> lab((size_t)ds.rows), wt(ds.has_weights() ? (size_t)ds.rows : 0);
-        int64_t g = 0;
-        for (auto& p : ds.parts) {
-          std::memcpy(lab.data() + g, p.labels, p.rows * 4);
-          if (ds.has_weights()) {
-            if (p.weights) std::memcpy(wt.data() + g, p.weights, p.rows * 4);
-            else std::fill(wt.data() + g, wt.data() + g + p.rows, 1.f);
-          }
-          g += p.rows;
-        }
+        copy_inputs(ds, lab.data(), ds.has_weights() ? wt.data() : nullptr, nullptr);
         exact_metrics(out, lab.data(), ds.has_weights() ? wt.data() : nullptr, ds.rows, met);
       }
     } catch (const std::exception& e) {
@@ -62,11 +68,7 @@ class CudaPredictWorker : public ModelWorker {
     nm->busy.store(false);
     Napi::Object o = Napi::Object::New(env);
     o.Set("predictions", pred_ref.Value());
-    if (metrics) {
-      Napi::Float64Array m = Napi::Float64Array::New(env, 5);
-      std::copy(met, met + 5, m.Data());
-      o.Set("metrics", m);
-    }
+    if (metrics) set_metrics(env, o, met);
     o.Set("deviceMs", Napi::Number::New(env, nm->model->last_device_ms));
     if (preds_only) {
       deferred.Resolve(o);
@@ -76,16 +78,7 @@ class CudaPredictWorker : public ModelWorker {
     Napi::Float32Array lab = Napi::Float32Array::New(env, n);
     Napi::Float32Array wt = ds.has_weights() ? Napi::Float32Array::New(env, n) : Napi::Float32Array();
     Napi::Int32Array key = ds.has_key() ? Napi::Int32Array::New(env, n) : Napi::Int32Array();
-    int64_t g = 0;
-    for (auto& p : ds.parts) {
-      std::memcpy(lab.Data() + g, p.labels, p.rows * 4);
-      if (ds.has_weights()) {
-        if (p.weights) std::memcpy(wt.Data() + g, p.weights, p.rows * 4);
-        else std::fill(wt.Data() + g, wt.Data() + g + p.rows, 1.f);
-      }
-      if (ds.has_key() && p.key) std::memcpy(key.Data() + g, p.key, p.rows * 4);
-      g += p.rows;
-    }
+    copy_inputs(ds, lab.Data(), ds.has_weights() ? wt.Data() : nullptr, ds.has_key() ? key.Data() : nullptr);
     o.Set("labels", lab);
     if (ds.has_weights()) o.Set("weights", wt);
     if (ds.has_key()) o.Set("key", key);
