@@ -30,6 +30,8 @@ export type ColumnPlan =
       reader: 'double' | 'string';
       hash: number | null;
       dictionary: (string | number)[] | null;
+      /** the column already holds the ids (looked up by DuckDB in the dictionary: 1 + rank, unseen 0, missing -1) */
+      codes?: boolean;
     }
   /** CSR lists: integer ids as given, a string train dictionary, or hash buckets */
   | {
@@ -174,6 +176,17 @@ export class ColumnEncoder {
           id = lo;
         }
         this.sinks[test[i]].single![dest[i]] = id;
+      }
+      return;
+    }
+    if (p.encode === 'categorical' && p.codes) {
+      const ids = int32Items(v, n);
+      const single0 = this.sinks[0].single!;
+      const single1 = this.sinks[1].single!;
+      for (let i = 0; i < n; i++) {
+        const id = ids ? ids[i] : Number(v.getItem(i));
+        if (id === -1) this.missing++;
+        (test[i] ? single1 : single0)[dest[i]] = id;
       }
       return;
     }

@@ -123,7 +123,15 @@ export interface BuiltSamples {
   /** sha256 of the request and the identities (path, size, mtime) of every file it reads: see sampleBuildKey */
   cacheKey: string;
   /** with threads: the slowest thread's read / join / encode, the assembly in encodeMs, and the whole build's wall time */
-  timings: { readMs: number; joinMs: number; encodeMs: number; threads?: number; wallMs?: number };
+  timings: {
+    readMs: number;
+    joinMs: number;
+    encodeMs: number;
+    threads?: number;
+    wallMs?: number;
+    /** the ranges were read straight from the sample Parquet files (no joined copy written) */
+    direct?: boolean;
+  };
 }
 
 export interface BuildSamplesOptions {
@@ -149,6 +157,15 @@ export interface BuildSamplesOptions {
    * sort spills one run, not the whole set; default DEFAULT_JOIN_CHUNK_BYTES (4 GiB)
    */
   joinChunkBytes?: number;
+  /**
+   * read the ranges straight from the sample Parquet files (no joined copy written) where the build
+   * allows it: every feature a column of the samples, no row cap, a numeric or absent group key, and
+   * the rows already in (time, row) order in the files (checked); default true. False: always the
+   * ordered, joined copy (the same build, slower)
+   */
+  directRanges?: boolean;
+  /** string dictionaries of at most this many values are looked up by DuckDB; default MAX_SQL_DICTIONARY (65536) */
+  sqlDictionaryMax?: number;
   /** where the scratch DuckDB database and its spill files go (removed after); default the OS temp directory */
   workDir?: string;
 }

@@ -221,7 +221,8 @@ async function labelPlan(
     }
   }
   const test = numeric ? `${value} = ${Number(pos)}` : `${value} = ${quoteLiteral(pos)}`;
-  return { expr: `CASE WHEN ${test} THEN 1.0 ELSE 0.0 END`, positive: pos };
+  // DOUBLE, not DECIMAL: read as the vector's own Float64Array
+  return { expr: `CASE WHEN ${test} THEN 1.0::DOUBLE ELSE 0.0::DOUBLE END`, positive: pos };
 }
 
 /**
@@ -240,6 +241,9 @@ const size = (bytes: number) =>
     : bytes >= 2 ** 20
       ? `${Math.round(bytes / 2 ** 20)} MiB`
       : `${bytes} bytes`;
+
+/** string dictionaries of at most this many values are looked up by DuckDB (an ENUM type), larger ones by the encoder */
+export const MAX_SQL_DICTIONARY = 65_536;
 
 /** rows a range holds by default: about 130 MB of encoded samples at 100 features */
 export const DEFAULT_RANGE_ROWS = 262_144;
@@ -308,9 +312,17 @@ export interface BuildPlan {
    * consecutive row ranges of __j (by rowid; of the run's table __jK where the rows were ordered a run
    * of files at a time) and how many of their rows are train / test
    */
-  ranges: { table?: string; start: number; rows: number; train: number; test: number }[];
+  ranges: { table?: string; start: number; rows: number; train: number; test: number; sql?: string }[];
   cacheKey: string;
-  timings: { readMs: number; joinMs: number; statsMs: number; joinRuns?: number; joinCompressed?: boolean };
+  timings: {
+    readMs: number;
+    joinMs: number;
+    statsMs: number;
+    joinRuns?: number;
+    joinCompressed?: boolean;
+    /** the ranges are read straight from the sample Parquet files (`sql` of each range), no joined copy written */
+    direct?: boolean;
+  };
 }
 
 /** What one range encodes to: its train and test rows (in order) and what was counted on the way. */
@@ -359,7 +371,7 @@ function valueOrder(numericStrings: boolean): (a: string | number, b: string | n
 
 export interface PrepareOptions extends Pick<
   BuildSamplesOptions,
-  'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'rangeThreads' | 'joinChunkBytes'
+  'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'rangeThreads' | 'joinChunkBytes' | 'directRanges' | 'sqlDictionaryMax'
 > {
   onProgress?(fraction: number, message: string): void;
 }
@@ -482,6 +494,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     let fileRows: number[] | null = null;
     const hive = samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
     let baseOf: ((list: string) => string) | null = null;
+    // the row number of each file's first row (its rows are numbered on from there)
+    let fileOffsets: number[] = [0];
     if (direct) {
       const files = samplesSource.files!;
       const list = `[${files.map(quoteLiteral).join(', ')}]`;
@@ -509,6 +523,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         });
         await con.run(`CREATE TABLE __files AS SELECT * FROM (VALUES ${offsets.join(', ')}) v(name, off)`);
         fileRows = files.map((f) => counts.get(f) ?? 0);
+        fileOffsets = files.map((_, i) => fileRows!.slice(0, i).reduce((a, b) => a + b, 0));
         baseOf = (list: string) =>
           `CREATE OR REPLACE VIEW __base AS SELECT CAST(o.off + p.file_row_number AS BIGINT) AS __row, ${[...sampleCols].map((c) => `p.${quoteIdent(c)}`).join(', ')}
              FROM read_parquet(${list}, filename = true, file_row_number = true${hive}) p JOIN __files o ON p.filename = o.name`;
@@ -520,9 +535,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       );
       await con.run(`CREATE VIEW __base AS SELECT rowid AS __row, * FROM __copy`);
     }
-    const where = req.filter
-      ? `WHERE CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
-      : '';
+    const filterSql = req.filter
+      ? `CAST(${quoteIdent(req.filter.column)} AS VARCHAR) IN (${req.filter.values.map(quoteLiteral).join(', ')})`
+      : null;
+    const where = filterSql ? `WHERE ${filterSql}` : '';
     // the rows are put in (time, row) order once, when they are joined: a view, unless a cap needs
     // them ordered here (a second copy of the rows is what a large build can least afford)
     await guarded('samples', 'cannot select the rows', () =>
@@ -625,11 +641,23 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const select = [
       `CAST(s.__rid AS DOUBLE) AS __rid`,
       time ? `s.__t AS __t` : null,
-      `CASE WHEN ${testSql} THEN 1.0 ELSE 0.0 END AS __test`,
+      `CASE WHEN ${testSql} THEN 1.0::DOUBLE ELSE 0.0::DOUBLE END AS __test`,
       `${label.expr} AS __y`,
       groupSelect,
       ...planned.map((p, i) => `${p.expr} AS f${i}`),
     ].filter((x): x is string => x !== null);
+    // every feature a column of the samples, read where they lie and already in (time, row) order:
+    // the ranges are read straight from the files, nothing joined or ordered is written
+    let directRanges = false;
+    if (opts.directRanges !== false && direct && groups.size === 0 && req.maxRows === null && !joins.length) {
+      directRanges = true;
+      if (time) {
+        const [[back]] = await guarded('samples.file', 'malformed or unreadable', () =>
+          rows(con, `SELECT count(*) FROM (SELECT __t < lag(__t) OVER (ORDER BY __rid) AS back FROM __s) WHERE back`),
+        );
+        directRanges = Number(back) === 0;
+      }
+    }
     // the joined rows: 8 bytes a value uncompressed, as long as that leaves the disk room for the
     // shards and the sort's spill; a set too large for that keeps DuckDB's compressed columns
     const joinedBytes = total * select.length * 8;
@@ -647,7 +675,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // whose time ranges do not overlap: then runs of files, each ordered on its own, in time order
     const chunkBytes = opts.joinChunkBytes ?? DEFAULT_JOIN_CHUNK_BYTES;
     let runs: number[][] | null = null;
-    if (joinedBytes > chunkBytes && fileRows && baseOf && req.maxRows === null) {
+    if (!directRanges && joinedBytes > chunkBytes && fileRows && baseOf && req.maxRows === null) {
       const files = samplesSource.files!;
       const spans = time
         ? new Map(
@@ -675,6 +703,11 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const joinSql = `SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
     // reading the Parquet files happens here when they are read where they lie
     await guarded(direct ? 'samples.file' : 'features', direct ? 'malformed or unreadable' : 'join failed', async () => {
+      if (directRanges) {
+        // the statistics read this view; each range reads its own rows of its file (sql of the range)
+        await con.run(`CREATE VIEW __j AS SELECT ${select.join(', ')} FROM __s s`);
+        return;
+      }
       if (!runs) {
         await con.run(`CREATE TABLE __j AS ${joinSql}`);
         return;
@@ -689,10 +722,12 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       // the runs in time order: every row of __j0 before those of __j1, and so on
       await con.run(`CREATE VIEW __j AS ${runs.map((_, k) => `SELECT * FROM __j${k}`).join(' UNION ALL ')}`);
     });
-    await con.run(req.maxRows !== null ? 'DROP TABLE __s' : 'DROP VIEW __s');
-    await con.run('DROP VIEW __base');
-    if (!direct) await con.run('DROP TABLE __copy');
-    if (direct && samplesSource.files!.length > 1) await con.run('DROP TABLE __files');
+    if (!directRanges) {
+      await con.run(req.maxRows !== null ? 'DROP TABLE __s' : 'DROP VIEW __s');
+      await con.run('DROP VIEW __base');
+      if (!direct) await con.run('DROP TABLE __copy');
+      if (direct && samplesSource.files!.length > 1) await con.run('DROP TABLE __files');
+    }
     const joinMs = performance.now() - t1;
     progress(0.3, 'statistics');
 
@@ -808,10 +843,64 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         }
       }
     }
+    // string dictionaries as DuckDB ENUM types: the ranges read their ids (1 + rank, unseen 0, missing
+    // -1) as integers instead of the strings, which the encoder would look up one by one
+    const head = ['__rid', time ? '__t' : null, '__test', '__y', groupSelect ? '__g' : null].filter(
+      (x): x is string => x !== null,
+    );
+    const rangeSelect = [...head];
+    for (const [i, c] of columns.entries()) {
+      if (
+        c.input === 'slot' &&
+        c.encode === 'categorical' &&
+        c.reader === 'string' &&
+        c.dictionary &&
+        c.dictionary.length > 0 &&
+        c.dictionary.length <= (opts.sqlDictionaryMax ?? MAX_SQL_DICTIONARY)
+      ) {
+        await con.run(`CREATE TYPE __e${i} AS ENUM (${c.dictionary.map((v) => quoteLiteral(String(v))).join(', ')})`);
+        c.codes = true;
+        rangeSelect.push(
+          `CASE WHEN f${i} IS NULL THEN -1 ELSE coalesce(CAST(enum_code(TRY_CAST(f${i} AS __e${i})) AS INTEGER) + 1, 0) END AS f${i}`,
+        );
+      } else rangeSelect.push(`f${i}`);
+    }
     // ranges small enough for every encoding thread to have one (the rows are the same whatever the cut)
     const rangeRows = rangeRowsFor(n, opts.rangeRows, opts.rangeThreads);
     const ranges: BuildPlan['ranges'] = [];
-    for (const table of runs ? runs.map((_, k) => `__j${k}`) : ['__j']) {
+    if (directRanges) {
+      // ranges of one file each, by the files' own row numbers (which the Parquet reader skips to)
+      const files = samplesSource.files!;
+      await con.run(
+        `CREATE TABLE __fo AS SELECT * FROM (VALUES ${fileOffsets.map((o, i) => `(${i}, ${o})`).join(', ')}) v(idx, off)`,
+      );
+      const perRange = await rows(
+        con,
+        `SELECT f.idx, (CAST(j.__rid AS BIGINT) - f.off) // ${rangeRows} AS r, count(*), count(*) FILTER (WHERE j.__test = 1)
+           FROM __j j ASOF JOIN (SELECT idx, off FROM __fo WHERE idx = (SELECT max(idx) FROM __fo g WHERE g.off = __fo.off)) f
+             ON j.__rid >= f.off
+           GROUP BY ALL ORDER BY 1, 2`,
+      );
+      const inner = (file: number, lo: number, hi: number): string =>
+        `SELECT CAST(file_row_number + ${fileOffsets[file]} AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}${cols}
+           FROM read_parquet([${quoteLiteral(files[file])}], file_row_number = true${hive})
+           WHERE file_row_number >= ${lo} AND file_row_number < ${hi}${filterSql ? ` AND ${filterSql}` : ''}`;
+      for (const r of perRange) {
+        const file = Number(r[0]);
+        const lo = Number(r[1]) * rangeRows;
+        const all = Number(r[2]);
+        const test = Number(r[3]);
+        const hi = lo + rangeRows;
+        ranges.push({
+          start: lo,
+          rows: all,
+          train: all - test,
+          test,
+          sql: `SELECT ${rangeSelect.join(', ')} FROM (SELECT ${select.join(', ')} FROM (${inner(file, lo, hi)}) s)`,
+        });
+      }
+    }
+    for (const table of directRanges ? [] : runs ? runs.map((_, k) => `__j${k}`) : ['__j']) {
       const perRange = await rows(
         con,
         `SELECT rowid // ${rangeRows} AS r, count(*), count(*) FILTER (WHERE __test = 1) FROM ${table} GROUP BY r ORDER BY r`,
@@ -819,7 +908,15 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       for (const r of perRange) {
         const all = Number(r[1]);
         const test = Number(r[2]);
-        ranges.push({ ...(runs ? { table } : {}), start: Number(r[0]) * rangeRows, rows: all, train: all - test, test });
+        const start = Number(r[0]) * rangeRows;
+        ranges.push({
+          ...(runs ? { table } : {}),
+          start,
+          rows: all,
+          train: all - test,
+          test,
+          sql: `SELECT ${rangeSelect.join(', ')} FROM ${table} WHERE rowid >= ${start} AND rowid < ${start + all}`,
+        });
       }
     }
     await con.run('CHECKPOINT');
@@ -835,7 +932,14 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       columns,
       ranges,
       cacheKey,
-      timings: { readMs, joinMs, statsMs: performance.now() - t2, joinRuns: runs?.length ?? 1, joinCompressed: compressed },
+      timings: {
+        readMs,
+        joinMs,
+        statsMs: performance.now() - t2,
+        joinRuns: directRanges ? 0 : (runs?.length ?? 1),
+        joinCompressed: compressed,
+        direct: directRanges,
+      },
     };
   } finally {
     con.closeSync();
@@ -891,7 +995,7 @@ export async function encodeRange(
   let prevRid = -Infinity;
   let tf = performance.now();
   const result = await con.stream(
-    `SELECT * FROM ${range.table ?? '__j'} WHERE rowid >= ${range.start} AND rowid < ${range.start + range.rows}`,
+    range.sql ?? `SELECT * FROM ${range.table ?? '__j'} WHERE rowid >= ${range.start} AND rowid < ${range.start + range.rows}`,
   );
   let fetchMs = performance.now() - tf;
   let read = 0;
@@ -1076,6 +1180,7 @@ export async function buildSamples(request: SampleBuildRequest, opts: BuildSampl
         joinMs: plan.timings.joinMs + plan.timings.statsMs,
         encodeMs: performance.now() - t1,
         wallMs: performance.now() - t0,
+        direct: plan.timings.direct ?? false,
       },
     };
     progress(1, 'done');

@@ -343,8 +343,6 @@ export class BuiltSamplesCache {
           onProgress: (f, m) => onProgress?.(0.1 + 0.9 * f, m),
         },
       );
-      opened?.release();
-      opened = null;
       const t1 = performance.now();
       const vocab = Object.fromEntries(plan.columns.filter((c) => c.input === 'slot').map((c) => [c.name, c.vocab!]));
       const shards: BuiltMeta['shards'] = { train: [], test: [] };
@@ -373,6 +371,9 @@ export class BuiltSamplesCache {
         },
       });
       fs.rmSync(path.join(tmp, '.work'), { recursive: true, force: true });
+      // the ranges may have been read straight from the opened files: released once every range is in
+      opened?.release();
+      opened = null;
       for (const s of ['train', 'test'] as const) shards[s].sort((a, b) => a.index - b.index);
       const described = describeBuild(plan, missing, positives);
       const meta: BuiltMeta = {
@@ -389,6 +390,8 @@ export class BuiltSamplesCache {
           // sorts the join was ordered by (runs of files), and whether its working table was compressed
           joinRuns: plan.timings.joinRuns ?? 1,
           joinCompressed: plan.timings.joinCompressed ? 1 : 0,
+          // 1: the ranges were read straight from the sample files (no joined copy written)
+          directRanges: plan.timings.direct ? 1 : 0,
         },
         shards,
       };

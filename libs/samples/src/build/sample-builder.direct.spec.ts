@@ -1,0 +1,145 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
+import { buildSamples } from './sample-builder';
+
+// Ranges read straight from the sample Parquet files (no joined, ordered copy written) and string
+// dictionaries looked up by DuckDB must give exactly the samples of the joined copy and of the
+// encoder's own lookup: the same rows in the same order, the same ids, the same statistics.
+
+let dir: string;
+
+async function sql(...statements: string[]): Promise<void> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const con = await instance.connect();
+  try {
+    for (const s of statements) await con.run(s);
+  } finally {
+    con.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** n rows of day d in (ts, row) order unless `scrambled`: numbers with gaps, strings (quotes, accents, nulls), lists */
+const dayRows = (d: number, n: number, scrambled = false): string =>
+  `SELECT ${d} * 1000 + (i * 1000) // ${n} AS ts, CAST((i * 7 + ${d}) % 13 AS INTEGER) AS user_id,
+     CAST((hash(i, ${d}) % 5) = 0 AS INTEGER) AS click,
+     CASE WHEN i % 11 = 0 THEN NULL ELSE (hash(i, ${d}, 1) % 1000) / 10.0 END AS x,
+     CASE WHEN i % 17 = 0 THEN NULL WHEN i % 5 = 0 THEN 'é''s ' || (hash(i, ${d}, 2) % 7) ELSE 'c' || (hash(i, ${d}, 2) % (20 + ${d} * 3)) END AS city,
+     CAST(hash(i, ${d}, 4) % 9 AS INTEGER) AS shop,
+     [CAST(hash(i, ${d}, 3) % 9 AS INTEGER), CAST(i % 4 AS INTEGER)] AS tags,
+     CASE WHEN i % 3 = 0 THEN 'a' ELSE 'b' END AS domain
+   FROM range(${n}) r(i) ${scrambled ? `ORDER BY hash(i, ${d}, 9)` : 'ORDER BY i'}`;
+
+async function writeDays(name: string, days: number[], n: number, scrambledDay?: number): Promise<string> {
+  const root = path.join(dir, name);
+  for (const d of days) {
+    await mkdir(path.join(root, `day=${d}`), { recursive: true });
+    const rowsOf = d === 2 && name === 'with-empty' ? 0 : n;
+    await sql(
+      `COPY (${dayRows(d, rowsOf, d === scrambledDay)}) TO '${path.join(root, `day=${d}`, 'part.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 128)`,
+    );
+  }
+  return root;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'abacus-direct-'));
+  await writeDays('ordered', [0, 1, 2, 3, 4], 700);
+  await writeDays('with-empty', [0, 1, 2, 3], 500);
+  await writeDays('scrambled', [0, 1, 2, 3], 500, 1);
+  await sql(`COPY (${dayRows(0, 2000)}) TO '${path.join(dir, 'one.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 256)`);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const features: FeatureDef[] = [
+  { name: 'x', kind: 'numeric', source: { kind: 'column' } },
+  { name: 'lx', kind: 'numeric', source: { kind: 'column', column: 'x' }, transform: { type: 'log' } },
+  { name: 'city', kind: 'categorical', source: { kind: 'column' } },
+  { name: 'city_h', kind: 'categorical', source: { kind: 'column', column: 'city' }, transform: { type: 'hash', hashBuckets: 16 } },
+  { name: 'shop', kind: 'categorical', source: { kind: 'column' } },
+  { name: 'tags', kind: 'multi_id', source: { kind: 'column' } },
+];
+
+const request = (set: string, opts: { time?: boolean; testFrom?: number; filter?: boolean } = {}): SampleBuildRequest => ({
+  samples: {
+    file: path.join(dir, set),
+    version: set,
+    label: 'click',
+    ...(opts.time !== false ? { time: 'ts' } : {}),
+    groupKey: 'user_id',
+  },
+  features,
+  split: opts.time !== false ? { testFrom: opts.testFrom ?? 3000 } : { testFraction: 0.25, seed: 3 },
+  ...(opts.filter ? { filter: { column: 'domain', values: ['b'] } } : {}),
+});
+
+const build = (req: SampleBuildRequest, directRanges: boolean, sqlDictionaryMax?: number): Promise<BuiltSamples> =>
+  buildSamples(req, { rangeRows: 300, directRanges, ...(sqlDictionaryMax !== undefined ? { sqlDictionaryMax } : {}) });
+
+function expectSame(a: BuiltSamples, b: BuiltSamples): void {
+  for (const s of ['train', 'test'] as const) {
+    expect(b[s].rows).toBe(a[s].rows);
+    expect(Buffer.from(b[s].numeric.buffer).equals(Buffer.from(a[s].numeric.buffer))).toBe(true);
+    expect(Array.from(b[s].labels)).toEqual(Array.from(a[s].labels));
+    expect(Array.from(b[s].keys!.user_id)).toEqual(Array.from(a[s].keys!.user_id));
+    for (const [i, slot] of a[s].slots.entries()) {
+      expect(Array.from(b[s].slots[i].ids)).toEqual(Array.from(slot.ids));
+      expect(Array.from(b[s].slots[i].offsets)).toEqual(Array.from(slot.offsets));
+    }
+  }
+  expect(b.split).toEqual(a.split);
+  expect(b.features).toEqual(a.features);
+  expect(b.idSpaces).toEqual(a.idSpaces);
+}
+
+describe('buildSamples: ranges read straight from the sample files', () => {
+  it('ordered day partitions: read in place, the same samples as the joined copy (several ranges a file)', async () => {
+    const direct = await build(request('ordered'), true);
+    const joined = await build(request('ordered'), false);
+    expect(direct.timings.direct).toBe(true);
+    expect(joined.timings.direct).toBe(false);
+    expect(direct.split.trainRows + direct.split.testRows).toBe(3500);
+    expect(direct.split.testRows).toBe(1400);
+    expectSame(joined, direct);
+  });
+
+  it('with a row filter, a hash split, one file, and an empty file among them', async () => {
+    for (const req of [
+      request('ordered', { filter: true }),
+      request('ordered', { time: false }),
+      request('with-empty', { testFrom: 1500 }),
+      request('one.parquet', { testFrom: 600 }),
+    ]) {
+      const direct = await build(req, true);
+      expect(direct.timings.direct).toBe(true);
+      expectSame(await build(req, false), direct);
+    }
+  });
+
+  it('rows out of (time, row) order in a file: the joined, ordered copy, the same samples', async () => {
+    const built = await build(request('scrambled', { testFrom: 2000 }), true);
+    expect(built.timings.direct).toBe(false);
+    expectSame(await build(request('scrambled', { testFrom: 2000 }), false), built);
+  });
+
+  it('string dictionaries looked up by DuckDB give the ids of the encoder’s own lookup (unseen 0, missing -1)', async () => {
+    const req = request('ordered', { testFrom: 2000 });
+    const inSql = await build(req, true);
+    const inJs = await build(req, true, 0);
+    expectSame(inJs, inSql);
+    // values first seen in the test period (more cities on later days) are unseen: id 0
+    const city = inSql.test.slots.findIndex((x) => x.name === 'city');
+    const ids = Array.from(inSql.test.slots[city].ids);
+    expect(ids).toContain(0);
+    expect(ids).toContain(-1);
+    const dict = inSql.idSpaces.city;
+    expect(dict.kind).toBe('dictionary');
+    if (dict.kind === 'dictionary') expect(dict.values).toContain("é's 3");
+  });
+});
