@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { buildThreads, scoreThreads, type AppConfig } from '@abacus/configs';
 import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
 import { SampleSetEntity } from '@abacus/data';
+import { buildThreadPool } from '@abacus/samples';
 import { JobName, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
 import { DeliverySweeper, ServingWebhookHandler } from '@abacus/serving';
 import { Mailer, ReportDeliveryHandler, ReportFireHandler, ReportRunHandler, ReportSweeper } from '@abacus/reports';
@@ -78,32 +79,36 @@ export class WorkerModule {
         {
           provide: WORKFLOW_CONTEXT,
           inject: [TrialLedger, DataDir, SampleSetData],
-          useFactory: (ledger: TrialLedger, dataDir: DataDir, data: SampleSetData): WorkflowContext => ({
-            ds,
-            ledger,
-            dataDir,
-            data,
-            samples: new BuiltSamplesCache(dataDir, {
-              memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
-              threads: buildThreads(config),
-              duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
-              rangeRows: config.ABACUS_BUILD_RANGE_ROWS,
-              openSamples: async (recipe, onProgress) =>
-                data.open(await ds.getRepository(SampleSetEntity).findOneByOrFail({ id: recipe.sampleSetId }), onProgress),
-            }),
-            trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
-            notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
-              allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
-            }),
-            devices: new DevicePool(
-              backend.devices,
-              config.ABACUS_GPU_LANES,
-              config.ABACUS_GPU_BORROW,
-              config.ABACUS_PRUNE_LOOKAHEAD,
-              config.ABACUS_CONFIRM_AHEAD === 'auto' ? backend.devices > 0 : config.ABACUS_CONFIRM_AHEAD,
-              config.ABACUS_FINE_TUNE_IN_PLACE,
-            ),
-          }),
+          useFactory: (ledger: TrialLedger, dataDir: DataDir, data: SampleSetData): WorkflowContext => {
+            // the sample build threads start with the worker and are kept, not started by each build
+            buildThreadPool(buildThreads(config))?.prestart(buildThreads(config));
+            return {
+              ds,
+              ledger,
+              dataDir,
+              data,
+              samples: new BuiltSamplesCache(dataDir, {
+                memoryLimitBytes: (config.ABACUS_SAMPLE_MEMORY_MB || Math.floor((0.75 * os.totalmem()) / 2 ** 20)) * 2 ** 20,
+                threads: buildThreads(config),
+                duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
+                rangeRows: config.ABACUS_BUILD_RANGE_ROWS,
+                openSamples: async (recipe, onProgress) =>
+                  data.open(await ds.getRepository(SampleSetEntity).findOneByOrFail({ id: recipe.sampleSetId }), onProgress),
+              }),
+              trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
+              notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
+                allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
+              }),
+              devices: new DevicePool(
+                backend.devices,
+                config.ABACUS_GPU_LANES,
+                config.ABACUS_GPU_BORROW,
+                config.ABACUS_PRUNE_LOOKAHEAD,
+                config.ABACUS_CONFIRM_AHEAD === 'auto' ? backend.devices > 0 : config.ABACUS_CONFIRM_AHEAD,
+                config.ABACUS_FINE_TUNE_IN_PLACE,
+              ),
+            };
+          },
         },
         {
           provide: WorkerHost,

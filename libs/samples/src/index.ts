@@ -33,7 +33,13 @@ export {
   type EncodedRange,
   type PlannedColumn,
 } from './build/sample-builder';
-export { encodeRanges, buildThreadScript, type EncodeRangesOptions } from './build/range-threads';
+export {
+  encodeRanges,
+  buildThreadScript,
+  buildThreadPool,
+  BuildThreadPool,
+  type EncodeRangesOptions,
+} from './build/range-threads';
 export {
   sampleBuildRequestSchema,
   featureDefSchema,
