@@ -34,13 +34,19 @@ const dayRows = (d: number, n: number, scrambled = false): string =>
      CASE WHEN i % 3 = 0 THEN 'a' ELSE 'b' END AS domain
    FROM range(${n}) r(i) ${scrambled ? `ORDER BY hash(i, ${d}, 9)` : 'ORDER BY i'}`;
 
-async function writeDays(name: string, days: number[], n: number, scrambledDay?: number): Promise<string> {
+async function writeDays(
+  name: string,
+  days: number[],
+  n: number | ((d: number) => number),
+  opts: { scrambled?: number[] } = {},
+): Promise<string> {
   const root = path.join(dir, name);
   for (const d of days) {
     await mkdir(path.join(root, `day=${d}`), { recursive: true });
-    const rowsOf = d === 2 && name === 'with-empty' ? 0 : n;
+    const rowsOf = d === 2 && name === 'with-empty' ? 0 : typeof n === 'number' ? n : n(d);
+    const scrambled = opts.scrambled?.includes(d) ?? false;
     await sql(
-      `COPY (${dayRows(d, rowsOf, d === scrambledDay)}) TO '${path.join(root, `day=${d}`, 'part.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 128)`,
+      `COPY (${dayRows(d, rowsOf, scrambled)}) TO '${path.join(root, `day=${d}`, 'part.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 128)`,
     );
   }
   return root;
@@ -50,7 +56,16 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'abacus-direct-'));
   await writeDays('ordered', [0, 1, 2, 3, 4], 700);
   await writeDays('with-empty', [0, 1, 2, 3], 500);
-  await writeDays('scrambled', [0, 1, 2, 3], 500, 1);
+  // days 0..11 are read day=0, day=1, day=10, day=11, day=2, ...: the files' read order is not their time order
+  await writeDays('many-days', [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], (d) => 100 + d * 10, { scrambled: [3, 10] });
+  // a file out of order within: ordered as its one range is read (at most two ranges' rows)
+  await writeDays('scrambled', [0, 1, 2, 3], 500, { scrambled: [1] });
+  await writeDays('scrambled-large', [0, 1, 2, 3], (d) => (d === 1 ? 700 : 300), { scrambled: [1] });
+  // day d's times reach into day d + 1's
+  await writeDays('overlapping', [0, 1, 2, 3], 400);
+  await sql(
+    `COPY (SELECT * REPLACE (ts + 500 AS ts) FROM '${path.join(dir, 'overlapping', 'day=1', 'part.parquet')}') TO '${path.join(dir, 'overlapping', 'day=1', 'part.parquet')}' (FORMAT parquet)`,
+  );
   await sql(`COPY (${dayRows(0, 2000)}) TO '${path.join(dir, 'one.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 256)`);
 });
 afterAll(async () => {
@@ -61,7 +76,12 @@ const features: FeatureDef[] = [
   { name: 'x', kind: 'numeric', source: { kind: 'column' } },
   { name: 'lx', kind: 'numeric', source: { kind: 'column', column: 'x' }, transform: { type: 'log' } },
   { name: 'city', kind: 'categorical', source: { kind: 'column' } },
-  { name: 'city_h', kind: 'categorical', source: { kind: 'column', column: 'city' }, transform: { type: 'hash', hashBuckets: 16 } },
+  {
+    name: 'city_h',
+    kind: 'categorical',
+    source: { kind: 'column', column: 'city' },
+    transform: { type: 'hash', hashBuckets: 16 },
+  },
   { name: 'shop', kind: 'categorical', source: { kind: 'column' } },
   { name: 'tags', kind: 'multi_id', source: { kind: 'column' } },
 ];
@@ -122,10 +142,22 @@ describe('buildSamples: ranges read straight from the sample files', () => {
     }
   });
 
-  it('rows out of (time, row) order in a file: the joined, ordered copy, the same samples', async () => {
-    const built = await build(request('scrambled', { testFrom: 2000 }), true);
-    expect(built.timings.direct).toBe(false);
-    expectSame(await build(request('scrambled', { testFrom: 2000 }), false), built);
+  it('files read out of time order, files out of order within: read in place in time order, the same samples', async () => {
+    for (const req of [request('many-days', { testFrom: 9000 }), request('scrambled', { testFrom: 2000 })]) {
+      const built = await build(req, true);
+      expect(built.timings.direct).toBe(true);
+      expectSame(await build(req, false), built);
+    }
+    const days = await build(request('many-days', { testFrom: 9000 }), true);
+    expect(days.split.trainRows + days.split.testRows).toBe(12 * 100 + 66 * 10);
+  });
+
+  it('a file out of order with more than two ranges of rows, or files whose times overlap: the joined, ordered copy', async () => {
+    for (const req of [request('scrambled-large', { testFrom: 2000 }), request('overlapping', { testFrom: 2000 })]) {
+      const built = await build(req, true);
+      expect(built.timings.direct).toBe(false);
+      expectSame(await build(req, false), built);
+    }
   });
 
   it('string dictionaries looked up by DuckDB give the ids of the encoder’s own lookup (unseen 0, missing -1)', async () => {

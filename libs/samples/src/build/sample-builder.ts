@@ -648,16 +648,39 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     ].filter((x): x is string => x !== null);
     // every feature a column of the samples, read where they lie and already in (time, row) order:
     // the ranges are read straight from the files, nothing joined or ordered is written
-    let directRanges = false;
+    // (time, row) order is the files in time order, each file's rows in its own (time, row) order,
+    // where the files' time ranges do not overlap: a file already in order is read in slices of its
+    // rows, one that is not (at most two ranges' rows) is one range, ordered as it is read
+    const rangeRows = rangeRowsFor(total, opts.rangeRows, opts.rangeThreads);
+    let directFiles: { index: number; sorted: boolean }[] | null = null;
     if (opts.directRanges !== false && direct && groups.size === 0 && req.maxRows === null && !joins.length) {
-      directRanges = true;
-      if (time) {
-        const [[back]] = await guarded('samples.file', 'malformed or unreadable', () =>
-          rows(con, `SELECT count(*) FROM (SELECT __t < lag(__t) OVER (ORDER BY __rid) AS back FROM __s) WHERE back`),
+      const files = samplesSource.files!;
+      if (!time) directFiles = files.map((_, index) => ({ index, sorted: true }));
+      else {
+        const perFile = await guarded('samples.file', 'malformed or unreadable', () =>
+          rows(
+            con,
+            `SELECT filename, count(*), min(__t), max(__t), count(*) FILTER (WHERE back) FROM (
+               SELECT filename, __t, __t < lag(__t) OVER (PARTITION BY filename ORDER BY file_row_number) AS back
+               FROM (SELECT filename, file_row_number, ${time} AS __t
+                     FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true, file_row_number = true${hive}) ${where}))
+             GROUP BY filename`,
+          ),
         );
-        directRanges = Number(back) === 0;
+        const byName = new Map(perFile.map((r) => [String(r[0]), r]));
+        const spans = files.map((f, index) => {
+          const r = byName.get(f);
+          return r
+            ? { index, rows: Number(r[1]), minT: Number(r[2]), maxT: Number(r[3]), back: Number(r[4]) }
+            : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
+        });
+        const order = orderedFileRuns(spans, Infinity);
+        if (order && spans.every((f) => f.back === 0 || f.rows <= 2 * rangeRows)) {
+          directFiles = (order[0] ?? []).map((index) => ({ index, sorted: spans[index].back === 0 }));
+        }
       }
     }
+    const directRanges = directFiles !== null;
     // the joined rows: 8 bytes a value uncompressed, as long as that leaves the disk room for the
     // shards and the sort's spill; a set too large for that keeps DuckDB's compressed columns
     const joinedBytes = total * select.length * 8;
@@ -865,38 +888,43 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         );
       } else rangeSelect.push(`f${i}`);
     }
-    // ranges small enough for every encoding thread to have one (the rows are the same whatever the cut)
-    const rangeRows = rangeRowsFor(n, opts.rangeRows, opts.rangeThreads);
+    // ranges small enough for every encoding thread to have one (the rows are the same whatever the cut): rangeRows
     const ranges: BuildPlan['ranges'] = [];
-    if (directRanges) {
-      // ranges of one file each, by the files' own row numbers (which the Parquet reader skips to)
+    if (directFiles) {
+      // ranges of one file each: slices by the file's own row numbers (which the Parquet reader skips
+      // to), or the whole file ordered as it is read; in the files' time order
       const files = samplesSource.files!;
+      const place = new Map(directFiles.map((f, k) => [f.index, k]));
       await con.run(
-        `CREATE TABLE __fo AS SELECT * FROM (VALUES ${fileOffsets.map((o, i) => `(${i}, ${o})`).join(', ')}) v(idx, off)`,
+        `CREATE TABLE __fo AS SELECT * FROM (VALUES ${fileOffsets.map((o, i) => `(${i}, ${o}, ${directFiles!.find((f) => f.index === i)?.sorted !== false})`).join(', ')}) v(idx, off, sorted)`,
       );
       const perRange = await rows(
         con,
-        `SELECT f.idx, (CAST(j.__rid AS BIGINT) - f.off) // ${rangeRows} AS r, count(*), count(*) FILTER (WHERE j.__test = 1)
-           FROM __j j ASOF JOIN (SELECT idx, off FROM __fo WHERE idx = (SELECT max(idx) FROM __fo g WHERE g.off = __fo.off)) f
+        `SELECT f.idx, CASE WHEN f.sorted THEN (CAST(j.__rid AS BIGINT) - f.off) // ${rangeRows} ELSE 0 END AS r,
+                count(*), count(*) FILTER (WHERE j.__test = 1)
+           FROM __j j ASOF JOIN (SELECT * FROM __fo WHERE idx = (SELECT max(idx) FROM __fo g WHERE g.off = __fo.off)) f
              ON j.__rid >= f.off
-           GROUP BY ALL ORDER BY 1, 2`,
+           GROUP BY ALL`,
       );
-      const inner = (file: number, lo: number, hi: number): string =>
-        `SELECT CAST(file_row_number + ${fileOffsets[file]} AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}${cols}
-           FROM read_parquet([${quoteLiteral(files[file])}], file_row_number = true${hive})
-           WHERE file_row_number >= ${lo} AND file_row_number < ${hi}${filterSql ? ` AND ${filterSql}` : ''}`;
+      perRange.sort((a, b) => place.get(Number(a[0]))! - place.get(Number(b[0]))! || Number(a[1]) - Number(b[1]));
       for (const r of perRange) {
         const file = Number(r[0]);
+        const sorted = directFiles[place.get(file)!].sorted;
         const lo = Number(r[1]) * rangeRows;
         const all = Number(r[2]);
         const test = Number(r[3]);
-        const hi = lo + rangeRows;
+        const bounds = sorted ? ` WHERE file_row_number >= ${lo} AND file_row_number < ${lo + rangeRows}` : '';
+        const filtered = filterSql ? `${bounds ? `${bounds} AND` : ' WHERE'} ${filterSql}` : bounds;
+        const inner = `SELECT CAST(file_row_number + ${fileOffsets[file]} AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}${cols}
+           FROM read_parquet([${quoteLiteral(files[file])}], file_row_number = true${hive})${filtered}`;
         ranges.push({
           start: lo,
           rows: all,
           train: all - test,
           test,
-          sql: `SELECT ${rangeSelect.join(', ')} FROM (SELECT ${select.join(', ')} FROM (${inner(file, lo, hi)}) s)`,
+          sql:
+            `SELECT ${rangeSelect.join(', ')} FROM (SELECT ${select.join(', ')} FROM (${inner}) s)` +
+            (sorted ? '' : ` ORDER BY ${time ? '__t, ' : ''}__rid`),
         });
       }
     }
