@@ -650,7 +650,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // the ranges are read straight from the files, nothing joined or ordered is written
     // (time, row) order is the files in time order, each file's rows in its own (time, row) order,
     // where the files' time ranges do not overlap: a file already in order is read in slices of its
-    // rows, one that is not (at most two ranges' rows) is one range, ordered as it is read
+    // rows, one that is not in slices of its rows ranked by (time, row)
     const rangeRows = rangeRowsFor(total, opts.rangeRows, opts.rangeThreads);
     let directFiles: { index: number; sorted: boolean }[] | null = null;
     if (opts.directRanges !== false && direct && groups.size === 0 && req.maxRows === null && !joins.length) {
@@ -675,7 +675,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
             : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
         });
         const order = orderedFileRuns(spans, Infinity);
-        if (order && spans.every((f) => f.back === 0 || f.rows <= 2 * rangeRows)) {
+        if (order) {
           directFiles = (order[0] ?? []).map((index) => ({ index, sorted: spans[index].back === 0 }));
         }
       }
@@ -891,32 +891,51 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // ranges small enough for every encoding thread to have one (the rows are the same whatever the cut): rangeRows
     const ranges: BuildPlan['ranges'] = [];
     if (directFiles) {
-      // ranges of one file each: slices by the file's own row numbers (which the Parquet reader skips
-      // to), or the whole file ordered as it is read; in the files' time order
+      // ranges of one file each, in the files' time order: slices of a file's own row numbers where its
+      // rows are in order (the Parquet reader skips to them), else slices of its rows ranked by (time,
+      // row) (__rk: the rank's slice of every row of such a file), each read ordered
       const files = samplesSource.files!;
       const place = new Map(directFiles.map((f, k) => [f.index, k]));
+      const unsorted = directFiles.filter((f) => !f.sorted).map((f) => f.index);
       await con.run(
-        `CREATE TABLE __fo AS SELECT * FROM (VALUES ${fileOffsets.map((o, i) => `(${i}, ${o}, ${directFiles!.find((f) => f.index === i)?.sorted !== false})`).join(', ')}) v(idx, off, sorted)`,
+        `CREATE TABLE __fo AS SELECT * FROM (VALUES ${fileOffsets.map((o, i) => `(${i}, ${o}, ${!unsorted.includes(i)})`).join(', ')}) v(idx, off, sorted)`,
       );
+      const fileOf = `ASOF JOIN (SELECT * FROM __fo WHERE idx = (SELECT max(idx) FROM __fo g WHERE g.off = __fo.off)) f ON j.__rid >= f.off`;
       const perRange = await rows(
         con,
-        `SELECT f.idx, CASE WHEN f.sorted THEN (CAST(j.__rid AS BIGINT) - f.off) // ${rangeRows} ELSE 0 END AS r,
-                count(*), count(*) FILTER (WHERE j.__test = 1)
-           FROM __j j ASOF JOIN (SELECT * FROM __fo WHERE idx = (SELECT max(idx) FROM __fo g WHERE g.off = __fo.off)) f
-             ON j.__rid >= f.off
-           GROUP BY ALL`,
+        `SELECT f.idx, (CAST(j.__rid AS BIGINT) - f.off) // ${rangeRows} AS k, count(*), count(*) FILTER (WHERE j.__test = 1), NULL, NULL
+           FROM __j j ${fileOf} WHERE f.sorted GROUP BY ALL`,
       );
+      if (unsorted.length) {
+        await con.run(
+          `CREATE TABLE __rk AS SELECT f.idx AS f, CAST(j.__rid AS BIGINT) - f.off AS r, j.__test AS test,
+             (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${rangeRows} AS k
+           FROM __j j ${fileOf} WHERE NOT f.sorted`,
+        );
+        perRange.push(
+          ...(await rows(con, `SELECT f, k, count(*), count(*) FILTER (WHERE test = 1), min(r), max(r) FROM __rk GROUP BY ALL`)),
+        );
+      }
       perRange.sort((a, b) => place.get(Number(a[0]))! - place.get(Number(b[0]))! || Number(a[1]) - Number(b[1]));
+      const slices = new Map<number, number>();
+      for (const r of perRange) slices.set(Number(r[0]), (slices.get(Number(r[0])) ?? 0) + 1);
       for (const r of perRange) {
         const file = Number(r[0]);
-        const sorted = directFiles[place.get(file)!].sorted;
-        const lo = Number(r[1]) * rangeRows;
+        const k = Number(r[1]);
         const all = Number(r[2]);
         const test = Number(r[3]);
-        const bounds = sorted ? ` WHERE file_row_number >= ${lo} AND file_row_number < ${lo + rangeRows}` : '';
-        const filtered = filterSql ? `${bounds ? `${bounds} AND` : ' WHERE'} ${filterSql}` : bounds;
+        const sorted = r[4] === null;
+        const lo = sorted ? k * rangeRows : Number(r[4]);
+        const where = [
+          sorted ? `file_row_number >= ${lo} AND file_row_number < ${lo + rangeRows}` : null,
+          // the rows of the slice: all of the file where it is one slice
+          !sorted && slices.get(file)! > 1
+            ? `file_row_number >= ${lo} AND file_row_number <= ${Number(r[5])} AND file_row_number IN (SELECT r FROM __rk WHERE f = ${file} AND k = ${k})`
+            : null,
+          filterSql,
+        ].filter((x): x is string => x !== null);
         const inner = `SELECT CAST(file_row_number + ${fileOffsets[file]} AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}${cols}
-           FROM read_parquet([${quoteLiteral(files[file])}], file_row_number = true${hive})${filtered}`;
+           FROM read_parquet([${quoteLiteral(files[file])}], file_row_number = true${hive})${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
         ranges.push({
           start: lo,
           rows: all,
