@@ -113,3 +113,21 @@ describe('encodeRanges on the process’s build threads', () => {
     expect(fs.existsSync(plan.dbFile)).toBe(true);
   }, 60_000);
 });
+
+describe('openPlan', () => {
+  it('gives every opening its own spill directory, removed on close', async () => {
+    const { openPlan } = await import('./sample-builder');
+    const a = await openPlan(plan, 64);
+    const b = await openPlan(plan, 64);
+    const dirOf = async (con: typeof a.con) =>
+      String((await con.runAndReadAll(`SELECT current_setting('temp_directory')`)).getRows()[0][0]);
+    const [da, db] = [await dirOf(a.con), await dirOf(b.con)];
+    expect(da).not.toBe(db);
+    // a query past the memory cap spills there
+    await a.con.run(`SELECT * FROM range(3000000) r(i) ORDER BY hash(i)`);
+    a.close();
+    b.close();
+    expect(fs.existsSync(da)).toBe(false);
+    expect(fs.existsSync(db)).toBe(false);
+  });
+});

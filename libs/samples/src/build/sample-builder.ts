@@ -994,12 +994,20 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
   }
 }
 
-/** Opens a prepared build read-only (one per thread), within `memoryMb` of DuckDB memory. */
+/**
+ * Opens a prepared build read-only (one per thread), within `memoryMb` of DuckDB memory. Each opening
+ * spills to its own directory (removed on close): DuckDB names its spill files the same in every
+ * instance, so instances sharing the default directory beside the database would write over each
+ * other's (a range ordered as it is read spills past a thread's share of the memory).
+ */
 export async function openPlan(plan: BuildPlan, memoryMb = 256): Promise<{ con: DuckDBConnection; close(): void }> {
+  const spill = path.join(path.dirname(plan.dbFile), 'spill', `open-${process.pid}-${randomBytes(6).toString('hex')}`);
+  fs.mkdirSync(spill, { recursive: true });
   const instance = await DuckDBInstance.create(plan.dbFile, {
     access_mode: 'READ_ONLY',
     memory_limit: `${memoryMb}MiB`,
     threads: '1',
+    temp_directory: spill,
   });
   const con = await instance.connect();
   return {
@@ -1007,6 +1015,7 @@ export async function openPlan(plan: BuildPlan, memoryMb = 256): Promise<{ con: 
     close: () => {
       con.closeSync();
       instance.closeSync();
+      fs.rmSync(spill, { recursive: true, force: true });
     },
   };
 }
