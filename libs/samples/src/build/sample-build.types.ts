@@ -166,6 +166,11 @@ export interface BuildSamplesOptions {
   directRanges?: boolean;
   /** string dictionaries of at most this many values are looked up by DuckDB; default MAX_SQL_DICTIONARY (65536) */
   sqlDictionaryMax?: number;
+  /**
+   * a sample file whose rows are out of (time, row) order is read in slices of about this many encoded
+   * bytes, each once (default UNSORTED_RANGE_BYTES, 512 MiB; at least a range's rows)
+   */
+  unsortedRangeBytes?: number;
   /** where the scratch DuckDB database and its spill files go (removed after); default the OS temp directory */
   workDir?: string;
 }

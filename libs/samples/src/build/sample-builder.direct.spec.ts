@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
+import type { BuildSamplesOptions, BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
+import { tableSource } from '../io/table-reader';
+import { rowHashUnit } from './feature-hash';
 import { buildSamples } from './sample-builder';
 
 // Ranges read straight from the sample Parquet files (no joined, ordered copy written) and string
@@ -102,8 +104,8 @@ const request = (set: string, opts: { time?: boolean; testFrom?: number; filter?
   ...(opts.filter ? { filter: { column: 'domain', values: ['b'] } } : {}),
 });
 
-const build = (req: SampleBuildRequest, directRanges: boolean, sqlDictionaryMax?: number): Promise<BuiltSamples> =>
-  buildSamples(req, { rangeRows: 300, directRanges, ...(sqlDictionaryMax !== undefined ? { sqlDictionaryMax } : {}) });
+const build = (req: SampleBuildRequest, directRanges: boolean, more: BuildSamplesOptions = {}): Promise<BuiltSamples> =>
+  buildSamples(req, { rangeRows: 300, directRanges, ...more });
 
 function expectSame(a: BuiltSamples, b: BuiltSamples): void {
   for (const s of ['train', 'test'] as const) {
@@ -157,8 +159,34 @@ describe('buildSamples: ranges read straight from the sample files', () => {
       expect(built.timings.direct).toBe(true);
       expectSame(await build(req, false), built);
     }
+    // a file out of order read in slices of a range's rows each (ranked by time and row), not at once
+    for (const req of [request('scrambled-large', { testFrom: 2000 }), request('one-scrambled.parquet', { testFrom: 600 })]) {
+      const sliced = await build(req, true, { unsortedRangeBytes: 1 });
+      const once = await build(req, true);
+      expect(sliced.timings.direct).toBe(true);
+      expectSame(once, sliced);
+      expectSame(await build(req, false), sliced);
+    }
     const days = await build(request('many-days', { testFrom: 9000 }), true);
     expect(days.split.trainRows + days.split.testRows).toBe(12 * 100 + 66 * 10);
+  });
+
+  it('numbers rows by their place in the files as listed: the hash split is that of the rows read file by file', async () => {
+    const instance = await DuckDBInstance.create(':memory:', { threads: '1' });
+    const con = await instance.connect();
+    const users: number[] = [];
+    for (const f of (await tableSource(path.join(dir, 'many-days'))).files!) {
+      const r = await con.runAndReadAll(`SELECT user_id FROM read_parquet('${f}')`);
+      users.push(...r.getRows().map((x) => Number(x[0])));
+    }
+    con.closeSync();
+    instance.closeSync();
+    const inTest = (rid: number) => rowHashUnit(rid, 3) < 0.25;
+    for (const directRanges of [true, false]) {
+      const built = await build(request('many-days', { time: false }), directRanges);
+      expect(Array.from(built.train.keys!.user_id)).toEqual(users.filter((_, rid) => !inTest(rid)));
+      expect(Array.from(built.test.keys!.user_id)).toEqual(users.filter((_, rid) => inTest(rid)));
+    }
   });
 
   it('files whose times overlap: the joined, ordered copy', async () => {
@@ -170,7 +198,7 @@ describe('buildSamples: ranges read straight from the sample files', () => {
   it('string dictionaries looked up by DuckDB give the ids of the encoder’s own lookup (unseen 0, missing -1)', async () => {
     const req = request('ordered', { testFrom: 2000 });
     const inSql = await build(req, true);
-    const inJs = await build(req, true, 0);
+    const inJs = await build(req, true, { sqlDictionaryMax: 0 });
     expectSame(inJs, inSql);
     // values first seen in the test period (more cities on later days) are unseen: id 0
     const city = inSql.test.slots.findIndex((x) => x.name === 'city');

@@ -245,6 +245,9 @@ const size = (bytes: number) =>
 /** string dictionaries of at most this many values are looked up by DuckDB (an ENUM type), larger ones by the encoder */
 export const MAX_SQL_DICTIONARY = 65_536;
 
+/** encoded bytes (about) a file whose rows are out of order is read in at once: its rows are read once per such slice */
+export const UNSORTED_RANGE_BYTES = 512 * 2 ** 20;
+
 /** rows a range holds by default: about 130 MB of encoded samples at 100 features */
 export const DEFAULT_RANGE_ROWS = 262_144;
 
@@ -371,7 +374,14 @@ function valueOrder(numericStrings: boolean): (a: string | number, b: string | n
 
 export interface PrepareOptions extends Pick<
   BuildSamplesOptions,
-  'memoryLimitBytes' | 'duckdbMemoryMb' | 'rangeRows' | 'rangeThreads' | 'joinChunkBytes' | 'directRanges' | 'sqlDictionaryMax'
+  | 'memoryLimitBytes'
+  | 'duckdbMemoryMb'
+  | 'rangeRows'
+  | 'rangeThreads'
+  | 'joinChunkBytes'
+  | 'directRanges'
+  | 'sqlDictionaryMax'
+  | 'unsortedRangeBytes'
 > {
   onProgress?(fraction: number, message: string): void;
 }
@@ -489,11 +499,12 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       samplesSource.format === 'parquet' &&
       !!samplesSource.files?.length &&
       !sampleSchema.has('filename') &&
-      !sampleSchema.has('file_row_number');
+      !sampleSchema.has('file_row_number') &&
+      !sampleSchema.has('file_index');
     // with many Parquet files: their footers' row counts, and the view of the rows of some of them
     let fileRows: number[] | null = null;
     const hive = samplesSource.hive ? ', hive_partitioning = true, hive_types_autocast = false' : ', hive_partitioning = false';
-    let baseOf: ((list: string) => string) | null = null;
+    let baseOf: ((indexes: number[]) => string) | null = null;
     // the row number of each file's first row (its rows are numbered on from there)
     let fileOffsets: number[] = [0];
     if (direct) {
@@ -515,19 +526,18 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
             )
           ).map(([f, n]) => [String(f), Number(n)]),
         );
-        let off = 0;
-        const offsets = files.map((f) => {
-          const o = off;
-          off += counts.get(f) ?? 0;
-          return `(${quoteLiteral(f)}, ${o})`;
-        });
-        await con.run(`CREATE TABLE __files AS SELECT * FROM (VALUES ${offsets.join(', ')}) v(name, off)`);
         fileRows = files.map((f) => counts.get(f) ?? 0);
-        fileOffsets = files.map((_, i) => fileRows!.slice(0, i).reduce((a, b) => a + b, 0));
-        baseOf = (list: string) =>
-          `CREATE OR REPLACE VIEW __base AS SELECT CAST(o.off + p.file_row_number AS BIGINT) AS __row, ${[...sampleCols].map((c) => `p.${quoteIdent(c)}`).join(', ')}
-             FROM read_parquet(${list}, filename = true, file_row_number = true${hive}) p JOIN __files o ON p.filename = o.name`;
-        await con.run(baseOf(list));
+        let off = 0;
+        fileOffsets = fileRows.map((n) => {
+          const o = off;
+          off += n;
+          return o;
+        });
+        // a row's file by its index in the list read (file_index), not by a join on its name
+        baseOf = (indexes: number[]) =>
+          `CREATE OR REPLACE VIEW __base AS SELECT CAST(([${indexes.map((i) => fileOffsets[i]).join(', ')}]::BIGINT[])[CAST(file_index AS BIGINT) + 1] + file_row_number AS BIGINT) AS __row, ${cols}
+             FROM read_parquet([${indexes.map((i) => quoteLiteral(files[i])).join(', ')}], file_row_number = true${hive})`;
+        await con.run(baseOf(files.map((_, i) => i)));
       }
     } else {
       await guarded('samples.file', 'malformed or unreadable', () =>
@@ -735,11 +745,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         await con.run(`CREATE TABLE __j AS ${joinSql}`);
         return;
       }
-      const files = samplesSource.files!;
       // a table per run (inserting into one table rewrote its row groups: a third more disk, slower)
       for (const [k, run] of runs.entries()) {
         progress(0.1 + (0.2 * k) / runs.length, `joining and ordering rows (${k + 1} of ${runs.length} runs of files)`);
-        await con.run(baseOf!(`[${run.map((i) => quoteLiteral(files[i])).join(', ')}]`));
+        await con.run(baseOf!(run));
         await con.run(`CREATE TABLE __j${k} AS ${joinSql}`);
       }
       // the runs in time order: every row of __j0 before those of __j1, and so on
@@ -749,7 +758,6 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       await con.run(req.maxRows !== null ? 'DROP TABLE __s' : 'DROP VIEW __s');
       await con.run('DROP VIEW __base');
       if (!direct) await con.run('DROP TABLE __copy');
-      if (direct && samplesSource.files!.length > 1) await con.run('DROP TABLE __files');
     }
     const joinMs = performance.now() - t1;
     progress(0.3, 'statistics');
@@ -907,9 +915,14 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
            FROM __j j ${fileOf} WHERE f.sorted GROUP BY ALL`,
       );
       if (unsorted.length) {
+        // a file out of order is read as few times as its slices: one slice up to UNSORTED_RANGE_BYTES of
+        // encoded rows (more rows than a range, which a thread holds while it orders them)
+        const numeric = planned.filter((p) => p.spec.input === 'numeric').length;
+        const rowBytes = numeric * 4 + (planned.length - numeric) * 8 + 16;
+        const sliceRows = Math.max(rangeRows, Math.floor((opts.unsortedRangeBytes ?? UNSORTED_RANGE_BYTES) / rowBytes));
         await con.run(
           `CREATE TABLE __rk AS SELECT f.idx AS f, CAST(j.__rid AS BIGINT) - f.off AS r, j.__test AS test,
-             (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${rangeRows} AS k
+             (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${sliceRows} AS k
            FROM __j j ${fileOf} WHERE NOT f.sorted`,
         );
         perRange.push(
