@@ -92,6 +92,11 @@ export interface SplitSink {
   single: Int32Array | null;
   offsets: Int32Array | null;
   ids: IdBuffer | null;
+  /**
+   * rows that come in any order (each to its `dest`): a list's first id in `ids` by row, and `offsets`
+   * holds the lists' lengths until slot() lays them out in row order
+   */
+  starts: Int32Array | null;
 }
 
 /**
@@ -119,6 +124,7 @@ export class ColumnEncoder {
     numeric: [Float32Array, Float32Array],
     width: number,
     col: number,
+    scattered = false,
   ): [SplitSink, SplitSink] {
     const make = (s: 0 | 1): SplitSink => {
       const multi = plan.input === 'slot' && plan.encode === 'multi';
@@ -129,6 +135,7 @@ export class ColumnEncoder {
         single: plan.input === 'slot' && !multi ? new Int32Array(rows[s]) : null,
         offsets: multi ? new Int32Array(rows[s] + 1) : null,
         ids: multi ? new IdBuffer() : null,
+        starts: multi && scattered ? new Int32Array(rows[s]) : null,
       };
     };
     return [make(0), make(1)];
@@ -217,7 +224,8 @@ export class ColumnEncoder {
       const buf = s.ids!;
       buf.reserve(len);
       const ids = buf.ids;
-      let at = buf.length;
+      const begin = buf.length;
+      let at = begin;
       for (let k = start; k < start + len; k++) {
         if (p.child === 'string') {
           const str = childVector.getItem(k) as string;
@@ -234,7 +242,10 @@ export class ColumnEncoder {
         }
       }
       buf.length = at;
-      s.offsets![dest[i] + 1] = at;
+      if (s.starts) {
+        s.starts[dest[i]] = begin;
+        s.offsets![dest[i] + 1] = at - begin;
+      } else s.offsets![dest[i] + 1] = at;
     }
   }
 
@@ -246,6 +257,17 @@ export class ColumnEncoder {
       const offsets = new Int32Array(r + 1);
       for (let i = 0; i < r; i++) offsets[i + 1] = i + 1;
       return { ids: sink.single, offsets };
+    }
+    if (sink.starts) {
+      // rows came in any order: lengths by row → offsets, and the lists gathered in row order
+      const lens = sink.offsets!;
+      const r = lens.length - 1;
+      const offsets = new Int32Array(r + 1);
+      for (let i = 0; i < r; i++) offsets[i + 1] = offsets[i] + lens[i + 1];
+      const ids = new Int32Array(offsets[r]);
+      const from = sink.ids!.ids;
+      for (let i = 0; i < r; i++) ids.set(from.subarray(sink.starts[i], sink.starts[i] + lens[i + 1]), offsets[i]);
+      return { ids, offsets };
     }
     return { ids: sink.ids!.ids.slice(0, sink.ids!.length), offsets: sink.offsets! };
   }

@@ -315,7 +315,16 @@ export interface BuildPlan {
    * consecutive row ranges of __j (by rowid; of the run's table __jK where the rows were ordered a run
    * of files at a time) and how many of their rows are train / test
    */
-  ranges: { table?: string; start: number; rows: number; train: number; test: number; sql?: string }[];
+  ranges: {
+    table?: string;
+    start: number;
+    rows: number;
+    train: number;
+    test: number;
+    sql?: string;
+    /** the rows of `sql` come in any order, each with its place in its split (last column, __dest) */
+    dest?: boolean;
+  }[];
   cacheKey: string;
   timings: {
     readMs: number;
@@ -921,17 +930,16 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         const rowBytes = numeric * 4 + (planned.length - numeric) * 8 + 16;
         const sliceRows = Math.max(rangeRows, Math.floor((opts.unsortedRangeBytes ?? UNSORTED_RANGE_BYTES) / rowBytes));
         await con.run(
-          `CREATE TABLE __rk AS SELECT f.idx AS f, CAST(j.__rid AS BIGINT) - f.off AS r, j.__test AS test,
-             (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${sliceRows} AS k
-           FROM __j j ${fileOf} WHERE NOT f.sorted`,
+          `CREATE TABLE __rk AS SELECT f, r, test, k, row_number() OVER (PARTITION BY f, k, test ORDER BY t, rid) - 1 AS d FROM (
+             SELECT f.idx AS f, CAST(j.__rid AS BIGINT) - f.off AS r, j.__test AS test, j.__t AS t, j.__rid AS rid,
+               (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${sliceRows} AS k
+             FROM __j j ${fileOf} WHERE NOT f.sorted)`,
         );
         perRange.push(
           ...(await rows(con, `SELECT f, k, count(*), count(*) FILTER (WHERE test = 1), min(r), max(r) FROM __rk GROUP BY ALL`)),
         );
       }
       perRange.sort((a, b) => place.get(Number(a[0]))! - place.get(Number(b[0]))! || Number(a[1]) - Number(b[1]));
-      const slices = new Map<number, number>();
-      for (const r of perRange) slices.set(Number(r[0]), (slices.get(Number(r[0])) ?? 0) + 1);
       for (const r of perRange) {
         const file = Number(r[0]);
         const k = Number(r[1]);
@@ -940,11 +948,9 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         const sorted = r[4] === null;
         const lo = sorted ? k * rangeRows : Number(r[4]);
         const where = [
-          sorted ? `file_row_number >= ${lo} AND file_row_number < ${lo + rangeRows}` : null,
-          // the rows of the slice: all of the file where it is one slice
-          !sorted && slices.get(file)! > 1
-            ? `file_row_number >= ${lo} AND file_row_number <= ${Number(r[5])} AND file_row_number IN (SELECT r FROM __rk WHERE f = ${file} AND k = ${k})`
-            : null,
+          sorted
+            ? `file_row_number >= ${lo} AND file_row_number < ${lo + rangeRows}`
+            : `file_row_number >= ${lo} AND file_row_number <= ${Number(r[5])}`,
           filterSql,
         ].filter((x): x is string => x !== null);
         const inner = `SELECT CAST(file_row_number + ${fileOffsets[file]} AS INTEGER) AS __rid, ${time ? `${time} AS __t, ` : ''}${cols}
@@ -954,9 +960,12 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
           rows: all,
           train: all - test,
           test,
-          sql:
-            `SELECT ${rangeSelect.join(', ')} FROM (SELECT ${select.join(', ')} FROM (${inner}) s)` +
-            (sorted ? '' : ` ORDER BY ${time ? '__t, ' : ''}__rid`),
+          // a slice of a file out of order: its rows as they come, each with its place (no sort of the rows)
+          sql: sorted
+            ? `SELECT ${rangeSelect.join(', ')} FROM (SELECT ${select.join(', ')} FROM (${inner}) s)`
+            : `SELECT ${rangeSelect.join(', ')}, CAST(rk.__d AS INTEGER) AS __dest FROM (SELECT ${select.join(', ')} FROM (${inner}) s) j
+                 JOIN (SELECT r AS __r, d AS __d FROM __rk WHERE f = ${file} AND k = ${k}) rk ON rk.__r = CAST(j.__rid AS BIGINT) - ${fileOffsets[file]}`,
+          ...(sorted ? {} : { dest: true }),
         });
       }
     }
@@ -1052,9 +1061,11 @@ export async function encodeRange(
   const labels: [Float32Array, Float32Array] = [new Float32Array(counts[0]), new Float32Array(counts[1])];
   const keys: [Int32Array, Int32Array] | null = plan.groupName ? [new Int32Array(counts[0]), new Int32Array(counts[1])] : null;
   let col = 0;
+  const scattered = range.dest === true;
   const encoders = plan.columns.map(
-    (c) => new ColumnEncoder(c, ColumnEncoder.sinks(c, counts, numeric, width, c.input === 'numeric' ? col++ : -1)),
+    (c) => new ColumnEncoder(c, ColumnEncoder.sinks(c, counts, numeric, width, c.input === 'numeric' ? col++ : -1, scattered)),
   );
+  let places = new Int32Array(2048);
   const fill: [number, number] = [0, 0];
   let test = new Uint8Array(2048);
   let dest = new Int32Array(2048);
@@ -1079,24 +1090,37 @@ export async function encodeRange(
       dest = new Int32Array(m);
       buf = new Float64Array(m);
       times = new Float64Array(m);
+      places = new Int32Array(m);
     }
     let c = 0;
     readDoubles(chunk.getColumnVector(c++), m, buf, 0);
     const rid = buf.slice(0, m);
     if (plan.time) readDoubles(chunk.getColumnVector(c++), m, times, 0);
-    // the rows must come in (time, row) order: a range is read by rowid, which must follow the join's ORDER BY
-    for (let i = 0; i < m; i++) {
+    // the rows must come in (time, row) order (a range is read by rowid, which must follow the join's
+    // ORDER BY), unless each comes with its place
+    for (let i = 0; i < m && !scattered; i++) {
       const t = plan.time ? times[i] : 0;
       if (!(t > prevT || (t === prevT && rid[i] > prevRid)))
         throw new Error('sample builder: joined rows are not in (time, row) order');
       prevT = t;
       prevRid = rid[i];
     }
+    if (scattered) {
+      const v = chunk.getColumnVector(chunk.columnCount - 1);
+      const items = (v as unknown as { items?: unknown }).items;
+      for (let i = 0; i < m; i++) places[i] = items instanceof Int32Array ? items[i] : Number(v.getItem(i));
+    }
     readDoubles(chunk.getColumnVector(c++), m, buf, 0);
     for (let i = 0; i < m; i++) {
       const s = buf[i] === 1 ? 1 : 0;
       test[i] = s;
-      dest[i] = fill[s]++;
+      if (!scattered) dest[i] = fill[s]++;
+      else {
+        const d = places[i];
+        if (!(d >= 0 && d < counts[s])) throw new Error(`sample builder: range ${index} places a row at ${d} of ${counts[s]}`);
+        dest[i] = d;
+        fill[s]++;
+      }
     }
     readDoubles(chunk.getColumnVector(c++), m, buf, 0);
     for (let i = 0; i < m; i++) labels[test[i]][dest[i]] = buf[i];
