@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectSameBuild } from '../../../../test/support/built-samples';
 import type { BuildSamplesOptions, BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
 import { tableSource } from '../io/table-reader';
 import { rowHashUnit } from './feature-hash';
@@ -107,22 +108,6 @@ const request = (set: string, opts: { time?: boolean; testFrom?: number; filter?
 const build = (req: SampleBuildRequest, directRanges: boolean, more: BuildSamplesOptions = {}): Promise<BuiltSamples> =>
   buildSamples(req, { rangeRows: 300, directRanges, ...more });
 
-function expectSame(a: BuiltSamples, b: BuiltSamples): void {
-  for (const s of ['train', 'test'] as const) {
-    expect(b[s].rows).toBe(a[s].rows);
-    expect(Buffer.from(b[s].numeric.buffer).equals(Buffer.from(a[s].numeric.buffer))).toBe(true);
-    expect(Array.from(b[s].labels)).toEqual(Array.from(a[s].labels));
-    expect(Array.from(b[s].keys!.user_id)).toEqual(Array.from(a[s].keys!.user_id));
-    for (const [i, slot] of a[s].slots.entries()) {
-      expect(Array.from(b[s].slots[i].ids)).toEqual(Array.from(slot.ids));
-      expect(Array.from(b[s].slots[i].offsets)).toEqual(Array.from(slot.offsets));
-    }
-  }
-  expect(b.split).toEqual(a.split);
-  expect(b.features).toEqual(a.features);
-  expect(b.idSpaces).toEqual(a.idSpaces);
-}
-
 describe('buildSamples: ranges read straight from the sample files', () => {
   it('ordered day partitions: read in place, the same samples as the joined copy (several ranges a file)', async () => {
     const direct = await build(request('ordered'), true);
@@ -131,7 +116,7 @@ describe('buildSamples: ranges read straight from the sample files', () => {
     expect(joined.timings.direct).toBe(false);
     expect(direct.split.trainRows + direct.split.testRows).toBe(3500);
     expect(direct.split.testRows).toBe(1400);
-    expectSame(joined, direct);
+    expectSameBuild(joined, direct);
   });
 
   it('with a row filter, a hash split, one file, and an empty file among them', async () => {
@@ -143,7 +128,7 @@ describe('buildSamples: ranges read straight from the sample files', () => {
     ]) {
       const direct = await build(req, true);
       expect(direct.timings.direct).toBe(true);
-      expectSame(await build(req, false), direct);
+      expectSameBuild(await build(req, false), direct);
     }
   });
 
@@ -157,15 +142,15 @@ describe('buildSamples: ranges read straight from the sample files', () => {
     ]) {
       const built = await build(req, true);
       expect(built.timings.direct).toBe(true);
-      expectSame(await build(req, false), built);
+      expectSameBuild(await build(req, false), built);
     }
     // a file out of order read in slices of a range's rows each (ranked by time and row), not at once
     for (const req of [request('scrambled-large', { testFrom: 2000 }), request('one-scrambled.parquet', { testFrom: 600 })]) {
       const sliced = await build(req, true, { unsortedRangeBytes: 1 });
       const once = await build(req, true);
       expect(sliced.timings.direct).toBe(true);
-      expectSame(once, sliced);
-      expectSame(await build(req, false), sliced);
+      expectSameBuild(once, sliced);
+      expectSameBuild(await build(req, false), sliced);
     }
     const days = await build(request('many-days', { testFrom: 9000 }), true);
     expect(days.split.trainRows + days.split.testRows).toBe(12 * 100 + 66 * 10);
@@ -192,14 +177,14 @@ describe('buildSamples: ranges read straight from the sample files', () => {
   it('files whose times overlap: the joined, ordered copy', async () => {
     const built = await build(request('overlapping', { testFrom: 2000 }), true);
     expect(built.timings.direct).toBe(false);
-    expectSame(await build(request('overlapping', { testFrom: 2000 }), false), built);
+    expectSameBuild(await build(request('overlapping', { testFrom: 2000 }), false), built);
   });
 
   it('string dictionaries looked up by DuckDB give the ids of the encoder’s own lookup (unseen 0, missing -1)', async () => {
     const req = request('ordered', { testFrom: 2000 });
     const inSql = await build(req, true);
     const inJs = await build(req, true, { sqlDictionaryMax: 0 });
-    expectSame(inJs, inSql);
+    expectSameBuild(inJs, inSql);
     // values first seen in the test period (more cities on later days) are unseen: id 0
     const city = inSql.test.slots.findIndex((x) => x.name === 'city');
     const ids = Array.from(inSql.test.slots[city].ids);

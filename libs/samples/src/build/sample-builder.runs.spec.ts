@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectSameBuild } from '../../../../test/support/built-samples';
 import type { BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
 import { buildSamples, orderedFileRuns } from './sample-builder';
 
@@ -97,21 +98,6 @@ async function build(req: SampleBuildRequest, joinChunkBytes?: number): Promise<
   return { built, runs };
 }
 
-function expectSame(a: BuiltSamples, b: BuiltSamples): void {
-  for (const s of ['train', 'test'] as const) {
-    expect(b[s].rows).toBe(a[s].rows);
-    expect(Buffer.from(b[s].numeric.buffer).equals(Buffer.from(a[s].numeric.buffer))).toBe(true);
-    expect(Array.from(b[s].labels)).toEqual(Array.from(a[s].labels));
-    expect(Array.from(b[s].keys!.user_id)).toEqual(Array.from(a[s].keys!.user_id));
-    for (const [i, slot] of a[s].slots.entries()) {
-      expect(Array.from(b[s].slots[i].ids)).toEqual(Array.from(slot.ids));
-      expect(Array.from(b[s].slots[i].offsets)).toEqual(Array.from(slot.offsets));
-    }
-  }
-  expect(b.split).toEqual(a.split);
-  expect(b.features).toEqual(a.features);
-}
-
 describe('buildSamples: a large set joined a run of files at a time', () => {
   it('time-disjoint day partitions: runs of files, the same samples as one sort (point-in-time join included)', async () => {
     const one = await build(request('timed'));
@@ -121,25 +107,25 @@ describe('buildSamples: a large set joined a run of files at a time', () => {
     expect(runs.runs.length).toBe(6);
     expect(runs.runs[5]).toContain('6 of 6 runs of files');
     expect(one.built.split.trainRows + one.built.split.testRows).toBe(2400);
-    expectSame(one.built, runs.built);
+    expectSameBuild(one.built, runs.built);
     // two files a run
     const pairs = await build(request('timed'), 800 * 8 * 9);
     expect(pairs.runs.length).toBe(3);
-    expectSame(one.built, pairs.built);
+    expectSameBuild(one.built, pairs.built);
   });
 
   it('overlapping time ranges: one sort, whatever the size', async () => {
     const small = await build(request('overlapping', true, 2500), 100);
     expect(small.runs).toEqual([]);
     expect(small.built.train.rows + small.built.test.rows).toBe(1600);
-    expectSame((await build(request('overlapping', true, 2500))).built, small.built);
+    expectSameBuild((await build(request('overlapping', true, 2500))).built, small.built);
   });
 
   it('a set without a time column: runs in read order, the same hash split and rows', async () => {
     const one = await build(request('timed', false));
     const runs = await build(request('timed', false), 100);
     expect(runs.runs.length).toBe(6);
-    expectSame(one.built, runs.built);
+    expectSameBuild(one.built, runs.built);
   });
 });
 
