@@ -165,6 +165,14 @@ export const configSchema = z
      */
     ABACUS_FINE_TUNE_IN_PLACE: bool.default(true),
     /**
+     * a subtract's warm retraining checks (in place) become fit.check jobs that every worker of the
+     * backend takes, this one included, on every GPU of every host; each worker opens the prune's
+     * samples and model once (announced when the prune starts). `auto`: on the GPU when at least two
+     * workers listen on its fits queue; true: on any backend, even with one worker; false: every check
+     * on the prune's own worker. The same checks and decisions either way.
+     */
+    ABACUS_PRUNE_SPREAD: z.union([z.literal('auto'), bool]).default('auto'),
+    /**
      * fault injection, for tests of the recovery path only: the first attempt of the first trial of
      * this kind (e.g. `train`) that any worker sharing the data directory runs starts with a GPU fault
      * that loses the process's CUDA context (on the CPU backend: the error such a fault raises). The

@@ -25,8 +25,8 @@ import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 import { startProcess } from '../support/processes';
 
-/** hosts built here handle trials only: no workers on the cost-measurement queues they do not use */
-const NO_COST_QUEUES = [QueueName.Costs, QueueName.CostsGpu];
+/** hosts built here handle trials only: no workers on the cost-measurement and fit-check queues they do not use */
+const NO_COST_QUEUES = [QueueName.Costs, QueueName.CostsGpu, QueueName.Fits, QueueName.FitsGpu];
 
 let env: TestEnv;
 let api: ApiHandle;

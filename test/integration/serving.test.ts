@@ -101,8 +101,8 @@ beforeAll(async () => {
     [JobName.ReportRun]: unused,
     [JobName.ReportDeliver]: unused,
   };
-  // webhooks only: no workers on the cost-measurement queues
-  host = new WorkerHost(env.config, handlers, [QueueName.Costs, QueueName.CostsGpu]);
+  // webhooks only: no workers on the cost-measurement and fit-check queues
+  host = new WorkerHost(env.config, handlers, [QueueName.Costs, QueueName.CostsGpu, QueueName.Fits, QueueName.FitsGpu]);
   host.start();
 });
 

@@ -23,6 +23,9 @@ import {
   DevicePool,
   ExperimentReaper,
   FinalizeExperimentHandler,
+  FitCheckHandler,
+  PruneFitStates,
+  QueueFitDispatch,
   ModelTrainer,
   PLANNERS,
   PruneTrialHandler,
@@ -78,8 +81,8 @@ export class WorkerModule {
         { provide: Mailer, useFactory: () => Mailer.fromConfig(config) },
         {
           provide: WORKFLOW_CONTEXT,
-          inject: [TrialLedger, DataDir, SampleSetData],
-          useFactory: (ledger: TrialLedger, dataDir: DataDir, data: SampleSetData): WorkflowContext => {
+          inject: [TrialLedger, DataDir, SampleSetData, QueueService],
+          useFactory: (ledger: TrialLedger, dataDir: DataDir, data: SampleSetData, queue: QueueService): WorkflowContext => {
             // the sample build threads start with the worker and are kept, not started by each build
             buildThreadPool(buildThreads(config))?.prestart(buildThreads(config));
             return {
@@ -107,6 +110,8 @@ export class WorkerModule {
                 config.ABACUS_CONFIRM_AHEAD === 'auto' ? backend.devices > 0 : config.ABACUS_CONFIRM_AHEAD,
                 config.ABACUS_FINE_TUNE_IN_PLACE,
               ),
+              // a prune's checks over every worker of the backend (fit.check jobs); this process's open prunes
+              fits: { dispatch: new QueueFitDispatch(queue, config.ABACUS_PRUNE_SPREAD), states: new PruneFitStates() },
             };
           },
         },
@@ -130,6 +135,7 @@ export class WorkerModule {
             const train = new TrainTrialHandler(w);
             const ablate = new AblateTrialHandler(w);
             const prune = new PruneTrialHandler(w);
+            const fitCheck = new FitCheckHandler(w, w.fits!.states);
             const compare = new CompareTrialHandler(w);
             const multiply = new MultiplyTrialHandler(w);
             const multiplyCompare = new MultiplyCompareHandler(w);
@@ -181,15 +187,32 @@ export class WorkerModule {
               [JobName.ReportDeliver]: (p, ctx) => reportDeliver.handle(p, ctx),
               [JobName.CostMeasure]: (p) => costs.handle(p),
               [JobName.CostMeasureGpu]: (p) => costs.handle(p),
+              [JobName.FitCheck]: (p, ctx) => fitCheck.handle(p, ctx),
+              [JobName.FitCheckGpu]: (p, ctx) => fitCheck.handle(p, ctx),
             };
             // one trial per GPU at a time: a worker that sees N GPUs runs N trials concurrently
             const concurrency = Math.max(config.ABACUS_WORKER_CONCURRENCY, backend.devices);
-            // the GPU cost queue is for workers that time on a GPU
-            return new WorkerHost(
+            // the GPU cost and fits queues are for workers with a GPU; a GPU worker's checks are fitted on
+            // its GPUs, not on the CPU queue; checks at once: the lanes of every GPU (one off the GPU)
+            const host = new WorkerHost(
               { ...config, ABACUS_WORKER_CONCURRENCY: concurrency },
               handlers,
-              backend.devices > 0 ? [] : [QueueName.CostsGpu],
+              backend.devices > 0 ? [QueueName.Fits] : [QueueName.CostsGpu, QueueName.FitsGpu],
+              { fits: backend.devices > 0 ? config.ABACUS_GPU_LANES * backend.devices : 1 },
             );
+            // workers open an announced prune's samples and model ahead of its first check
+            let unsubscribe: Promise<() => Promise<void>> | null = null;
+            host.onStart(() => {
+              unsubscribe = queue.onFitsAnnounced(backend.devices > 0, (c) => fitCheck.prepare(c));
+              unsubscribe.catch(() => undefined);
+            });
+            host.onStop(async () => {
+              await (
+                await unsubscribe?.catch(() => null)
+              )?.();
+              w.fits!.states.clear();
+            });
+            return host;
           },
         },
       ],

@@ -8,7 +8,9 @@ export {
   isJobName,
   costMeasureJobSchema,
   type CostMeasureJob,
+  fitCheckJobSchema,
+  type FitCheckJob,
 } from './queue-names';
-export { JobTimeoutError, QueueService, redisConnection, reportSchedulerId, type PlannedTrialJob } from './queue.service';
+export { JobTimeoutError, QueueService, fitCheckJobId, redisConnection, reportSchedulerId, type PlannedTrialJob } from './queue.service';
 export { WorkerHost, type JobHandler, type JobHandlers, type JobContext, MissingHandlerError } from './worker-host';
 export { classifyError, isDeviceFaultError, toJobError, TransientError, type Classification, type ErrorClass } from './error-class';

@@ -12,6 +12,10 @@ export enum QueueName {
   Costs = 'costs',
   /** the same, for workers with a GPU only: the API prefers it when a GPU worker listens */
   CostsGpu = 'costs-gpu',
+  /** a subtract's retraining checks handed to every worker of the same backend (off the GPU) */
+  Fits = 'fits',
+  /** the same, on workers with a GPU: one prune's checks run on every GPU of every host */
+  FitsGpu = 'fits-gpu',
 }
 
 /** Every job name; the worker refuses to start unless each has a handler. */
@@ -50,6 +54,10 @@ export enum JobName {
   CostMeasure = 'costs.measure',
   /** the same, taken only by a worker with a GPU (timed on its CUDA backend, device clock) */
   CostMeasureGpu = 'costs.measure-gpu',
+  /** subtract: one warm retraining check of a running prune trial (a set switched off, one seed) on a CPU worker */
+  FitCheck = 'fit.check',
+  /** the same, taken only by a worker with a GPU */
+  FitCheckGpu = 'fit.check-gpu',
 }
 
 /** Jobs that are trials of an experiment's flow (everything but finalize, webhooks and reports). */
@@ -62,6 +70,8 @@ export type TrialJobName = Exclude<
   | JobName.ReportDeliver
   | JobName.CostMeasure
   | JobName.CostMeasureGpu
+  | JobName.FitCheck
+  | JobName.FitCheckGpu
 >;
 
 export const JOB_QUEUE: Record<JobName, QueueName> = {
@@ -82,6 +92,8 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.ReportDeliver]: QueueName.Reports,
   [JobName.CostMeasure]: QueueName.Costs,
   [JobName.CostMeasureGpu]: QueueName.CostsGpu,
+  [JobName.FitCheck]: QueueName.Fits,
+  [JobName.FitCheckGpu]: QueueName.FitsGpu,
 };
 
 const experimentJob = z.object({ experimentId: z.string().uuid() });
@@ -117,6 +129,19 @@ export const costMeasureJobSchema = z.object({
     .optional(),
 });
 
+/**
+ * One retraining check of a running prune trial: the trained model fine-tuned with `set` switched off
+ * on `seed`; the worker that takes it opens the prune's samples and model itself (see prune-fits.ts).
+ */
+export const fitCheckJobSchema = z.object({
+  experimentId: z.string().uuid(),
+  /** the prune trial whose check this is */
+  trialId: z.string().uuid(),
+  /** the inputs switched off (empty: the reference fit) */
+  set: z.array(z.string().min(1).max(200)).max(10_000),
+  seed: z.number().int().min(0),
+});
+
 /** Payload schema per job: the producer builds payloads of these types, the worker re-parses them. */
 export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.FinalizeExperiment]: experimentJob,
@@ -136,9 +161,12 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.ReportDeliver]: webhookJob,
   [JobName.CostMeasure]: costMeasureJobSchema,
   [JobName.CostMeasureGpu]: costMeasureJobSchema,
+  [JobName.FitCheck]: fitCheckJobSchema,
+  [JobName.FitCheckGpu]: fitCheckJobSchema,
 } satisfies Record<JobName, z.ZodType>;
 
 export type CostMeasureJob = z.output<typeof costMeasureJobSchema>;
+export type FitCheckJob = z.output<typeof fitCheckJobSchema>;
 
 export type JobPayloads = { [K in JobName]: z.output<(typeof JOB_PAYLOAD_SCHEMAS)[K]> };
 

@@ -1,7 +1,16 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { FlowProducer, Job, Queue, QueueEvents, type ConnectionOptions, type FlowJob } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { AppConfig } from '@abacus/configs';
-import { JOB_QUEUE, JobName, QueueName, type CostMeasureJob, type JobPayloads, type TrialJobName } from './queue-names';
+import {
+  JOB_QUEUE,
+  JobName,
+  QueueName,
+  type CostMeasureJob,
+  type FitCheckJob,
+  type JobPayloads,
+  type TrialJobName,
+} from './queue-names';
 
 export interface PlannedTrialJob {
   trialId: string;
@@ -14,6 +23,15 @@ export interface PlannedTrialJob {
 export class JobTimeoutError extends Error {}
 
 export const reportSchedulerId = (scheduleId: string) => `report-schedule:${scheduleId}`;
+
+/** A retraining check's job id: the prune trial, the set (in any order) and the seed. */
+export function fitCheckJobId(c: Pick<FitCheckJob, 'trialId' | 'set' | 'seed'>): string {
+  const of = createHash('sha256')
+    .update(JSON.stringify({ set: [...c.set].sort(), seed: c.seed }))
+    .digest('hex')
+    .slice(0, 24);
+  return `fit-${c.trialId}-${of}`;
+}
 
 export function redisConnection(config: Pick<AppConfig, 'ABACUS_REDIS_URL'>): ConnectionOptions {
   const u = new URL(config.ABACUS_REDIS_URL);
@@ -242,6 +260,95 @@ export class QueueService {
         `no worker finished the measurement in ${Math.round(timeoutMs / 1000)} s (${state === 'active' ? 'one is still timing it; its result will be dropped' : 'none took it; it was withdrawn'})`,
       );
     }
+  }
+
+  /**
+   * A running prune's retraining checks as fit.check jobs for every worker of its backend (`gpu`:
+   * workers with a GPU), waited for; results in the checks' order. A check's job id is made of the
+   * trial, the set and the seed: a check asked for again (a retried prune) finds the job queued or
+   * done before, so nothing is fitted twice; one that failed is retried. Aborting withdraws the checks
+   * no worker took yet. The first failed check fails the call, after the others end.
+   */
+  async runFitChecks(gpu: boolean, checks: FitCheckJob[], signal?: AbortSignal): Promise<unknown[]> {
+    const name = gpu ? JobName.FitCheckGpu : JobName.FitCheck;
+    const queue = this.queue(JOB_QUEUE[name]);
+    const events = await this.costEvents(JOB_QUEUE[name]);
+    const jobs = await Promise.all(
+      checks.map(async (c) => {
+        const job = await queue.add(name, c, {
+          jobId: fitCheckJobId(c),
+          attempts: this.config.ABACUS_TRIAL_ATTEMPTS,
+          removeOnComplete: { age: 24 * 3600 },
+          removeOnFail: { age: 24 * 3600 },
+        });
+        // an earlier ask's job: done (its result stands) or failed (asked again: retried)
+        if ((await job.getState()) === 'failed') await job.retry('failed');
+        return job;
+      }),
+    );
+    let aborted: (() => void) | null = null;
+    const onAbort = new Promise<never>((_, reject) => {
+      aborted = () => reject(signal?.reason instanceof Error ? signal.reason : new Error('fit checks aborted'));
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
+    onAbort.catch(() => undefined);
+    try {
+      if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('fit checks aborted');
+      const settled = await Promise.race([Promise.allSettled(jobs.map((j) => j.waitUntilFinished(events))), onAbort]);
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+      return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value);
+    } catch (err) {
+      // no worker needs to start what nobody waits for any more
+      await Promise.all(
+        jobs.map(async (j) => {
+          const state = await j.getState().catch(() => 'unknown');
+          if (state === 'waiting' || state === 'prioritized' || state === 'delayed') await j.remove().catch(() => undefined);
+        }),
+      );
+      throw err;
+    } finally {
+      if (aborted) signal?.removeEventListener('abort', aborted);
+    }
+  }
+
+  /** the channel on which a prune announces its checks (workers open its samples and model ahead) */
+  private get fitsChannel(): string {
+    return `${this.config.ABACUS_QUEUE_PREFIX}:fits:announce`;
+  }
+
+  /** tells every worker listening on the fits queue to open a prune's state now */
+  async announceFits(gpu: boolean, check: Pick<FitCheckJob, 'trialId' | 'experimentId'>): Promise<void> {
+    const client = (await this.queue(QueueName.Experiments).client) as unknown as {
+      publish(ch: string, m: string): Promise<number>;
+    };
+    await client.publish(this.fitsChannel, JSON.stringify({ gpu, ...check }));
+  }
+
+  /**
+   * Calls `fn` for every prune that announces its checks on `gpu`'s queue (see announceFits), until
+   * the returned function is called.
+   */
+  async onFitsAnnounced(
+    gpu: boolean,
+    fn: (check: Pick<FitCheckJob, 'trialId' | 'experimentId'>) => void,
+  ): Promise<() => Promise<void>> {
+    const sub = new Redis({ ...(redisConnection(this.config) as RedisOptions), lazyConnect: true });
+    await sub.connect();
+    await sub.subscribe(this.fitsChannel);
+    sub.on('message', (_ch: string, message: string) => {
+      try {
+        const m = JSON.parse(message) as { gpu?: unknown; trialId?: unknown; experimentId?: unknown };
+        if (m.gpu === gpu && typeof m.trialId === 'string' && typeof m.experimentId === 'string') {
+          fn({ trialId: m.trialId, experimentId: m.experimentId });
+        }
+      } catch {
+        // not an announcement of ours
+      }
+    });
+    return async () => {
+      await sub.quit().catch(() => sub.disconnect());
+    };
   }
 
   private readonly events = new Map<QueueName, Promise<QueueEvents>>();

@@ -34,6 +34,8 @@ export class WorkerHost {
     private readonly handlers: Partial<JobHandlers>,
     /** queues this process does not listen on (a worker without a GPU skips the GPU cost queue) */
     private readonly skip: QueueName[] = [],
+    /** fit.check jobs at once (the GPU lanes of the worker; 1 off the GPU) */
+    private readonly opts: { fits?: number } = {},
   ) {
     // every job of a queue this process listens on needs its handler
     const missing = Object.values(JobName).filter((n) => !skip.includes(JOB_QUEUE[n]) && typeof handlers[n] !== 'function');
@@ -42,13 +44,29 @@ export class WorkerHost {
     }
   }
 
+  private readonly startHooks: (() => void)[] = [];
+  private readonly stopHooks: (() => Promise<void>)[] = [];
+
+  /** runs when the workers start (e.g. subscriptions that feed handlers) */
+  onStart(fn: () => void): void {
+    this.startHooks.push(fn);
+  }
+
+  /** runs after the workers stopped */
+  onStop(fn: () => Promise<void>): void {
+    this.stopHooks.push(fn);
+  }
+
   start(): void {
     const connection = redisConnection(this.config);
     for (const queueName of this.queueNames) {
       const worker = new Worker(queueName, (job, token) => this.process(job, token), {
         connection,
         prefix: this.config.ABACUS_QUEUE_PREFIX,
-        concurrency: WorkerHost.concurrency(queueName, this.config.ABACUS_WORKER_CONCURRENCY),
+        concurrency:
+          queueName === QueueName.Fits || queueName === QueueName.FitsGpu
+            ? (this.opts.fits ?? 1)
+            : WorkerHost.concurrency(queueName, this.config.ABACUS_WORKER_CONCURRENCY),
         lockDuration: this.config.ABACUS_JOB_LOCK_MS,
         stalledInterval: this.config.ABACUS_JOB_LOCK_MS,
         maxStalledCount: 2,
@@ -77,6 +95,7 @@ export class WorkerHost {
       this.workers.push(worker);
     }
     this.logger.log(`listening on queues ${this.queueNames.join(', ')} (prefix ${this.config.ABACUS_QUEUE_PREFIX})`);
+    for (const fn of this.startHooks) fn();
   }
 
   /** the queues this process listens on */
@@ -165,6 +184,7 @@ export class WorkerHost {
       await closing;
     } finally {
       clearTimeout(timer);
+      for (const fn of this.stopHooks) await fn().catch(() => undefined);
     }
   }
 }

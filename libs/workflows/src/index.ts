@@ -19,6 +19,7 @@ export { TrainTrialHandler } from './trials/train-trial.handler';
 export { AblateTrialHandler } from './trials/ablate-trial.handler';
 export { type WorkflowContext } from './trials/workflow-context';
 export { PruneTrialHandler, rankFeatures } from './subtract/prune-trial.handler';
+export { FitCheckHandler, PruneFitStates, QueueFitDispatch, type FitDispatch, type FitCheckResult } from './subtract/prune-fits';
 export { CompareTrialHandler } from './add/compare-trial.handler';
 export { MultiplyTrialHandler } from './multiply/multiply-trial.handler';
 export { MultiplyCompareHandler } from './multiply/multiply-compare.handler';

@@ -1,7 +1,6 @@
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { FeatureResultEntity } from '@abacus/data';
-import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { foldOrder, sampleRows } from '../model/dataset-subset';
+import { sampleRows } from '../model/dataset-subset';
 import { materialize, rowRange, type ColumnarDataset } from '@abacus/runtime';
 
 /** rows the correlations between numeric inputs are measured on: all of a set this size, a sample of larger ones */
@@ -9,14 +8,13 @@ const CORRELATION_ROWS = 1_000_000;
 import { foldInterval, type FoldEstimate } from '../stats/fold-interval';
 import { groupDrops } from '../trials/group-ablation';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
-import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { onDevices } from '../model/device-pool';
 import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
-import { pruneTrialParamsSchema, WARM_MIN_STEPS } from './subtract-experiment.schema';
 import { nextRetrainChecks, pruneScan } from './prune-scan';
 import { recipeInit } from '../embeddings/recipe-init';
+import { fitCheckInPlace, openPruneFits, type PruneFitState } from './prune-fits';
 
 export interface RankedFeature {
   feature: string;
@@ -69,12 +67,40 @@ export class PruneTrialHandler {
 
   private async run({ trial, experiment, checkpoint, progress, signal }: TrialScope, device: number | undefined) {
     const tStart = Date.now();
-    const p = pruneTrialParamsSchema.parse(trial.params);
-    const modelTrial = await trialBySeq(this.w.ds, experiment.id, p.modelSeq);
-    const mp = trainTrialParamsSchema.parse(modelTrial.params);
-    const names = modelTrial.metrics!.features as string[];
-    const features = names.map((n) => mp.recipe.features.find((f) => f.name === n)!) as ResolvedFeature[];
+    // the samples, the trained model and the decision rows, shared with the checks this process
+    // takes from the queue when the prune spreads them (prune-fits.ts)
+    await progress(0.05, 'loading samples and model');
+    const opening = openPruneFits(this.w, trial, device);
+    this.w.fits?.states.hold(trial.id, opening);
+    try {
+      return await this.scan(await opening, { trial, experiment, checkpoint, progress, signal }, device, tStart);
+    } finally {
+      this.w.fits?.states.release(trial.id);
+    }
+  }
 
+  private async scan(
+    state: PruneFitState,
+    { trial, experiment, checkpoint, progress, signal }: Omit<TrialScope, 'logger'>,
+    device: number | undefined,
+    tStart: number,
+  ) {
+    const {
+      p,
+      names,
+      features,
+      recipe,
+      built,
+      trained,
+      validation,
+      mode,
+      seeds,
+      sampled,
+      trainRowsOf,
+      lanes,
+      stepsPerEpoch,
+      capRows,
+    } = state;
     const iv = new Map<string, number>();
     if (p.ivSeq !== null) {
       await trialBySeq(this.w.ds, experiment.id, p.ivSeq);
@@ -88,33 +114,12 @@ export class PruneTrialHandler {
     }
     const ranking = rankFeatures(names, iv, shuffle);
     const order = ranking.map((r) => r.feature);
-
-    await progress(0.05, 'loading samples and model');
-    const recipe = { ...mp.recipe, features };
-    const built = await this.w.samples.get(recipe, features);
-    const trained = await this.w.trainer.trainOrReuse(
-      built,
-      recipe.architecture,
-      recipe.training,
-      { device },
-      recipeInit(this.w.dataDir, recipe, built),
-    );
-    // the decisions' rows: the validation split, or a seeded sample of decisionRows of a larger one,
-    // in memory once, laid out fold after fold: each fold is a range of it (no second copy), and the
-    // warm checks' switched-off copies are of it
-    const sampledValidation = p.decisionRows !== undefined && built.validation.rows > p.decisionRows;
-    const laid = foldOrder(
-      built.validation.rows,
-      p.folds,
-      p.seed + 7,
-      sampledValidation ? sampleRows(built.validation.rows, p.decisionRows!, p.seed + 29) : undefined,
-    );
-    const validation = await materialize(built.validation, laid.order);
-    const folds = laid.bounds.slice(1).map((hi, k) => rowRange(validation, laid.bounds[k]!, hi));
-    // retraining checks: warm (fine-tuned copies of the trained model) or from scratch (see the spec)
-    const stepsPerEpoch = Math.floor((built.train.rows * (1 - recipe.training.validationFraction)) / recipe.training.batchSize);
-    const mode: 'warm' | 'scratch' = p.retrain === 'auto' ? (stepsPerEpoch >= WARM_MIN_STEPS ? 'warm' : 'scratch') : p.retrain;
-    const seeds = mode === 'warm' ? p.retrainSeeds.slice(0, p.warmSeeds ?? p.retrainSeeds.length) : p.retrainSeeds;
+    const folds = state.bounds.slice(1).map((hi, k) => rowRange(validation, state.bounds[k]!, hi));
+    // the checks on every worker of this backend (fit.check jobs) when the prune spreads them: warm
+    // checks in place only (their inputs are the state above, opened the same way on any worker)
+    const gpu = device !== undefined;
+    const spreading = lanes && this.w.fits ? await this.w.fits.dispatch.shouldSpread(gpu) : { spread: false, workers: null };
+    if (spreading.spread) await this.w.fits!.dispatch.announce(gpu, { trialId: trial.id, experimentId: experiment.id });
     checkpoint();
 
     type CurvePoint = {
@@ -171,6 +176,9 @@ export class PruneTrialHandler {
       // confirmAhead: the confirm step's whole-model fits trained here (beside the checks on the GPU)
       confirmAheadFits: 0,
       confirmAheadMs: 0,
+      // spread checks: those fitted by other workers, and the time checks waited for a worker to open the prune's state
+      remoteFits: 0,
+      spreadOpenMs: 0,
       writeMs: 0,
     };
     // the estimate: permute the whole removed group together on the trained model, per validation
@@ -203,25 +211,32 @@ export class PruneTrialHandler {
     // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
     // Every seed of every set asked for at once is one batch of independent fits (onDevices: several
     // at a time on the GPU, one at a time on the CPU); a set's AUC is the mean over its seeds.
-    // a capped warm fine-tune reads warmMaxSteps batches: on a larger training split those rows are
-    // drawn per seed (the same rows for the reference and every set on that seed), and only they are
-    // switched off and handed to the model — not the whole split (at 10M rows that upload and copy
-    // was most of a fine-tune)
-    const capRows = mode === 'warm' && p.warmMaxSteps > 0 ? p.warmMaxSteps * recipe.training.batchSize : Infinity;
-    const sampled = built.train.rows > capRows;
-    const rowsOfSeed = new Map<number, Promise<ColumnarDataset>>();
-    const trainRowsOf = (seed: number): Promise<ColumnarDataset> => {
-      let d = rowsOfSeed.get(seed);
-      if (!d) rowsOfSeed.set(seed, (d = materialize(built.train, sampleRows(built.train.rows, capRows, seed))));
-      return d;
-    };
     // every warm check switches inputs off in a copy of the validation rows (in memory above)
     const validationRows = async (): Promise<ColumnarDataset> => validation;
-    // warm checks in place (cpu / cuda): lane models restored from the trained model's state and the
-    // set switched off inside the model, over the same rows for every set (no copies; on the GPU the
-    // rows stay resident across fits); ABACUS_FINE_TUNE_IN_PLACE=false: a checkpoint load and
-    // switched-off copies of the rows per fit
-    const lanes = mode === 'warm' && this.w.devices.fineTuneInPlace ? this.w.trainer.fineTuneLanes(trained) : null;
+    // spread checks: fits per worker (host:pid), and the checks' results timed where they ran
+    const byWorker = new Map<string, number>();
+    const me = this.w.fits?.states.worker;
+    const spreadChecks = async (checks: { set: string[]; seed: number }[]): Promise<number[]> => {
+      checkpoint();
+      const results = await this.w.fits!.dispatch.run(
+        gpu,
+        checks.map((c) => ({ experimentId: experiment.id, trialId: trial.id, set: c.set, seed: c.seed })),
+        signal,
+      );
+      for (const r of results) {
+        timings.retrainFits += 1;
+        timings.retrainFitMs += r.loadMs + r.trainMs + r.evalMs;
+        timings.warmLoadMs += r.loadMs;
+        timings.warmTrainMs += r.trainMs;
+        timings.warmEvalMs += r.evalMs;
+        timings.warmQueuedMs += r.queuedMs;
+        timings.warmSetupMs += r.setupMs;
+        timings.spreadOpenMs += r.openMs;
+        if (r.worker !== me) timings.remoteFits += 1;
+        byWorker.set(r.worker, (byWorker.get(r.worker) ?? 0) + 1);
+      }
+      return results.map((r) => r.auc);
+    };
     const retrainAuc = new Map<string, number>();
     // sets fitted ahead of being asked for (lookahead), until they are
     const ahead = new Set<string>();
@@ -281,20 +296,19 @@ export class PruneTrialHandler {
             if (lanes || x.switched) {
               // in place: the rows as they are, the set switched off inside the lane model; else the
               // switched-off copies made above (a row sample's copy per seed)
-              const data = lanes
-                ? { train: sampled ? await trainRowsOf(seed) : built.train, validation, off: x.set }
-                : {
-                    train: x.switched!.train ?? (await this.w.trainer.switchedOffRows(trained, await trainRowsOf(seed), x.set)),
-                    validation: x.switched!.validation,
-                  };
-              const t = await this.w.trainer.fineTune(
-                trained,
-                data,
-                recipe.training,
-                // a row sample: one pass over it is the warmMaxSteps steps
-                { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
-                { signal, device: dev, lanes },
-              );
+              const t = lanes
+                ? await fitCheckInPlace(this.w, state, x.set, seed, dev, signal)
+                : await this.w.trainer.fineTune(
+                    trained,
+                    {
+                      train: x.switched!.train ?? (await this.w.trainer.switchedOffRows(trained, await trainRowsOf(seed), x.set)),
+                      validation: x.switched!.validation,
+                    },
+                    recipe.training,
+                    // a row sample: one pass over it is the warmMaxSteps steps
+                    { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
+                    { signal, device: dev },
+                  );
               timings.retrainFitMs += Date.now() - tf;
               timings.retrainFits += 1;
               timings.warmLoadMs += t.loadMs;
@@ -316,13 +330,17 @@ export class PruneTrialHandler {
             return t.metrics.validation.auc;
           }),
         );
-        // fits of sets asked for ahead run beside the asked ones: as many at once as the batch holds
-        const aucs = await onDevices(
-          this.w.devices,
-          device,
-          tasks,
-          extra.length ? Math.max(this.w.devices.lanes, tasks.length) : undefined,
-        );
+        // fits of sets asked for ahead run beside the asked ones: as many at once as the batch holds;
+        // spread: every check a fit.check job, taken by whichever worker of this backend is free
+        // (this one included), the same fit wherever it runs
+        const aucs = spreading.spread
+          ? await spreadChecks(inputs.flatMap((x) => seeds.map((seed) => ({ set: x.set, seed }))))
+          : await onDevices(
+              this.w.devices,
+              device,
+              tasks,
+              extra.length ? Math.max(this.w.devices.lanes, tasks.length) : undefined,
+            );
         for (const [k, x] of inputs.entries()) {
           const own = aucs.slice(k * seeds.length, (k + 1) * seeds.length);
           retrainAuc.set(keyOf(x.set), own.reduce((a, v) => a + v, 0) / own.length);
@@ -481,6 +499,8 @@ export class PruneTrialHandler {
         redundant,
         retrain,
         lookahead,
+        // the checks as fit.check jobs over every worker of the backend (workers listening when the prune began; fits per worker)
+        spread: spreading.spread ? { workers: spreading.workers, fitsByWorker: Object.fromEntries(byWorker) } : null,
         confirmAhead: this.w.devices.confirmAhead && p.confirmSeeds.length > 0,
         ...(confirmAheadError ? { confirmAheadError } : {}),
         baseAuc: trained.metrics.validation.auc,

@@ -6,6 +6,7 @@ import type { DevicePool } from '../model/device-pool';
 import type { ModelTrainer } from '../model/model-trainer';
 import type { WebhookNotifier } from '../notify/webhook-notifier';
 import type { TrialLedger } from './trial-ledger';
+import type { FitDispatch, PruneFitStates } from '../subtract/prune-fits';
 
 /** What the model-based trial handlers share in one worker. */
 export interface WorkflowContext {
@@ -19,6 +20,8 @@ export interface WorkflowContext {
   devices: DevicePool;
   /** where sample sets are read (uploads, and sets registered by reference through the host's cache); uploads in dataDir when absent */
   data?: SampleSetData;
+  /** a prune's retraining checks as fit.check jobs for every worker of the backend (absent: always on this worker) */
+  fits?: { dispatch: FitDispatch; states: PruneFitStates };
 }
 
 /** A sample set's rows on this host (see WorkflowContext.data), by the set's id. */
