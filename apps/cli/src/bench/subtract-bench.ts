@@ -1,12 +1,13 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { loadConfig } from '@abacus/configs';
-import { loadColumns, simulateWorld, writeWorld } from '@abacus/samples';
-import { StoreRegistry, storeSettings } from '@abacus/store';
 import type { ApiClient } from '../api-client';
-import { CliError } from '../commands/command.types';
+import { baseFeatures } from './bench-plan';
+import {
+  BENCH_LINE,
+  benchMachine,
+  benchSetup,
+  runBenchExperiment,
+  withBenchSamples,
+  type BenchSamplesOptions,
+} from './experiment-bench';
 
 interface Trial {
   attempts?: number;
@@ -39,21 +40,8 @@ interface Experiment {
   result: { removable?: string[]; full?: { auc: number }; confirmed?: { auc: number } | null } | null;
 }
 
-export interface SubtractBenchOptions {
-  rows: number;
-  features: number;
+export interface SubtractBenchOptions extends Omit<BenchSamplesOptions, 'noiseColumns'> {
   backend: 'cpu' | 'cuda';
-  seed: number;
-  /**
-   * register the samples by reference instead of uploading them: written under this folder (a path
-   * the api and workers see) as hive partitions by day (day=N/), registered as file://<folder>/; or,
-   * given s3://bucket/prefix/, written locally and uploaded there (the store settings of this
-   * process's configuration: ABACUS_S3_*, ABACUS_STORES_FILE, AWS_*), registered as that URL
-   */
-  registerAt?: string;
-  /** impressions simulated at most at once (default 10M): a larger set is that world repeated in later periods */
-  simTileRows?: number;
-  onStatus?: (line: string) => void;
 }
 
 /**
@@ -63,129 +51,17 @@ export interface SubtractBenchOptions {
  */
 export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions): Promise<Record<string, unknown>> {
   const log = o.onStatus ?? (() => undefined);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'abacus-bench-'));
-  try {
-    const t0 = Date.now();
-    // the simulator holds its world in memory: a set larger than simTileRows is one world of
-    // rows / tiles impressions repeated in `tiles` consecutive periods, each later tile with fresh
-    // impression ids and its clicks drawn again from the planted click model (the same ground truth,
-    // new label noise: the test period is not a copy of a training one)
-    const tileMax = o.simTileRows ?? 10_000_000;
-    const tiles = Math.ceil(o.rows / tileMax);
-    if (tiles > 1 && !o.registerAt)
-      throw new CliError(`--rows over ${tileMax} (--sim-tile-rows) needs --register-at: a set that large is registered by reference, not uploaded`);
-    const tileRows = Math.ceil(o.rows / tiles);
-    log(`simulating ${tileRows} impressions${tiles > 1 ? ` (repeated in ${tiles} periods)` : ''}`);
-    const world = simulateWorld({ seed: o.seed, rows: tileRows });
-    await writeWorld(world, dir);
-    const trueLogit = tiles > 1 ? world.flat.trueLogit : null;
-    const worldRows = world.impressions.impressionId.length;
-    const catalog = world.groundTruth.features.map((f) => f.name);
-    const extra = Math.max(0, o.features - catalog.length);
-    const features = [...catalog.slice(0, o.features), ...Array.from({ length: extra }, (_, k) => `bench_noise_${k + 1}`)];
-    // one table of every line's samples; features past the simulator's own are per-impression noise
-    const s3 = o.registerAt?.startsWith('s3://') ?? false;
-    const file = o.registerAt
-      ? s3
-        ? path.join(dir, 'partitions')
-        : path.resolve(o.registerAt, `bench-${o.rows}x${o.features}-${o.seed}`)
-      : path.join(dir, 'bench-samples.parquet');
-    if (o.registerAt) {
-      fs.rmSync(file, { recursive: true, force: true });
-      fs.mkdirSync(path.dirname(file), { recursive: true });
-    }
-    const db = await DuckDBInstance.create(':memory:', { temp_directory: path.join(dir, 'spill') });
-    const conn = await db.connect();
-    const noise = Array.from(
-      { length: extra },
-      (_, k) => `, (hash(impression_id, ${k + 1}) % 10000) / 10000.0 AS bench_noise_${k + 1}`,
-    ).join('');
-    const samples = `read_parquet('${path.join(dir, 'samples', '*.parquet').replace(/'/g, "''")}')`;
-    if (trueLogit) {
-      await loadColumns(conn, 'logits', [
-        { name: 'impression_id', type: 'INTEGER', data: Int32Array.from({ length: worldRows }, (_, r) => r) },
-        { name: 'logit', type: 'DOUBLE', data: trueLogit },
-      ]);
-    }
-    // whole days, so a tile's day partitions follow the last one of the tile before
-    const [[maxTs]] = await (await conn.run(`SELECT max(ts) FROM ${samples}`)).getRows();
-    const span = Math.ceil((Number(maxTs) + 1) / 86400) * 86400;
-    for (let k = 0; k < tiles; k++) {
-      // tile k: its impression ids after those of the tiles before, its times k periods later
-      const tile =
-        k === 0
-          ? samples
-          : `(SELECT s.* REPLACE (s.impression_id + ${k * worldRows} AS impression_id, s.ts + ${k * span} AS ts,
-                CAST((hash(s.impression_id, ${k}, 7) % 1000000007) / 1000000007.0 < 1 / (1 + exp(-l.logit)) AS INTEGER) AS click)
-              FROM ${samples} s JOIN logits l ON l.impression_id = s.impression_id)`;
-      const select = `SELECT *${noise}${o.registerAt ? ', CAST(floor(ts / 86400) AS INTEGER) AS day' : ''} FROM ${tile} ORDER BY ts, impression_id`;
-      if (tiles > 1) log(`writing period ${k + 1} of ${tiles}`);
-      await conn.run(
-        `COPY (${select}) TO '${file.replace(/'/g, "''")}' (FORMAT parquet${o.registerAt ? `, PARTITION_BY (day)${tiles > 1 ? `, FILENAME_PATTERN 'tile${k}_{uuid}', APPEND` : ''}` : ''})`,
-      );
-    }
-    conn.closeSync();
-    db.closeSync();
-    const simulateMs = Date.now() - t0;
-
-    const lines = await api.get<{ name: string }[]>('/business-lines');
-    if (!lines.some((l) => l.name === 'bench')) await api.post('/business-lines', { name: 'bench', description: 'benchmarks' });
-    const name = `bench-${Date.now()}`;
-    const t1 = Date.now();
-    let ss: { id: string; rowCount: number };
-    let url = `file://${file}/`;
-    if (o.registerAt && s3) {
-      const base = `${o.registerAt.replace(/\/?$/, '/')}bench-${o.rows}x${o.features}-${o.seed}/`;
-      const stores = new StoreRegistry(storeSettings(loadConfig()));
-      const { store, prefix } = stores.resolve(base);
-      const walk = (d: string): string[] =>
-        fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
-      const files = walk(file);
-      const old = await store.list(prefix);
-      if (old.length) await store.remove(old.map((x) => x.key));
-      log(`uploading ${files.length} Parquet file(s) to ${base}`);
-      for (const f of files) await store.upload(`${prefix}${path.relative(file, f).split(path.sep).join('/')}`, fs.createReadStream(f));
-      stores.close();
-      url = base;
-    }
-    const uploadMs = Date.now() - t1;
-    if (o.registerAt) {
-      log(`registering ${url} by reference`);
-      ss = await api.post<{ id: string; rowCount: number }>('/sample-sets/register', {
-        url,
-        name,
-        businessLine: 'bench',
-        label: 'click',
-        time: 'ts',
-        keys: ['impression_id', 'user_id', 'item_id', 'context_id', 'domain'],
-      });
-    } else {
-      log('importing the samples through the API');
-      ss = await api.upload<{ id: string; rowCount: number }>('/sample-sets', file, {
-        name,
-        businessLine: 'bench',
-        label: 'click',
-        time: 'ts',
-        keys: 'impression_id,user_id,item_id,context_id,domain',
-      });
-    }
-    const importMs = Date.now() - t1;
-
+  const noiseColumns = (catalog: readonly { name: string }[]) => Math.max(0, o.features - catalog.length);
+  return withBenchSamples(api, { ...o, noiseColumns }, async (s) => {
+    const ss = s.sampleSet;
+    const features = baseFeatures(s.catalog.map((f) => f.name), o.features);
     log(`submitting subtract on ${features.length} features`);
-    const t2 = Date.now();
-    let e = await api.post<Experiment>('/experiments', {
+    const { experiment: e, clientWallMs: wallMs } = await runBenchExperiment<Experiment>(api, {
       kind: 'subtract',
-      businessLine: 'bench',
+      businessLine: BENCH_LINE,
       name: `bench ${o.rows} rows x ${features.length} features`,
       spec: { model: { sampleSet: ss.id, features }, seed: o.seed },
     });
-    for (;;) {
-      e = await api.get<Experiment>(`/experiments/${e.id}`);
-      if (['succeeded', 'failed', 'cancelled'].includes(e.status)) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    const wallMs = Date.now() - t2;
-    if (e.status !== 'succeeded') throw new CliError(`the bench experiment ${e.id} ${e.status}: ${e.error ?? ''}`);
 
     const ms = (t: Trial | undefined) => (t?.startedAt && t.finishedAt ? Date.parse(t.finishedAt) - Date.parse(t.startedAt) : 0);
     const trial = (kind: string, role?: string) => e.trials.find((t) => t.kind === kind && (!role || t.metrics?.role === role));
@@ -223,7 +99,7 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       slowestStage: slowest,
       experimentMs,
       clientWallMs: wallMs,
-      setup: { simulateMs, importMs, simulatedRows: worldRows, periods: tiles, ...(s3 ? { uploadToStoreMs: uploadMs } : {}) },
+      setup: benchSetup(s),
       trials: e.trials.map((t) => ({
         kind: t.kind,
         role: t.metrics?.role ?? null,
@@ -268,10 +144,8 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
         fullAuc: e.result?.full?.auc ?? null,
         confirmedAuc: e.result?.confirmed?.auc ?? null,
       },
-      machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30) },
+      machine: benchMachine(),
       date: new Date().toISOString(),
     };
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }

@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
+import type { ApiClient } from '../api-client';
+import { runAddBench } from '../bench/add-bench';
+import { runDivideBench } from '../bench/divide-bench';
 import { runMultiplyBench } from '../bench/multiply-bench';
 import { onPlatform, writeJsonOut } from '../bench/private-platform';
 import { runSubtractBench } from '../bench/subtract-bench';
@@ -37,22 +40,17 @@ const multiplyFlags = z.object({
   json: z.boolean().optional(),
 });
 
+const addFlags = flags.extend({ candidates: z.coerce.number().int().min(1).max(64).default(10) });
+const divideFlags = flags.extend({ tiers: z.coerce.number().int().min(2).max(8).default(4) });
+
 /**
- * `abacus bench experiment subtract | multiply`: end-to-end time of one experiment through the
- * running api + worker, split by stage.
+ * The options every experiment bench on a simulated world takes (subtract, add, divide): the table,
+ * the backend, where the samples go, the platform, the output.
  */
-export const registerBenchExperiment: RegisterCommand = (program) => {
-  const bench = program.commands.find((c) => c.name() === 'bench') ?? program.command('bench').description('benchmarks');
-  const experiment = bench
-    .command('experiment')
-    .description('end-to-end benchmarks of experiments through the running api + worker');
-  experiment
-    .command('subtract')
-    .description(
-      'one subtract experiment on a simulated world: wall time split into queue wait, sample building, training, scoring, ablation, retraining and database writes',
-    )
+function worldBenchOptions(c: Command, features: string): Command {
+  return c
     .option('--rows <n>', 'impressions to simulate (all lines in one sample set)', '1000000')
-    .option('--features <n>', "features of the model (past the simulator's own, per-impression noise columns)", '40')
+    .option('--features <n>', features, '40')
     .option('--backend <b>', 'cpu | cuda: the backend the worker is expected to run (ABACUS_RUNTIME_BACKEND)', 'cpu')
     .option('--seed <n>', 'world and experiment seed', '1')
     .option(
@@ -70,38 +68,136 @@ export const registerBenchExperiment: RegisterCommand = (program) => {
     )
     .option('--threads <n>', 'with --private: runtime threads of its worker (0 = all cores)', '0')
     .option('--out <file>', 'also write the JSON to this file')
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON');
+}
+
+/**
+ * Runs one world bench (on a private platform with --private), adds the platform and the command
+ * to its JSON, writes --out, and prints the JSON or the stages with `lines` after them.
+ */
+async function runWorldBench(
+  kind: 'subtract' | 'add' | 'divide',
+  opts: z.output<typeof flags>,
+  cmd: Command,
+  run: (api: ApiClient, log: (l: string) => void) => Promise<Record<string, unknown>>,
+  title: (res: Record<string, unknown>) => string,
+  lines: (res: Record<string, unknown>) => string[] = () => [],
+): Promise<void> {
+  const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
+  const bench = await onPlatform(
+    opts.private
+      ? {
+          workers: 1,
+          name: kind,
+          env: { ABACUS_RUNTIME_BACKEND: opts.backend, ABACUS_RUNTIME_THREADS: String(opts.threads) },
+        }
+      : null,
+    () => apiFrom(cmd),
+    log,
+    (api) => run(api, log),
+  );
+  const res: Record<string, unknown> = {
+    ...bench,
+    platform: opts.private
+      ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}`
+      : 'the running api',
+    command: `abacus ${process.argv.slice(2).join(' ')}`,
+  };
+  writeJsonOut(opts.out, res);
+  if (opts.json) return printJson(res);
+  const s = res.stages as Record<string, number>;
+  process.stdout.write(
+    `${title(res)}: ${res.experimentMs} ms in the platform (${res.clientWallMs} ms at the client)\n` +
+      Object.entries(s)
+        .map(([k, v]) => `  ${k.padEnd(24)} ${String(v).padStart(8)} ms`)
+        .join('\n') +
+      `\n  ${'other'.padEnd(24)} ${String(res.otherMs).padStart(8)} ms\nslowest: ${res.slowestStage}\n` +
+      lines(res)
+        .map((l) => `${l}\n`)
+        .join(''),
+  );
+}
+
+/**
+ * `abacus bench experiment subtract | add | divide | multiply`: end-to-end time of one experiment
+ * through the running api + worker, split by stage.
+ */
+export const registerBenchExperiment: RegisterCommand = (program) => {
+  const bench = program.commands.find((c) => c.name() === 'bench') ?? program.command('bench').description('benchmarks');
+  const experiment = bench
+    .command('experiment')
+    .description('end-to-end benchmarks of experiments through the running api + worker');
+  worldBenchOptions(
+    experiment
+      .command('subtract')
+      .description(
+        'one subtract experiment on a simulated world: wall time split into queue wait, sample building, training, scoring, ablation, retraining and database writes',
+      ),
+    "features of the model (past the simulator's own, per-impression noise columns)",
+  ).action(async (raw: Record<string, unknown>, cmd: Command) => {
+    const opts = parseFlags('bench experiment subtract', flags, raw);
+    await runWorldBench(
+      'subtract',
+      opts,
+      cmd,
+      (api, log) => runSubtractBench(api, { ...opts, onStatus: log }),
+      (res) => `subtract on ${res.rows} rows x ${res.features} features`,
+    );
+  });
+  worldBenchOptions(
+    experiment
+      .command('add')
+      .description(
+        "one add experiment on a simulated world (base: the first --features features; candidates: the simulator's features with an effect the base leaves out, then noise columns): wall time split into queue wait, sample building, base and augmented training, the screen and contribution shuffles, leave-one-in refits, bootstraps and database writes; verdict counts",
+      ),
+    "features of the base model (past the simulator's own, per-impression noise columns)",
+  )
+    .option(
+      '--candidates <n>',
+      "candidates to add: the simulator's features with a planted effect that the base leaves out (strongest first), then per-impression noise columns",
+      '10',
+    )
     .action(async (raw: Record<string, unknown>, cmd: Command) => {
-      const opts = parseFlags('bench experiment subtract', flags, raw);
-      const log = (l: string) => process.stderr.write(`[bench] ${l}\n`);
-      const bench = await onPlatform(
-        opts.private
-          ? {
-              workers: 1,
-              name: 'subtract',
-              env: { ABACUS_RUNTIME_BACKEND: opts.backend, ABACUS_RUNTIME_THREADS: String(opts.threads) },
-            }
-          : null,
-        () => apiFrom(cmd),
-        log,
-        (api) => runSubtractBench(api, { ...opts, onStatus: log }),
+      const opts = parseFlags('bench experiment add', addFlags, raw);
+      await runWorldBench(
+        'add',
+        opts,
+        cmd,
+        (api, log) => runAddBench(api, { ...opts, onStatus: log }),
+        (res) => `add on ${res.rows} rows x ${res.features} features + ${(res.candidates as { count: number }).count} candidates`,
+        (res) => {
+          const v = res.verdicts as { adopted: number; rejected: number; inconclusive: number; leaveOneIn: number };
+          return [
+            `verdicts: ${v.adopted} adopted, ${v.rejected} rejected, ${v.inconclusive} inconclusive (${v.leaveOneIn} with leave-one-in refits)`,
+          ];
+        },
       );
-      const res: Record<string, unknown> = {
-        ...bench,
-        platform: opts.private
-          ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}`
-          : 'the running api',
-        command: `abacus ${process.argv.slice(2).join(' ')}`,
-      };
-      writeJsonOut(opts.out, res);
-      if (opts.json) return printJson(res);
-      const s = res.stages as Record<string, number>;
-      process.stdout.write(
-        `subtract on ${res.rows} rows x ${res.features} features: ${res.experimentMs} ms in the platform (${res.clientWallMs} ms at the client)\n` +
-          Object.entries(s)
-            .map(([k, v]) => `  ${k.padEnd(24)} ${String(v).padStart(8)} ms`)
-            .join('\n') +
-          `\n  ${'other'.padEnd(24)} ${String(res.otherMs).padStart(8)} ms\nslowest: ${res.slowestStage}\n`,
+    });
+  worldBenchOptions(
+    experiment
+      .command('divide')
+      .description(
+        'one divide experiment on a simulated world (the features with declared costs, --tiers budget tiers): wall time split into queue wait, sample building, training, ablation, database writes, selection, tier retraining and publishing; feature count and test AUC per tier',
+      ),
+    "features of the model (past the simulator's own, per-impression noise columns)",
+  )
+    .option(
+      '--tiers <n>',
+      'budget tiers, the full model included: 1, then evenly 0.7 … 0.3 of its cost (4: 1, 0.7, 0.5, 0.3)',
+      '4',
+    )
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const opts = parseFlags('bench experiment divide', divideFlags, raw);
+      await runWorldBench(
+        'divide',
+        opts,
+        cmd,
+        (api, log) => runDivideBench(api, { ...opts, onStatus: log }),
+        (res) => `divide on ${res.rows} rows x ${res.features} features, ${res.tiers} tiers`,
+        (res) =>
+          (res.frontier as { tier: number; milp: { features: number; auc: number } | null }[]).map(
+            (f) => `  tier ${f.tier}: ${f.milp?.features ?? 0} features, test AUC ${f.milp ? f.milp.auc.toFixed(4) : '-'}`,
+          ),
       );
     });
   registerMultiply(experiment);
