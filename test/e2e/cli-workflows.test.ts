@@ -156,7 +156,8 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     const spec = writeSpec('subtract', {
       kind: 'subtract',
       businessLine: 'feed',
-      spec: { model: { sampleSet: 'demo-feed', features }, seed: 2 },
+      // two seeds a check: the recovery is the point here, not the checks' power (subtract-truth has that)
+      spec: { model: { sampleSet: 'demo-feed', features }, seed: 2, retrainSeeds: 2 },
     });
     const sub = await cli(['experiment', 'submit', spec, '--json'], cliEnv);
     expect(sub.code, sub.stderr).toBe(0);
@@ -260,7 +261,7 @@ describe('e2e: api + worker + CLI on the simulator world', () => {
     const spec = writeSpec('subtract-shared', {
       kind: 'subtract',
       businessLine: 'feed',
-      spec: { model: { sampleSet: 'feed-shared', features }, seed: 3 },
+      spec: { model: { sampleSet: 'feed-shared', features }, seed: 3, retrainSeeds: 3 },
     });
     const sub = await cli(['experiment', 'submit', spec, '--wait', '--json'], cliEnv);
     expect(sub.code, sub.stderr).toBe(0);

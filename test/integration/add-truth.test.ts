@@ -112,7 +112,8 @@ describe('add on the simulator ground truth', () => {
     const e = await run({
       kind: 'add',
       businessLine: 'search',
-      spec: { base: { sampleSet: 'search-samples', features: searchBase }, candidates: 'auto', seed: 4 },
+      // what auto resolves is the point here: the fewest seeds the spec allows
+      spec: { base: { sampleSet: 'search-samples', features: searchBase }, candidates: 'auto', seed: 4, seeds: 3 },
     });
     expect(e.status, e.error ?? '').toBe('succeeded');
     expect(e.spec.resolved.candidates).toEqual(['u_member_level']);

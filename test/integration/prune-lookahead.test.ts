@@ -27,7 +27,7 @@ beforeAll(async () => {
   env = await createTestEnv();
   api = await startApi(env.config, { logger: false });
   const dir = path.join(env.dataDir, 'world');
-  const world = simulateWorld({ seed: 11, rows: 100_000 });
+  const world = simulateWorld({ seed: 11, rows: 60_000 });
   await writeWorld(world, dir);
   truth = world.groundTruth;
   await http.call('POST', '/business-lines', { name: 'feed' });
