@@ -73,17 +73,12 @@ export async function runAddBench(api: ApiClient, o: AddBenchOptions): Promise<R
       },
       backendRequested: o.backend,
       backendUsed: [...new Set(e.trials.map((t) => t.backend).filter(Boolean))],
-      stages: split.stages,
-      otherMs: split.otherMs,
+      // the stage split (experimentMs, stages, otherMs, slowestStage, overlapping, trials); `other` says
       // where the rest went: trial time no recorded timing covers (e.g. compare's overall bootstrap,
       // verdict and provenance writes), and the time between trials
-      other: split.other,
-      slowestStage: split.slowestStage,
-      experimentMs: split.experimentMs,
+      ...split,
       clientWallMs,
-      overlapping: split.overlapping,
       setup: benchSetup(s),
-      trials: split.trials,
       verdicts: {
         adopted: r?.adopted?.length ?? 0,
         rejected: r?.rejected?.length ?? 0,

@@ -126,17 +126,12 @@ export async function runDivideBench(api: ApiClient, o: DivideBenchOptions): Pro
       budgets: tiers,
       backendRequested: o.backend,
       backendUsed: [...new Set(e.trials.map((t) => t.backend).filter(Boolean))],
-      stages: split.stages,
+      // the stage split (experimentMs, stages, otherMs and other, slowestStage, overlapping, trials)
+      ...split,
       // stages that are whole trials' wall times: these trials record no timings of their own
       fromTrialWallTimes: DIVIDE_UNTIMED,
-      otherMs: split.otherMs,
-      other: split.other,
-      slowestStage: split.slowestStage,
-      experimentMs: split.experimentMs,
       clientWallMs,
-      overlapping: split.overlapping,
       setup: { ...benchSetup(s), declareCostsMs: costsMs, ...declared },
-      trials: split.trials,
       // per tier: the MILP selection (published) and the greedy one, each retrained on every seed (test AUC)
       frontier: (e.result?.frontier ?? []).map((f) => ({
         tier: f.tier,

@@ -120,6 +120,14 @@ export async function openPruneFits(
   };
 }
 
+/** A warm check's fine-tune on `seed`: a row sample is one pass of warmMaxSteps steps; else warmEpochs, capped at warmMaxSteps. */
+export function warmFitOptions(
+  s: Pick<PruneFitState, 'p' | 'sampled'>,
+  seed: number,
+): { epochs: number; seed: number; maxSteps?: number } {
+  return { epochs: s.sampled ? 1 : s.p.warmEpochs, seed, ...(s.p.warmMaxSteps > 0 ? { maxSteps: s.p.warmMaxSteps } : {}) };
+}
+
 /** One warm check in place: the trained model restored on a lane, `set` switched off, fine-tuned on `seed`, evaluated on the decision rows. */
 export async function fitCheckInPlace(
   w: WorkflowContext,
@@ -131,14 +139,7 @@ export async function fitCheckInPlace(
 ): Promise<FineTuneResult> {
   if (!s.lanes) throw new Error('fitCheckInPlace: the prune checks do not fine-tune in place');
   const data = { train: s.sampled ? await s.trainRowsOf(seed) : s.built.train, validation: s.validation, off: set };
-  return w.trainer.fineTune(
-    s.trained,
-    data,
-    s.recipe.training,
-    // a row sample: one pass over it is the warmMaxSteps steps
-    { epochs: s.sampled ? 1 : s.p.warmEpochs, seed, ...(s.p.warmMaxSteps > 0 ? { maxSteps: s.p.warmMaxSteps } : {}) },
-    { signal, device, lanes: s.lanes },
-  );
+  return w.trainer.fineTune(s.trained, data, s.recipe.training, warmFitOptions(s, seed), { signal, device, lanes: s.lanes });
 }
 
 /** A check's outcome as a fit.check job returns it. */

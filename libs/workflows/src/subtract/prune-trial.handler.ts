@@ -14,7 +14,7 @@ import { featureCosts } from './feature-costs';
 import { numericCorrelations } from './numeric-correlation';
 import { nextRetrainChecks, pruneScan } from './prune-scan';
 import { recipeInit } from '../embeddings/recipe-init';
-import { fitCheckInPlace, openPruneFits, type PruneFitState } from './prune-fits';
+import { fitCheckInPlace, openPruneFits, warmFitOptions, type PruneFitState } from './prune-fits';
 
 export interface RankedFeature {
   feature: string;
@@ -305,8 +305,7 @@ export class PruneTrialHandler {
                       validation: x.switched!.validation,
                     },
                     recipe.training,
-                    // a row sample: one pass over it is the warmMaxSteps steps
-                    { epochs: sampled ? 1 : p.warmEpochs, seed, ...(p.warmMaxSteps > 0 ? { maxSteps: p.warmMaxSteps } : {}) },
+                    warmFitOptions(state, seed),
                     { signal, device: dev },
                   );
               timings.retrainFitMs += Date.now() - tf;
