@@ -330,6 +330,10 @@ export interface BuildPlan {
     readMs: number;
     joinMs: number;
     statsMs: number;
+    /** of joinMs: checking each sample file's time order (ranges read in place) */
+    orderMs?: number;
+    /** of statsMs: the statistics' scan alone (the rest: dictionaries, range counts) */
+    scanMs?: number;
     joinRuns?: number;
     joinCompressed?: boolean;
     /** the ranges are read straight from the sample Parquet files (`sql` of each range), no joined copy written */
@@ -672,6 +676,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // rows, one that is not in slices of its rows ranked by (time, row)
     const rangeRows = rangeRowsFor(total, opts.rangeRows, opts.rangeThreads);
     let directFiles: { index: number; sorted: boolean }[] | null = null;
+    const to = performance.now();
     if (opts.directRanges !== false && direct && groups.size === 0 && req.maxRows === null && !joins.length) {
       const files = samplesSource.files!;
       if (!time) directFiles = files.map((_, index) => ({ index, sorted: true }));
@@ -700,6 +705,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       }
     }
     const directRanges = directFiles !== null;
+    const orderMs = performance.now() - to;
     // the joined rows: 8 bytes a value uncompressed, as long as that leaves the disk room for the
     // shards and the sort's spill; a set too large for that keeps DuckDB's compressed columns
     const joinedBytes = total * select.length * 8;
@@ -796,6 +802,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       }
     });
     const [s] = await rows(con, `SELECT ${stats.join(', ')} FROM __j`);
+    const scanMs = performance.now() - t2;
     const n = Number(s[0]);
     if (n !== total) throw new Error(`sample builder: join produced ${n} rows for ${total} samples`);
     const trainRows = Number(s[1]);
@@ -1005,6 +1012,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         readMs,
         joinMs,
         statsMs: performance.now() - t2,
+        orderMs,
+        scanMs,
         joinRuns: directRanges ? 0 : (runs?.length ?? 1),
         joinCompressed: compressed,
         direct: directRanges,

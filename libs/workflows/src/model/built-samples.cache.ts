@@ -350,6 +350,7 @@ export class BuiltSamplesCache {
       const positives = { train: 0, test: 0 };
       let done = 0;
       let encodeMs = 0;
+      let fetchMs = 0;
       await encodeRanges(plan, {
         ...(this.opts.threads !== undefined ? { threads: this.opts.threads } : {}),
         ...(this.opts.threadScript !== undefined ? { threadScript: this.opts.threadScript } : {}),
@@ -366,6 +367,7 @@ export class BuiltSamplesCache {
           positives.train += r.positives.train;
           positives.test += r.positives.test;
           encodeMs += r.encodeMs;
+          fetchMs += r.fetchMs;
           done++;
           onProgress?.(0.1 + 0.9 * (0.35 + 0.6 * (done / plan.ranges.length)), 'encoding');
         },
@@ -383,8 +385,12 @@ export class BuiltSamplesCache {
         timings: {
           readMs: plan.timings.readMs,
           joinMs: plan.timings.joinMs + plan.timings.statsMs,
+          orderMs: plan.timings.orderMs ?? 0,
+          scanMs: plan.timings.scanMs ?? 0,
           encodeMs: performance.now() - t1,
           encodeCpuMs: encodeMs,
+          // of encodeCpuMs: the ranges' threads waiting on DuckDB (reading the files), the rest is encoding
+          encodeFetchMs: fetchMs,
           wallMs: performance.now() - t0,
           ranges: plan.ranges.length,
           // sorts the join was ordered by (runs of files), and whether its working table was compressed

@@ -37,7 +37,9 @@ export class TrainTrialHandler {
     const sets: { label: string; built: Awaited<ReturnType<WorkflowContext['samples']['get']>> }[] = [];
     for (const [k, run] of runs.entries()) {
       const t0 = Date.now();
-      const built = await this.w.samples.get(recipe, run.features, (f, m) =>
+      // the whole recipe, not the pruned one: a subset is then cut from the whole set's columns
+      // (in memory, or built on disk by another worker) instead of being built again
+      const built = await this.w.samples.get(params.recipe as typeof recipe, run.features, (f, m) =>
         void progress(0.02 + (0.1 * (k + f)) / runs.length, m).catch(() => undefined),
       );
       timings.buildMs += Date.now() - t0;
