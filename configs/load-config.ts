@@ -47,9 +47,13 @@ export function buildThreads(config: AppConfig, cores = os.availableParallelism(
   return config.ABACUS_BUILD_THREADS || Math.min(8, cores);
 }
 
-/** Threads an IV scoring trial reads and bins its columns on: ABACUS_SCORE_THREADS, or (0) min(16, the cores). */
+/**
+ * Threads an IV scoring trial reads and bins its columns on: ABACUS_SCORE_THREADS, or (0) every core
+ * (at most 64). They run at nice 10, below the build and the training beside them, so they take the
+ * cores those leave.
+ */
 export function scoreThreads(config: AppConfig, cores = os.availableParallelism()): number {
-  return config.ABACUS_SCORE_THREADS || Math.min(16, cores);
+  return config.ABACUS_SCORE_THREADS || Math.min(64, cores);
 }
 
 /**

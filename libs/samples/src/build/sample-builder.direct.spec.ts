@@ -7,7 +7,7 @@ import { expectSameBuild } from '../../../../test/support/built-samples';
 import type { BuildSamplesOptions, BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
 import { tableSource } from '../io/table-reader';
 import { rowHashUnit } from './feature-hash';
-import { buildSamples } from './sample-builder';
+import { buildSamples, prepareBuild } from './sample-builder';
 
 // Ranges read straight from the sample Parquet files (no joined, ordered copy written) and string
 // dictionaries looked up by DuckDB must give exactly the samples of the joined copy and of the
@@ -73,6 +73,8 @@ beforeAll(async () => {
   await sql(
     `COPY (${dayRows(0, 2000, true)}) TO '${path.join(dir, 'one-scrambled.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 256)`,
   );
+  // row groups of 2,048 rows (DuckDB writes at least a vector's rows a group)
+  await sql(`COPY (${dayRows(0, 10_000)}) TO '${path.join(dir, 'groups.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 2048)`);
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -172,6 +174,23 @@ describe('buildSamples: ranges read straight from the sample files', () => {
       expect(Array.from(built.train.keys!.user_id)).toEqual(users.filter((_, rid) => !inTest(rid)));
       expect(Array.from(built.test.keys!.user_id)).toEqual(users.filter((_, rid) => inTest(rid)));
     }
+  });
+
+  it('slices a file in order along its row groups, so no two slices decode one group; the same samples', async () => {
+    const req = request('groups.parquet', { testFrom: 600 });
+    const work = path.join(dir, 'groups-work');
+    // 3,000 rows a range: one row group of 2,048 a slice (not 3,000, which would cut every group after the first)
+    const plan = await prepareBuild(req, work, { rangeRows: 3000 });
+    expect(plan.timings.direct).toBe(true);
+    expect(plan.ranges.map((r) => [r.start, r.rows])).toEqual([
+      [0, 2048],
+      [2048, 2048],
+      [4096, 2048],
+      [6144, 2048],
+      [8192, 1808],
+    ]);
+    await rm(work, { recursive: true, force: true });
+    expectSameBuild(await build(req, false, { rangeRows: 3000 }), await build(req, true, { rangeRows: 3000 }));
   });
 
   it('files whose times overlap: the joined, ordered copy', async () => {

@@ -334,6 +334,9 @@ export interface BuildPlan {
     orderMs?: number;
     /** of statsMs: the statistics' scan alone (the rest: dictionaries, range counts) */
     scanMs?: number;
+    /** of statsMs: string dictionaries as ENUM types, and counting the rows of every range */
+    enumMs?: number;
+    rangesMs?: number;
     joinRuns?: number;
     joinCompressed?: boolean;
     /** the ranges are read straight from the sample Parquet files (`sql` of each range), no joined copy written */
@@ -404,6 +407,77 @@ export interface PrepareOptions extends Pick<
  * memory cap, spilling to `workDir`/spill), takes the global statistics and cuts the rows into ranges.
  * Throws SampleBuildError naming the field for every problem of the request or the data.
  */
+/**
+ * Rows per slice of sample files read in place in row order: `rangeRows`, or where every file's row
+ * groups (all but its last) hold the same number of rows, a whole number of them (one when a row
+ * group is larger than `rangeRows`, up to 4 x `rangeRows`), so that no two slices decode one row group.
+ */
+async function rowGroupAligned(con: DuckDBConnection, files: string[], rangeRows: number): Promise<number> {
+  if (!files.length) return rangeRows;
+  const sizes = await rows(
+    con,
+    `SELECT DISTINCT n FROM (
+       SELECT file_name, row_group_id, any_value(row_group_num_rows) AS n,
+              max(row_group_id) OVER (PARTITION BY file_name) AS last
+       FROM parquet_metadata([${files.map(quoteLiteral).join(', ')}]) GROUP BY file_name, row_group_id)
+     WHERE row_group_id < last`,
+  );
+  if (sizes.length !== 1) return rangeRows;
+  const g = Number(sizes[0][0]);
+  if (!(g > 0) || g > 4 * rangeRows) return rangeRows;
+  return g * Math.max(1, Math.round(rangeRows / g));
+}
+
+/**
+ * One sample file's rows in file order (after the set's filter): how many, their earliest and latest
+ * time, and how many come earlier in time than the row before them (0: the file is in time order).
+ * Streamed (a pass over the time column, no sort); the row numbers are checked to come in order.
+ */
+async function fileTimeSpan(
+  con: DuckDBConnection,
+  file: string,
+  index: number,
+  time: string,
+  hive: string,
+  where: string,
+): Promise<{ index: number; rows: number; minT: number; maxT: number; back: number }> {
+  const result = await con.stream(
+    `SELECT ${time} AS __t, CAST(file_row_number AS DOUBLE) AS __r FROM read_parquet([${quoteLiteral(file)}], file_row_number = true${hive}) ${where}`,
+  );
+  let rowsRead = 0;
+  let minT = Infinity;
+  let maxT = -Infinity;
+  let back = 0;
+  let prevT = NaN;
+  let prevR = -1;
+  let t = new Float64Array(2048);
+  let r = new Float64Array(2048);
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (!chunk || chunk.rowCount === 0) break;
+    const m = chunk.rowCount;
+    if (t.length < m) {
+      t = new Float64Array(m);
+      r = new Float64Array(m);
+    }
+    readDoubles(chunk.getColumnVector(0), m, t, 0);
+    readDoubles(chunk.getColumnVector(1), m, r, 0);
+    for (let i = 0; i < m; i++) {
+      if (!(r[i] > prevR)) throw new Error(`sample builder: ${file} was not read in row order`);
+      prevR = r[i];
+      const x = t[i];
+      if (x < prevT) back++;
+      prevT = x;
+      if (x < minT) minT = x;
+      if (x > maxT) maxT = x;
+    }
+    rowsRead += m;
+  }
+  return rowsRead
+    ? { index, rows: rowsRead, minT, maxT, back }
+    : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
+}
+
 export async function prepareBuild(request: SampleBuildRequest, workDir: string, opts: PrepareOptions = {}): Promise<BuildPlan> {
   const req = normalizeRequest(request);
   const cacheKey = cacheKeyOf(req);
@@ -681,22 +755,12 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       const files = samplesSource.files!;
       if (!time) directFiles = files.map((_, index) => ({ index, sorted: true }));
       else {
-        const perFile = await guarded('samples.file', 'malformed or unreadable', () =>
-          rows(
-            con,
-            `SELECT filename, count(*), min(__t), max(__t), count(*) FILTER (WHERE back) FROM (
-               SELECT filename, __t, __t < lag(__t) OVER (PARTITION BY filename ORDER BY file_row_number) AS back
-               FROM (SELECT filename, file_row_number, ${time} AS __t
-                     FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true, file_row_number = true${hive}) ${where}))
-             GROUP BY filename`,
-          ),
-        );
-        const byName = new Map(perFile.map((r) => [String(r[0]), r]));
-        const spans = files.map((f, index) => {
-          const r = byName.get(f);
-          return r
-            ? { index, rows: Number(r[1]), minT: Number(r[2]), maxT: Number(r[3]), back: Number(r[4]) }
-            : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
+        // each file's rows read once in file order (DuckDB keeps a scan's order): their count, time span
+        // and how many rows come earlier in time than the row before them; no sort
+        const spans = await guarded('samples.file', 'malformed or unreadable', async () => {
+          const out = [];
+          for (const [index, f] of files.entries()) out.push(await fileTimeSpan(con, f, index, time, hive, where));
+          return out;
         });
         const order = orderedFileRuns(spans, Infinity);
         if (order) {
@@ -896,6 +960,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       (x): x is string => x !== null,
     );
     const rangeSelect = [...head];
+    const tEnum = performance.now();
     for (const [i, c] of columns.entries()) {
       if (
         c.input === 'slot' &&
@@ -912,8 +977,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         );
       } else rangeSelect.push(`f${i}`);
     }
+    const enumMs = performance.now() - tEnum;
     // ranges small enough for every encoding thread to have one (the rows are the same whatever the cut): rangeRows
     const ranges: BuildPlan['ranges'] = [];
+    const tRanges = performance.now();
     if (directFiles) {
       // ranges of one file each, in the files' time order: slices of a file's own row numbers where its
       // rows are in order (the Parquet reader skips to them), else slices of its rows ranked by (time,
@@ -921,13 +988,20 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       const files = samplesSource.files!;
       const place = new Map(directFiles.map((f, k) => [f.index, k]));
       const unsorted = directFiles.filter((f) => !f.sorted).map((f) => f.index);
+      // slices of files in order along their row groups where they are all alike: a slice that cut
+      // one in two would make two threads decode it
+      const sliceRows = await rowGroupAligned(
+        con,
+        directFiles.filter((f) => f.sorted).map((f) => files[f.index]),
+        rangeRows,
+      );
       await con.run(
         `CREATE TABLE __fo AS SELECT * FROM (VALUES ${fileOffsets.map((o, i) => `(${i}, ${o}, ${!unsorted.includes(i)})`).join(', ')}) v(idx, off, sorted)`,
       );
       const fileOf = `ASOF JOIN (SELECT * FROM __fo WHERE idx = (SELECT max(idx) FROM __fo g WHERE g.off = __fo.off)) f ON j.__rid >= f.off`;
       const perRange = await rows(
         con,
-        `SELECT f.idx, (CAST(j.__rid AS BIGINT) - f.off) // ${rangeRows} AS k, count(*), count(*) FILTER (WHERE j.__test = 1), NULL, NULL
+        `SELECT f.idx, (CAST(j.__rid AS BIGINT) - f.off) // ${sliceRows} AS k, count(*), count(*) FILTER (WHERE j.__test = 1), NULL, NULL
            FROM __j j ${fileOf} WHERE f.sorted GROUP BY ALL`,
       );
       if (unsorted.length) {
@@ -935,11 +1009,11 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         // encoded rows (more rows than a range, which a thread holds while it orders them)
         const numeric = planned.filter((p) => p.spec.input === 'numeric').length;
         const rowBytes = numeric * 4 + (planned.length - numeric) * 8 + 16;
-        const sliceRows = Math.max(rangeRows, Math.floor((opts.unsortedRangeBytes ?? UNSORTED_RANGE_BYTES) / rowBytes));
+        const unsortedRows = Math.max(rangeRows, Math.floor((opts.unsortedRangeBytes ?? UNSORTED_RANGE_BYTES) / rowBytes));
         await con.run(
           `CREATE TABLE __rk AS SELECT f, r, test, k, row_number() OVER (PARTITION BY f, k, test ORDER BY t, rid) - 1 AS d FROM (
              SELECT f.idx AS f, CAST(j.__rid AS BIGINT) - f.off AS r, j.__test AS test, j.__t AS t, j.__rid AS rid,
-               (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${sliceRows} AS k
+               (row_number() OVER (PARTITION BY f.idx ORDER BY j.__t, j.__rid) - 1) // ${unsortedRows} AS k
              FROM __j j ${fileOf} WHERE NOT f.sorted)`,
         );
         perRange.push(
@@ -953,10 +1027,10 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         const all = Number(r[2]);
         const test = Number(r[3]);
         const sorted = r[4] === null;
-        const lo = sorted ? k * rangeRows : Number(r[4]);
+        const lo = sorted ? k * sliceRows : Number(r[4]);
         const where = [
           sorted
-            ? `file_row_number >= ${lo} AND file_row_number < ${lo + rangeRows}`
+            ? `file_row_number >= ${lo} AND file_row_number < ${lo + sliceRows}`
             : `file_row_number >= ${lo} AND file_row_number <= ${Number(r[5])}`,
           filterSql,
         ].filter((x): x is string => x !== null);
@@ -995,6 +1069,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         });
       }
     }
+    const rangesMs = performance.now() - tRanges;
     await con.run('CHECKPOINT');
     progress(0.35, 'encoding');
     return {
@@ -1014,6 +1089,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         statsMs: performance.now() - t2,
         orderMs,
         scanMs,
+        enumMs,
+        rangesMs,
         joinRuns: directRanges ? 0 : (runs?.length ?? 1),
         joinCompressed: compressed,
         direct: directRanges,

@@ -387,6 +387,8 @@ export class BuiltSamplesCache {
           joinMs: plan.timings.joinMs + plan.timings.statsMs,
           orderMs: plan.timings.orderMs ?? 0,
           scanMs: plan.timings.scanMs ?? 0,
+          enumMs: plan.timings.enumMs ?? 0,
+          rangesMs: plan.timings.rangesMs ?? 0,
           encodeMs: performance.now() - t1,
           encodeCpuMs: encodeMs,
           // of encodeCpuMs: the ranges' threads waiting on DuckDB (reading the files), the rest is encoding

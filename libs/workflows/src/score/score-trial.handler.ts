@@ -9,6 +9,9 @@ import { scoreTrialParamsSchema } from './score-experiment.schema';
 import { scoreOffThread } from './score-thread';
 
 /** One `score` trial: WOE/IV and PSI of its share of the features, upserted per (experiment, feature, scorer). */
+/** DuckDB memory a scoring thread gets at least (the job's cap is raised to give every thread this much) */
+export const SCORE_THREAD_MIN_MB = 128;
+
 export class ScoreTrialHandler {
   constructor(
     private readonly ds: DataSource,
@@ -51,7 +54,14 @@ export class ScoreTrialHandler {
               minCategoryShare: params.binning.minCategoryShare,
               smoothing: params.binning.smoothing,
             },
-            duckdb: { memoryLimitMb: this.opts.duckdbMemoryMb ?? DEFAULT_DUCKDB_MEMORY_MB, tempDir: this.dataDir.tmpDir() },
+            // the cap is shared out among the scoring threads: at least SCORE_THREAD_MIN_MB each
+            duckdb: {
+              memoryLimitMb: Math.max(
+                this.opts.duckdbMemoryMb ?? DEFAULT_DUCKDB_MEMORY_MB,
+                SCORE_THREAD_MIN_MB * Math.min(this.opts.threads, params.features.length),
+              ),
+              tempDir: this.dataDir.tmpDir(),
+            },
           },
           {
             signal,
