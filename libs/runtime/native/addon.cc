@@ -11,7 +11,9 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/batch_pack.h"
@@ -967,6 +969,197 @@ Napi::Value CpuInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+
+// pairedSeedBootstrap(labels, predsA[], predsB[], replicates, seed, threads) -> Promise<Float64Array>:
+// the K per-seed AUC(B_k) - AUC(A_k) on every row once, then per bootstrap replicate the mean over k of
+// that difference with the rows weighted by the replicate's resampling counts (NaN where a class has
+// no weight). Each model's scores are ranked by (score, row) with groups of equal scores, as
+// stats/weighted-auc.ts ranks them (no NaN scores: the caller ranks those in JS). The resampling is the
+// JS Prng's (xoshiro128** seeded by splitmix32), n draws a replicate in order, and the sums are JS's
+// (doubles, in the same order, nothing fused), so every number is bit for bit what the JS loop gives.
+// The models are ranked and the replicates bootstrapped on `threads` threads (replicates in blocks,
+// each thread skipping the draws of the replicates before its block).
+struct JsPrng {
+  uint32_t s[4];
+  explicit JsPrng(uint32_t seed) {
+    uint32_t x = seed ? seed : 0x9e3779b9u;
+    for (int i = 0; i < 4; ++i) {
+      x += 0x9e3779b9u;
+      uint32_t z = x;
+      z = (z ^ (z >> 16)) * 0x85ebca6bu;
+      z = (z ^ (z >> 13)) * 0xc2b2ae35u;
+      s[i] = z ^ (z >> 16);
+    }
+  }
+  static uint32_t rotl(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+  uint32_t next_u32() {
+    const uint32_t result = rotl(s[1] * 5u, 7) * 9u;
+    const uint32_t t = s[1] << 9;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 11);
+    return result;
+  }
+};
+
+struct Ranked {
+  std::vector<uint32_t> order;
+  std::vector<uint32_t> ties;  // starts of the groups of equal scores, then n
+};
+
+Ranked rank_scores(const float* s, uint32_t n) {
+  Ranked r;
+  r.order.resize(n);
+  for (uint32_t i = 0; i < n; ++i) r.order[i] = i;
+  std::sort(r.order.begin(), r.order.end(), [s](uint32_t a, uint32_t b) { return s[a] < s[b] || (s[a] == s[b] && a < b); });
+  for (uint32_t i = 0; i < n; ++i)
+    if (i == 0 || s[r.order[i]] != s[r.order[i - 1]]) r.ties.push_back(i);
+  r.ties.push_back(n);
+  return r;
+}
+
+__attribute__((optimize("fp-contract=off"))) double weighted_auc(const Ranked& r, const float* labels, const uint16_t* w) {
+  double neg_below = 0, num = 0, pos = 0, neg = 0;
+  const size_t groups = r.ties.size() - 1;
+  for (size_t g = 0; g < groups; ++g) {
+    double gp = 0, gn = 0;
+    for (uint32_t k = r.ties[g]; k < r.ties[g + 1]; ++k) {
+      const uint32_t i = r.order[k];
+      if (labels[i] > 0.5f) gp += w[i];
+      else gn += w[i];
+    }
+    const double half = 0.5 * gn;
+    const double below = neg_below + half;
+    const double term = gp * below;
+    num += term;
+    neg_below += gn;
+    pos += gp;
+    neg += gn;
+  }
+  if (!(pos > 0 && neg > 0)) return std::numeric_limits<double>::quiet_NaN();
+  const double pn = pos * neg;
+  return num / pn;
+}
+
+class BootstrapWorker : public Napi::AsyncWorker {
+ public:
+  BootstrapWorker(Napi::Env env, Napi::Object keep_these) : Napi::AsyncWorker(env), deferred(Napi::Promise::Deferred::New(env)) {
+    keep = Napi::Persistent(keep_these);
+  }
+  // runs fn(t) for t in [0, T) on T threads (this one included); the first error is rethrown
+  template <class F>
+  static void on_threads(int T, F fn) {
+    std::vector<std::thread> pool;
+    std::vector<std::string> errors(T);
+    auto guarded = [&](int t) {
+      try {
+        fn(t);
+      } catch (const std::exception& ex) {
+        errors[t] = ex.what();
+      }
+    };
+    for (int t = 1; t < T; ++t) pool.emplace_back(guarded, t);
+    guarded(0);
+    for (auto& th : pool) th.join();
+    for (auto& m : errors)
+      if (!m.empty()) throw std::runtime_error(m);
+  }
+  __attribute__((optimize("fp-contract=off"))) void Execute() override {
+    try {
+      const size_t K = a_scores.size();
+      a.resize(K);
+      bb.resize(K);
+      // the 2K rankings, dealt to the threads
+      const int TR = std::max(1, std::min<int>(threads, (int)(2 * K)));
+      on_threads(TR, [&](int t) {
+        for (size_t m = (size_t)t; m < 2 * K; m += (size_t)TR)
+          (m < K ? a[m] : bb[m - K]) = rank_scores(m < K ? a_scores[m] : b_scores[m - K], (uint32_t)n);
+      });
+      out.assign(K + (size_t)replicates, 0.0);
+      std::vector<uint16_t> ones(n, 1);
+      for (size_t k = 0; k < K; ++k) out[k] = weighted_auc(bb[k], labels, ones.data()) - weighted_auc(a[k], labels, ones.data());
+      const int T = std::max(1, std::min(threads, replicates));
+      on_threads(T, [&](int t) {
+        int64_t b, e;
+        ThreadPool::range(replicates, t, T, b, e);
+        if (b >= e) return;
+        JsPrng rng(seed);
+        for (int64_t r = 0; r < b; ++r)
+          for (int64_t i = 0; i < n; ++i) rng.next_u32();
+        std::vector<uint16_t> w(n);
+        const double dn = (double)n;
+        for (int64_t r = b; r < e; ++r) {
+          std::fill(w.begin(), w.end(), 0);
+          for (int64_t i = 0; i < n; ++i) {
+            const double u = (double)rng.next_u32() * 2.3283064365386963e-10;
+            const double x = std::floor(u * dn);
+            const int64_t j = std::min<int64_t>(n - 1, (int64_t)x);
+            w[j] = (uint16_t)(w[j] + 1);
+          }
+          double sum = 0;
+          for (size_t k = 0; k < K; ++k) {
+            const double d = weighted_auc(bb[k], labels, w.data()) - weighted_auc(a[k], labels, w.data());
+            sum += d;
+          }
+          out[K + (size_t)r] = sum / (double)K;
+        }
+      });
+    } catch (const std::exception& ex) {
+      SetError(ex.what());
+    }
+  }
+  void OnOK() override {
+    auto buf = Napi::ArrayBuffer::New(Env(), out.size() * sizeof(double));
+    std::memcpy(buf.Data(), out.data(), out.size() * sizeof(double));
+    deferred.Resolve(Napi::Float64Array::New(Env(), out.size(), buf, 0));
+  }
+  void OnError(const Napi::Error& e) override { deferred.Reject(e.Value()); }
+  Napi::Promise::Deferred deferred;
+  Napi::ObjectReference keep;
+  const float* labels = nullptr;
+  int64_t n = 0;
+  std::vector<const float*> a_scores, b_scores;
+  std::vector<Ranked> a, bb;
+  int replicates = 0;
+  uint32_t seed = 0;
+  int threads = 1;
+  std::vector<double> out;
+};
+
+Napi::Value PairedSeedBootstrap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto labels = info[0].As<Napi::Float32Array>();
+  const int64_t n = (int64_t)labels.ElementLength();
+  if (n >= (int64_t)UINT32_MAX) throw Napi::Error::New(env, "pairedSeedBootstrap: too many rows");
+  Napi::Object keep = Napi::Object::New(env);
+  keep.Set("labels", labels);
+  std::vector<const float*> sides[2];
+  for (int s = 0; s < 2; ++s) {
+    auto preds = info[1 + s].As<Napi::Array>();
+    keep.Set(s ? "b" : "a", preds);
+    for (uint32_t k = 0; k < preds.Length(); ++k) {
+      auto p = preds.Get(k).As<Napi::Float32Array>();
+      if ((int64_t)p.ElementLength() != n) throw Napi::Error::New(env, "pairedSeedBootstrap: predictions and labels differ in length");
+      sides[s].push_back(p.Data());
+    }
+  }
+  if (sides[0].empty() || sides[0].size() != sides[1].size())
+    throw Napi::Error::New(env, "pairedSeedBootstrap: need the same number of seeds on both sides");
+  auto* w = new BootstrapWorker(env, keep);
+  w->labels = labels.Data();
+  w->n = n;
+  w->a_scores = std::move(sides[0]);
+  w->b_scores = std::move(sides[1]);
+  w->replicates = info[3].As<Napi::Number>().Int32Value();
+  w->seed = info[4].As<Napi::Number>().Uint32Value();
+  w->threads = info[5].As<Napi::Number>().Int32Value();
+  w->Queue();
+  return w->deferred.Promise();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
@@ -978,6 +1171,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("gather", Napi::Function::New(env, Gather));
   exports.Set("cpuInfo", Napi::Function::New(env, CpuInfo));
   exports.Set("packBatches", Napi::Function::New(env, PackBatches));
+  exports.Set("pairedSeedBootstrap", Napi::Function::New(env, PairedSeedBootstrap));
   exports.Set("backend", "cpu");
   return exports;
 }

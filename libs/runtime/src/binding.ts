@@ -222,6 +222,20 @@ export interface NativeAddon {
     trainRows: Float64Array,
     opts: { shuffle: boolean; seed: number; epoch: number; epochs?: number; batch: number; records: boolean; raw?: boolean; columns?: boolean },
   ): Buffer;
+  /**
+   * The K per-seed AUC(B_k) - AUC(A_k) on every row, then per bootstrap replicate their mean on rows
+   * weighted by the replicate's resampling counts (NaN where a class has no weight): K + replicates
+   * numbers, bit for bit those of the JS loop (stats/paired-bootstrap.ts: Prng(seed)'s draws, n a
+   * replicate). Predictions must hold no NaN. Ranked and resampled on `threads` threads, off the event loop.
+   */
+  pairedSeedBootstrap(
+    labels: Float32Array,
+    predsA: Float32Array[],
+    predsB: Float32Array[],
+    replicates: number,
+    seed: number,
+    threads: number,
+  ): Promise<Float64Array>;
   /** avx512bf16 / evalPrecision: whether predict / evaluate / ablate run the bf16 forward (env ABACUS_CPU_EVAL_PRECISION=fp32 opts out) */
   cpuInfo(): {
     avx2: boolean;

@@ -473,9 +473,7 @@ async function fileTimeSpan(
     }
     rowsRead += m;
   }
-  return rowsRead
-    ? { index, rows: rowsRead, minT, maxT, back }
-    : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
+  return rowsRead ? { index, rows: rowsRead, minT, maxT, back } : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
 }
 
 export async function prepareBuild(request: SampleBuildRequest, workDir: string, opts: PrepareOptions = {}): Promise<BuildPlan> {

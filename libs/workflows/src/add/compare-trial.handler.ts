@@ -5,7 +5,7 @@ import { FeatureEntity, FeatureResultEntity, ModelEntity } from '@abacus/data';
 import { readF32 } from '../model/model-trainer';
 import { recipeInit } from '../embeddings/recipe-init';
 import type { ResolvedFeature } from '../model/model-recipe.schema';
-import { pairedBootstrap, pairedSeedBootstrap } from '../stats/paired-bootstrap';
+import { pairedBootstrap, pairedSeedBootstrapAsync } from '../stats/paired-bootstrap';
 import { foldInterval } from '../stats/fold-interval';
 import { seedRowInterval } from '../stats/seed-row-interval';
 import { rankScores, weightedAuc } from '../stats/weighted-auc';
@@ -127,8 +127,8 @@ export class CompareTrialHandler {
         timings.leaveOneInMs += Date.now() - t0;
         const t1 = Date.now();
         loi = crossFitGain(bases, runs, p.seeds, p.candidateAlpha);
-        const paired = (split: 'test', seed: number) => {
-          const d = pairedSeedBootstrap(
+        const paired = async (split: 'test', seed: number) => {
+          const d = await pairedSeedBootstrapAsync(
             bases[0][split].labels,
             bases.map((r) => r[split].pred),
             runs.map((r) => r[split].pred),
@@ -136,7 +136,7 @@ export class CompareTrialHandler {
           );
           return { ...seedRowInterval(d.perSeed, d.auc.std, p.candidateAlpha), perSeed: d.perSeed };
         };
-        const t = paired('test', p.seed + 1001 + i);
+        const t = await paired('test', p.seed + 1001 + i);
         gain = { split: 'test', source: 'leave-one-in', delta: t.mean, ciLow: t.ciLow, ciHigh: t.ciHigh, covers: t.covers };
         timings.bootstrapMs += Date.now() - t1;
       } else {

@@ -4,7 +4,7 @@ import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import type { TrialEntity } from '@abacus/data';
 import { EmbeddingService } from '@abacus/catalog';
 import { readF32 } from '../model/model-trainer';
-import { pairedSeedBootstrap } from '../stats/paired-bootstrap';
+import { pairedSeedBootstrapAsync } from '../stats/paired-bootstrap';
 import { runTrial } from '../trials/trial-runner';
 import { trialBySeq, type WorkflowContext } from '../trials/workflow-context';
 import { MULTIPLY_RULE, labelRateFlag, multiplyCompareParamsSchema, multiplyVerdict } from './multiply-experiment.schema';
@@ -64,17 +64,17 @@ export interface ArmComparison {
  * reads the validation split only (multiplyVerdict on its interval and per-seed gains); the ΔAUC
  * reported is measured on the test split, which nothing was decided on.
  */
-export function compareArm(
+export async function compareArm(
   base: Record<Split, SplitPredictions>,
   arm: Record<Split, SplitPredictions>,
   opts: { replicates: number; seed: number; alpha: number },
-): ArmComparison {
+): Promise<ArmComparison> {
   const covers = ['evaluation rows'];
-  const v = pairedSeedBootstrap(base.validation.labels, base.validation.preds, arm.validation.preds, {
+  const v = await pairedSeedBootstrapAsync(base.validation.labels, base.validation.preds, arm.validation.preds, {
     ...opts,
     seed: opts.seed + 1000,
   });
-  const t = pairedSeedBootstrap(base.test.labels, base.test.preds, arm.test.preds, opts);
+  const t = await pairedSeedBootstrapAsync(base.test.labels, base.test.preds, arm.test.preds, opts);
   return {
     deltaAuc: {
       split: 'test',
@@ -200,7 +200,7 @@ export class MultiplyCompareHandler {
             throw new Error(`trial #${arm.seq} was evaluated on other ${split} rows than the baseline`);
         }
         const tb = Date.now();
-        const c = compareArm(base, other, { replicates: p.bootstrap, seed: p.seed + i, alpha: p.alpha });
+        const c = await compareArm(base, other, { replicates: p.bootstrap, seed: p.seed + i, alpha: p.alpha });
         bootstrapMs += Date.now() - tb;
         const armParts = (t.metrics!.parts as SourceStats[]).filter((x) => x.domain !== 'target');
         for (const x of armParts) if (!parts.has(x.domain) || arm.sources.length === 1) parts.set(x.domain, x);

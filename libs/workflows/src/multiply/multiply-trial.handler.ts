@@ -310,7 +310,7 @@ export class MultiplyTrialHandler {
     const runsOf = (m: { metrics: Record<string, unknown> }) => m.metrics.perSeed as (SeedRun & { trainMs: number })[];
     const base = await runPredictions(this.w.dataDir, runsOf(fromParent));
     const arm = await runPredictions(this.w.dataDir, runsOf(fromNext));
-    const c = compareArm(base, arm, { replicates: 300, seed: p.seeds[0]!, alpha: 0.05 });
+    const c = await compareArm(base, arm, { replicates: 300, seed: p.seeds[0]!, alpha: 0.05 });
     const verdict = c.verdict === 'recommend' ? 'helps' : c.verdict === 'harmful' ? 'hurts' : 'no clear difference';
     const check = {
       line: p.ownerLine ?? next.businessLine,

@@ -85,10 +85,10 @@ describe('compareArm: decided on validation, reported on test', () => {
   const base = { validation: preds(validation, 1, 1), test: preds(test, 1, 1) };
   const opts = { replicates: 200, seed: 1, alpha: 0.05 };
 
-  it('recommends from the validation split although the test split shows a loss, and reports the test ΔAUC', () => {
+  it('recommends from the validation split although the test split shows a loss, and reports the test ΔAUC', async () => {
     // better than the baseline on validation, worse on test
     const arm = { validation: preds(validation, 0.2, 20), test: preds(test, 2.5, 20) };
-    const c = compareArm(base, arm, opts);
+    const c = await compareArm(base, arm, opts);
     expect(c.validation.split).toBe('validation');
     expect(c.deltaAuc.split).toBe('test');
     expect(c.validation.ciLow).toBeGreaterThan(0);
@@ -105,9 +105,9 @@ describe('compareArm: decided on validation, reported on test', () => {
     expect(c.deltaAuc.delta).not.toBeCloseTo(c.validation.delta, 3);
   });
 
-  it('calls harmful what validation shows harmful, whatever the test split says', () => {
+  it('calls harmful what validation shows harmful, whatever the test split says', async () => {
     const arm = { validation: preds(validation, 2.5, 30), test: preds(test, 0.2, 30) };
-    const c = compareArm(base, arm, opts);
+    const c = await compareArm(base, arm, opts);
     expect(c.validation.ciHigh).toBeLessThan(0);
     expect(c.deltaAuc.ciLow).toBeGreaterThan(0);
     expect(c.verdict).toBe('harmful');

@@ -1,3 +1,5 @@
+import os from 'node:os';
+import { loadNativeAddon, nativeAddonAvailable } from '@abacus/runtime';
 import { Prng } from '@abacus/samples';
 import { rankScores, weightedAuc, weightedLogloss } from './weighted-auc';
 
@@ -80,6 +82,36 @@ export function pairedSeedBootstrap(
     const d = delta(w);
     if (Number.isFinite(d)) xs.push(d);
   }
+  return { auc: summarize(full, xs, opts.alpha), perSeed };
+}
+
+/**
+ * pairedSeedBootstrap's result, its replicates computed natively on `threads` threads (default every
+ * core) off the event loop: the same numbers, bit for bit (the same draws and the same sums in the same
+ * order). Falls back to the JS loop where the native addon is not built.
+ */
+export async function pairedSeedBootstrapAsync(
+  labels: Float32Array,
+  predsA: Float32Array[],
+  predsB: Float32Array[],
+  opts: { replicates: number; seed: number; alpha: number; threads?: number },
+): Promise<{ auc: PairedDelta; perSeed: number[] }> {
+  // NaN scores (a diverged model) have no order the native ranking could share with JS's sort
+  if (!nativeAddonAvailable() || [...predsA, ...predsB].some((p) => p.some(Number.isNaN)))
+    return pairedSeedBootstrap(labels, predsA, predsB, opts);
+  const out = await loadNativeAddon().pairedSeedBootstrap(
+    labels,
+    predsA,
+    predsB,
+    opts.replicates,
+    opts.seed >>> 0,
+    Math.max(1, Math.floor(opts.threads ?? os.availableParallelism())),
+  );
+  const k = predsA.length;
+  const perSeed = Array.from(out.subarray(0, k));
+  const full = perSeed.reduce((a, b) => a + b, 0) / perSeed.length;
+  const xs: number[] = [];
+  for (const d of out.subarray(k)) if (Number.isFinite(d)) xs.push(d);
   return { auc: summarize(full, xs, opts.alpha), perSeed };
 }
 
