@@ -431,7 +431,7 @@ async function rowGroupAligned(con: DuckDBConnection, files: string[], rangeRows
 /**
  * One sample file's rows in file order (after the set's filter): how many, their earliest and latest
  * time, and how many come earlier in time than the row before them (0: the file is in time order).
- * Streamed (a pass over the time column, no sort); the row numbers are checked to come in order.
+ * One pass over the time column, no sort; the row numbers are checked to come in order.
  */
 async function fileTimeSpan(
   con: DuckDBConnection,
@@ -441,7 +441,9 @@ async function fileTimeSpan(
   hive: string,
   where: string,
 ): Promise<{ index: number; rows: number; minT: number; maxT: number; back: number }> {
-  const result = await con.stream(
+  // read whole (DuckDB's threads scan the file, in file order): one call, not one per chunk, which
+  // would wait on the event loop's thread pool behind the build and scoring threads beside it
+  const result = await con.run(
     `SELECT ${time} AS __t, CAST(file_row_number AS DOUBLE) AS __r FROM read_parquet([${quoteLiteral(file)}], file_row_number = true${hive}) ${where}`,
   );
   let rowsRead = 0;
@@ -452,9 +454,8 @@ async function fileTimeSpan(
   let prevR = -1;
   let t = new Float64Array(2048);
   let r = new Float64Array(2048);
-  for (;;) {
-    const chunk = await result.fetchChunk();
-    if (!chunk || chunk.rowCount === 0) break;
+  for (let c = 0; c < result.chunkCount; c++) {
+    const chunk = result.getChunk(c);
     const m = chunk.rowCount;
     if (t.length < m) {
       t = new Float64Array(m);
