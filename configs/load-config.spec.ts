@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, sizeWorkerThreadPool } from './load-config';
+import { buildThreads, loadConfig, scoreThreads, sizeWorkerThreadPool } from './load-config';
 
 // the config files the tests write, removed afterwards
 const dirs: string[] = [];
@@ -63,9 +63,9 @@ describe('sizeWorkerThreadPool', () => {
   it("sizes libuv's pool for the worker's fits unless UV_THREADPOOL_SIZE is set", () => {
     const env: NodeJS.ProcessEnv = {};
     const c = loadConfig({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_GPU_LANES: '3' }, { fresh: true });
-    // on 16 cores: 2 trials x 3 lanes, twice over, 8 build and 16 scoring threads, and 4 for file reads
-    expect(sizeWorkerThreadPool(c, env, 16)).toBe(40);
-    expect(env.UV_THREADPOOL_SIZE).toBe('40');
+    // on 16 cores: 2 trials x 3 lanes, twice over, 8 build and 8 scoring threads, and 4 for file reads
+    expect(sizeWorkerThreadPool(c, env, 16)).toBe(32);
+    expect(env.UV_THREADPOOL_SIZE).toBe('32');
     const set: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: '4' };
     expect(sizeWorkerThreadPool(c, set, 16)).toBe(4);
     // on 2 cores, defaults (1 trial, 3 lanes): 1 x 3 x 2 + 2 + 2 + 4
@@ -73,6 +73,20 @@ describe('sizeWorkerThreadPool', () => {
     // the thread counts set: as set, whatever the cores
     const set2 = loadConfig({ ABACUS_BUILD_THREADS: '3', ABACUS_SCORE_THREADS: '5' }, { fresh: true });
     expect(sizeWorkerThreadPool(set2, {}, 64)).toBe(4 + 6 + 3 + 5);
+  });
+
+  it('gives IV scoring the cores the build threads leave (2 to 64), or the counts set', () => {
+    const c = loadConfig({}, { fresh: true });
+    expect([2, 4, 16, 64, 200].map((cores) => [buildThreads(c, cores), scoreThreads(c, cores)])).toEqual([
+      [2, 2],
+      [4, 2],
+      [8, 8],
+      [8, 56],
+      [8, 64],
+    ]);
+    const set = loadConfig({ ABACUS_BUILD_THREADS: '12', ABACUS_SCORE_THREADS: '3' }, { fresh: true });
+    expect([buildThreads(set, 16), scoreThreads(set, 16)]).toEqual([12, 3]);
+    expect(scoreThreads(loadConfig({ ABACUS_BUILD_THREADS: '12' }, { fresh: true }), 16)).toBe(4);
   });
 
   it('rejects a GPU lane count outside 1..16 and reads the borrow switch', () => {

@@ -48,12 +48,14 @@ export function buildThreads(config: AppConfig, cores = os.availableParallelism(
 }
 
 /**
- * Threads an IV scoring trial reads and bins its columns on: ABACUS_SCORE_THREADS, or (0) every core
- * (at most 64). They run at nice 10, below the build and the training beside them, so they take the
- * cores those leave.
+ * Threads an IV scoring trial reads and bins its columns on: ABACUS_SCORE_THREADS, or (0) the cores the
+ * sample build's threads leave (at least 2, at most 64). A subtract's scoring runs beside its base
+ * trial's build: on a 16-core H200 host, 8 scoring threads beside the 8 build threads took a 10M x 100
+ * subtract to 89.6 s (build 32.8 s, scoring 32.8 s), where 16 took 121-127 s (build 66-72 s, scoring
+ * 59-72 s), and 1M x 40 to 8.6-8.9 s against 10.2-10.7 s (bench/README.md, 2026-11-28 night).
  */
 export function scoreThreads(config: AppConfig, cores = os.availableParallelism()): number {
-  return config.ABACUS_SCORE_THREADS || Math.min(64, cores);
+  return config.ABACUS_SCORE_THREADS || Math.min(64, Math.max(2, cores - buildThreads(config, cores)));
 }
 
 /**
