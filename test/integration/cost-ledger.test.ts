@@ -164,7 +164,11 @@ describe('the cost ledger on a simulated world', () => {
       return xs.reduce((s, x) => s + x, 0) / xs.length;
     };
     expect(mean('multi_id')).toBeGreaterThanOrEqual(mean('categorical') - 1e-9);
-    expect(mean('categorical')).toBeGreaterThan(mean('numeric'));
+    expect(mean('categorical')).toBeGreaterThanOrEqual(mean('numeric') - 1e-9);
+    // strictly more, unless the fit told no feature from another (every share the same: a machine too
+    // busy for the timings to resolve anything, seen once in CI)
+    const shares = new Set(measured.features.map((e) => e.compute.measured!.median!));
+    if (shares.size > 1) expect(mean('categorical')).toBeGreaterThan(mean('numeric'));
   });
 
   it('takes the fan-out from the model: its architecture, else the query', async () => {

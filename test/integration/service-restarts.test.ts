@@ -112,11 +112,18 @@ describe('Redis and Postgres restarts (private servers)', () => {
       150_000,
       'every experiment to finish',
     );
-    const log = worker.output();
     expect(
       done.filter((e) => e.status !== 'succeeded'),
-      log,
+      worker.output(),
     ).toEqual([]);
+    // the worker logs a finalize right after writing it: the line may reach the pipe a moment after the
+    // status shows
+    await waitUntil(
+      async () => ids.every((id) => worker.output().includes(`experiment ${id} succeeded`)) || null,
+      15_000,
+      'the worker to log every finalize',
+    );
+    const log = worker.output();
     expect(log).toMatch(/reaper: flow rebuilt/);
     for (const id of ids) {
       // finalize wrote each experiment's result exactly once
