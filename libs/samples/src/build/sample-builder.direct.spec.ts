@@ -7,7 +7,7 @@ import { expectSameBuild } from '../../../../test/support/built-samples';
 import type { BuildSamplesOptions, BuiltSamples, FeatureDef, SampleBuildRequest } from './sample-build.types';
 import { tableSource } from '../io/table-reader';
 import { rowHashUnit } from './feature-hash';
-import { buildSamples, prepareBuild } from './sample-builder';
+import { buildSamples, fileTimeSpan, prepareBuild } from './sample-builder';
 
 // Ranges read straight from the sample Parquet files (no joined, ordered copy written) and string
 // dictionaries looked up by DuckDB must give exactly the samples of the joined copy and of the
@@ -191,6 +191,40 @@ describe('buildSamples: ranges read straight from the sample files', () => {
     ]);
     await rm(work, { recursive: true, force: true });
     expectSameBuild(await build(req, false, { rangeRows: 3000 }), await build(req, true, { rangeRows: 3000 }));
+  });
+
+  it('checks a file’s time order in slices of its rows: the same count, span and rows out of order whatever the slice', async () => {
+    const instance = await DuckDBInstance.create(':memory:');
+    const con = await instance.connect();
+    try {
+      for (const [set, day] of [
+        ['scrambled-large', 1],
+        ['scrambled-large', 0],
+        ['many-days', 10],
+      ] as const) {
+        const file = path.join(dir, set, `day=${day}`, 'part.parquet');
+        // what the check must find, from the rows in file order
+        const ts = (await (await con.run(`SELECT ts FROM read_parquet('${file}') ORDER BY file_row_number`)).getRows()).map((r) =>
+          Number(r[0]),
+        );
+        const want = {
+          index: 0,
+          rows: ts.length,
+          minT: Math.min(...ts),
+          maxT: Math.max(...ts),
+          back: ts.filter((t, i) => i > 0 && t < ts[i - 1]).length,
+        };
+        expect(want.back > 0, `${set} day ${day}`).toBe(day !== 0); // day 1 of scrambled-large and day 10 of many-days are scrambled
+        for (const slice of [undefined, 97, 1000])
+          expect(
+            await fileTimeSpan(con, file, 0, 'CAST(ts AS DOUBLE)', '', null, slice),
+            `${set} day ${day} slice ${slice}`,
+          ).toEqual(want);
+      }
+    } finally {
+      con.closeSync();
+      instance.closeSync();
+    }
   });
 
   it('files whose times overlap: the joined, ordered copy', async () => {

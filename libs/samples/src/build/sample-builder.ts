@@ -400,6 +400,8 @@ export interface PrepareOptions extends Pick<
   | 'unsortedRangeBytes'
 > {
   onProgress?(fraction: number, message: string): void;
+  /** rows the file order check reads in one call (default TIME_SPAN_SLICE_ROWS) */
+  timeSpanSliceRows?: number;
 }
 
 /**
@@ -428,24 +430,25 @@ async function rowGroupAligned(con: DuckDBConnection, files: string[], rangeRows
   return g * Math.max(1, Math.round(rangeRows / g));
 }
 
+/** rows of a sample file the time-order check reads in one call (16 bytes a row) */
+export const TIME_SPAN_SLICE_ROWS = 4_194_304;
+
 /**
  * One sample file's rows in file order (after the set's filter): how many, their earliest and latest
  * time, and how many come earlier in time than the row before them (0: the file is in time order).
  * One pass over the time column, no sort; the row numbers are checked to come in order.
  */
-async function fileTimeSpan(
+export async function fileTimeSpan(
   con: DuckDBConnection,
   file: string,
   index: number,
   time: string,
   hive: string,
-  where: string,
+  filterSql: string | null,
+  sliceRows = TIME_SPAN_SLICE_ROWS,
 ): Promise<{ index: number; rows: number; minT: number; maxT: number; back: number }> {
-  // read whole (DuckDB's threads scan the file, in file order): one call, not one per chunk, which
-  // would wait on the event loop's thread pool behind the build and scoring threads beside it
-  const result = await con.run(
-    `SELECT ${time} AS __t, CAST(file_row_number AS DOUBLE) AS __r FROM read_parquet([${quoteLiteral(file)}], file_row_number = true${hive}) ${where}`,
-  );
+  const from = `read_parquet([${quoteLiteral(file)}], file_row_number = true${hive})`;
+  const [[total]] = await rows(con, `SELECT count(*) FROM ${from}`);
   let rowsRead = 0;
   let minT = Infinity;
   let maxT = -Infinity;
@@ -454,25 +457,34 @@ async function fileTimeSpan(
   let prevR = -1;
   let t = new Float64Array(2048);
   let r = new Float64Array(2048);
-  for (let c = 0; c < result.chunkCount; c++) {
-    const chunk = result.getChunk(c);
-    const m = chunk.rowCount;
-    if (t.length < m) {
-      t = new Float64Array(m);
-      r = new Float64Array(m);
+  // read whole a slice at a time (DuckDB's threads scan it, in file order): one call a slice, not one
+  // a chunk, which would wait on the event loop's thread pool behind the build and scoring threads
+  // beside it; slices of `sliceRows` keep the memory bounded whatever the file's size
+  for (let lo = 0; lo < Number(total); lo += sliceRows) {
+    const cond = [`file_row_number >= ${lo} AND file_row_number < ${lo + sliceRows}`, filterSql].filter(Boolean);
+    const result = await con.run(
+      `SELECT ${time} AS __t, CAST(file_row_number AS DOUBLE) AS __r FROM ${from} WHERE ${cond.join(' AND ')}`,
+    );
+    for (let c = 0; c < result.chunkCount; c++) {
+      const chunk = result.getChunk(c);
+      const m = chunk.rowCount;
+      if (t.length < m) {
+        t = new Float64Array(m);
+        r = new Float64Array(m);
+      }
+      readDoubles(chunk.getColumnVector(0), m, t, 0);
+      readDoubles(chunk.getColumnVector(1), m, r, 0);
+      for (let i = 0; i < m; i++) {
+        if (!(r[i] > prevR)) throw new Error(`sample builder: ${file} was not read in row order`);
+        prevR = r[i];
+        const x = t[i];
+        if (x < prevT) back++;
+        prevT = x;
+        if (x < minT) minT = x;
+        if (x > maxT) maxT = x;
+      }
+      rowsRead += m;
     }
-    readDoubles(chunk.getColumnVector(0), m, t, 0);
-    readDoubles(chunk.getColumnVector(1), m, r, 0);
-    for (let i = 0; i < m; i++) {
-      if (!(r[i] > prevR)) throw new Error(`sample builder: ${file} was not read in row order`);
-      prevR = r[i];
-      const x = t[i];
-      if (x < prevT) back++;
-      prevT = x;
-      if (x < minT) minT = x;
-      if (x > maxT) maxT = x;
-    }
-    rowsRead += m;
   }
   return rowsRead ? { index, rows: rowsRead, minT, maxT, back } : { index, rows: 0, minT: 0, maxT: 0, back: 0 };
 }
@@ -758,7 +770,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         // and how many rows come earlier in time than the row before them; no sort
         const spans = await guarded('samples.file', 'malformed or unreadable', async () => {
           const out = [];
-          for (const [index, f] of files.entries()) out.push(await fileTimeSpan(con, f, index, time, hive, where));
+          for (const [index, f] of files.entries())
+            out.push(await fileTimeSpan(con, f, index, time, hive, filterSql, opts.timeSpanSliceRows));
           return out;
         });
         const order = orderedFileRuns(spans, Infinity);
