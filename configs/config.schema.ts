@@ -122,7 +122,8 @@ export const configSchema = z
     ABACUS_COST_MEASURE_TIMEOUT_MS: z.coerce.number().int().min(1000).default(300_000),
     /**
      * worker threads an IV scoring trial reads and bins its columns on (the columns dealt among
-     * them; the report is the same); 0 = the cores the sample build's threads leave (2 to 64)
+     * them; the report is the same); 0 = the cores the sample build's threads leave (2 to 64), and
+     * every core (2 to 64) for a `score` experiment's trial when no sample build runs in the worker
      */
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**

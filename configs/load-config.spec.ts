@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildThreads, loadConfig, scoreThreads, sizeWorkerThreadPool } from './load-config';
+import { buildThreads, loadConfig, scoreThreads, scoreThreadsAlone, sizeWorkerThreadPool } from './load-config';
 
 // the config files the tests write, removed afterwards
 const dirs: string[] = [];
@@ -63,9 +63,10 @@ describe('sizeWorkerThreadPool', () => {
   it("sizes libuv's pool for the worker's fits unless UV_THREADPOOL_SIZE is set", () => {
     const env: NodeJS.ProcessEnv = {};
     const c = loadConfig({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_GPU_LANES: '3' }, { fresh: true });
-    // on 16 cores: 2 trials x 3 lanes, twice over, 8 build and 8 scoring threads, and 4 for file reads
-    expect(sizeWorkerThreadPool(c, env, 16)).toBe(32);
-    expect(env.UV_THREADPOOL_SIZE).toBe('32');
+    // on 16 cores: 2 trials x 3 lanes, twice over, 8 build and 16 scoring threads (a score
+    // experiment's, alone), and 4 for file reads
+    expect(sizeWorkerThreadPool(c, env, 16)).toBe(40);
+    expect(env.UV_THREADPOOL_SIZE).toBe('40');
     const set: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: '4' };
     expect(sizeWorkerThreadPool(c, set, 16)).toBe(4);
     // on 2 cores, defaults (1 trial, 3 lanes): 1 x 3 x 2 + 2 + 2 + 4
@@ -87,6 +88,12 @@ describe('sizeWorkerThreadPool', () => {
     const set = loadConfig({ ABACUS_BUILD_THREADS: '12', ABACUS_SCORE_THREADS: '3' }, { fresh: true });
     expect([buildThreads(set, 16), scoreThreads(set, 16)]).toEqual([12, 3]);
     expect(scoreThreads(loadConfig({ ABACUS_BUILD_THREADS: '12' }, { fresh: true }), 16)).toBe(4);
+  });
+
+  it("gives a score experiment's scoring every core when no build runs beside it (2 to 64), or the count set", () => {
+    const c = loadConfig({}, { fresh: true });
+    expect([1, 2, 16, 64, 200].map((cores) => scoreThreadsAlone(c, cores))).toEqual([2, 2, 16, 64, 64]);
+    expect(scoreThreadsAlone(loadConfig({ ABACUS_SCORE_THREADS: '3' }, { fresh: true }), 16)).toBe(3);
   });
 
   it('rejects a GPU lane count outside 1..16 and reads the borrow switch', () => {

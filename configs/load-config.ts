@@ -59,6 +59,14 @@ export function scoreThreads(config: AppConfig, cores = os.availableParallelism(
 }
 
 /**
+ * Threads a `score` experiment's trial scores on when no sample build runs beside it: ABACUS_SCORE_THREADS,
+ * or (0) every core (at least 2, at most 64).
+ */
+export function scoreThreadsAlone(config: AppConfig, cores = os.availableParallelism()): number {
+  return config.ABACUS_SCORE_THREADS || Math.min(64, Math.max(2, cores));
+}
+
+/**
  * Sizes libuv's thread pool for a worker before anything uses it: each model a trial trains (every
  * GPU lane) holds one of its threads for the whole fit, every sample-build and scoring thread waits on
  * it for each chunk DuckDB hands over, and file reads queue behind them. Left alone when
@@ -70,7 +78,7 @@ export function sizeWorkerThreadPool(
   cores = os.availableParallelism(),
 ): number {
   const fits = config.ABACUS_WORKER_CONCURRENCY * config.ABACUS_GPU_LANES * 2;
-  const want = Math.min(1024, Math.max(8, 4 + fits + buildThreads(config, cores) + scoreThreads(config, cores)));
+  const want = Math.min(1024, Math.max(8, 4 + fits + buildThreads(config, cores) + scoreThreadsAlone(config, cores)));
   if (!env.UV_THREADPOOL_SIZE) env.UV_THREADPOOL_SIZE = String(want);
   return Number(env.UV_THREADPOOL_SIZE);
 }

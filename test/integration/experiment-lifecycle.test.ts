@@ -121,6 +121,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       expect(e.status).toBe('succeeded');
       expect(e.progress).toBe(1);
       expect(e.trials.every((t) => t.status === 'succeeded' && t.attempts === 1)).toBe(true);
+      // a score experiment's scoring has the worker to itself: the thread count for scoring alone
+      expect(e.trials.map((t) => t.metrics?.threadsFor)).toEqual(['alone', 'alone']);
       const results = await ds.getRepository(FeatureResultEntity).findBy({ experimentId: id, scorer: 'iv' });
       const iv = Object.fromEntries(results.map((x) => [x.featureName, x.value]));
       expect(Object.keys(iv).sort()).toEqual(['color', 'noise', 'strong', 'weak']);

@@ -56,6 +56,8 @@ describe('subtract on the simulator ground truth', () => {
     if (r.confirmed.seeds.length < 3) expect(stop.decided).toBe(true);
     expect(r.resourcesSaved.storageBytesPerEntity).toBeGreaterThan(0);
     expect(e.trials.map((t: { kind: string }) => t.kind)).toEqual(['train', 'ablate', 'score', 'prune', 'train']);
+    // IV runs beside the base trial's build: the cores the build leaves
+    expect(e.trials.find((t: { kind: string }) => t.kind === 'score').metrics.threadsFor).toBe('beside a build');
     // five seeds a check (the default) took 136 s to 255 s on two shared cores; three seeds are enough here
   }, 600_000);
 });

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { buildThreads, scoreThreads, type AppConfig } from '@abacus/configs';
+import { buildThreads, scoreThreads, scoreThreadsAlone, type AppConfig } from '@abacus/configs';
 import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
 import { SampleSetEntity } from '@abacus/data';
 import { buildThreadPool } from '@abacus/samples';
@@ -129,6 +129,7 @@ export class WorkerModule {
             const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
             const score = new ScoreTrialHandler(ds, ledger, dataDir, {
               threads: scoreThreads(config),
+              threadsAlone: scoreThreadsAlone(config),
               duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               data,
             });

@@ -315,6 +315,20 @@ export class BuiltSamplesCache {
     recipe: ModelRecipe,
     onProgress?: (fraction: number, message: string) => void,
   ): Promise<BuiltMeta> {
+    buildsRunning += 1;
+    try {
+      return await this.buildNow(req, key, recipe, onProgress);
+    } finally {
+      buildsRunning -= 1;
+    }
+  }
+
+  private async buildNow(
+    req: SampleBuildRequest,
+    key: string,
+    recipe: ModelRecipe,
+    onProgress?: (fraction: number, message: string) => void,
+  ): Promise<BuiltMeta> {
     const dir = this.dataDir.abs(path.join('built', key));
     let opened: { path: string; release(): void } | null = null;
     if (recipe.sampleVersion) {
@@ -421,6 +435,14 @@ export class BuiltSamplesCache {
       opened?.release();
     }
   }
+}
+
+/** sample builds running in this process (every cache of it) */
+let buildsRunning = 0;
+
+/** How many sample builds this process runs now: work that would take their cores waits for none. */
+export function sampleBuildsRunning(): number {
+  return buildsRunning;
 }
 
 function readMeta(dir: string): BuiltMeta {

@@ -7,6 +7,7 @@ import { runTrial } from '../trials/trial-runner';
 import type { TrialLedger } from '../trials/trial-ledger';
 import { scoreTrialParamsSchema } from './score-experiment.schema';
 import { scoreOffThread } from './score-thread';
+import { sampleBuildsRunning } from '../model/built-samples.cache';
 
 /** One `score` trial: WOE/IV and PSI of its share of the features, upserted per (experiment, feature, scorer). */
 /** DuckDB memory a scoring thread gets at least (the job's cap is raised to give every thread this much) */
@@ -18,16 +19,24 @@ export class ScoreTrialHandler {
     private readonly ledger: TrialLedger,
     private readonly dataDir: DataDir,
     /**
-     * threads: worker threads the columns are scored on (see scoreOffThread); duckdbMemoryMb: DuckDB's
+     * threads: worker threads the columns are scored on (see scoreOffThread) beside other work (a
+     * subtract's scoring runs beside its base trial's sample build); threadsAlone: those of a `score`
+     * experiment's trial when no sample build runs in this process (default `threads`); duckdbMemoryMb: DuckDB's
      * memory cap for the whole trial (shared out among the threads; past it DuckDB spills to the data
      * directory's tmp/); data: where a set registered by reference is read (the host's cache of the store)
      */
-    private readonly opts: { threads: number; duckdbMemoryMb?: number; data?: SampleSetData } = { threads: 1 },
+    private readonly opts: { threads: number; threadsAlone?: number; duckdbMemoryMb?: number; data?: SampleSetData } = {
+      threads: 1,
+    },
   ) {}
 
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
     return runTrial(this.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress, signal }) => {
       const params = scoreTrialParamsSchema.parse(trial.params);
+      // every core for a score experiment's own scoring; beside a build (a subtract's base trial, or
+      // another experiment's build in this worker), the cores the build's threads leave
+      const alone = experiment.kind === 'score' && sampleBuildsRunning() === 0;
+      const threads = alone ? (this.opts.threadsAlone ?? this.opts.threads) : this.opts.threads;
       const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: params.sampleSetId });
       await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
       const time = params.psiSplitTime !== null ? ss.timeColumn : null;
@@ -58,7 +67,7 @@ export class ScoreTrialHandler {
             duckdb: {
               memoryLimitMb: Math.max(
                 this.opts.duckdbMemoryMb ?? DEFAULT_DUCKDB_MEMORY_MB,
-                SCORE_THREAD_MIN_MB * Math.min(this.opts.threads, params.features.length),
+                SCORE_THREAD_MIN_MB * Math.min(threads, params.features.length),
               ),
               tempDir: this.dataDir.tmpDir(),
             },
@@ -75,7 +84,7 @@ export class ScoreTrialHandler {
             },
           },
           undefined,
-          this.opts.threads,
+          threads,
         );
       } finally {
         opened.release();
@@ -134,7 +143,9 @@ export class ScoreTrialHandler {
           timings: { readMs, scoreMs, writeMs: Date.now() - t0 },
           // where the reading and binning ran: a worker thread, or the worker's main thread
           scoredOn: ranOn,
-          threads: ranOn === 'thread' ? Math.min(this.opts.threads, params.features.length) : 1,
+          threads: ranOn === 'thread' ? Math.min(threads, params.features.length) : 1,
+          // every core (a score experiment's trial, no sample build beside it), or the build's share left
+          threadsFor: alone ? 'alone' : 'beside a build',
           // a set registered by reference: what this host fetched from the store for it (0: all cached)
           ...(ss.location ? { store: { objects: opened.objects, fetchedBytes: opened.fetchedBytes } } : {}),
         },
