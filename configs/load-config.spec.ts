@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildThreads, loadConfig, scoreThreads, scoreThreadsAlone, sizeWorkerThreadPool } from './load-config';
+import { buildThreads, hostBatchThreads, hostFits, loadConfig, scoreThreads, scoreThreadsAlone, sizeWorkerThreadPool } from './load-config';
 
 // the config files the tests write, removed afterwards
 const dirs: string[] = [];
@@ -63,17 +63,17 @@ describe('sizeWorkerThreadPool', () => {
   it("sizes libuv's pool for the worker's fits unless UV_THREADPOOL_SIZE is set", () => {
     const env: NodeJS.ProcessEnv = {};
     const c = loadConfig({ ABACUS_WORKER_CONCURRENCY: '2', ABACUS_GPU_LANES: '3' }, { fresh: true });
-    // on 16 cores: 2 trials x 3 lanes, twice over, 8 build and 16 scoring threads (a score
-    // experiment's, alone), and 4 for file reads
-    expect(sizeWorkerThreadPool(c, env, 16)).toBe(40);
-    expect(env.UV_THREADPOOL_SIZE).toBe('40');
+    // on 16 cores: 2 trials x 4 fits at once (more than the 3 GPU lanes), twice over, 8 build and 16
+    // scoring threads (a score experiment's, alone), and 4 for file reads
+    expect(sizeWorkerThreadPool(c, env, 16)).toBe(44);
+    expect(env.UV_THREADPOOL_SIZE).toBe('44');
     const set: NodeJS.ProcessEnv = { UV_THREADPOOL_SIZE: '4' };
     expect(sizeWorkerThreadPool(c, set, 16)).toBe(4);
     // on 2 cores, defaults (1 trial, 3 lanes): 1 x 3 x 2 + 2 + 2 + 4
     expect(sizeWorkerThreadPool(loadConfig({}, { fresh: true }), {}, 2)).toBe(14);
     // the thread counts set: as set, whatever the cores
     const set2 = loadConfig({ ABACUS_BUILD_THREADS: '3', ABACUS_SCORE_THREADS: '5' }, { fresh: true });
-    expect(sizeWorkerThreadPool(set2, {}, 64)).toBe(4 + 6 + 3 + 5);
+    expect(sizeWorkerThreadPool(set2, {}, 64)).toBe(4 + 8 + 3 + 5);
   });
 
   it('gives IV scoring the cores the build threads leave (2 to 64), or the counts set', () => {
@@ -88,6 +88,20 @@ describe('sizeWorkerThreadPool', () => {
     const set = loadConfig({ ABACUS_BUILD_THREADS: '12', ABACUS_SCORE_THREADS: '3' }, { fresh: true });
     expect([buildThreads(set, 16), scoreThreads(set, 16)]).toEqual([12, 3]);
     expect(scoreThreads(loadConfig({ ABACUS_BUILD_THREADS: '12' }, { fresh: true }), 16)).toBe(4);
+  });
+
+  it('trains a batch of CPU fits min(4, cores) at once, each on its share of the runtime threads, or as set', () => {
+    const c = loadConfig({}, { fresh: true });
+    expect([1, 2, 3, 16, 64].map((cores) => [hostFits(c, cores), hostBatchThreads(c, cores)])).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 1],
+      [4, 4],
+      [4, 16],
+    ]);
+    const set = loadConfig({ ABACUS_HOST_FITS: '1', ABACUS_RUNTIME_THREADS: '6' }, { fresh: true });
+    expect([hostFits(set, 16), hostBatchThreads(set, 16)]).toEqual([1, 6]);
+    expect(hostBatchThreads(loadConfig({ ABACUS_HOST_FITS: '4', ABACUS_RUNTIME_THREADS: '2' }, { fresh: true }), 16)).toBe(1);
   });
 
   it("gives a score experiment's scoring every core when no build runs beside it (2 to 64), or the count set", () => {

@@ -58,6 +58,20 @@ export function scoreThreads(config: AppConfig, cores = os.availableParallelism(
   return config.ABACUS_SCORE_THREADS || Math.min(64, Math.max(2, cores - buildThreads(config, cores)));
 }
 
+/** Fits a trial trains at once on the CPU backend: ABACUS_HOST_FITS, or (0) min(4, the cores). */
+export function hostFits(config: AppConfig, cores = os.availableParallelism()): number {
+  return config.ABACUS_HOST_FITS || Math.max(1, Math.min(4, cores));
+}
+
+/**
+ * Native threads of a CPU fit that trains beside others of its batch: its share of the trial's threads
+ * (ABACUS_RUNTIME_THREADS, or the cores), at least 1. On the 2-core dev machine two one-thread fits at
+ * once trained 1.28-1.54x the rows a second of one two-thread fit after another (bench/README.md).
+ */
+export function hostBatchThreads(config: AppConfig, cores = os.availableParallelism()): number {
+  return Math.max(1, Math.floor((config.ABACUS_RUNTIME_THREADS || cores) / hostFits(config, cores)));
+}
+
 /**
  * Threads a `score` experiment's trial scores on when no sample build runs beside it: ABACUS_SCORE_THREADS,
  * or (0) every core (at least 2, at most 64).
@@ -77,7 +91,7 @@ export function sizeWorkerThreadPool(
   env: NodeJS.ProcessEnv = process.env,
   cores = os.availableParallelism(),
 ): number {
-  const fits = config.ABACUS_WORKER_CONCURRENCY * config.ABACUS_GPU_LANES * 2;
+  const fits = config.ABACUS_WORKER_CONCURRENCY * Math.max(config.ABACUS_GPU_LANES, hostFits(config, cores)) * 2;
   const want = Math.min(1024, Math.max(8, 4 + fits + buildThreads(config, cores) + scoreThreadsAlone(config, cores)));
   if (!env.UV_THREADPOOL_SIZE) env.UV_THREADPOOL_SIZE = String(want);
   return Number(env.UV_THREADPOOL_SIZE);

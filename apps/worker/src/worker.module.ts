@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { buildThreads, scoreThreads, scoreThreadsAlone, type AppConfig } from '@abacus/configs';
+import { buildThreads, hostBatchThreads, hostFits, scoreThreads, scoreThreadsAlone, type AppConfig } from '@abacus/configs';
 import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
 import { SampleSetEntity } from '@abacus/data';
 import { buildThreadPool } from '@abacus/samples';
@@ -98,7 +98,11 @@ export class WorkerModule {
                 openSamples: async (recipe, onProgress) =>
                   data.open(await ds.getRepository(SampleSetEntity).findOneByOrFail({ id: recipe.sampleSetId }), onProgress),
               }),
-              trainer: new ModelTrainer(dataDir, { backend: backend.backend, threads: config.ABACUS_RUNTIME_THREADS }),
+              trainer: new ModelTrainer(dataDir, {
+                backend: backend.backend,
+                threads: config.ABACUS_RUNTIME_THREADS,
+                batchThreads: hostBatchThreads(config),
+              }),
               notifier: new WebhookNotifier(config.ABACUS_NOTIFY_WEBHOOK_URL, config.ABACUS_NOTIFY_WEBHOOK_SECRET, {
                 allow: config.ABACUS_WEBHOOK_ALLOWED_HOSTS,
               }),
@@ -109,6 +113,7 @@ export class WorkerModule {
                 config.ABACUS_PRUNE_LOOKAHEAD,
                 config.ABACUS_CONFIRM_AHEAD === 'auto' ? backend.devices > 0 : config.ABACUS_CONFIRM_AHEAD,
                 config.ABACUS_FINE_TUNE_IN_PLACE,
+                hostFits(config),
               ),
               // a prune's checks over every worker of the backend (fit.check jobs); this process's open prunes
               fits: { dispatch: new QueueFitDispatch(queue, config.ABACUS_PRUNE_SPREAD), states: new PruneFitStates() },

@@ -13,6 +13,7 @@ import { foldOf } from '../model/built-samples.cache';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
+import { onDevices } from '../model/device-pool';
 import { compareTrialParamsSchema } from './add-experiment.schema';
 import { verdictFor } from './verdict';
 
@@ -69,23 +70,34 @@ export class CompareTrialHandler {
     const augRecipe = trainTrialParamsSchema.parse(aug.params).recipe;
     const recipe = { ...baseRecipe, features: baseRecipe.features as ResolvedFeature[] };
     const folds = p.seeds.length;
-    const train = async (features: ResolvedFeature[], k: number, what: string, at: number) => {
+    // every seed's fit of one feature set: a batch of independent fits (several at once on the GPU's
+    // lanes, or on the CPU's share of the cores), in the seeds' order
+    const trainAll = async (features: ResolvedFeature[], what: string, at: number) => {
       checkpoint();
-      const seed = p.seeds[k]!;
-      await progress(at, `${what}, seed ${seed} (validation fold ${k + 1}/${folds})`);
-      const built = await foldOf(await this.w.samples.get(recipe, features), k, folds);
-      const t = await this.w.trainer.trainOrReuse(
-        built,
-        recipe.architecture,
-        { ...recipe.training, seed },
-        { signal, device },
-        recipeInit(this.w.dataDir, recipe, built),
+      const whole = await this.w.samples.get(recipe, features);
+      let done = 0;
+      return onDevices(
+        this.w.devices,
+        device,
+        p.seeds.map((seed, k) => async (dev: number | undefined) => {
+          checkpoint();
+          const built = await foldOf(whole, k, folds);
+          const t = await this.w.trainer.trainOrReuse(
+            built,
+            recipe.architecture,
+            { ...recipe.training, seed },
+            { signal, device: dev, batch: true },
+            recipeInit(this.w.dataDir, recipe, built),
+          );
+          done += 1;
+          await progress(at, `${what}: ${done} of ${folds} seeds fitted (each without its validation fold)`);
+          const run: Record<'validation' | 'test', Predictions> = {
+            validation: { pred: t.validation.predictions, labels: t.validation.labels },
+            test: { pred: t.predictions, labels: t.labels },
+          };
+          return run;
+        }),
       );
-      const run: Record<'validation' | 'test', Predictions> = {
-        validation: { pred: t.validation.predictions, labels: t.validation.labels },
-        test: { pred: t.predictions, labels: t.labels },
-      };
-      return run;
     };
     let baseRuns: Record<'validation' | 'test', Predictions>[] | null = null;
     const timings = { leaveOneInMs: 0, bootstrapMs: 0 };
@@ -117,13 +129,9 @@ export class CompareTrialHandler {
       if (!screenedOut || p.leaveOneInAll) {
         const t0 = Date.now();
         const feature = augRecipe.features.find((f) => f.name === name) as ResolvedFeature;
-        if (!baseRuns) {
-          baseRuns = [];
-          for (let k = 0; k < folds; k++) baseRuns.push(await train(recipe.features, k, 'base model', at));
-        }
+        baseRuns ??= await trainAll(recipe.features, 'base model', at);
         const bases = baseRuns;
-        const runs: Record<'validation' | 'test', Predictions>[] = [];
-        for (let k = 0; k < folds; k++) runs.push(await train([...recipe.features, feature], k, `base + ${name}`, at));
+        const runs = await trainAll([...recipe.features, feature], `base + ${name}`, at);
         timings.leaveOneInMs += Date.now() - t0;
         const t1 = Date.now();
         loi = crossFitGain(bases, runs, p.seeds, p.candidateAlpha);

@@ -9,6 +9,7 @@ import { groupDrops } from '../trials/group-ablation';
 import { runTrial } from '../trials/trial-runner';
 import { trainTrialParamsSchema } from '../trials/train-trial.schema';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
+import { onDevices } from '../model/device-pool';
 import {
   LARGE_TIER,
   RESOURCES,
@@ -209,24 +210,29 @@ export class DivideTierHandler {
             continue;
           }
           const fs = recipe.features.filter((f) => features.includes(f.name));
-          const perSeed: TrainedSet['perSeed'] = [];
-          for (const seed of p.seeds) {
-            checkpoint();
-            await progress(
-              step / steps,
-              `${p.tier === LARGE_TIER ? 'the large tier' : `tier ${p.tier}`} (${key}, ${features.length} features): seed ${seed}`,
-            );
-            const built = await this.w.samples.get(recipe, fs);
-            const t = await this.w.trainer.trainOrReuse(
-              built,
-              recipe.architecture,
-              { ...recipe.training, seed },
-              { signal, device },
-              recipeInit(this.w.dataDir, recipe, built),
-            );
-            perSeed.push({ seed, auc: t.metrics.auc, logloss: t.metrics.logloss, modelDir: t.dir });
-            step++;
-          }
+          checkpoint();
+          const what = `${p.tier === LARGE_TIER ? 'the large tier' : `tier ${p.tier}`} (${key}, ${features.length} features)`;
+          await progress(step / steps, `${what}: ${p.seeds.length} seed(s)`);
+          const built = await this.w.samples.get(recipe, fs);
+          // the seeds as one batch of independent fits (the GPU's lanes, or the CPU's share of the
+          // cores); the sets one after the other, so a greedy set equal to the MILP's is found trained
+          const perSeed: TrainedSet['perSeed'] = await onDevices(
+            this.w.devices,
+            device,
+            p.seeds.map((seed) => async (dev: number | undefined) => {
+              checkpoint();
+              const t = await this.w.trainer.trainOrReuse(
+                built,
+                recipe.architecture,
+                { ...recipe.training, seed },
+                { signal, device: dev, batch: p.seeds.length > 1 },
+                recipeInit(this.w.dataDir, recipe, built),
+              );
+              step++;
+              await progress(step / steps, `${what}: seed ${seed} fitted`);
+              return { seed, auc: t.metrics.auc, logloss: t.metrics.logloss, modelDir: t.dir };
+            }),
+          );
           const mean = (k: 'auc' | 'logloss') => perSeed.reduce((s, r) => s + r[k], 0) / perSeed.length;
           out[key] = { features, auc: mean('auc'), logloss: mean('logloss'), perSeed, cost: costOf(features, costs) };
         }

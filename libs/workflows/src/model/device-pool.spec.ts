@@ -86,12 +86,34 @@ describe('onDevices', () => {
     expect(t.peak()).toBe(2);
   });
 
-  it('runs one at a time off the GPU', async () => {
+  it('runs one at a time off the GPU with one host fit (whatever the GPU lanes)', async () => {
     const pool = new DevicePool(0, 4);
     const t = tracker();
     const out = await onDevices(pool, await pool.acquire(), [t.task(0, 2), t.task(1, 1), t.task(2, 1)]);
     expect(out.map((r) => r.i)).toEqual([0, 1, 2]);
     expect(t.peak()).toBe(1);
+  });
+
+  it('runs hostFits at a time off the GPU (lanes asked for or not), results in task order', async () => {
+    const pool = new DevicePool(0, 3, false, 0, false, true, 2);
+    for (const lanes of [undefined, 5]) {
+      const t = tracker();
+      const out = await onDevices(pool, undefined, [t.task(0, 30), t.task(1, 5), t.task(2, 5), t.task(3, 5)], lanes);
+      expect(out.map((r) => r.i)).toEqual([0, 1, 2, 3]);
+      expect(out.every((r) => r.d === undefined)).toBe(true);
+      expect(t.peak()).toBe(2);
+    }
+    // a failure off the GPU: nothing new starts, the running one finishes, then it throws
+    const t = tracker();
+    const started: number[] = [];
+    const tasks = Array.from({ length: 5 }, (_, i) => (d: number | undefined) => {
+      started.push(i);
+      return t.task(i, i === 0 ? 2 : 20, i === 0)(d);
+    });
+    await expect(onDevices(pool, undefined, tasks)).rejects.toThrow('task 0 failed');
+    expect(started).toEqual([0, 1]);
+    expect([...t.running.values()].every((n) => n === 0)).toBe(true);
+    expect(() => new DevicePool(0, 1, false, 0, false, true, 0)).toThrow('hostFits must be a positive integer');
   });
 
   it('after a failure starts no new task, waits for the running ones, then throws and hands borrowed GPUs back', async () => {

@@ -21,6 +21,8 @@ export class DevicePool {
    *   checks (ABACUS_CONFIRM_AHEAD)
    * @param fineTuneInPlace whether warm checks restore lane models in place and switch inputs off inside
    *   the model instead of loading a checkpoint and copying rows per fit (ABACUS_FINE_TUNE_IN_PLACE)
+   * @param hostFits independent fits a trial runs at once off the GPU (ABACUS_HOST_FITS), each on its share
+   *   of the runtime's threads (ModelTrainer's batchThreads)
    */
   constructor(
     readonly size: number,
@@ -29,8 +31,11 @@ export class DevicePool {
     readonly lookahead = 0,
     readonly confirmAhead = false,
     readonly fineTuneInPlace = true,
+    readonly hostFits = 1,
   ) {
     if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`DevicePool: lanes must be a positive integer, not ${lanes}`);
+    if (!Number.isInteger(hostFits) || hostFits < 1)
+      throw new Error(`DevicePool: hostFits must be a positive integer, not ${hostFits}`);
     if (!Number.isInteger(lookahead) || lookahead < 0)
       throw new Error(`DevicePool: lookahead must be a non-negative integer, not ${lookahead}`);
     this.free = Array.from({ length: size }, (_, i) => i);
@@ -60,7 +65,8 @@ export class DevicePool {
  * Runs independent tasks on the trial's device (`own`, held by the caller) `lanes` (default
  * `pool.lanes`) at a time,
  * and, where the pool lets trials borrow, on every other GPU of the pool free when the batch starts
- * (released when the batch ends); off the GPU, one at a time. Results come back in the tasks' order, whichever device ran
+ * (released when the batch ends); off the GPU, `pool.hostFits` at a time (each fit on its share of the
+ * cores: the trainer's batchThreads). Results come back in the tasks' order, whichever device ran
  * them. After a task fails no new task starts; the batch waits for the running ones, then throws the
  * first error (a borrowed device is never released while a model still runs on it).
  */
@@ -71,22 +77,23 @@ export async function onDevices<T>(
   lanes = pool.lanes,
 ): Promise<T[]> {
   const results = new Array<T>(tasks.length);
-  if (own === undefined || tasks.length <= 1) {
+  if (tasks.length <= 1 || (own === undefined && pool.hostFits <= 1)) {
     for (const [i, task] of tasks.entries()) results[i] = await task(own);
     return results;
   }
-  const devices = [own];
-  while (pool.borrow && devices.length * lanes < tasks.length) {
+  if (own === undefined) lanes = pool.hostFits;
+  const devices: (number | undefined)[] = [own];
+  while (own !== undefined && pool.borrow && devices.length * lanes < tasks.length) {
     const d = pool.tryAcquire();
     if (d === undefined) break;
     devices.push(d);
   }
-  const borrowed = devices.slice(1);
+  const borrowed = devices.slice(1) as number[];
   // spread the tasks over the devices first (own, borrowed, own, ...), then over a device's lanes
   const slots = Array.from({ length: lanes }, () => devices).flat();
   let next = 0;
   let failure: { error: unknown } | null = null;
-  const lane = async (device: number) => {
+  const lane = async (device: number | undefined) => {
     while (failure === null && next < tasks.length) {
       const i = next++;
       try {

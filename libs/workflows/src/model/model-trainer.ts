@@ -71,6 +71,13 @@ export interface TrainerOptions {
   backend: BackendChoice;
   /** 0 = all cores */
   threads: number;
+  /**
+   * threads of a host (CPU) fit that is one of a batch of independent fits (TrainContextOptions.batch:
+   * a retraining check, the confirm's seeds, add's leave-one-in, divide's tiers), run several at once
+   * (DevicePool.hostFits); 0 or unset = `threads`. Two one-thread fits at once trained 1.3-1.5x the rows
+   * a second of one two-thread fit after another on the 2-core dev machine.
+   */
+  batchThreads?: number;
 }
 
 export interface TrainContextOptions {
@@ -78,6 +85,12 @@ export interface TrainContextOptions {
   onProgress?: (fraction: number, message: string) => void;
   /** CUDA device of this trial (see DevicePool) */
   device?: number;
+  /**
+   * one of a batch of independent fits (onDevices): off the GPU it trains on the trainer's batchThreads.
+   * Whether a fit is a batch's decides its thread count, and so (in the last digits) its numbers:
+   * the same fit is always asked for the same way, so it trains the same wherever it runs
+   */
+  batch?: boolean;
 }
 
 /**
@@ -143,10 +156,11 @@ export class ModelTrainer {
     };
   }
 
-  private createOptions(device?: number) {
+  private createOptions(device?: number, batch = false) {
+    const threads = device === undefined && batch && this.opts.batchThreads ? this.opts.batchThreads : this.opts.threads;
     return {
       backend: this.opts.backend,
-      ...(this.opts.threads > 0 ? { threads: this.opts.threads } : {}),
+      ...(threads > 0 ? { threads } : {}),
       ...(device !== undefined ? { device } : {}),
     };
   }
@@ -246,7 +260,8 @@ export class ModelTrainer {
   /** Lanes for fine-tunes of `base` without reloading it (null when its backend cannot: tfjs). */
   fineTuneLanes(base: TrainedModel): FineTuneLanes | null {
     if (!base.model.inPlace) return null;
-    return new FineTuneLanes(base, (device) => RuntimeModel.create(base.model.spec, this.createOptions(device)));
+    // a warm check is always one of a batch
+    return new FineTuneLanes(base, (device) => RuntimeModel.create(base.model.spec, this.createOptions(device, true)));
   }
 
   /**
@@ -274,7 +289,7 @@ export class ModelTrainer {
       });
     }
     const t0 = Date.now();
-    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device));
+    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device, true));
     if (data.off?.length) model.switchOff(data.off);
     return this.fineTuneModel(model, t0, data, training, opts, ctx);
   }
@@ -337,7 +352,7 @@ export class ModelTrainer {
         metrics: TrainedModel['metrics'];
         init?: unknown;
       };
-      const model = await RuntimeModel.load(dir, this.createOptions(ctx.device));
+      const model = await RuntimeModel.load(dir, this.createOptions(ctx.device, ctx.batch));
       return {
         key,
         dir: rel,
@@ -355,7 +370,7 @@ export class ModelTrainer {
       };
     }
     const tc = Date.now();
-    const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions(ctx.device));
+    const model = RuntimeModel.create(this.spec(built, arch, training), this.createOptions(ctx.device, ctx.batch));
     const init = opts.init ? await opts.init.apply(model) : undefined;
     const t0 = Date.now();
     let trained: Awaited<ReturnType<RuntimeModel['train']>> | null = null;

@@ -321,7 +321,7 @@ export class PruneTrialHandler {
               x.built!,
               recipe.architecture,
               { ...recipe.training, seed },
-              { signal, device: dev },
+              { signal, device: dev, batch: true },
               recipeInit(this.w.dataDir, recipe, x.built!),
             );
             timings.retrainFitMs += Date.now() - tf;
@@ -390,7 +390,8 @@ export class PruneTrialHandler {
                   built,
                   recipe.architecture,
                   { ...recipe.training, seed },
-                  { signal, device },
+                  // as the confirm trial asks for them (a batch of its seeds)
+                  { signal, device, batch: true },
                   recipeInit(this.w.dataDir, recipe, built),
                 );
                 return t.cached ? 0 : 1;

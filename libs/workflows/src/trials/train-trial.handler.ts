@@ -82,6 +82,8 @@ export class TrainTrialHandler {
               {
                 signal,
                 device: dev,
+                // the trial's fits are a batch when it plans more than one (the same for every round)
+                batch: total > 1,
                 onProgress: (f, m) =>
                   void progress(0.12 + (0.85 * (finished + f)) / total, `${label}, seed ${seed}: ${m}`).catch(() => undefined),
               },
