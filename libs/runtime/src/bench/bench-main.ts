@@ -8,7 +8,7 @@ import path from 'node:path';
 import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runCudaParity } from './cuda-parity';
 import { runInPlaceParity } from './in-place-parity';
-import { runConfirmShape, runPruneShape } from './prune-shape';
+import { runConfirmShape, runHostFits, runPruneShape } from './prune-shape';
 import { runCudaStress } from './cuda-stress';
 import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
@@ -56,6 +56,19 @@ async function main() {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+    return;
+  }
+  if (args.includes('--host-fits')) {
+    // CPU fits of one batch: one after another on every thread, or several at once on a share each
+    const n = (k: string, d: string) => Number(get(k, d));
+    const list = (k: string, d: string) => get(k, d).split(',').map(Number);
+    const { availableParallelism } = await import('node:os');
+    const r = await runHostFits({
+      rows: n('rows', '300000'), numeric: n('numeric', '6'), slots: n('slots', '9'),
+      threads: n('threads', String(availableParallelism())), fits: list('fits', '3,6'), atOnce: list('at-once', '1,2,3'),
+      epochs: n('epochs', '2'), repeats: n('repeats', '2'),
+    });
+    console.log(JSON.stringify({ hostFits: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;
   }
   if (args.includes('--prune-shape')) {

@@ -312,3 +312,45 @@ export async function runConfirmShape(o: { backend: BackendKind; rows: number; n
   }
   return { shape: { ...o, dir: undefined }, variants: out };
 }
+
+/**
+ * Independent CPU fits of one batch (a check's seeds, the confirm's models) trained one after another
+ * on every thread, against `atOnce` at a time on a share of the threads each: the choice behind
+ * ABACUS_HOST_FITS. Same rows, model shape and epochs for every fit; wall time per arrangement.
+ */
+export async function runHostFits(o: {
+  rows: number;
+  numeric: number;
+  slots: number;
+  threads: number;
+  fits: number[];
+  atOnce: number[];
+  epochs: number;
+  repeats: number;
+}) {
+  const syn = makeSyntheticCtr({ rows: o.rows, numeric: o.numeric, slots: o.slots, vocab: 2000, maxLen: 2, seed: 5 });
+  const spec = defaultShapeSpec(o.numeric, o.slots);
+  const fit = async (threads: number, seed: number) => {
+    const m = RuntimeModel.create(spec, { backend: 'cpu', threads });
+    await m.train(syn.dataset, { epochs: o.epochs, batchSize: 1024, seed });
+  };
+  const arrange = async (n: number, k: number) => {
+    const threads = Math.max(1, Math.floor(o.threads / k));
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(k, n) }, async () => {
+        while (next < n) await fit(threads, ++next);
+      }),
+    );
+    return { atOnce: k, threadsEach: threads, ms: ms(t0) };
+  };
+  const runs: { fits: number; repeat: number; arrangements: { atOnce: number; threadsEach: number; ms: number }[] }[] = [];
+  for (let r = 0; r < o.repeats; r++)
+    for (const n of o.fits) {
+      const arrangements = [];
+      for (const k of o.atOnce) arrangements.push(await arrange(n, k));
+      runs.push({ fits: n, repeat: r, arrangements });
+    }
+  return { shape: o, runs };
+}

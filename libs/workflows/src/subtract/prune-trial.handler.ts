@@ -210,7 +210,7 @@ export class PruneTrialHandler {
     };
     // the arbiter: retrain with and without the set on the same seeds, compare mean validation AUC.
     // Every seed of every set asked for at once is one batch of independent fits (onDevices: several
-    // at a time on the GPU, one at a time on the CPU); a set's AUC is the mean over its seeds.
+    // at a time on the GPU, ABACUS_HOST_FITS at a time on the CPU); a set's AUC is the mean over its seeds.
     // every warm check switches inputs off in a copy of the validation rows (in memory above)
     const validationRows = async (): Promise<ColumnarDataset> => validation;
     // spread checks: fits per worker (host:pid), and the checks' results timed where they ran

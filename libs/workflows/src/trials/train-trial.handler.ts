@@ -33,7 +33,7 @@ export class TrainTrialHandler {
     const total = runs.length * seeds.length;
     const timings: { buildMs: number; trainMs: number; build?: unknown } = { buildMs: 0, trainMs: 0 };
     // the sample sets first (one per feature set), then every (set, seed) fit as one batch of
-    // independent fits: several at a time on the GPU (and its free peers), one at a time on the CPU
+    // independent fits: several at a time on the GPU (and its free peers), ABACUS_HOST_FITS at a time on the CPU, each on its share of the cores
     const sets: { label: string; built: Awaited<ReturnType<WorkflowContext['samples']['get']>> }[] = [];
     for (const [k, run] of runs.entries()) {
       const t0 = Date.now();
