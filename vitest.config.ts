@@ -72,8 +72,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          testTimeout: 180_000,
-          hookTimeout: 180_000,
+          // three files at a time on two cores: the longest tests without their own limit took up to 78 s
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
         },
       },
       {
