@@ -19,6 +19,7 @@ const flags = z.object({
   simTileRows: z.coerce.number().int().min(10_000).max(20_000_000).default(10_000_000),
   private: z.boolean().optional(),
   threads: z.coerce.number().int().min(0).max(1024).default(0),
+  hostFits: z.coerce.number().int().min(0).max(64).default(0),
   out: z.string().min(1).optional(),
   json: z.boolean().optional(),
 });
@@ -67,6 +68,7 @@ function worldBenchOptions(c: Command, features: string): Command {
       'start a private api + one worker (own database, queue prefix and data dir) from dist/ on --backend, instead of using the running API',
     )
     .option('--threads <n>', 'with --private: runtime threads of its worker (0 = all cores)', '0')
+    .option('--host-fits <n>', "with --private: its worker's ABACUS_HOST_FITS, CPU fits a trial trains at once (0 = min(4, cores))", '0')
     .option('--out <file>', 'also write the JSON to this file')
     .option('--json', 'print JSON');
 }
@@ -89,7 +91,11 @@ async function runWorldBench(
       ? {
           workers: 1,
           name: kind,
-          env: { ABACUS_RUNTIME_BACKEND: opts.backend, ABACUS_RUNTIME_THREADS: String(opts.threads) },
+          env: {
+            ABACUS_RUNTIME_BACKEND: opts.backend,
+            ABACUS_RUNTIME_THREADS: String(opts.threads),
+            ABACUS_HOST_FITS: String(opts.hostFits),
+          },
         }
       : null,
     () => apiFrom(cmd),
@@ -99,7 +105,7 @@ async function runWorldBench(
   const res: Record<string, unknown> = {
     ...bench,
     platform: opts.private
-      ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}`
+      ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}, host fits ${opts.hostFits || 'default'}`
       : 'the running api',
     command: `abacus ${process.argv.slice(2).join(' ')}`,
   };

@@ -114,6 +114,10 @@ describe('onDevices', () => {
     expect(started).toEqual([0, 1]);
     expect([...t.running.values()].every((n) => n === 0)).toBe(true);
     expect(() => new DevicePool(0, 1, false, 0, false, true, 0)).toThrow('hostFits must be a positive integer');
+    // a caller may ask for one at a time off the GPU (the prune's warm checks)
+    const one = tracker();
+    await onDevices(pool, undefined, [one.task(0, 5), one.task(1, 5), one.task(2, 5)], undefined, 1);
+    expect(one.peak()).toBe(1);
   });
 
   it('after a failure starts no new task, waits for the running ones, then throws and hands borrowed GPUs back', async () => {

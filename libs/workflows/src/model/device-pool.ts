@@ -65,8 +65,8 @@ export class DevicePool {
  * Runs independent tasks on the trial's device (`own`, held by the caller) `lanes` (default
  * `pool.lanes`) at a time,
  * and, where the pool lets trials borrow, on every other GPU of the pool free when the batch starts
- * (released when the batch ends); off the GPU, `pool.hostFits` at a time (each fit on its share of the
- * cores: the trainer's batchThreads). Results come back in the tasks' order, whichever device ran
+ * (released when the batch ends); off the GPU, `hostFits` (default `pool.hostFits`) at a time (each fit
+ * on its share of the cores: the trainer's batchThreads; 1: one after another). Results come back in the tasks' order, whichever device ran
  * them. After a task fails no new task starts; the batch waits for the running ones, then throws the
  * first error (a borrowed device is never released while a model still runs on it).
  */
@@ -75,13 +75,14 @@ export async function onDevices<T>(
   own: number | undefined,
   tasks: ((device: number | undefined) => Promise<T>)[],
   lanes = pool.lanes,
+  hostFits = pool.hostFits,
 ): Promise<T[]> {
   const results = new Array<T>(tasks.length);
-  if (tasks.length <= 1 || (own === undefined && pool.hostFits <= 1)) {
+  if (tasks.length <= 1 || (own === undefined && hostFits <= 1)) {
     for (const [i, task] of tasks.entries()) results[i] = await task(own);
     return results;
   }
-  if (own === undefined) lanes = pool.hostFits;
+  if (own === undefined) lanes = hostFits;
   const devices: (number | undefined)[] = [own];
   while (own !== undefined && pool.borrow && devices.length * lanes < tasks.length) {
     const d = pool.tryAcquire();

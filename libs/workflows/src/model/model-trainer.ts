@@ -260,8 +260,9 @@ export class ModelTrainer {
   /** Lanes for fine-tunes of `base` without reloading it (null when its backend cannot: tfjs). */
   fineTuneLanes(base: TrainedModel): FineTuneLanes | null {
     if (!base.model.inPlace) return null;
-    // a warm check is always one of a batch
-    return new FineTuneLanes(base, (device) => RuntimeModel.create(base.model.spec, this.createOptions(device, true)));
+    // a warm check trains on every thread, one after another on the CPU (onDevices' hostFits 1 in the
+    // prune): its few hundred steps used two threads well, where two one-thread checks at once did not
+    return new FineTuneLanes(base, (device) => RuntimeModel.create(base.model.spec, this.createOptions(device)));
   }
 
   /**
@@ -289,7 +290,7 @@ export class ModelTrainer {
       });
     }
     const t0 = Date.now();
-    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device, true));
+    const model = await RuntimeModel.load(await this.dataDir.pull(base.dir), this.createOptions(ctx.device));
     if (data.off?.length) model.switchOff(data.off);
     return this.fineTuneModel(model, t0, data, training, opts, ctx);
   }

@@ -339,6 +339,8 @@ export class PruneTrialHandler {
               device,
               tasks,
               extra.length ? Math.max(this.w.devices.lanes, tasks.length) : undefined,
+              // warm checks on the CPU one after another, each on every thread (see fineTuneLanes)
+              mode === 'warm' ? 1 : undefined,
             );
         for (const [k, x] of inputs.entries()) {
           const own = aucs.slice(k * seeds.length, (k + 1) * seeds.length);
