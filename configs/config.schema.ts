@@ -112,9 +112,10 @@ export const configSchema = z
     /** native threads per trial; 0 = all cores */
     ABACUS_RUNTIME_THREADS: z.coerce.number().int().min(0).max(1024).default(0),
     /**
-     * independent fits a trial trains at once on the CPU backend (a retraining check's seeds, the
+     * independent fits a trial trains at once on the CPU backend (a scratch check's seeds, the
      * confirm's fits, add's leave-one-in seeds, a divide tier's seeds), each on its share of
-     * ABACUS_RUNTIME_THREADS; 0 = min(4, the cores). 1 = one after another, each on every thread
+     * ABACUS_RUNTIME_THREADS; 0 = min(4, the cores). 1 = one after another, each on every thread.
+     * Warm checks run one after another on every thread whatever this is
      */
     ABACUS_HOST_FITS: z.coerce.number().int().min(0).max(64).default(0),
     ABACUS_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
