@@ -73,7 +73,7 @@ export interface TrainerOptions {
   threads: number;
   /**
    * threads of a host (CPU) fit that is one of a batch of independent fits (TrainContextOptions.batch:
-   * a retraining check, the confirm's seeds, add's leave-one-in, divide's tiers), run several at once
+   * a scratch check, the confirm's seeds, add's leave-one-in, divide's tiers), run several at once
    * (DevicePool.hostFits); 0 or unset = `threads`. Two one-thread fits at once trained 1.3-1.5x the rows
    * a second of one two-thread fit after another on the 2-core dev machine.
    */
