@@ -134,6 +134,12 @@ export const configSchema = z
      */
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**
+     * how long an IV scoring trial waits, at most, for the sample builds running in its worker (before it
+     * starts and between columns), so it does not take the cores the build's encoding needs; a subtract's
+     * scoring then runs beside its base model's fit instead of its build. 0 = score beside builds
+     */
+    ABACUS_SCORE_BUILD_WAIT_MS: z.coerce.number().int().min(0).max(3_600_000).default(120_000),
+    /**
      * worker threads a sample build encodes its row ranges on (dealt among them, each thread reading its
      * ranges from the build's DuckDB file; the built set is the same); 0 = min(8, the machine's cores),
      * 1 = the worker's main thread

@@ -135,6 +135,7 @@ export class WorkerModule {
             const score = new ScoreTrialHandler(ds, ledger, dataDir, {
               threads: scoreThreads(config),
               threadsAlone: scoreThreadsAlone(config),
+              buildWaitMs: config.ABACUS_SCORE_BUILD_WAIT_MS,
               duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               data,
             });

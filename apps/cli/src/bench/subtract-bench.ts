@@ -104,8 +104,10 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
         kind: t.kind,
         role: t.metrics?.role ?? null,
         ms: ms(t),
+        // when it started, from the experiment's creation: the stages' overlap (IV beside the base trial)
+        startMs: t.startedAt ? Date.parse(t.startedAt) - Date.parse(e.createdAt) : null,
         attempts: t.attempts ?? null,
-        ...(t.metrics?.scoredOn ? { scoredOn: t.metrics.scoredOn } : {}),
+        ...(t.metrics?.scoredOn ? { scoredOn: t.metrics.scoredOn, timings: t.metrics.timings ?? null } : {}),
       })),
       base: base?.metrics
         ? {

@@ -20,6 +20,7 @@ const flags = z.object({
   private: z.boolean().optional(),
   threads: z.coerce.number().int().min(0).max(1024).default(0),
   hostFits: z.coerce.number().int().min(0).max(64).default(0),
+  scoreBuildWaitMs: z.coerce.number().int().min(0).max(3_600_000).optional(),
   out: z.string().min(1).optional(),
   json: z.boolean().optional(),
 });
@@ -69,6 +70,10 @@ function worldBenchOptions(c: Command, features: string): Command {
     )
     .option('--threads <n>', 'with --private: runtime threads of its worker (0 = all cores)', '0')
     .option('--host-fits <n>', "with --private: its worker's ABACUS_HOST_FITS, CPU fits a trial trains at once (0 = min(4, cores))", '0')
+    .option(
+      '--score-build-wait-ms <ms>',
+      "with --private: its worker's ABACUS_SCORE_BUILD_WAIT_MS, how long IV scoring waits for a sample build (0 = beside it; default 120000)",
+    )
     .option('--out <file>', 'also write the JSON to this file')
     .option('--json', 'print JSON');
 }
@@ -95,6 +100,7 @@ async function runWorldBench(
             ABACUS_RUNTIME_BACKEND: opts.backend,
             ABACUS_RUNTIME_THREADS: String(opts.threads),
             ABACUS_HOST_FITS: String(opts.hostFits),
+            ...(opts.scoreBuildWaitMs !== undefined ? { ABACUS_SCORE_BUILD_WAIT_MS: String(opts.scoreBuildWaitMs) } : {}),
           },
         }
       : null,
@@ -105,7 +111,7 @@ async function runWorldBench(
   const res: Record<string, unknown> = {
     ...bench,
     platform: opts.private
-      ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}, host fits ${opts.hostFits || 'default'}`
+      ? `private api + 1 worker process, backend ${opts.backend}, threads ${opts.threads || 'all'}, host fits ${opts.hostFits || 'default'}${opts.scoreBuildWaitMs !== undefined ? `, score build wait ${opts.scoreBuildWaitMs} ms` : ''}`
       : 'the running api',
     command: `abacus ${process.argv.slice(2).join(' ')}`,
   };

@@ -13,6 +13,7 @@ import {
   type SlotIdSpace,
 } from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
+import { buildStarted } from './build-gate';
 import { carveValidation, crossFold, crossFoldKey, threeWayKey } from './validation-split';
 
 export interface BuiltSet {
@@ -315,11 +316,11 @@ export class BuiltSamplesCache {
     recipe: ModelRecipe,
     onProgress?: (fraction: number, message: string) => void,
   ): Promise<BuiltMeta> {
-    buildsRunning += 1;
+    const done = buildStarted();
     try {
       return await this.buildNow(req, key, recipe, onProgress);
     } finally {
-      buildsRunning -= 1;
+      done();
     }
   }
 
@@ -435,14 +436,6 @@ export class BuiltSamplesCache {
       opened?.release();
     }
   }
-}
-
-/** sample builds running in this process (every cache of it) */
-let buildsRunning = 0;
-
-/** How many sample builds this process runs now: work that would take their cores waits for none. */
-export function sampleBuildsRunning(): number {
-  return buildsRunning;
 }
 
 function readMeta(dir: string): BuiltMeta {

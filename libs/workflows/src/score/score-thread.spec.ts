@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lowerThreadPriority, SCORE_THREAD_NICE, scoreFile, scoreOffThread, type ScoreJob } from './score-thread';
 import { bundleThreadScript } from '../../../../test/support/thread-bundle';
+import { buildGate, buildStarted } from '../model/build-gate';
 
 // the thread script compiled from these sources (in the built app it lies beside the module)
 let dir = '';
@@ -95,6 +96,59 @@ describe('scoreOffThread', () => {
       expect(os.getPriority(0)).toBe(mine);
     },
   );
+
+  it('waits for the sample builds of this process: before the first pass, between columns, at most its cap', async () => {
+    const wideJob = job({ file: wide, columns: ['x', 'city', 'z', 'w', 'k', 'label'] });
+    const plain = await scoreOffThread(wideJob, {}, script, 2);
+    expect(plain.buildWaitMs).toBe(0);
+    const gated = { ...wideJob, builds: { gate: buildGate(), maxWaitMs: 20_000 } };
+    // a build running when the scoring starts: nothing is read until it ends
+    let end = buildStarted();
+    let read = 0;
+    const before = scoreOffThread(gated, { read: () => void (read += 1) }, script, 2);
+    // (a thread takes a few hundred ms to start: the build is held past that)
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(read).toBe(0);
+    end();
+    const first = await before;
+    expect(read).toBe(1);
+    expect(first.buildWaitMs).toBeGreaterThanOrEqual(300);
+    expect(first.report).toEqual(plain.report);
+    // a build that starts after the first column: the next columns wait for it (inline, the same rule)
+    let columnsWhileBuilding = 0;
+    let building = false;
+    const between = await scoreOffThread(
+      gated,
+      {
+        column: (done) => {
+          if (building) columnsWhileBuilding += 1;
+          if (done === 1) {
+            end = buildStarted();
+            building = true;
+            setTimeout(() => {
+              building = false;
+              end();
+            }, 300);
+          }
+        },
+      },
+      null,
+    );
+    expect(between.ranOn).toBe('inline');
+    expect(columnsWhileBuilding).toBe(0);
+    expect(between.buildWaitMs).toBeGreaterThanOrEqual(250);
+    expect(between.report).toEqual(plain.report);
+    // a build that outlasts the cap: the scoring goes on beside it
+    end = buildStarted();
+    try {
+      const capped = await scoreOffThread({ ...wideJob, builds: { gate: buildGate(), maxWaitMs: 300 } }, {}, script, 2);
+      expect(capped.buildWaitMs).toBeGreaterThanOrEqual(290);
+      expect(capped.buildWaitMs).toBeLessThan(2_000);
+      expect(capped.report).toEqual(plain.report);
+    } finally {
+      end();
+    }
+  });
 
   it('runs inline where there is no thread script', async () => {
     const r = await scoreOffThread(job(), {}, null);

@@ -9,6 +9,7 @@ import {
   type IvReport,
   type ScoreTableOptions,
 } from '@abacus/scoring';
+import { waitForBuilds } from '../model/build-gate';
 
 /** One score trial's work: WOE/IV (and PSI) per column of a sample file. */
 export interface ScoreJob {
@@ -17,13 +18,21 @@ export interface ScoreJob {
   options: ScoreTableOptions;
   /** DuckDB's memory cap, spill folder and threads for the whole job (shared out when it runs on several threads) */
   duckdb?: DuckdbLimits;
+  /**
+   * the process's count of running sample builds (build-gate.ts, shared memory): the job waits while it
+   * is above 0 before its first pass and between columns, for at most maxWaitMs in all
+   */
+  builds?: { gate: Int32Array; maxWaitMs: number };
 }
 
 export interface ScoreOutcome {
   report: IvReport;
   rows: number;
   readMs: number;
+  /** scoring time less the waits for builds */
   scoreMs: number;
+  /** time spent waiting for sample builds (the longest of the job's threads) */
+  buildWaitMs: number;
   /** 'thread': a worker thread did it; 'inline': the calling thread */
   ranOn: 'thread' | 'inline';
 }
@@ -31,7 +40,7 @@ export interface ScoreOutcome {
 type Message =
   | { type: 'read'; readMs: number }
   | { type: 'column'; done: number; of: number }
-  | { type: 'done'; report: IvReport; rows: number; readMs: number; scoreMs: number }
+  | { type: 'done'; report: IvReport; rows: number; readMs: number; scoreMs: number; buildWaitMs: number }
   | { type: 'error'; error: { name: string; message: string; stack?: string; code?: string } };
 
 /**
@@ -42,15 +51,36 @@ type Message =
  */
 export async function scoreFile(
   job: ScoreJob,
-  on: { read?: (readMs: number) => void | Promise<void>; column?: (done: number, of: number) => void | Promise<void> } = {},
+  on: {
+    read?: (readMs: number) => void | Promise<void>;
+    column?: (done: number, of: number) => void | Promise<void>;
+    stopped?: () => boolean;
+  } = {},
 ): Promise<Omit<ScoreOutcome, 'ranOn'>> {
+  // waits for the builds running in this process: before the first pass and between columns (the
+  // scorer's scoreMs counts the waits after a column, not those before it starts scoring)
+  let waited = 0;
+  let waitedInColumns = 0;
+  const gate = async (inColumns = false) => {
+    if (!job.builds || waited >= job.builds.maxWaitMs) return;
+    const ms = await waitForBuilds(job.builds.gate, job.builds.maxWaitMs - waited, on.stopped);
+    waited += ms;
+    if (inColumns) waitedInColumns += ms;
+  };
+  await gate();
   const { report, rows, readMs, scoreMs } = await scoreFileStreaming(job.file, job.options, {
     columns: job.columns,
     ...(job.duckdb ?? { memoryLimitMb: DEFAULT_DUCKDB_MEMORY_MB }),
-    onRead: on.read,
-    onColumn: on.column,
+    onRead: async (ms) => {
+      await on.read?.(ms);
+      await gate();
+    },
+    onColumn: async (done, of) => {
+      await on.column?.(done, of);
+      await gate(true);
+    },
   });
-  return { report, rows, readMs, scoreMs };
+  return { report, rows, readMs, scoreMs: Math.max(0, scoreMs - waitedInColumns), buildWaitMs: waited };
 }
 
 /** One of `k` threads' share of a job's DuckDB budget: the memory cap divided, and the cores. */
@@ -146,6 +176,7 @@ export async function scoreOffThread(
       rows: first.rows,
       readMs: Math.max(...outs.map((o) => o.readMs)),
       scoreMs: Math.max(...outs.map((o) => o.scoreMs)),
+      buildWaitMs: Math.max(...outs.map((o) => o.buildWaitMs)),
       ranOn: 'thread',
     };
   } catch (err) {
@@ -192,7 +223,10 @@ async function onThread(job: ScoreJob, on: ScoreHooks, script: string): Promise<
       worker.on('message', (m: Message) => {
         if (m.type === 'read') call(on.read && (() => on.read!(m.readMs)));
         else if (m.type === 'column') call(on.column && (() => on.column!(m.done, m.of)));
-        else if (m.type === 'done') settle(() => resolve({ report: m.report, rows: m.rows, readMs: m.readMs, scoreMs: m.scoreMs, ranOn: 'thread' }));
+        else if (m.type === 'done')
+          settle(() =>
+            resolve({ report: m.report, rows: m.rows, readMs: m.readMs, scoreMs: m.scoreMs, buildWaitMs: m.buildWaitMs, ranOn: 'thread' }),
+          );
         else {
           const e = Object.assign(new Error(m.error.message), m.error.code ? { code: m.error.code } : {});
           e.name = m.error.name;
@@ -251,6 +285,7 @@ if (!isMainThread && parentPort && handed) {
       check();
       port.postMessage({ type: 'column', done, of } satisfies Message);
     },
+    stopped: () => stopped,
   }).then(
     (r) => port.postMessage({ type: 'done', ...r } satisfies Message),
     (err: unknown) => {

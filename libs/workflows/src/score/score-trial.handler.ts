@@ -7,11 +7,13 @@ import { runTrial } from '../trials/trial-runner';
 import type { TrialLedger } from '../trials/trial-ledger';
 import { scoreTrialParamsSchema } from './score-experiment.schema';
 import { scoreOffThread } from './score-thread';
-import { sampleBuildsRunning } from '../model/built-samples.cache';
+import { buildGate, sampleBuildsRunning, waitForBuilds } from '../model/build-gate';
 
 /** One `score` trial: WOE/IV and PSI of its share of the features, upserted per (experiment, feature, scorer). */
 /** DuckDB memory a scoring thread gets at least (the job's cap is raised to give every thread this much) */
 export const SCORE_THREAD_MIN_MB = 128;
+/** how long a score trial waits, at most, for the sample builds running in its worker (ABACUS_SCORE_BUILD_WAIT_MS) */
+export const DEFAULT_SCORE_BUILD_WAIT_MS = 120_000;
 
 export class ScoreTrialHandler {
   constructor(
@@ -23,9 +25,18 @@ export class ScoreTrialHandler {
      * subtract's scoring runs beside its base trial's sample build); threadsAlone: those of a `score`
      * experiment's trial when no sample build runs in this process (default `threads`); duckdbMemoryMb: DuckDB's
      * memory cap for the whole trial (shared out among the threads; past it DuckDB spills to the data
-     * directory's tmp/); data: where a set registered by reference is read (the host's cache of the store)
+     * directory's tmp/); data: where a set registered by reference is read (the host's cache of the store);
+     * buildWaitMs: how long the scoring waits, at most, for the sample builds running in this process
+     * (before it starts and between columns: a subtract's scoring then runs beside its base model's fit,
+     * not its build); 0: it scores beside them
      */
-    private readonly opts: { threads: number; threadsAlone?: number; duckdbMemoryMb?: number; data?: SampleSetData } = {
+    private readonly opts: {
+      threads: number;
+      threadsAlone?: number;
+      duckdbMemoryMb?: number;
+      data?: SampleSetData;
+      buildWaitMs?: number;
+    } = {
       threads: 1,
     },
   ) {}
@@ -33,8 +44,16 @@ export class ScoreTrialHandler {
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
     return runTrial(this.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress, signal }) => {
       const params = scoreTrialParamsSchema.parse(trial.params);
-      // every core for a score experiment's own scoring; beside a build (a subtract's base trial, or
-      // another experiment's build in this worker), the cores the build's threads leave
+      // the builds of this worker first (a subtract's base trial's, another experiment's): then every core
+      // for a score experiment's own scoring; beside other work (a subtract's base fit) or a build that
+      // outlasted the wait, the cores a build's threads would leave
+      const maxWaitMs = this.opts.buildWaitMs ?? DEFAULT_SCORE_BUILD_WAIT_MS;
+      let buildWaitMs = 0;
+      if (maxWaitMs > 0 && sampleBuildsRunning() > 0) {
+        await progress(0.02, 'waiting for the sample build to finish');
+        buildWaitMs = await waitForBuilds(buildGate(), maxWaitMs, () => signal.aborted);
+        checkpoint();
+      }
       const alone = experiment.kind === 'score' && sampleBuildsRunning() === 0;
       const threads = alone ? (this.opts.threadsAlone ?? this.opts.threads) : this.opts.threads;
       const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: params.sampleSetId });
@@ -63,6 +82,7 @@ export class ScoreTrialHandler {
               minCategoryShare: params.binning.minCategoryShare,
               smoothing: params.binning.smoothing,
             },
+            ...(maxWaitMs - buildWaitMs > 0 ? { builds: { gate: buildGate(), maxWaitMs: maxWaitMs - buildWaitMs } } : {}),
             // the cap is shared out among the scoring threads: at least SCORE_THREAD_MIN_MB each
             duckdb: {
               memoryLimitMb: Math.max(
@@ -90,6 +110,7 @@ export class ScoreTrialHandler {
         opened.release();
       }
       const { report, rows: rowCount, readMs, scoreMs, ranOn } = scored;
+      buildWaitMs += scored.buildWaitMs;
       const scores = report.features;
       checkpoint();
       await progress(0.9, 'writing results');
@@ -140,12 +161,14 @@ export class ScoreTrialHandler {
           rows: rowCount,
           topFeature: top?.name ?? null,
           topIv: top?.iv ?? null,
-          timings: { readMs, scoreMs, writeMs: Date.now() - t0 },
+          // buildWaitMs: waiting for this worker's sample builds (not in readMs / scoreMs)
+          timings: { readMs, scoreMs, writeMs: Date.now() - t0, buildWaitMs: Math.round(buildWaitMs) },
           // where the reading and binning ran: a worker thread, or the worker's main thread
           scoredOn: ranOn,
           threads: ranOn === 'thread' ? Math.min(threads, params.features.length) : 1,
-          // every core (a score experiment's trial, no sample build beside it), or the build's share left
-          threadsFor: alone ? 'alone' : 'beside a build',
+          // every core (a score experiment's trial, no sample build beside it), or the share a build leaves
+          // (a subtract's scoring, beside its base model's fit once the build is done)
+          threadsFor: alone ? 'alone' : 'beside other work',
           // a set registered by reference: what this host fetched from the store for it (0: all cached)
           ...(ss.location ? { store: { objects: opened.objects, fetchedBytes: opened.fetchedBytes } } : {}),
         },
