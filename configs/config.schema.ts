@@ -140,6 +140,12 @@ export const configSchema = z
      */
     ABACUS_SCORE_BUILD_WAIT_MS: z.coerce.number().int().min(0).max(3_600_000).default(120_000),
     /**
+     * the largest scoring (the set's rows x the features scored) that waits for the worker's sample
+     * builds (ABACUS_SCORE_BUILD_WAIT_MS); a larger one starts at once beside them: after the build,
+     * beside the base fit, it would outlast the fit and hold the prune up. 0 = never wait
+     */
+    ABACUS_SCORE_BUILD_WAIT_CELLS: z.coerce.number().int().min(0).default(200_000_000),
+    /**
      * worker threads a sample build encodes its row ranges on (dealt among them, each thread reading its
      * ranges from the build's DuckDB file; the built set is the same); 0 = min(8, the machine's cores),
      * 1 = the worker's main thread

@@ -123,6 +123,11 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       expect(e.trials.every((t) => t.status === 'succeeded' && t.attempts === 1)).toBe(true);
       // a score experiment's scoring has the worker to itself: the thread count for scoring alone
       expect(e.trials.map((t) => t.metrics?.threadsFor)).toEqual(['alone', 'alone']);
+      // a small set's scoring waits for the worker's sample builds (there were none)
+      expect(e.trials.map((t) => [t.metrics?.waitsForBuilds, (t.metrics?.timings as { buildWaitMs?: number } | undefined)?.buildWaitMs])).toEqual([
+        [true, 0],
+        [true, 0],
+      ]);
       const results = await ds.getRepository(FeatureResultEntity).findBy({ experimentId: id, scorer: 'iv' });
       const iv = Object.fromEntries(results.map((x) => [x.featureName, x.value]));
       expect(Object.keys(iv).sort()).toEqual(['color', 'noise', 'strong', 'weak']);
@@ -147,7 +152,8 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     const ledger = new TrialLedger(ds);
     // the first read of the samples loses its connection, as a shared filesystem might
     const flaky = new FlakyDataDir(env.dataDir, 1);
-    const score = new ScoreTrialHandler(ds, ledger, flaky);
+    // and a scoring larger than buildWaitCells (here any) does not wait for builds
+    const score = new ScoreTrialHandler(ds, ledger, flaky, { threads: 1, buildWaitCells: 1 });
     const finalize = new FinalizeExperimentHandler(ds, PLANNERS);
     const unused = async () => {
       throw new Error('not part of this test');
@@ -180,6 +186,7 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       expect(e.status).toBe('succeeded');
       expect(e.trials).toHaveLength(1);
       expect(e.trials[0].attempts).toBe(2);
+      expect(e.trials[0].metrics?.waitsForBuilds).toBe(false);
       expect(await ds.getRepository(FeatureResultEntity).countBy({ experimentId: id, scorer: 'iv' })).toBe(4);
     } finally {
       await host.stop();

@@ -60,6 +60,8 @@ describe('subtract on the simulator ground truth', () => {
     const iv = e.trials.find((t: { kind: string }) => t.kind === 'score').metrics;
     expect(iv.threadsFor).toBe('beside other work');
     expect(iv.timings.buildWaitMs).toBeGreaterThanOrEqual(0);
+    // a set of ~100k rows is well under ABACUS_SCORE_BUILD_WAIT_CELLS: its scoring waits for builds
+    expect(iv.waitsForBuilds).toBe(true);
     // five seeds a check (the default) took 136 s to 255 s on two shared cores; three seeds are enough here
   }, 600_000);
 });

@@ -136,6 +136,7 @@ export class WorkerModule {
               threads: scoreThreads(config),
               threadsAlone: scoreThreadsAlone(config),
               buildWaitMs: config.ABACUS_SCORE_BUILD_WAIT_MS,
+              buildWaitCells: config.ABACUS_SCORE_BUILD_WAIT_CELLS,
               duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               data,
             });

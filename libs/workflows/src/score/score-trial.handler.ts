@@ -14,6 +14,8 @@ import { buildGate, sampleBuildsRunning, waitForBuilds } from '../model/build-ga
 export const SCORE_THREAD_MIN_MB = 128;
 /** how long a score trial waits, at most, for the sample builds running in its worker (ABACUS_SCORE_BUILD_WAIT_MS) */
 export const DEFAULT_SCORE_BUILD_WAIT_MS = 120_000;
+/** the largest scoring (rows x features) that waits for builds (ABACUS_SCORE_BUILD_WAIT_CELLS) */
+export const DEFAULT_SCORE_BUILD_WAIT_CELLS = 200_000_000;
 
 export class ScoreTrialHandler {
   constructor(
@@ -28,7 +30,8 @@ export class ScoreTrialHandler {
      * directory's tmp/); data: where a set registered by reference is read (the host's cache of the store);
      * buildWaitMs: how long the scoring waits, at most, for the sample builds running in this process
      * (before it starts and between columns: a subtract's scoring then runs beside its base model's fit,
-     * not its build); 0: it scores beside them
+     * not its build), where the set's rows x the features scored are at most buildWaitCells; 0: it
+     * scores beside them
      */
     private readonly opts: {
       threads: number;
@@ -36,6 +39,7 @@ export class ScoreTrialHandler {
       duckdbMemoryMb?: number;
       data?: SampleSetData;
       buildWaitMs?: number;
+      buildWaitCells?: number;
     } = {
       threads: 1,
     },
@@ -44,19 +48,25 @@ export class ScoreTrialHandler {
   handle(payload: JobPayloads[JobName.ScoreTrial], ctx: JobContext) {
     return runTrial(this.ledger, payload, ctx, async ({ trial, experiment, checkpoint, progress, signal }) => {
       const params = scoreTrialParamsSchema.parse(trial.params);
-      // the builds of this worker first (a subtract's base trial's, another experiment's): then every core
-      // for a score experiment's own scoring; beside other work (a subtract's base fit) or a build that
-      // outlasted the wait, the cores a build's threads would leave
-      const maxWaitMs = this.opts.buildWaitMs ?? DEFAULT_SCORE_BUILD_WAIT_MS;
+      const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: params.sampleSetId });
+      // a small scoring (rows x features up to buildWaitCells) waits for the builds of this worker first
+      // (a subtract's base trial's, another experiment's): it then runs beside the base model's fit, and
+      // the build has the cores; a large one starts at once beside the build, since after it, beside the
+      // fit, it would outlast the fit and hold the prune up (bench/README.md, 2026-11-29 morning)
+      const cells = ss.rowCount * params.features.length;
+      const maxWaitMs =
+        cells <= (this.opts.buildWaitCells ?? DEFAULT_SCORE_BUILD_WAIT_CELLS)
+          ? (this.opts.buildWaitMs ?? DEFAULT_SCORE_BUILD_WAIT_MS)
+          : 0;
       let buildWaitMs = 0;
       if (maxWaitMs > 0 && sampleBuildsRunning() > 0) {
         await progress(0.02, 'waiting for the sample build to finish');
         buildWaitMs = await waitForBuilds(buildGate(), maxWaitMs, () => signal.aborted);
         checkpoint();
       }
+      // every core for a score experiment's own scoring, when no build runs; else the share a build leaves
       const alone = experiment.kind === 'score' && sampleBuildsRunning() === 0;
       const threads = alone ? (this.opts.threadsAlone ?? this.opts.threads) : this.opts.threads;
-      const ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: params.sampleSetId });
       await progress(0.05, `reading ${params.features.length} feature(s) of ${ss.name}`);
       const time = params.psiSplitTime !== null ? ss.timeColumn : null;
       const columns = [...params.features, ss.labelColumn, ...(time ? [time] : [])];
@@ -169,6 +179,8 @@ export class ScoreTrialHandler {
           // every core (a score experiment's trial, no sample build beside it), or the share a build leaves
           // (a subtract's scoring, beside its base model's fit once the build is done)
           threadsFor: alone ? 'alone' : 'beside other work',
+          // whether it waited for this worker's sample builds (a small enough scoring; see above)
+          waitsForBuilds: maxWaitMs > 0,
           // a set registered by reference: what this host fetched from the store for it (0: all cached)
           ...(ss.location ? { store: { objects: opened.objects, fetchedBytes: opened.fetchedBytes } } : {}),
         },
