@@ -134,6 +134,7 @@ export const configSchema = z
      */
     ABACUS_SCORE_THREADS: z.coerce.number().int().min(0).max(64).default(0),
     /**
+     * on a GPU worker (the CPU backend ignores it: the fit beside the scoring would take the build's cores),
      * how long an IV scoring trial waits, at most, for the sample builds running in its worker (before it
      * starts and between columns), so it does not take the cores the build's encoding needs; a subtract's
      * scoring then runs beside its base model's fit instead of its build. 0 = score beside builds

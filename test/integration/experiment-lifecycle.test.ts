@@ -123,10 +123,10 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
       expect(e.trials.every((t) => t.status === 'succeeded' && t.attempts === 1)).toBe(true);
       // a score experiment's scoring has the worker to itself: the thread count for scoring alone
       expect(e.trials.map((t) => t.metrics?.threadsFor)).toEqual(['alone', 'alone']);
-      // a small set's scoring waits for the worker's sample builds (there were none)
+      // a CPU worker's scoring does not wait for sample builds (that is for GPU workers)
       expect(e.trials.map((t) => [t.metrics?.waitsForBuilds, (t.metrics?.timings as { buildWaitMs?: number } | undefined)?.buildWaitMs])).toEqual([
-        [true, 0],
-        [true, 0],
+        [false, 0],
+        [false, 0],
       ]);
       const results = await ds.getRepository(FeatureResultEntity).findBy({ experimentId: id, scorer: 'iv' });
       const iv = Object.fromEntries(results.map((x) => [x.featureName, x.value]));

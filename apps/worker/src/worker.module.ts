@@ -135,7 +135,9 @@ export class WorkerModule {
             const score = new ScoreTrialHandler(ds, ledger, dataDir, {
               threads: scoreThreads(config),
               threadsAlone: scoreThreadsAlone(config),
-              buildWaitMs: config.ABACUS_SCORE_BUILD_WAIT_MS,
+              // on a GPU worker only: there the fit beside the scoring runs on the device (measured on an
+              // H200 host); on the CPU the fit takes the same cores as the build, and nothing was gained
+              buildWaitMs: backend.devices > 0 ? config.ABACUS_SCORE_BUILD_WAIT_MS : 0,
               buildWaitCells: config.ABACUS_SCORE_BUILD_WAIT_CELLS,
               duckdbMemoryMb: config.ABACUS_DUCKDB_MEMORY_MB,
               data,
