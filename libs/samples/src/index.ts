@@ -59,3 +59,5 @@ export {
   type SampleUnionRequest,
   type SampleUnionResult,
 } from './build/sample-union';
+// feature expressions: typed trees over a set's columns and its earlier rows, compiled to the builder's SQL
+export * from './expr';
