@@ -4,6 +4,7 @@ import path from 'node:path';
 import { sampleBuildRequestSchema } from './sample-build-request.schema';
 import { SampleBuildError } from './sample-build.error';
 import type { FeatureKind, FeatureTransform, SampleBuildRequest } from './sample-build.types';
+import type { FeatureExpr } from '../expr/feature-expr.schema';
 
 /** bump when the encoding of an unchanged request changes, so cached builds are not reused */
 export const SAMPLE_BUILDER_VERSION = 2;
@@ -18,7 +19,8 @@ export type NormalizedSource =
       timeColumn: string | null;
       column: string;
       version?: string;
-    };
+    }
+  | { kind: 'expression'; expression: FeatureExpr };
 
 export interface NormalizedFeature {
   name: string;
@@ -36,6 +38,7 @@ export interface NormalizedRequest {
     positive?: string | number | boolean;
     time: string | null;
     groupKey: string | null;
+    outcomes?: string[];
   };
   features: NormalizedFeature[];
   split: { testFrom: number | null; testFraction: number; seed: number };
@@ -59,6 +62,7 @@ export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
       ...(r.samples.positive !== undefined ? { positive: r.samples.positive } : {}),
       time: r.samples.time ?? null,
       groupKey: r.samples.groupKey ?? null,
+      ...(r.samples.outcomes?.length ? { outcomes: [...r.samples.outcomes] } : {}),
     },
     features: r.features.map((f) => ({
       name: f.name,
@@ -66,7 +70,9 @@ export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
       source:
         f.source.kind === 'column'
           ? { kind: 'column', column: f.source.column ?? f.name }
-          : {
+          : f.source.kind === 'expression'
+            ? { kind: 'expression', expression: f.source.expression }
+            : {
               kind: 'table',
               file: path.resolve(f.source.file),
               entityKey: f.source.entityKey,

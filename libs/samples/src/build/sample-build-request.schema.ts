@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { SampleBuildRequest } from './sample-build.types';
+import { featureExprSchema } from '../expr/feature-expr.schema';
 
 const name = z.string().min(1);
 
@@ -42,6 +43,7 @@ export const featureSourceSchema = z.discriminatedUnion('kind', [
       version: z.string().min(1).max(200).optional(),
     })
     .strict(),
+  z.object({ kind: z.literal('expression'), expression: featureExprSchema }).strict(),
 ]);
 
 export const featureDefSchema = z
@@ -74,6 +76,7 @@ export const sampleBuildRequestSchema = z
         positive: z.union([z.string(), z.number(), z.boolean()]).optional(),
         time: name.nullable().optional(),
         groupKey: name.nullable().optional(),
+        outcomes: z.array(name).max(200).optional(),
       })
       .strict(),
     features: z.array(featureDefSchema),

@@ -1,4 +1,5 @@
 import type { SlotIdSpace } from './feature-encoders';
+import type { FeatureExpr } from '../expr/feature-expr.schema';
 import type { FeatureKind } from '../simulator/world.types';
 
 export type { FeatureKind };
@@ -32,7 +33,13 @@ export type FeatureSource =
       timeColumn?: string | null;
       column?: string;
       version?: string;
-    };
+    }
+  /**
+   * An expression over the sample table's columns and its earlier rows (see expr/feature-expr.schema.ts),
+   * its references to other features already expanded; its aggregates read only rows before each
+   * impression's time.
+   */
+  | { kind: 'expression'; expression: FeatureExpr };
 
 export interface FeatureDef {
   name: string;
@@ -61,6 +68,11 @@ export interface SampleBuildRequest {
     time?: string | null;
     /** optional group column, returned as `keys[groupKey]` (e.g. user_id for group AUC) */
     groupKey?: string | null;
+    /**
+     * columns known only after the impression (conversions, dwell time, …): like the label, an
+     * expression reads them only from earlier rows, as the value of an aggregate
+     */
+    outcomes?: string[];
   };
   features: FeatureDef[];
   split: {

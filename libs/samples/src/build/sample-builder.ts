@@ -9,6 +9,8 @@ import { tableSource, type TableSource } from '../io/table-reader';
 import { ColumnEncoder, readDoubles, type ColumnPlan, type SlotIdSpace } from './feature-encoders';
 import { cacheKeyOf, normalizeRequest, type NormalizedFeature, type NormalizedRequest } from './sample-build-key';
 import { SampleBuildError } from './sample-build.error';
+import { ExprError, checkExpr, columnClassOfDuckdb, type CheckedExpr, type ColumnClass } from '../expr/feature-expr.check';
+import { compileExpr, timeEpsilon } from '../expr/feature-expr.sql';
 import type {
   BuildSamplesOptions,
   BuiltFeature,
@@ -535,8 +537,29 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const tableSchemas = new Map<string, { source: TableSource; schema: Schema }>();
     const numericTextChecks: { field: string; ref: string; source?: string }[] = [];
     const planned: PlannedFeature[] = [];
+    // expression features: checked against the sample table now, compiled once the label's SQL is known
+    const expressions: { i: number; checked: CheckedExpr }[] = [];
+    const classes = new Map<string, ColumnClass>([...sampleSchema].map(([c, t]) => [c, columnClassOfDuckdb(t)]));
+    for (const o of req.samples.outcomes ?? []) needSample(o, 'samples.outcomes');
     for (const [i, def] of req.features.entries()) {
       const src = def.source;
+      if (src.kind === 'expression') {
+        let checked: CheckedExpr;
+        try {
+          checked = checkExpr(
+            src.expression,
+            { columns: classes, label: req.samples.label, hasTime: !!time, outcomes: new Set(req.samples.outcomes ?? []) },
+            def.kind,
+          );
+        } catch (err) {
+          if (err instanceof ExprError) throw new SampleBuildError(['features', i, 'source', 'expression', ...err.path].join('.'), err.reason);
+          throw err;
+        }
+        for (const c of checked.lineage.columns) needSample(c, `features.${i}.source.expression`);
+        expressions.push({ i, checked });
+        planned.push(null as unknown as PlannedFeature);
+        continue;
+      }
       const columnField = `features.${i}.${src.column === def.name ? 'name' : 'source.column'}`;
       const checks: { field: string; ref: string }[] = [];
       if (src.kind === 'column') {
@@ -674,6 +697,40 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     if (total === 0) throw new SampleBuildError(req.filter ? 'filter' : 'samples.file', 'no sample rows to build from');
     if (Number(nullTimes) > 0) throw new SampleBuildError('samples.time', `${Number(nullTimes)} row(s) have no time`);
     const label = await labelPlan(con, req, labelType);
+    // expression features: SQL over the rows of __s (s), window functions of windows one level below
+    const innerColumns: string[] = [];
+    if (expressions.length) {
+      let epsilon = 0.001;
+      if (time && expressions.some((x) => x.checked.lineage.windows.some((w) => w.agg === 'distinct'))) {
+        const [[most]] = await rows(con, `SELECT max(abs(__t)) FROM __s`);
+        epsilon = timeEpsilon(Number(most ?? 0));
+      }
+      for (const { i, checked } of expressions) {
+        const def = req.features[i];
+        const c = compileExpr(checked, {
+          column: (n) => `s.${quoteIdent(n)}`,
+          classOf: (n) => classes.get(n) ?? 'unsupported',
+          time: time ? 's.__t' : null,
+          label: label.expr,
+          rowId: 's.__rid',
+          inner: (sql) => {
+            innerColumns.push(`${sql} AS __x${innerColumns.length}`);
+            return `s.__x${innerColumns.length - 1}`;
+          },
+          epsilon,
+        });
+        // a root bucketize is the builder's own buckets of a number, a root cross its hash of the parts;
+        // a transform the feature names itself applies on top of what the expression gives
+        const own = def.transform.type !== 'none' ? def.transform : null;
+        const sqlType = c.kind === 'numeric' ? 'DOUBLE' : c.kind === 'categorical' ? 'VARCHAR' : 'VARCHAR[]';
+        const planDef: NormalizedFeature =
+          c.transform?.type === 'buckets'
+            ? { ...def, kind: 'numeric', transform: c.transform }
+            : { ...def, transform: own ?? c.transform ?? { type: 'none' } };
+        planned[i] = planFeature(planDef, i, `(${c.sql})`, c.transform?.type === 'buckets' ? 'DOUBLE' : sqlType, []);
+        planned[i].def = def;
+      }
+    }
     let testFrom: number | null = null;
     if (time) {
       testFrom = req.split.testFrom;
@@ -762,7 +819,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const rangeRows = rangeRowsFor(total, opts.rangeRows, opts.rangeThreads);
     let directFiles: { index: number; sorted: boolean }[] | null = null;
     const to = performance.now();
-    if (opts.directRanges !== false && direct && groups.size === 0 && req.maxRows === null && !joins.length) {
+    // (expression features are computed over all the rows at once: their aggregates read earlier rows)
+    if (opts.directRanges !== false && direct && groups.size === 0 && req.maxRows === null && !joins.length && !expressions.length) {
       const files = samplesSource.files!;
       if (!time) directFiles = files.map((_, index) => ({ index, sorted: true }));
       else {
@@ -799,7 +857,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // whose time ranges do not overlap: then runs of files, each ordered on its own, in time order
     const chunkBytes = opts.joinChunkBytes ?? DEFAULT_JOIN_CHUNK_BYTES;
     let runs: number[][] | null = null;
-    if (!directRanges && joinedBytes > chunkBytes && fileRows && baseOf && req.maxRows === null) {
+    if (!directRanges && joinedBytes > chunkBytes && fileRows && baseOf && req.maxRows === null && !expressions.length) {
       const files = samplesSource.files!;
       const spans = time
         ? new Map(
@@ -824,7 +882,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       );
       if (runs && runs.length < 2) runs = null;
     }
-    const joinSql = `SELECT ${select.join(', ')} FROM __s s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
+    const rowsOf = innerColumns.length ? `(SELECT s.*, ${innerColumns.join(', ')} FROM __s s)` : '__s';
+    const joinSql = `SELECT ${select.join(', ')} FROM ${rowsOf} s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
     // reading the Parquet files happens here when they are read where they lie
     await guarded(direct ? 'samples.file' : 'features', direct ? 'malformed or unreadable' : 'join failed', async () => {
       if (directRanges) {

@@ -106,7 +106,8 @@ const LEAVES: Record<string, z.ZodType> = {
  * The JSON form of an expression. A node is picked by its `op` (or its `col` / `ref` / `num` key), so
  * an error names the path inside the expression where it lies (e.g. args.0.by.1.col).
  */
-export const featureExprSchema: z.ZodType<FeatureExpr, unknown> = z.lazy(() =>
+// typed as reading a FeatureExpr (what a well-formed request holds); it checks any JSON
+export const featureExprSchema: z.ZodType<FeatureExpr, FeatureExpr> = z.lazy(() =>
   z.unknown().transform((v, ctx) => {
     let s: z.ZodType | undefined;
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
@@ -130,4 +131,4 @@ export const featureExprSchema: z.ZodType<FeatureExpr, unknown> = z.lazy(() =>
     }
     return r.data as FeatureExpr;
   }),
-);
+) as unknown as z.ZodType<FeatureExpr, FeatureExpr>;
