@@ -9,6 +9,7 @@ import { ModelTiers1795300700000 } from './1795300700000-ModelTiers';
 import { Serving1795300800000 } from './1795300800000-Serving';
 import { Reports1795300900000 } from './1795300900000-Reports';
 import { SampleReferences1795301000000 } from './1795301000000-SampleReferences';
+import { FeatureExpressions1795301100000 } from './1795301100000-FeatureExpressions';
 
 /** Every migration in order. Listed explicitly so the app, the CLI and tests load the same set. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   Serving1795300800000,
   Reports1795300900000,
   SampleReferences1795301000000,
+  FeatureExpressions1795301100000,
 ];

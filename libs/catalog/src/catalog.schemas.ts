@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { lineName, uuidSchema } from '@abacus/core';
+import { featureExprSchema } from '@abacus/samples';
 import { architectureSchema, trainingSchema } from './model-params.schema';
 
 export { lineName };
@@ -48,14 +49,32 @@ export const createFeatureSchema = z
   .object({
     name: objectName,
     businessLine: lineName,
-    kind: z.enum(['numeric', 'categorical', 'multi_id']),
+    /** needed unless the feature is an expression (whose kind is what it gives) */
+    kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
     description: z.string().max(2000).default(''),
     featureTableId: uuidSchema.optional(),
     sourceColumn: columnName.optional(),
+    /** an expression over the columns and earlier rows of `sampleSet` (docs/guide/feature-expressions.md), as JSON */
+    expression: featureExprSchema.optional(),
+    /** the same in its text form, e.g. "rate(by: [user_id, category], over: 7d)" */
+    expressionText: z.string().min(1).max(4000).optional(),
+    /** the sample set (name or id) an expression is read over and checked against */
+    sampleSet: z.string().min(1).max(200).optional(),
     transform: transformSchema.default({ type: 'none' }),
     costs: costsSchema.default({ source: 'declared' }),
   })
-  .strict();
+  .strict()
+  .superRefine((f, ctx) => {
+    const expr = f.expression !== undefined || f.expressionText !== undefined;
+    if (f.expression !== undefined && f.expressionText !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['expressionText'], message: 'give the expression as JSON (expression) or as text (expressionText), not both' });
+    if (expr && !f.sampleSet)
+      ctx.addIssue({ code: 'custom', path: ['sampleSet'], message: 'an expression is read over a sample set: name it' });
+    if (expr && (f.featureTableId || f.sourceColumn))
+      ctx.addIssue({ code: 'custom', path: [f.featureTableId ? 'featureTableId' : 'sourceColumn'], message: 'an expression feature reads its own columns: no featureTableId or sourceColumn' });
+    if (!expr && f.sampleSet) ctx.addIssue({ code: 'custom', path: ['sampleSet'], message: 'sampleSet goes with an expression' });
+    if (!expr && !f.kind) ctx.addIssue({ code: 'custom', path: ['kind'], message: 'Required (numeric, categorical or multi_id)' });
+  });
 
 export const updateFeatureSchema = z
   .object({

@@ -13,10 +13,19 @@ import {
   type RequestScope,
 } from '@abacus/core';
 import { writeAudit } from '@abacus/access';
-import { BusinessLineEntity, FeatureEntity, FeatureTableEntity, type FeatureCostsRecord } from '@abacus/data';
+import {
+  BusinessLineEntity,
+  FeatureEntity,
+  FeatureTableEntity,
+  SampleSetEntity,
+  type FeatureCostsRecord,
+  type FeatureExpressionRecord,
+} from '@abacus/data';
+import { ExprError, parseExprText, type FeatureExpr } from '@abacus/samples';
 import type { CreateFeature, FeatureListQuery, ImportFeatureTable, UpdateFeature } from './catalog.schemas';
 import type { DataDir } from './data-dir';
-import { checkFinite, listColumns, type ImportWarnings, type UploadedFile } from './sample-set.service';
+import { checkFeatureExpression, expressionRecord } from './feature-expression';
+import { checkFinite, listColumns, sharedWith, type ImportWarnings, type UploadedFile } from './sample-set.service';
 import { moveSpooled } from './spooled-upload';
 import { TableInspector, type ImportLimits } from './table-inspector';
 
@@ -66,6 +75,26 @@ export class FeatureService {
         throw new InvalidInputError('sourceColumn', `column "${col}" is not in feature table ${table.name}`);
       }
     }
+    const { expression: ast, expressionText, sampleSet, ...plain } = input;
+    let expression: FeatureExpressionRecord | null = null;
+    let kind = input.kind;
+    if (ast !== undefined || expressionText !== undefined) {
+      const ss = await this.sampleSetFor(sampleSet!, input.businessLine);
+      if (ss.schema.some((c) => c.name === input.name)) {
+        throw new InvalidInputError('name', `sample set ${ss.name} has a column named "${input.name}", which a model would read instead: name the expression otherwise`);
+      }
+      let tree: FeatureExpr;
+      try {
+        tree = ast ?? parseExprText(expressionText!);
+      } catch (err) {
+        if (err instanceof ExprError) throw new InvalidInputError('expressionText', err.reason);
+        throw err;
+      }
+      const field = ast !== undefined ? 'expression' : 'expressionText';
+      const checked = await checkFeatureExpression(this.ds, scope, input.businessLine, tree, ss, input.kind, field, input.name);
+      kind = checked.kind;
+      expression = expressionRecord(tree, checked, ss);
+    }
     if (await repo.existsBy({ businessLine: input.businessLine, name: input.name })) {
       throw new ConflictError(`feature ${input.businessLine}/${input.name} already exists`);
     }
@@ -73,7 +102,9 @@ export class FeatureService {
       const repo = m.getRepository(FeatureEntity);
       const f = await repo.save(
         repo.create({
-          ...input,
+          ...plain,
+          kind: kind!,
+          expression,
           owner: scope.user,
           featureTableId: table?.id ?? null,
           sourceTable: table?.name ?? null,
@@ -88,10 +119,19 @@ export class FeatureService {
         businessLine: f.businessLine,
         targetType: 'feature',
         targetId: f.id,
-        details: { name: f.name, kind: f.kind, featureTableId: f.featureTableId },
+        details: { name: f.name, kind: f.kind, featureTableId: f.featureTableId, ...(expression ? { expression: expression.text } : {}) },
       });
       return f;
     });
+  }
+
+  /** The sample set an expression is read over: the line's own by name or id, or one shared with the line. */
+  private async sampleSetFor(ref: string, line: string): Promise<SampleSetEntity> {
+    const repo = this.ds.getRepository(SampleSetEntity);
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref);
+    const ss = uuid ? await repo.findOneBy({ id: ref }) : await repo.findOneBy({ businessLine: line, name: ref });
+    if (!ss || !sharedWith(ss, line)) throw new InvalidInputError('sampleSet', `no sample set "${ref}" in ${line}`);
+    return ss;
   }
 
   /** Stores the table and registers one feature per column (all but the key and time) in one transaction. */

@@ -23,3 +23,11 @@ export {
   type InspectedReference,
   type PartitionRange,
 } from './reference-inspector';
+export {
+  checkFeatureExpression,
+  columnClasses,
+  exprContext,
+  expressionRecord,
+  refTargets,
+  registeredFeature,
+} from './feature-expression';

@@ -10,6 +10,7 @@ export {
   type FeatureEntityLevel,
   type CostMeasurement,
   type FeatureProvenance,
+  type FeatureExpressionRecord,
 } from './entities/feature.entity';
 export { SampleSetEntity, type SharingPolicy, type LabelStats, type ReferencedObjectRecord } from './entities/sample-set.entity';
 export { SharedEmbeddingEntity, type SharedEmbeddingSlot, type SharedEmbeddingSource } from './entities/shared-embedding.entity';

@@ -63,6 +63,29 @@ export interface FeatureProvenance {
   measuredAt: string;
 }
 
+/**
+ * A feature defined by an expression over a sample set's columns and its earlier rows (the expression
+ * language of @abacus/samples: docs/guide/feature-expressions.md).
+ */
+export interface FeatureExpressionRecord {
+  /** the expression as registered (references to other features kept) */
+  ast: Record<string, unknown>;
+  /** its text form */
+  text: string;
+  /** the sample set it was checked against when registered */
+  sampleSetId: string;
+  sampleSet: string;
+  /** raw columns, referenced features and aggregates it reads; historySeconds null: all earlier rows */
+  lineage: {
+    columns: string[];
+    refs: string[];
+    windows: Record<string, unknown>[];
+    readsLabel: boolean;
+    outcomes: string[];
+    historySeconds: number | null;
+  };
+}
+
 @Entity({ name: 'features' })
 @Index(['businessLine', 'name'], { unique: true })
 export class FeatureEntity {
@@ -98,6 +121,9 @@ export class FeatureEntity {
 
   @Column({ type: 'jsonb', default: () => `'{"type":"none"}'` })
   transform!: FeatureTransform;
+
+  @Column({ type: 'jsonb', nullable: true })
+  expression!: FeatureExpressionRecord | null;
 
   @Column({ type: 'jsonb', default: () => `'{}'` })
   costs!: FeatureCostsRecord;

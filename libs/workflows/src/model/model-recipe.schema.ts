@@ -1,3 +1,4 @@
+import type { FeatureExpr } from '@abacus/samples';
 import { z } from 'zod';
 
 // by file, not through the @abacus/catalog barrel: this module is part of the browser-safe entry (src/browser.ts)
@@ -63,7 +64,9 @@ export interface ResolvedFeature {
         column?: string;
         /** the table's id: its file under the data directory never changes (a store's hosts agree on it, not on paths) */
         version?: string;
-      };
+      }
+    /** a registered expression, its references to other features expanded (libs/samples expr) */
+    | { kind: 'expression'; expression: FeatureExpr };
   transform?:
     { type: 'none' | 'log' | 'standardize' } | { type: 'hash'; hashBuckets: number } | { type: 'buckets'; boundaries: number[] };
 }

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { ForbiddenError, InvalidInputError, canSeeLine, tierFromAlias, type RequestScope } from '@abacus/core';
-import { EmbeddingService, sharedWith } from '@abacus/catalog';
+import { EmbeddingService, exprContext, refTargets, sharedWith } from '@abacus/catalog';
+import { ExprError, checkExpr, type FeatureExpr } from '@abacus/samples';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import { explicitPositive, requireBinaryLabel } from './label-check';
 import {
@@ -95,6 +96,20 @@ export class RecipeResolver {
     }
     if (!reg)
       throw new InvalidInputError(path, `"${name}" is neither a column of sample set ${ss.name} nor a registered feature`);
+    if (reg.expression) {
+      // checked again over this set (it may not be the one it was registered over), references expanded
+      const ast = reg.expression.ast as unknown as FeatureExpr;
+      const targets = await refTargets(this.ds, this.scope, this.businessLine, ast);
+      let expression: FeatureExpr;
+      try {
+        expression = checkExpr(ast, exprContext(ss, targets), reg.kind).expr;
+      } catch (err) {
+        if (err instanceof ExprError)
+          throw new InvalidInputError(path, `expression feature "${name}" cannot be read over sample set ${ss.name}: ${err.message}`);
+        throw err;
+      }
+      return { name, kind: reg.kind, source: { kind: 'expression', expression }, ...(transform ? { transform } : {}) };
+    }
     if (!reg.featureTableId)
       throw new InvalidInputError(path, `registered feature "${name}" has no feature table to join it from`);
     const table = await this.ds.getRepository(FeatureTableEntity).findOneByOrFail({ id: reg.featureTableId });

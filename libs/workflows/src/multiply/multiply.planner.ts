@@ -41,7 +41,7 @@ export class MultiplyPlanner implements ExperimentPlanner<'multiply'> {
       if (f.source.kind !== 'column')
         throw new InvalidInputError(
           `spec.target.features.${i}`,
-          `"${f.name}" is joined from a feature table; multiply borrows sample columns only`,
+          `"${f.name}" is ${f.source.kind === 'table' ? 'joined from a feature table' : 'an expression'}; multiply borrows sample columns only`,
         );
     });
     const testFrom = spec.target.testFrom ?? target.timeMin + 0.8 * (target.timeMax - target.timeMin);

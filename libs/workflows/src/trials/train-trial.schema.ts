@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { featureExprSchema } from '@abacus/samples';
 
 const featureSchema = z.object({
   name: z.string(),
@@ -14,6 +15,7 @@ const featureSchema = z.object({
       column: z.string().optional(),
       version: z.string().optional(),
     }),
+    z.object({ kind: z.literal('expression'), expression: featureExprSchema }),
   ]),
   transform: z
     .union([

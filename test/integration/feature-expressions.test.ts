@@ -1,0 +1,98 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '@abacus/data';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { createTestEnv, type TestEnv } from '../support/test-env';
+import { writeSmallCsv } from '../support/fixtures';
+import { apiClient } from '../support/http';
+
+/** Registering expression features through the API: checked against the set, 400 at the path inside the expression. */
+let env: TestEnv;
+let api: ApiHandle;
+let ds: DataSource;
+const { call, upload } = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  api = await startApi(env.config, { logger: false });
+  ds = createDataSource(env.config);
+  await ds.initialize();
+  await call('POST', '/business-lines', { name: 'feed' });
+  const csv = path.join(env.dataDir, 'in', 'small.csv');
+  writeSmallCsv(csv, 300);
+  expect((await upload('/sample-sets', csv, { name: 'small', businessLine: 'feed', label: 'click', time: 'ts' })).status).toBe(201);
+  expect((await upload('/sample-sets', csv, { name: 'untimed', businessLine: 'feed', label: 'click' })).status).toBe(201);
+});
+afterAll(async () => {
+  await ds?.destroy();
+  await api?.close();
+  await env?.teardown();
+});
+
+const count = async () => Number((await ds.query('SELECT count(*)::int AS n FROM features'))[0].n);
+const jobs = async () => Number((await ds.query('SELECT count(*)::int AS n FROM experiments'))[0].n);
+
+describe('expression features in the registry', () => {
+  it('registers an expression from text or JSON with its kind, text and lineage', async () => {
+    const r = await call('POST', '/features', {
+      name: 'color_rate_7d',
+      businessLine: 'feed',
+      sampleSet: 'small',
+      expressionText: 'rate(by: color, over: 7d)',
+      description: 'click rate of the colour over the week before',
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body).toMatchObject({
+      kind: 'numeric',
+      sourceColumn: null,
+      featureTableId: null,
+      expression: {
+        text: 'rate(by: color, over: 7d)',
+        sampleSet: 'small',
+        lineage: { columns: ['color'], refs: [], readsLabel: true, historySeconds: 604800 },
+      },
+    });
+    const j = await call('POST', '/features', {
+      name: 'strong_x_color',
+      businessLine: 'feed',
+      sampleSet: 'small',
+      expression: { op: 'cross', args: [{ op: 'bucketize', arg: { col: 'strong' }, boundaries: [-0.5, 0, 0.5] }, { col: 'color' }], buckets: 64 },
+    });
+    expect(j.status, JSON.stringify(j.body)).toBe(201);
+    expect(j.body).toMatchObject({ kind: 'categorical', expression: { text: 'cross(bucketize(strong, [-0.5, 0, 0.5]), color, buckets: 64)' } });
+    // another expression may name it; its lineage follows the reference
+    const ref = await call('POST', '/features', { name: 'rate_ratio', businessLine: 'feed', sampleSet: 'small', expressionText: '@color_rate_7d / (1 + weak)' });
+    expect(ref.status, JSON.stringify(ref.body)).toBe(201);
+    expect(ref.body.expression.lineage).toMatchObject({ columns: ['color', 'weak'], refs: ['color_rate_7d'] });
+    const got = await call('GET', `/features/${ref.body.id}`);
+    expect(got.body.expression.ast).toEqual({ op: 'div', args: [{ ref: 'color_rate_7d' }, { op: 'add', args: [{ num: 1 }, { col: 'weak' }] }] });
+  });
+
+  it.each([
+    ['a missing column', { expressionText: 'mean(strong, by: colour, over: 7d)' }, 'expressionText', /at by\.0\.col: unknown column 'colour'/],
+    ['a missing column (JSON)', { expression: { op: 'log', arg: { col: 'strenght' } } }, 'expression.arg.col', /unknown column 'strenght'/],
+    ['a mean of a categorical', { expression: { op: 'window', agg: 'mean', by: [{ col: 'color' }], of: { col: 'color' }, over: '1d' } }, 'expression.of.col', /mean of a categorical column \('color'\)/],
+    ['a window without a time column', { sampleSet: 'untimed', expression: { op: 'window', agg: 'count', by: [{ col: 'color' }], over: '1d' } }, 'expression.over', /needs the sample set's time column/],
+    ['a cyclic definition', { name: 'loop', expressionText: '@loop + 1' }, 'expressionText', /cyclic definition: loop -> loop/],
+    ['an over-large cross', { expression: { op: 'cross', args: [{ col: 'color' }, { col: 'color' }], buckets: 2 ** 30 } }, 'expression.buckets', /at most 16777216 buckets/],
+    ['the label', { expression: { op: 'mul', args: [{ col: 'click' }, { num: 2 }] } }, 'expression.args.0.col', /'click' is the label/],
+    ['a kind it does not give', { kind: 'categorical', expressionText: 'strong * 2' }, 'expressionText', /mul\(…\) is numeric, where a categorical value is needed/],
+    ['a parse error', { expressionText: 'log(strong' }, 'expressionText', /at column 11: expected '\)'/],
+    ['no sample set', { sampleSet: undefined, expressionText: 'log(strong)' }, 'sampleSet', /an expression is read over a sample set/],
+    ['an unknown sample set', { sampleSet: 'nope', expressionText: 'log(strong)' }, 'sampleSet', /no sample set "nope"/],
+    ['a name a column of the set has', { name: 'weak', expressionText: 'log(strong)' }, 'name', /has a column named "weak"/],
+  ])('refuses %s with a 400 at its path, registering nothing', async (_what, body, field, message) => {
+    const before = await count();
+    const experiments = await jobs();
+    const r = await call('POST', '/features', { name: 'bad_expr', businessLine: 'feed', sampleSet: 'small', ...body });
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.issues?.[0].path).toBe(field);
+    expect(r.body.issues?.[0].message).toMatch(message);
+    expect(await count()).toBe(before);
+    expect(await jobs()).toBe(experiments);
+  });
+});
