@@ -1,4 +1,4 @@
-import type { FeatureExpr } from '@abacus/samples';
+import type { FeatureExpr } from '../../../samples/src/expr/feature-expr.schema';
 import { z } from 'zod';
 
 // by file, not through the @abacus/catalog barrel: this module is part of the browser-safe entry (src/browser.ts)

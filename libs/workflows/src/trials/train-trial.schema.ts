@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { featureExprSchema } from '@abacus/samples';
+import { featureExprSchema } from '../../../samples/src/expr/feature-expr.schema';
 
 const featureSchema = z.object({
   name: z.string(),
