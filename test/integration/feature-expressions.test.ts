@@ -6,6 +6,7 @@ import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
+import { cli } from '../support/processes';
 
 /** Registering expression features through the API: checked against the set, 400 at the path inside the expression. */
 let env: TestEnv;
@@ -94,5 +95,19 @@ describe('expression features in the registry', () => {
     expect(r.body.issues?.[0].message).toMatch(message);
     expect(await count()).toBe(before);
     expect(await jobs()).toBe(experiments);
+  });
+
+  it('abacus features expr registers one from the command line, and names the path of a bad one', async () => {
+    const as = { ...env.env, ABACUS_API_URL: api.url, ABACUS_API_KEY: env.adminKey };
+    const ok = await cli(['features', 'expr', '--name', 'strong_log', '--domain', 'feed', '--samples', 'small', '--expr', 'log(1 + strong)'], as);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/registered numeric feature feed\/strong_log = log\(1 \+ strong\)\n  reads strong; the row only/);
+    const before = await count();
+    const bad = await cli(['features', 'expr', '--name', 'c', '--domain', 'feed', '--samples', 'small', '--expr', 'mean(color, by: color, over: 1d)'], as);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/expressionText: at of\.col: mean of a categorical column \('color'\)/);
+    expect(await count()).toBe(before);
+    const list = await cli(['features', 'list', '--domain', 'feed'], as);
+    expect(list.stdout).toMatch(/strong_log +numeric .*log\(1 \+ strong\)/);
   });
 });

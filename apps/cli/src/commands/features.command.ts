@@ -24,7 +24,18 @@ interface Feature {
   kind: string;
   sourceTable: string | null;
   entityKey: string | null;
+  expression?: { text: string; sampleSet: string; lineage: { columns: string[]; refs: string[]; historySeconds: number | null } } | null;
 }
+
+const exprFlags = z.object({
+  name: objectName,
+  domain: lineName,
+  samples: z.string().min(1).max(200),
+  expr: z.string().min(1).max(4000),
+  kind: z.enum(['numeric', 'categorical', 'multi_id']).optional(),
+  description: z.string().max(2000).optional(),
+  json: z.boolean().optional(),
+});
 
 const costsFlags = z.object({
   line: lineName.optional(),
@@ -179,6 +190,34 @@ export const registerFeatures: RegisterCommand = (program) => {
       process.stdout.write(`${formatCostLedger(ledger)}\n`);
     });
   features
+    .command('expr')
+    .description('register a feature defined by an expression over a sample set (docs/guide/feature-expressions.md)')
+    .requiredOption('--name <name>', 'feature name, e.g. user_cat_ctr_7d')
+    .requiredOption('--domain <line>', 'business line that owns it')
+    .requiredOption('--samples <set>', 'the sample set it is read over and checked against (name or id)')
+    .requiredOption('--expr <text>', `the expression, e.g. 'rate(by: [user_id, category], over: 7d)'`)
+    .option('--kind <kind>', 'numeric, categorical or multi_id (default: what the expression gives)')
+    .option('--description <text>', 'what it is for')
+    .option('--json', 'print JSON')
+    .action(async (raw: Record<string, unknown>, cmd: Command) => {
+      const o = parseFlags('features expr', exprFlags, raw);
+      const f = await apiFrom(cmd).post<Feature>('/features', {
+        name: o.name,
+        businessLine: o.domain,
+        sampleSet: o.samples,
+        expressionText: o.expr,
+        ...(o.kind ? { kind: o.kind } : {}),
+        ...(o.description ? { description: o.description } : {}),
+      });
+      if (o.json) return printJson(f);
+      const l = f.expression!.lineage;
+      const history = l.historySeconds === null ? 'all earlier rows' : l.historySeconds ? `${l.historySeconds / 3600} h of earlier rows` : 'the row only';
+      process.stdout.write(
+        `registered ${f.kind} feature ${f.businessLine}/${f.name} = ${f.expression!.text}\n` +
+          `  reads ${l.columns.join(', ') || 'no columns'}${l.refs.length ? `, features ${l.refs.join(', ')}` : ''}; ${history}\n`,
+      );
+    });
+  features
     .command('list')
     .description('list registered features')
     .option('--domain <line>', 'only this business line')
@@ -191,8 +230,8 @@ export const registerFeatures: RegisterCommand = (program) => {
       if (o.json) return printJson(page);
       process.stdout.write(
         `${table(
-          page.items.map((f) => [f.businessLine, f.name, f.kind, f.sourceTable, f.entityKey]),
-          ['line', 'name', 'kind', 'table', 'key'],
+          page.items.map((f) => [f.businessLine, f.name, f.kind, f.sourceTable, f.entityKey, f.expression?.text ?? null]),
+          ['line', 'name', 'kind', 'table', 'key', 'expression'],
         )}\n`,
       );
     });
