@@ -8,6 +8,7 @@ const simFlags = z.object({
   rows: z.coerce.number().int().min(1000).max(20_000_000),
   out: z.string().min(1),
   unrelatedLine: z.boolean().optional(),
+  derivedEffects: z.boolean().optional(),
   json: z.boolean().optional(),
 });
 
@@ -19,6 +20,10 @@ export const registerSim: RegisterCommand = (program) => {
     .requiredOption('--rows <n>', 'impressions to simulate (1000..20000000)')
     .requiredOption('--out <dir>', 'output directory')
     .option('--unrelated-line', "add a fourth line ('ads', 30% more rows) whose planted effects are unrelated to the others'")
+    .option(
+      '--derived-effects',
+      'plant effects only expressions carry: a cross of d_region and d_slot, the ratio d_spend / d_visits, a 7-day (user, category) click habit',
+    )
     .option('--json', 'print the summary as JSON')
     .action(async (raw: Record<string, unknown>) => {
       const flags = parseFlags('sim', simFlags, raw);

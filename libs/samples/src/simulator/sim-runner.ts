@@ -13,9 +13,20 @@ export interface SimSummary {
 }
 
 /** Simulates and writes a world; what `abacus sim` runs. */
-export async function runSim(options: { seed: number; rows: number; out: string; unrelatedLine?: boolean }): Promise<SimSummary> {
+export async function runSim(options: {
+  seed: number;
+  rows: number;
+  out: string;
+  unrelatedLine?: boolean;
+  derivedEffects?: boolean;
+}): Promise<SimSummary> {
   const t0 = performance.now();
-  const world = simulateWorld({ seed: options.seed, rows: options.rows, unrelatedLine: options.unrelatedLine ?? false });
+  const world = simulateWorld({
+    seed: options.seed,
+    rows: options.rows,
+    unrelatedLine: options.unrelatedLine ?? false,
+    derivedEffects: options.derivedEffects ?? false,
+  });
   const t1 = performance.now();
   const manifest = await writeWorld(world, options.out);
   const t2 = performance.now();

@@ -1,3 +1,4 @@
+import type { DerivedColumns } from './derived-effects';
 import type { FlatSamples, GroundTruth } from './world.types';
 
 /** numeric column, NaN = missing */
@@ -49,6 +50,8 @@ export interface ImpressionTable {
   itemId: Int32Array;
   contextId: Int32Array;
   click: Uint8Array;
+  /** the derived effects' columns (simulateWorld's derivedEffects) */
+  derived?: DerivedColumns;
 }
 
 export interface SimWorld {

@@ -16,6 +16,13 @@ export const simulateOptionsSchema = z.object({
    * borrowing its samples should not help them. Off (default): the world is exactly the three-line one.
    */
   unrelatedLine: z.boolean().default(false),
+  /**
+   * Plants effects only expressions carry (see derived-effects.ts): a cross of two impression columns
+   * with no main effects, a ratio of two numeric ones, and a (user, item category) click habit over the
+   * previous 7 days; their columns (d_region, d_slot, d_spend, d_visits) are added to the samples. Off
+   * (default): the world is exactly the one without them.
+   */
+  derivedEffects: z.boolean().default(false),
 });
 
 export type SimulateOptions = z.input<typeof simulateOptionsSchema>;

@@ -1,5 +1,6 @@
 import { exactAuc } from '../metrics/exact-auc';
 import { plantClickModel, plantUnrelatedClickModel } from './click-model';
+import { derivedTruth, drawClicksWithHabit, plantDerived, type DerivedColumns } from './derived-effects';
 import { generateContexts, generateItems, generateUsers } from './entity-generator';
 import { FEATURE_CATALOG } from './feature-catalog';
 import { buildFlat } from './flat-builder';
@@ -7,7 +8,7 @@ import { generateImpressions, type GeneratedImpressions } from './impression-gen
 import { Prng } from './prng';
 import { simulateOptionsSchema, type SimulateOptions } from './simulate-options.schema';
 import type { EntityTableColumns, ImpressionTable, SimWorld } from './sim-world.types';
-import { DAY_SECONDS, DAYS, DOMAINS, TEST_DAYS, UNRELATED_DOMAIN, worldSizes } from './world-constants';
+import { DAY_SECONDS, DAYS, DOMAINS, N_CATEGORIES, TEST_DAYS, UNRELATED_DOMAIN, worldSizes } from './world-constants';
 import type { FeatureCosts, FeatureKind, GroundTruth, GroundTruthFeature } from './world.types';
 
 /**
@@ -18,7 +19,7 @@ import type { FeatureCosts, FeatureKind, GroundTruth, GroundTruthFeature } from 
  * of their own, so everything about the three lines is exactly what the world without it holds.
  */
 export function simulateWorld(options: SimulateOptions): SimWorld {
-  const { seed, rows: baseRows, clickModel, unrelatedLine } = simulateOptionsSchema.parse(options);
+  const { seed, rows: baseRows, clickModel, unrelatedLine, derivedEffects } = simulateOptionsSchema.parse(options);
   const root = new Prng(seed);
   // one independent stream per stage: changing one stage's draws leaves the others untouched
   const rngItems = root.fork(1);
@@ -34,7 +35,16 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
   const contexts = generateContexts(rngContexts);
   const related = generateImpressions(rngImpressions, baseRows, users, items);
   const model = plantClickModel(rngEffects, related, users, items, contexts, clickModel);
-  drawClicks(rngLabels, related.table.click, model.logit);
+  let derived: GroundTruth['derived'];
+  if (derivedEffects) {
+    // a stream of its own, forked after every other: nothing else about the world moves
+    const rngDerived = root.fork(8);
+    const planted = plantDerived(rngDerived.fork(1), related.table, model.logit);
+    related.table.derived = planted.columns;
+    const category = items.table.categorical.find((c) => c.name === 'i_category')!.ids;
+    const habit = drawClicksWithHabit(rngLabels, related.table, model.logit, category, N_CATEGORIES);
+    derived = derivedTruth({ cross: planted.terms[0], ratio: planted.terms[1], rate: habit });
+  } else drawClicks(rngLabels, related.table.click, model.logit);
 
   let imp = related;
   let logit = model.logit;
@@ -48,6 +58,8 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
     const extra = generateImpressions(rngExtraImpressions, extraRows, users, items, [UNRELATED_DOMAIN]);
     const extraModel = plantUnrelatedClickModel(rngExtraEffects, extra, users, items, contexts, UNRELATED_DOMAIN, clickModel);
     drawClicks(rngExtraLabels, extra.table.click, extraModel.logit);
+    // the unrelated line carries the derived columns without their effects
+    if (derivedEffects) extra.table.derived = plantDerived(root.fork(8).fork(2), extra.table, new Float64Array(extra.table.rows)).columns;
     imp = appendLine(related, extra);
     logit = new Float64Array(imp.table.rows);
     logit.set(model.logit);
@@ -108,7 +120,7 @@ export function simulateWorld(options: SimulateOptions): SimWorld {
     };
   });
 
-  const groundTruth: GroundTruth = { seed, rows: baseRows, testFrom, domains, features };
+  const groundTruth: GroundTruth = { seed, rows: baseRows, testFrom, domains, features, ...(derived ? { derived } : {}) };
   return { groundTruth, flat, impressions: imp.table, users: users.table, items: items.table, contexts };
 }
 
@@ -144,6 +156,15 @@ function appendLine(base: GeneratedImpressions, extra: GeneratedImpressions): Ge
     contextId: cat(a.contextId, b.contextId, Int32Array),
     click: cat(a.click, b.click, Uint8Array),
   };
+  if (a.derived && b.derived) {
+    const d: DerivedColumns = {
+      region: cat(a.derived.region, b.derived.region, Int32Array),
+      slot: cat(a.derived.slot, b.derived.slot, Int32Array),
+      spend: cat(a.derived.spend, b.derived.spend, Float64Array),
+      visits: cat(a.derived.visits, b.derived.visits, Float64Array),
+    };
+    table.derived = d;
+  }
   return { table, userRow: cat(base.userRow, extra.userRow, Int32Array) };
 }
 

@@ -42,10 +42,22 @@ export async function writeWorld(world: SimWorld, dir: string): Promise<WorldMan
       { name: 'item_id', type: 'INTEGER', data: imp.itemId },
       { name: 'context_id', type: 'INTEGER', data: imp.contextId },
       { name: 'click', type: 'INTEGER', data: imp.click },
+      ...(imp.derived
+        ? ([
+            { name: 'd_region', type: 'INTEGER', data: imp.derived.region },
+            { name: 'd_slot', type: 'INTEGER', data: imp.derived.slot },
+            { name: 'd_spend', type: 'DOUBLE', data: imp.derived.spend },
+            { name: 'd_visits', type: 'DOUBLE', data: imp.derived.visits },
+          ] satisfies LoadColumn[])
+        : []),
     ]);
+    // the derived effects' columns (simulateWorld's derivedEffects): categories as text
+    const derivedCols = imp.derived
+      ? `, 'r' || d_region AS d_region, 's' || d_slot AS d_slot, d_spend, d_visits`
+      : '';
     const domainList = `[${imp.domains.map(quoteLiteral).join(', ')}]`;
     await con.run(
-      `CREATE TABLE impressions AS SELECT impression_id, ts, ${domainList}[domain_index + 1] AS domain, user_id, item_id, context_id, click
+      `CREATE TABLE impressions AS SELECT impression_id, ts, ${domainList}[domain_index + 1] AS domain, user_id, item_id, context_id, click${derivedCols}
        FROM impressions_raw ORDER BY impression_id`,
     );
     await loadEntity(con, world.users);
@@ -66,7 +78,7 @@ export async function writeWorld(world: SimWorld, dir: string): Promise<WorldMan
     const featureCols = FEATURE_CATALOG.map((f) => `${TABLE_ALIAS[f.table]}.${quoteIdent(f.name)}`).join(', ');
     for (const domain of imp.domains) {
       await copy(
-        `SELECT i.impression_id, i.ts, i.domain, i.user_id, i.item_id, i.context_id, i.click, ${featureCols}
+        `SELECT i.impression_id, i.ts, i.domain, i.user_id, i.item_id, i.context_id, i.click, ${featureCols}${imp.derived ? ', i.d_region, i.d_slot, i.d_spend, i.d_visits' : ''}
          FROM impressions i
          ASOF JOIN users u ON i.user_id = u.user_id AND i.ts >= u.ts
          JOIN items it ON i.item_id = it.item_id

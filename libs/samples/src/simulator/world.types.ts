@@ -1,3 +1,4 @@
+import type { DerivedTruth } from './derived-effects';
 /** Shapes shared by the simulator, the table reader, the runtime's tests and the scorers. */
 
 export type FeatureKind = 'numeric' | 'categorical' | 'multi_id';
@@ -50,6 +51,8 @@ export interface GroundTruth {
   testFrom: number;
   domains: GroundTruthDomain[];
   features: GroundTruthFeature[];
+  /** effects only an expression carries (simulateWorld's derivedEffects) */
+  derived?: DerivedTruth[];
 }
 
 /** A flat, already-joined sample table, ready for the runtime (one row per impression). */
