@@ -30,6 +30,7 @@ import {
   PLANNERS,
   PruneTrialHandler,
   ScoreTrialHandler,
+  DiscoverTrialHandler,
   TrainTrialHandler,
   TrialLedger,
   WebhookNotifier,
@@ -147,6 +148,7 @@ export class WorkerModule {
             const prune = new PruneTrialHandler(w);
             const fitCheck = new FitCheckHandler(w, w.fits!.states);
             const compare = new CompareTrialHandler(w);
+            const discover = new DiscoverTrialHandler(w);
             const multiply = new MultiplyTrialHandler(w);
             const multiplyCompare = new MultiplyCompareHandler(w);
             const divideSelect = new DivideSelectHandler(w);
@@ -186,6 +188,7 @@ export class WorkerModule {
               [JobName.AblateTrial]: (p, ctx) => ablate.handle(p, ctx),
               [JobName.PruneTrial]: (p, ctx) => prune.handle(p, ctx),
               [JobName.CompareTrial]: (p, ctx) => compare.handle(p, ctx),
+              [JobName.DiscoverTrial]: (p, ctx) => discover.handle(p, ctx),
               [JobName.MultiplyTrial]: (p, ctx) => multiply.handle(p, ctx),
               [JobName.MultiplyCompareTrial]: (p, ctx) => multiplyCompare.handle(p, ctx),
               [JobName.DivideSelectTrial]: (p, ctx) => divideSelect.handle(p, ctx),

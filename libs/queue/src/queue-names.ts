@@ -32,6 +32,8 @@ export enum JobName {
   PruneTrial = 'trial.prune',
   /** add: paired comparison of base and augmented models, verdicts, provenance, notification */
   CompareTrial = 'trial.compare',
+  /** discover: enumerate candidate expressions, screen them against the base model, hand the best to add's comparison */
+  DiscoverTrial = 'trial.discover',
   /** multiply: train one model family (target-only, or borrowing sources by one strategy) on every seed */
   MultiplyTrial = 'trial.multiply',
   /** multiply: paired comparison of each strategy × source with the target-only baseline, verdicts */
@@ -81,6 +83,7 @@ export const JOB_QUEUE: Record<JobName, QueueName> = {
   [JobName.AblateTrial]: QueueName.Trials,
   [JobName.PruneTrial]: QueueName.Trials,
   [JobName.CompareTrial]: QueueName.Trials,
+  [JobName.DiscoverTrial]: QueueName.Trials,
   [JobName.MultiplyTrial]: QueueName.Trials,
   [JobName.MultiplyCompareTrial]: QueueName.Trials,
   [JobName.DivideSelectTrial]: QueueName.Trials,
@@ -150,6 +153,7 @@ export const JOB_PAYLOAD_SCHEMAS = {
   [JobName.AblateTrial]: trialJob,
   [JobName.PruneTrial]: trialJob,
   [JobName.CompareTrial]: trialJob,
+  [JobName.DiscoverTrial]: trialJob,
   [JobName.MultiplyTrial]: trialJob,
   [JobName.MultiplyCompareTrial]: trialJob,
   [JobName.DivideSelectTrial]: trialJob,

@@ -70,3 +70,5 @@ export {
   type LedgerEntry,
   type LedgerFigure,
 } from './divide/cost-rules';
+export { DiscoverTrialHandler } from './discover/discover-trial.handler';
+export { discoverSpecSchema, DISCOVER_FAMILIES, type DiscoverSpec } from './discover/discover-experiment.schema';

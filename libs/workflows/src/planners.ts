@@ -4,6 +4,7 @@ import { ScorePlanner } from './score/score.planner';
 import { SubtractPlanner } from './subtract/subtract.planner';
 import { MultiplyPlanner } from './multiply/multiply.planner';
 import { DividePlanner } from './divide/divide.planner';
+import { DiscoverPlanner } from './discover/discover.planner';
 
 /** Every experiment kind the platform runs. */
 export const PLANNERS: ExperimentPlanner[] = [
@@ -12,4 +13,5 @@ export const PLANNERS: ExperimentPlanner[] = [
   new AddPlanner(),
   new MultiplyPlanner(),
   new DividePlanner(),
+  new DiscoverPlanner(),
 ] as ExperimentPlanner[];

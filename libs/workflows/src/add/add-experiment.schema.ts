@@ -66,5 +66,19 @@ export const compareTrialParamsSchema = z.object({
   minGain: z.number(),
   notify: z.boolean(),
   seed: z.number().int(),
+  /** discover: register the adopted candidates (expressions over this sample set) as features of the line */
+  register: z
+    .object({
+      sampleSetId: z.string(),
+      candidates: z.array(
+        z.object({
+          name: z.string(),
+          text: z.string(),
+          kind: z.enum(['numeric', 'categorical', 'multi_id']),
+          expression: z.record(z.string(), z.unknown()),
+        }),
+      ),
+    })
+    .optional(),
 });
 export type CompareTrialParams = z.output<typeof compareTrialParamsSchema>;

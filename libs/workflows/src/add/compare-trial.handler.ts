@@ -16,6 +16,7 @@ import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow
 import { onDevices } from '../model/device-pool';
 import { compareTrialParamsSchema } from './add-experiment.schema';
 import { verdictFor } from './verdict';
+import { registerDiscovered } from '../discover/register-discovered';
 
 type Interval = { mean: number; std: number; ciLow: number; ciHigh: number };
 type Predictions = { pred: Float32Array; labels: Float32Array };
@@ -194,6 +195,17 @@ export class CompareTrialHandler {
         .execute();
     }
 
+    // discover: the adopted expressions become candidate features of the line (their provenance follows)
+    const adoptedNow = new Set(candidates.filter((c) => c.verdict === 'adopt').map((c) => c.feature));
+    const registered = p.register
+      ? await registerDiscovered(
+          this.w.ds,
+          experiment,
+          p.register.sampleSetId,
+          p.register.candidates.filter((c) => adoptedNow.has(c.name)),
+        )
+      : [];
+
     // provenance: where the feature was measured and what it gave (one entry per experiment, so a retry replaces it)
     const measuredAt = new Date().toISOString();
     const model = base.params && (base.params as { recipe?: { modelId?: string | null } }).recipe?.modelId;
@@ -253,6 +265,7 @@ export class CompareTrialHandler {
       rejected: candidates.filter((c) => c.verdict === 'reject').map((c) => c.feature),
       inconclusive: candidates.filter((c) => c.verdict === 'inconclusive').map((c) => c.feature),
       provenanceRecorded: recorded,
+      ...(p.register ? { registered } : {}),
     };
     await progress(0.9, 'notifying the owner');
     const owners = [...new Set([experiment.owner, modelRow?.owner].filter((o): o is string => !!o))];

@@ -50,6 +50,8 @@ export interface EnumerateOptions {
   maxCategoryValues: number;
   /** numbers aggregated per key at most (the first by name) */
   maxMeasures: number;
+  /** the families proposed (default: all) */
+  families?: CandidateFamily[];
 }
 
 export const DEFAULT_ENUMERATE: EnumerateOptions = {
@@ -98,7 +100,9 @@ export function enumerateCandidates(
   );
   const families = new Map<CandidateFamily, Candidate[]>();
   const seen = new Set<string>();
+  const wanted = o.families ? new Set(o.families) : null;
   const push = (family: CandidateFamily, expr: FeatureExpr, kind: ExprKind, cols: string[], parts: string[]) => {
+    if (wanted && !wanted.has(family)) return;
     const text = exprToText(expr);
     if (seen.has(text)) return;
     seen.add(text);

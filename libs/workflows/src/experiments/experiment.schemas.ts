@@ -6,6 +6,7 @@ import { scoreSpecSchema } from '../score/score-experiment.schema';
 import { subtractSpecSchema } from '../subtract/subtract-experiment.schema';
 import { multiplySpecSchema } from '../multiply/multiply-experiment.schema';
 import { divideSpecSchema } from '../divide/divide-experiment.schema';
+import { discoverSpecSchema } from '../discover/discover-experiment.schema';
 
 const common = {
   name: z.string().max(200).default(''),
@@ -19,6 +20,7 @@ export const createExperimentSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('add'), ...common, spec: addSpecSchema }).strict(),
   z.object({ kind: z.literal('multiply'), ...common, spec: multiplySpecSchema }).strict(),
   z.object({ kind: z.literal('divide'), ...common, spec: divideSpecSchema }).strict(),
+  z.object({ kind: z.literal('discover'), ...common, spec: discoverSpecSchema }).strict(),
 ]);
 
 export type CreateExperiment = z.output<typeof createExperimentSchema>;
@@ -26,7 +28,7 @@ export type ExperimentKind = CreateExperiment['kind'];
 
 export const experimentListQuerySchema = z
   .object({
-    kind: z.enum(['score', 'subtract', 'add', 'multiply', 'divide']).optional(),
+    kind: z.enum(['score', 'subtract', 'add', 'multiply', 'divide', 'discover']).optional(),
     status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']).optional(),
     businessLine: lineName.optional(),
     owner: z.string().min(1).max(200).optional(),

@@ -5,10 +5,13 @@ import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
 import { isShardDataset, materialize, openShards, writeShard, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
 import {
+  concatSplits,
   describeBuild,
   encodeRanges,
   prepareBuild,
   sampleBuildKey,
+  type EncodedSplit,
+  type PlannedColumn,
   type SampleBuildRequest,
   type SlotIdSpace,
 } from '@abacus/samples';
@@ -321,6 +324,66 @@ export class BuiltSamplesCache {
       return await this.buildNow(req, key, recipe, onProgress);
     } finally {
       done();
+    }
+  }
+
+  /** The sample set's files on this host while `fn` runs (a set by reference: opened through the store). */
+  async withSamplesFile<T>(recipe: ModelRecipe, fn: (file: string) => Promise<T>): Promise<T> {
+    let opened: { path: string; release(): void } | null = null;
+    if (recipe.sampleVersion) {
+      if (this.opts.openSamples) opened = await this.opts.openSamples(recipe);
+      else if (!recipe.sampleFile.includes('://'))
+        opened = { path: await this.dataDir.pull(recipe.sampleFile), release: () => undefined };
+      else throw new Error(`sample set ${recipe.sampleSetId} is registered by reference; this worker cannot read stores`);
+    }
+    try {
+      return await fn(opened ? opened.path : this.dataDir.abs(recipe.sampleFile));
+    } finally {
+      opened?.release();
+    }
+  }
+
+  /**
+   * The training split of `features` built in memory, nothing written or cached: for reading some of
+   * its rows once (discover's screen reads each batch of candidates so). Rows are in the order of the
+   * training split of every build of the recipe (trainAll).
+   */
+  async buildTrainInMemory(
+    recipe: ModelRecipe,
+    features: ResolvedFeature[],
+    onProgress?: (fraction: number, message: string) => void,
+  ): Promise<{ train: EncodedSplit; columns: PlannedColumn[] }> {
+    const req = this.request(recipe, features);
+    const work = this.dataDir.abs(path.join('built', `.mem-${randomBytes(4).toString('hex')}`));
+    const done = buildStarted();
+    try {
+      return await this.withSamplesFile(recipe, async (file) => {
+        const plan = await prepareBuild(recipe.sampleVersion ? { ...req, samples: { ...req.samples, file } } : req, work, {
+          ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
+          ...(this.opts.rangeRows !== undefined ? { rangeRows: this.opts.rangeRows } : {}),
+          ...(this.opts.threads !== undefined ? { rangeThreads: this.opts.threads } : {}),
+          onProgress: (f, m) => onProgress?.(0.5 * f, m),
+        });
+        const parts: EncodedSplit[] = [];
+        const index: number[] = [];
+        let n = 0;
+        await encodeRanges(plan, {
+          ...(this.opts.threads !== undefined ? { threads: this.opts.threads } : {}),
+          ...(this.opts.threadScript !== undefined ? { threadScript: this.opts.threadScript } : {}),
+          ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
+          onRange: async (r) => {
+            parts.push(r.train);
+            index.push(r.index);
+            onProgress?.(0.5 + 0.5 * (++n / plan.ranges.length), 'encoding');
+          },
+        });
+        const order = index.map((_, k) => k).sort((a, b) => index[a] - index[b]);
+        const train = concatSplits(order.map((k) => parts[k]).filter((p) => p.rows > 0));
+        return { train, columns: plan.columns };
+      });
+    } finally {
+      done();
+      fs.rmSync(work, { recursive: true, force: true });
     }
   }
 

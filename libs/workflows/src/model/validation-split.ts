@@ -141,3 +141,29 @@ function hashUnit(i: number, seed: number): number {
   h = (h ^ (h >>> 16)) >>> 0;
   return h / 2 ** 32;
 }
+
+/**
+ * Which rows of the training split carveValidation puts in the validation split (1) and which are
+ * fitted on (0), row by row, for code that must read the fitted rows by position (discover's screen).
+ */
+export function validationMask(train: RuntimeData, timeOrdered: boolean, seed = 17): Uint8Array {
+  const n = train.rows;
+  const mask = new Uint8Array(n);
+  const nv = n >= 2 ? Math.min(n - 1, Math.max(1, Math.round(n * VALIDATION_SHARE))) : 0;
+  const last = () => {
+    mask.fill(0);
+    mask.fill(1, n - nv);
+    return mask;
+  };
+  if (timeOrdered) return last();
+  if (n >= BLOCK_SPLIT_MIN_ROWS && isShardDataset(train)) {
+    const { taken, rest } = blockRanges(n, (b) => hashUnit(b, seed) < VALIDATION_SHARE);
+    if (taken.length && rest.length) {
+      for (const [lo, hi] of taken) mask.fill(1, lo, hi);
+      return mask;
+    }
+  }
+  let val = 0;
+  for (let i = 0; i < n; i++) val += mask[i] = hashUnit(i, seed) < VALIDATION_SHARE ? 1 : 0;
+  return val && val < n ? mask : last();
+}

@@ -1,0 +1,85 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DataSource } from 'typeorm';
+import { createDataSource, FeatureEntity } from '@abacus/data';
+import { simulateWorld, writeWorld, type GroundTruth } from '@abacus/samples';
+import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
+import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
+import { createTestEnv, type TestEnv } from '../support/test-env';
+import { apiClient } from '../support/http';
+
+/**
+ * discover on a world with planted derived effects: the screen ranks the expressions that carry them
+ * first, the verified comparison adopts them, and the adopted ones are registered with provenance.
+ */
+let env: TestEnv;
+let api: ApiHandle;
+let worker: WorkerHandle;
+let ds: DataSource;
+let truth: GroundTruth;
+const http = apiClient(
+  () => api.url,
+  () => env.adminKey,
+);
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  api = await startApi(env.config, { logger: false });
+  worker = await startWorker(env.config, { logger: false });
+  ds = createDataSource(env.config);
+  await ds.initialize();
+  const dir = path.join(env.dataDir, 'world');
+  const world = simulateWorld({ seed: 21, rows: 150_000, derivedEffects: true });
+  await writeWorld(world, dir);
+  truth = world.groundTruth;
+  await http.call('POST', '/business-lines', { name: 'feed' });
+  const r = await http.upload('/sample-sets', path.join(dir, 'samples', 'feed.parquet'), {
+    name: 'feed-samples',
+    businessLine: 'feed',
+    label: 'click',
+    time: 'ts',
+    keys: 'impression_id,user_id,item_id,context_id,domain',
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+}, 600_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await ds?.destroy();
+  await env?.teardown();
+});
+
+describe('discover', () => {
+  it('proposes the planted expressions, verifies them with add, and registers the adopted ones', async () => {
+    const features = truth.features.filter((f) => f.inConfigOf.includes('feed')).map((f) => f.name);
+    const r = await http.call('POST', '/experiments', {
+      kind: 'discover',
+      businessLine: 'feed',
+      spec: {
+        base: { sampleSet: 'feed-samples', features },
+        families: ['column', 'ratio', 'cross', 'rate', 'count'],
+        windows: ['7d'],
+        maxCandidates: 300,
+        topK: 5,
+        seeds: 6,
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const e = await http.finished(String(r.body.id), 900_000, 'discover experiment');
+    expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { kind: string; status: string; error?: string }) => [t.kind, t.status, t.error]))).toBe('succeeded');
+    const top = (await http.call('GET', `/experiments/${e.id}/results?scorer=discover_screen`)).body;
+    console.log(JSON.stringify((top.items ?? top).slice(0, 12).map((x: { featureName: string; value: number; details: { text: string; copyOf: string | null } }) => [x.details.text, x.value.toFixed(5), x.details.copyOf])));
+    console.log(JSON.stringify((e.result.chosen as { text: string; screenGain: number; verdict: string; leaveOneIn: { mean: number; ciLow: number } | null }[]).map((c) => [c.text, c.screenGain.toFixed(5), c.verdict, c.leaveOneIn?.mean.toFixed(4), c.leaveOneIn?.ciLow.toFixed(4)])));
+    const chosen = (e.result.chosen as { text: string }[]).map((c) => c.text);
+    expect(chosen.length).toBeGreaterThan(0);
+    const adopted = e.result.adopted as string[];
+    const registered = await ds.getRepository(FeatureEntity).findBy({ businessLine: 'feed' });
+    for (const name of e.result.registered as string[]) {
+      const f = registered.find((x) => x.name === name)!;
+      expect(f.expression).not.toBeNull();
+      expect(f.provenance.some((p) => p.experimentId === e.id && p.verdict === 'adopt')).toBe(true);
+    }
+    expect(e.result.registered).toEqual(adopted);
+  }, 900_000);
+});
