@@ -62,17 +62,29 @@ describe('discover', () => {
         windows: ['7d'],
         maxCandidates: 300,
         topK: 5,
-        seeds: 6,
+        seeds: 3,
       },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     const e = await http.finished(String(r.body.id), 900_000, 'discover experiment');
     expect(e.status, e.error ?? JSON.stringify(e.trials?.map((t: { kind: string; status: string; error?: string }) => [t.kind, t.status, t.error]))).toBe('succeeded');
-    const top = (await http.call('GET', `/experiments/${e.id}/results?scorer=discover_screen`)).body;
-    console.log(JSON.stringify((top.items ?? top).slice(0, 12).map((x: { featureName: string; value: number; details: { text: string; copyOf: string | null } }) => [x.details.text, x.value.toFixed(5), x.details.copyOf])));
-    console.log(JSON.stringify((e.result.chosen as { text: string; screenGain: number; verdict: string; leaveOneIn: { mean: number; ciLow: number } | null }[]).map((c) => [c.text, c.screenGain.toFixed(5), c.verdict, c.leaveOneIn?.mean.toFixed(4), c.leaveOneIn?.ciLow.toFixed(4)])));
+    // the screen's ranking: the three planted expressions among the five sent on, above every expression over noise columns only
+    const ranked = (await http.call('GET', `/experiments/${e.id}/results?scorer=discover_screen`)).body as {
+      featureName: string;
+      value: number;
+      rank: number;
+      details: { text: string; chosen: boolean; columns: string[] };
+    }[];
     const chosen = (e.result.chosen as { text: string }[]).map((c) => c.text);
-    expect(chosen.length).toBeGreaterThan(0);
+    expect(chosen).toHaveLength(5);
+    const planted = truth.derived!.map((d) => d.expression.replace(/buckets: \d+/, ''));
+    for (const p of planted) expect(chosen.some((c) => c.replace(/buckets: \d+/, '') === p), `${p} in ${chosen}`).toBe(true);
+    const noise = new Set(truth.features.filter((f) => f.role === 'noise').map((f) => f.name));
+    const rankOf = (p: string) => ranked.find((x) => x.details.text.replace(/buckets: \d+/, '') === p)!.rank;
+    const noiseRanks = ranked.filter((x) => x.details.columns.every((c) => noise.has(c))).map((x) => x.rank);
+    expect(noiseRanks.length).toBeGreaterThan(0);
+    for (const p of planted) expect(rankOf(p)).toBeLessThan(Math.min(...noiseRanks));
+    expect(e.result.candidates).toBeGreaterThan(100);
     const adopted = e.result.adopted as string[];
     const registered = await ds.getRepository(FeatureEntity).findBy({ businessLine: 'feed' });
     for (const name of e.result.registered as string[]) {

@@ -141,7 +141,7 @@ export class DiscoverTrialHandler {
     await this.handOn(experiment.id, p, recipe, chosenCandidates, ss);
 
     // the screen's ranking, next to the verdicts the comparison will add
-    const shown = scored.slice(0, 200);
+    const shown = scored.slice(0, 500);
     if (shown.length) {
       await this.w.ds
         .createQueryBuilder()
@@ -158,7 +158,7 @@ export class DiscoverTrialHandler {
             ciLow: null,
             ciHigh: null,
             rank: rank + 1,
-            details: { text: s.text, family: s.family, kind: s.kind, halves: s.halves, copyOf: s.copyOf ?? null, chosen: !!s.chosen },
+            details: { text: s.text, family: s.family, kind: s.kind, columns: s.columns, halves: s.halves, copyOf: s.copyOf ?? null, chosen: !!s.chosen },
           })) as never[],
         )
         .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
