@@ -7,6 +7,7 @@ import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker, type WorkerHandle } from '../../apps/worker/src/bootstrap';
 import { createTestEnv, type TestEnv } from '../support/test-env';
 import { apiClient } from '../support/http';
+import { cli } from '../support/processes';
 
 /**
  * discover on a world with planted derived effects: the screen ranks the expressions that carry them
@@ -93,5 +94,17 @@ describe('discover', () => {
       expect(f.provenance.some((p) => p.experimentId === e.id && p.verdict === 'adopt')).toBe(true);
     }
     expect(e.result.registered).toEqual(adopted);
+    // the command line shows the same
+    const as = { ...env.env, ABACUS_API_URL: api.url, ABACUS_API_KEY: env.adminKey };
+    const show = await cli(['experiment', 'show', String(e.id)], as);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toMatch(/screened \d+ candidate expression\(s\) on \d+ fitted rows against the base model; 5 sent to the verified comparison/);
+    expect(show.stdout).toContain('cross(d_region, d_slot');
+    const bad = await cli(['discover', '--domain', 'feed'], as);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/name the base as --model or as --samples/);
+    const wrong = await cli(['discover', '--domain', 'feed', '--samples', 'feed-samples', '--families', 'ratios'], as);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/spec\.families\.0/);
   }, 900_000);
 });

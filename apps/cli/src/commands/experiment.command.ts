@@ -59,11 +59,11 @@ export interface Experiment {
 const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
 /** Exit codes: 0 succeeded, 1 usage/API error, 2 experiment failed, 3 experiment cancelled. */
-function exitCodeFor(status: string): number {
+export function exitCodeFor(status: string): number {
   return status === 'succeeded' ? 0 : status === 'cancelled' ? 3 : 2;
 }
 
-async function waitFor(api: ApiClient, id: string, quiet: boolean, timeoutS: number): Promise<Experiment> {
+export async function waitFor(api: ApiClient, id: string, quiet: boolean, timeoutS: number): Promise<Experiment> {
   const deadline = Date.now() + timeoutS * 1000;
   let last = '';
   for (;;) {
@@ -106,6 +106,7 @@ export function renderExperiment(e: Experiment): string {
   if (e.kind === 'add' && e.result) out.push('', ...renderAdd(e.result));
   if (e.kind === 'multiply' && e.result) out.push('', ...renderMultiply(e.result));
   if (e.kind === 'divide' && e.result) out.push('', ...renderDivide(e.result));
+  if (e.kind === 'discover' && e.result) out.push('', ...renderDiscover(e.result));
   const ranking = (e.result?.ranking ?? null) as
     null | { rank: number; feature: string; kind: string; iv: number; strength: string; psi: number | null }[];
   if (ranking) {
@@ -197,6 +198,55 @@ function renderSubtract(r: Record<string, unknown>): string[] {
       ['rank', 'feature', 'iv', 'shuffle drop (validation)', 'interval', ''],
     ),
   ];
+}
+
+/** discover: what was screened, and each candidate sent on with its screen gain and verdict. */
+export function renderDiscover(r: Record<string, unknown>): string[] {
+  const res = r as {
+    candidates: number;
+    screenRows: number;
+    chosen: {
+      name: string;
+      text: string;
+      family: string;
+      screenGain: number;
+      verdict: string | null;
+      leaveOneIn: { delta: number; ciLow: number; ciHigh: number } | null;
+      gain: { delta: number; ciLow: number; ciHigh: number } | null;
+    }[];
+    adopted: string[];
+    registered: string[];
+    skipped: string | null;
+  };
+  if (!res.chosen) return [];
+  const out = [
+    `screened ${res.candidates} candidate expression(s) on ${res.screenRows} fitted rows against the base model; ${res.chosen.length} sent to the verified comparison`,
+  ];
+  if (res.skipped) out.push(`no comparison: ${res.skipped}`);
+  if (res.chosen.length)
+    out.push(
+      '',
+      table(
+        res.chosen.map((c) => [
+          c.text,
+          c.family,
+          f5(c.screenGain),
+          c.leaveOneIn ? `${f5(c.leaveOneIn.delta)} [${f5(c.leaveOneIn.ciLow)}, ${f5(c.leaveOneIn.ciHigh)}]` : '',
+          c.verdict ?? '',
+          c.gain ? `${f5(c.gain.delta)} [${f5(c.gain.ciLow)}, ${f5(c.gain.ciHigh)}]` : '',
+        ]),
+        ['expression', 'family', 'screen gain', 'ΔAUC validation', 'verdict', 'ΔAUC test'],
+      ),
+    );
+  out.push(
+    '',
+    res.registered.length
+      ? `registered as candidate features: ${res.registered.join(', ')}`
+      : res.adopted.length
+        ? `adopted: ${res.adopted.join(', ')} (not registered)`
+        : 'nothing adopted',
+  );
+  return out;
 }
 
 function renderAdd(r: Record<string, unknown>): string[] {

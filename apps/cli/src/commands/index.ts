@@ -1,6 +1,7 @@
 import type { RegisterCommand } from './command.types';
 import { registerDemo } from './demo.command';
 import { registerExperiment } from './experiment.command';
+import { registerDiscover } from './discover.command';
 import { registerFeatures } from './features.command';
 import { registerLines } from './lines.command';
 import { registerSamples } from './samples.command';
@@ -22,6 +23,7 @@ import { registerReport } from './report.command';
 /** Every subcommand of `abacus`, in help order. */
 export const COMMANDS: RegisterCommand[] = [
   registerExperiment,
+  registerDiscover,
   registerSamples,
   registerBank,
   registerEmbeddings,
