@@ -4,13 +4,14 @@ import type { Plugin } from 'vite';
  * Modules the browser bundle must never contain: server packages (TypeORM, pg, NestJS, BullMQ,
  * Redis, DuckDB, Express), Node built-ins (Vite swaps them for `__vite-browser-external`), the libs
  * that do I/O, and any lib's barrel (`libs/<lib>/src/index.ts` re-exports services). The web app
- * reaches the api's schemas only through `libs/workflows/src/browser.ts`.
+ * reaches the api's schemas only through `libs/workflows/src/browser.ts`; of the I/O libs it may hold
+ * one pure zod module, the feature-expression schema the experiment schemas name.
  */
 const FORBIDDEN = [
   /[\\/]node_modules[\\/](typeorm|pg|pg-[a-z-]+|@nestjs|bullmq|ioredis|@duckdb|express|reflect-metadata|multer)[\\/]/,
   /__vite-browser-external/,
   /^node:/,
-  /[\\/]libs[\\/](access|data|queue|runtime|samples|scoring|serving)[\\/]/,
+  /[\\/]libs[\\/](access|data|queue|runtime|samples|scoring|serving)[\\/](?!src[\\/]expr[\\/]feature-expr\.schema\.ts$)/,
   /[\\/]libs[\\/][a-z-]+[\\/]src[\\/]index\.ts$/,
 ];
 

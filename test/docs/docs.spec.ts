@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { configSchema } from '@abacus/configs';
 import { createScheduleSchema } from '@abacus/reports';
 import { servingPolicySchema } from '@abacus/serving';
-import { addSpecSchema, divideSpecSchema, multiplySpecSchema, scoreSpecSchema, subtractSpecSchema } from '@abacus/workflows';
+import { addSpecSchema, discoverSpecSchema, divideSpecSchema, multiplySpecSchema, scoreSpecSchema, subtractSpecSchema } from '@abacus/workflows';
 import { buildProgram } from '../../apps/cli/src/main';
 import { ROOT, cliMismatch, configMismatch, deadLinks, docFiles, schemaFieldNames, undocumentedFields } from './docs-check';
 
@@ -33,6 +33,7 @@ const GUIDES: [string, unknown][] = [
   ['subtract', subtractSpecSchema],
   ['multiply', multiplySpecSchema],
   ['divide', divideSpecSchema],
+  ['discover', discoverSpecSchema],
   ['serving', servingPolicySchema],
   ['reports', createScheduleSchema],
 ];

@@ -15,6 +15,7 @@ export { subtractSpecSchema } from './subtract/subtract-experiment.schema';
 export { addSpecSchema } from './add/add-experiment.schema';
 export { multiplySpecSchema, MULTIPLY_STRATEGIES, type MultiplyStrategy } from './multiply/multiply-experiment.schema';
 export { divideSpecSchema, RESOURCES } from './divide/divide-experiment.schema';
+export { discoverSpecSchema, DISCOVER_FAMILIES } from './discover/discover-experiment.schema';
 export { modelRefSchema, architectureSchema, trainingSchema } from './model/model-recipe.schema';
 export { lineName } from '../../core/src/line-name';
 export { LARGE_TIER, tierAlias } from '../../core/src/tier-alias';

@@ -285,6 +285,12 @@ export interface Feature {
   sourceColumn: string | null;
   entityKey: string | null;
   transform: { type: string } & Record<string, unknown>;
+  /** a feature defined by an expression over a sample set (null: a column or table feature) */
+  expression?: {
+    text: string;
+    sampleSet: string;
+    lineage: { columns: string[]; refs: string[]; readsLabel: boolean; historySeconds: number | null };
+  } | null;
   costs: Record<string, unknown>;
   provenance: { businessLine: string; experimentId?: string; gain?: number; measuredAt?: string }[];
   createdAt: string;

@@ -7,6 +7,8 @@
 import {
   addSpecSchema,
   createExperimentSchema,
+  discoverSpecSchema,
+  DISCOVER_FAMILIES,
   divideSpecSchema,
   formatZodIssues,
   multiplySpecSchema,
@@ -16,7 +18,7 @@ import {
   type ExperimentKind,
 } from '@abacus/workflows/browser';
 
-export const EXPERIMENT_KINDS = ['score', 'subtract', 'add', 'multiply', 'divide'] as const satisfies readonly ExperimentKind[];
+export const EXPERIMENT_KINDS = ['score', 'subtract', 'add', 'multiply', 'divide', 'discover'] as const satisfies readonly ExperimentKind[];
 export type { ExperimentKind };
 
 export const KIND_QUESTIONS: Record<ExperimentKind, string> = {
@@ -25,6 +27,7 @@ export const KIND_QUESTIONS: Record<ExperimentKind, string> = {
   add: 'Would features proven elsewhere help my model?',
   multiply: "Can other business lines' samples make my model better?",
   divide: 'What is the best model I can afford?',
+  discover: 'Which features nobody has written yet would help my model?',
 };
 
 export function isKind(v: unknown): v is ExperimentKind {
@@ -193,6 +196,41 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       hint: 'model name the tiers are published under (default: derived)',
     },
   ],
+  discover: [
+    {
+      id: 'families',
+      label: 'Expression families',
+      path: 'spec.families',
+      type: 'checks',
+      options: DISCOVER_FAMILIES,
+      hint: 'what to propose: unused columns, log, ratios / products / differences of numbers, crosses of categories, and per-key counts, click rates, means, distinct counts, time since and frequency over earlier rows',
+    },
+    {
+      id: 'windows',
+      label: 'Windows',
+      path: 'spec.windows',
+      type: 'names',
+      hint: 'window lengths of the aggregates, comma-separated (e.g. 1d, 7d, 30d; h and m too)',
+    },
+    { id: 'maxCandidates', label: 'Max candidates', path: 'spec.maxCandidates', type: 'number', hint: 'candidates screened at most (1–5000)' },
+    { id: 'topK', label: 'Verified', path: 'spec.topK', type: 'number', hint: 'the best candidates sent to the verified comparison (1–30)' },
+    { id: 'seeds', label: 'Seeds', path: 'spec.seeds', type: 'number', hint: 'training seeds of the verified comparison (3–20)' },
+    {
+      id: 'minGain',
+      label: 'Min gain',
+      path: 'spec.minGain',
+      type: 'number',
+      step: 'any',
+      hint: 'the smallest AUC gain worth a feature (0–0.1)',
+    },
+    {
+      id: 'register',
+      label: 'Register adopted',
+      path: 'spec.register',
+      type: 'checkbox',
+      hint: 'register the adopted expressions as candidate features of the line',
+    },
+  ],
 };
 
 /** Where a kind's model goes in the spec: score names a sample set at the top of its spec. */
@@ -202,6 +240,7 @@ export const MODEL_PATH: Record<ExperimentKind, string> = {
   add: 'spec.base',
   multiply: 'spec.target',
   divide: 'spec.model',
+  discover: 'spec.base',
 };
 
 export type KnobValue = string | boolean | string[];
@@ -229,6 +268,7 @@ const SPEC_SCHEMAS = {
   add: addSpecSchema,
   multiply: multiplySpecSchema,
   divide: divideSpecSchema,
+  discover: discoverSpecSchema,
 } as const;
 
 /** The smallest spec of a kind that parses, so the schema fills in its defaults. */
@@ -238,6 +278,7 @@ const PLACEHOLDER: Record<ExperimentKind, Record<string, unknown>> = {
   add: { base: { sampleSet: 'x' }, candidates: 'auto' },
   multiply: { target: { sampleSet: 'x' }, sources: 'auto' },
   divide: { model: { sampleSet: 'x' } },
+  discover: { base: { sampleSet: 'x' } },
 };
 
 export function getPath(obj: unknown, path: string): unknown {

@@ -79,7 +79,7 @@ export function sampleSetQuery(f: BankSearch, pageSize = BANK_PAGE_SIZE): string
 /** True when any filter is set (the empty state then says "nothing matches", not "nothing yet"). */
 export const hasFilters = (f: BankSearch): boolean => Boolean(f.line || f.semantics || f.columns);
 
-export const EXPERIMENT_KIND_VALUES = ['score', 'subtract', 'add', 'multiply', 'divide'] as const;
+export const EXPERIMENT_KIND_VALUES = ['score', 'subtract', 'add', 'multiply', 'divide', 'discover'] as const;
 export const EXPERIMENT_STATUS_VALUES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 
 /** The experiments page's URL: /experiments?kind=subtract&status=running&line=feed&owner=ana&page=2 */

@@ -69,6 +69,18 @@ export function verdictOf(kind: string, result: unknown): Verdict | null {
       tone: adopt.length ? 'good' : 'neutral',
     };
   }
+  if (kind === 'discover' && Array.isArray(r.chosen)) {
+    const g = countBy(r.chosen, 'verdict', (c) => String(c.text));
+    const adopt = g.get('adopt') ?? [];
+    const screened = num(r.candidates);
+    return {
+      headline: adopt.length ? `Adopt ${adopt.join(', ')}` : r.chosen.length ? 'No discovered feature to adopt' : 'No candidate added to the model on the screen',
+      detail:
+        `${screened !== null ? `${screened} candidate expressions screened, ` : ''}${r.chosen.length} verified` +
+        (g.size ? `. ${listing(g, ['adopt', 'inconclusive', 'reject'])}` : ''),
+      tone: adopt.length ? 'good' : 'neutral',
+    };
+  }
   if (kind === 'multiply' && Array.isArray(r.results)) {
     const g = countBy(r.results, 'verdict', (x) => `${String(x.strategy)} · ${(strs(x.sources) ?? []).join(' + ')}`);
     if (!g.size) return null;

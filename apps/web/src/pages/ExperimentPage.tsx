@@ -7,6 +7,7 @@ import { formatDateTime, isTerminal } from '../lib/format';
 import { verdictOf } from '../lib/verdict';
 import { ResultCharts } from '../charts';
 import { ScoreBins } from '../ScoreBins';
+import { DiscoverResult } from '../DiscoverResult';
 import { TrialTable, TrialTimeline } from '../timeline';
 import { ErrorNotice, KeyValueTable, Loading, Progress, RawJson, StatusBadge } from '../components';
 
@@ -113,6 +114,7 @@ export function ExperimentPage({ id }: { id: string }) {
 
           {e.result ? <ResultCharts kind={e.kind} result={e.result} /> : null}
           {e.kind === 'score' && e.status === 'succeeded' ? <ScoreBins experimentId={e.id} /> : null}
+          {e.kind === 'discover' && e.result ? <DiscoverResult result={e.result} /> : null}
           <h2>Trials ({e.trials.length})</h2>
           {e.trials.length ? (
             <>

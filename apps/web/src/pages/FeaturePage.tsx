@@ -46,6 +46,22 @@ export function FeaturePage({ id }: { id: string }) {
               <dd>{f.kind}</dd>
               <dt>Source</dt>
               <dd>{featureSource(f)}</dd>
+              {f.expression ? (
+                <>
+                  <dt>Lineage</dt>
+                  <dd>
+                    reads {f.expression.lineage.columns.join(', ') || 'no column'}
+                    {f.expression.lineage.refs.length ? `; features ${f.expression.lineage.refs.join(', ')}` : ''}
+                    {'; '}
+                    {f.expression.lineage.historySeconds === null
+                      ? 'all earlier rows'
+                      : f.expression.lineage.historySeconds
+                        ? `earlier rows of the last ${f.expression.lineage.historySeconds / 3600} h`
+                        : 'the impression row only'}
+                    {f.expression.lineage.readsLabel ? ' (their clicks too)' : ''}
+                  </dd>
+                </>
+              ) : null}
               <dt>Transform</dt>
               <dd>
                 <code>{JSON.stringify(f.transform)}</code>

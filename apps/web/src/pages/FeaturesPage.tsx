@@ -18,7 +18,8 @@ import { FeaturesPager } from '../catalog-components';
 import { RegisterFeature } from './RegisterFeature';
 
 /** Where a feature's values come from: "users.age (key user_id)", or a sample-set column. */
-export function featureSource(f: Pick<Feature, 'sourceTable' | 'sourceColumn' | 'entityKey' | 'name'>): string {
+export function featureSource(f: Pick<Feature, 'sourceTable' | 'sourceColumn' | 'entityKey' | 'name' | 'expression'>): string {
+  if (f.expression) return `expression over ${f.expression.sampleSet}: ${f.expression.text}`;
   if (f.sourceTable) return `${f.sourceTable}.${f.sourceColumn ?? f.name}${f.entityKey ? ` (key ${f.entityKey})` : ''}`;
   return `sample-set column ${f.sourceColumn ?? f.name}`;
 }

@@ -22,7 +22,10 @@ export const discoverSpecSchema = z
     /** the base model: a registered model, or a sample set (+ feature list); candidates are read over its set */
     base: modelRefSchema,
     /** families of expressions to propose (default: all) */
-    families: z.array(z.enum(DISCOVER_FAMILIES)).min(1).optional(),
+    families: z
+      .array(z.enum(DISCOVER_FAMILIES))
+      .min(1)
+      .default([...DISCOVER_FAMILIES]),
     /** window lengths of the aggregates */
     windows: z
       .array(z.string().regex(/^[1-9][0-9]{0,3}[dhm]$/, "a window length such as '7d', '12h' or '30m'"))

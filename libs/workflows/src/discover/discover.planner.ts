@@ -7,7 +7,7 @@ import type { CreateExperiment } from '../experiments/experiment.schemas';
 import { RecipeResolver } from '../model/recipe-resolver';
 import { ABLATE_MAX_ROWS, type AblateTrialParams, type TrainTrialParams } from '../trials/train-trial.schema';
 import type { CompareTrialParams } from '../add/add-experiment.schema';
-import { DISCOVER_FAMILIES, type DiscoverTrialParams } from './discover-experiment.schema';
+import type { DiscoverTrialParams } from './discover-experiment.schema';
 
 type DiscoverInput = Extract<CreateExperiment, { kind: 'discover' }>;
 
@@ -29,7 +29,7 @@ export class DiscoverPlanner implements ExperimentPlanner<'discover'> {
     const spec = input.spec;
     const resolver = new RecipeResolver(ds, scope, input.businessLine);
     const { recipe, sampleSet } = await resolver.base(spec.base, 'spec.base');
-    const families = spec.families ?? [...DISCOVER_FAMILIES];
+    const families = spec.families;
     const timed = new Set(['count', 'rate', 'mean', 'distinct', 'since', 'freq']);
     if (!sampleSet.timeColumn && families.every((f) => timed.has(f)))
       throw new InvalidInputError(
