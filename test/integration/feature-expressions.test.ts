@@ -110,4 +110,17 @@ describe('expression features in the registry', () => {
     const list = await cli(['features', 'list', '--domain', 'feed'], as);
     expect(list.stdout).toMatch(/strong_log +numeric .*log\(1 \+ strong\)/);
   });
+
+  it('measures the costs of expression features like any feature: storage from their computed values, compute by timing', async () => {
+    const r = await call('POST', '/features/costs/measure', { businessLine: 'feed', features: ['color_rate_7d', 'strong_x_color'], repeats: 3 });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.measurement.skipped).toEqual([]);
+    for (const name of ['color_rate_7d', 'strong_x_color']) {
+      const f = (r.body.features as { name: string; storage: { value: number | null; source: string | null } }[]).find((x) => x.name === name)!;
+      expect(f.storage.source, name).toBe('measured');
+      expect(f.storage.value!, name).toBeGreaterThan(0);
+    }
+    const stored = (await call('GET', '/features?businessLine=feed&name=color_rate_7d')).body.items[0];
+    expect(stored.costs.measured.storage.how).toMatch(/expressions computed over its 300 rows/);
+  });
 });

@@ -9,7 +9,7 @@ export { exactAuc } from './metrics/exact-auc';
 export { writeWorld, type WorldManifest, type ManifestFile } from './simulator/world-writer';
 export { readTable, describeTable, kindOfDuckdbType, tableSource, type TableSource } from './io/table-reader';
 export { planTableRead, asTableReadError, type ColumnRead } from './io/table-reader';
-export { quoteIdent, quoteLiteral, loadColumns } from './io/column-loader';
+export { quoteIdent, quoteLiteral, loadColumns, type LoadColumn } from './io/column-loader';
 export { TableReadError } from './io/table-read.error';
 export { readCsvHeader, readParquetColumnNames, topLevelNames, firstDuplicateName } from './io/raw-columns';
 export { readTableOptionsSchema, type ReadTableOptions } from './io/read-table-options.schema';

@@ -23,6 +23,7 @@ import { QueueUnavailableError } from '../experiments/experiment.service';
 import { runComputeMeasurement, type ComputeRun, type MeasuredWhere } from './cost-compute';
 import type { ComputeInput } from './cost-meter';
 import { measureStorage, type ColumnToMeasure, type StorageMeasurement } from './storage-meter';
+import { groupBy, measureExpressions } from './expression-storage';
 import { DEFAULT_CANDIDATES_PER_REQUEST, entityLevel, ledgerEntry, measuredCommunication, type LedgerEntry } from './cost-rules';
 import { MAX_MEASURED_FEATURES, type CostLedgerQuery, type MeasureCosts } from './cost-ledger.schemas';
 
@@ -193,9 +194,34 @@ export class CostLedgerService {
     // storage: feature-table columns, grouped by table; column features from a sample set
     const byTable = new Map<string, FeatureEntity[]>();
     const columnFeatures: FeatureEntity[] = [];
+    const expressionFeatures: FeatureEntity[] = [];
     for (const f of features) {
       if (f.featureTableId) byTable.set(f.featureTableId, [...(byTable.get(f.featureTableId) ?? []), f]);
+      else if (f.expression) expressionFeatures.push(f);
       else columnFeatures.push(f);
+    }
+    // expression features: their values computed over the set they were registered over, then measured as stored
+    for (const [setId, fs] of groupBy(expressionFeatures, (f) => f.expression!.sampleSetId)) {
+      const ss = await this.ds.getRepository(SampleSetEntity).findOneBy({ id: setId });
+      if (!ss) {
+        fs.forEach((f) => skipped.push({ name: f.name, reason: 'the sample set its expression reads is gone' }));
+        continue;
+      }
+      if (ss.location && !this.opts.openSamples) {
+        fs.forEach((f) => skipped.push({ name: f.name, reason: `sample set ${ss.name} is registered by reference, and this process cannot read stores` }));
+        continue;
+      }
+      const opened = ss.location ? await this.opts.openSamples!(ss) : null;
+      try {
+        const files = opened ? parquetFiles(opened.path) : await Promise.all(ss.files.map((p) => this.dataDir.pull(p)));
+        const got = await measureExpressions(this.ds, ss, files, fs, skipped);
+        for (const f of fs) {
+          const m = got.get(f.name);
+          if (m) storage.set(f.id, m);
+        }
+      } finally {
+        opened?.release();
+      }
     }
     for (const [tableId, fs] of byTable) {
       const table = await this.ds.getRepository(FeatureTableEntity).findOneBy({ id: tableId });
