@@ -60,8 +60,8 @@ kill -0 "$(cat "$RUN_DIR/worker.pid")" 2>/dev/null || { tail -n 30 "$LOG_DIR/wor
 
 DEMO=.data/demo
 if [ ! -f "$DEMO/ground_truth.json" ]; then
-  say "generating the demo world (simulator, seed 7, 400,000 impressions)"
-  npx --no-install abacus sim --seed 7 --rows 400000 --out "$DEMO"
+  say "generating the demo world (simulator, seed 7, 400,000 impressions, with derived effects for discover)"
+  npx --no-install abacus sim --seed 7 --rows 400000 --derived-effects --out "$DEMO"
 fi
 say "registering the demo world"
 npx --no-install abacus --api "$API_URL" demo --dir "$DEMO"
