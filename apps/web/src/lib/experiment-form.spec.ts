@@ -164,6 +164,23 @@ describe('validation issues placed next to their fields', () => {
     expect(!d.ok && d.issues.map((i) => [i.path, i.field])).toEqual([['spec.tiers.2', 'tiers']]);
   });
 
+  it('discover: its defaults, a body the api accepts from a model, and a bad family or window on its field', () => {
+    expect(knobDefaults('discover')).toMatchObject({ windows: '1d, 7d, 30d', maxCandidates: '2000', topK: '10', register: true });
+    expect((knobDefaults('discover').families as string[]).length).toBe(12);
+    const ok = validateForm({ ...initialState('discover', 'feed'), source: 'model', model: 'base' });
+    expect(ok.ok && ok.body).toMatchObject({ kind: 'discover', businessLine: 'feed', spec: { base: { model: 'base' }, windows: ['1d', '7d', '30d'], topK: 10 } });
+    const bad = validateForm({
+      ...initialState('discover', 'feed'),
+      source: 'model',
+      model: 'base',
+      knobs: { ...knobDefaults('discover'), families: [], windows: '7d, 7days' },
+    });
+    expect(!bad.ok && bad.issues.map((i) => [i.path, i.field]).sort()).toEqual([
+      ['spec.families', 'families'],
+      ['spec.windows.1', 'windows'],
+    ]);
+  });
+
   it('an unknown key from the advanced JSON has no field: it goes to the summary', () => {
     const r = validateForm(subtract({ advanced: '{"bogus": 1}' }));
     expect(r.ok).toBe(false);
