@@ -13,6 +13,7 @@ import { registerBench } from './bench.command';
 import { registerBenchExperiment } from './bench-experiment.command';
 import { registerBenchLoad } from './bench-load.command';
 import { registerBenchCalibration } from './bench-calibration.command';
+import { registerBenchDiscover } from './bench-discover.command';
 import { registerKeys } from './keys.command';
 import { registerLogin } from './login.command';
 import { registerAudit } from './audit.command';
@@ -42,4 +43,5 @@ export const COMMANDS: RegisterCommand[] = [
   registerBenchExperiment,
   registerBenchLoad,
   registerBenchCalibration,
+  registerBenchDiscover,
 ];
