@@ -99,18 +99,36 @@ export class DiscoverTrialHandler {
     const encodings = new Map<string, Float32Array>();
     let buildMs = 0;
     let scoreMs = 0;
-    for (let b = 0; b < candidates.length; b += DISCOVER_BATCH) {
+    // numbers and their pairs are computed here from one build of the raw numbers they read (as the
+    // builder gives them: a missing value is the training mean); the rest are built a batch at a time
+    const arithmetic = candidates.filter((c) => c.kind === 'numeric' && ARITHMETIC.has(c.family));
+    const built_ = candidates.filter((c) => !arithmetic.includes(c));
+    const rawNames = [...new Set(arithmetic.flatMap((c) => c.columns))];
+    const batches: Candidate[][] = [];
+    if (arithmetic.length) batches.push(arithmetic);
+    for (let b = 0; b < built_.length; b += DISCOVER_BATCH) batches.push(built_.slice(b, b + DISCOVER_BATCH));
+    let screened = 0;
+    for (const batch of batches) {
       checkpoint();
-      const batch = candidates.slice(b, b + DISCOVER_BATCH);
-      await progress(0.08 + (0.82 * b) / candidates.length, `screening candidates ${b + 1}-${b + batch.length} of ${candidates.length}`);
+      await progress(
+        0.08 + (0.82 * screened) / candidates.length,
+        `screening candidates ${screened + 1}-${screened + batch.length} of ${candidates.length}`,
+      );
+      screened += batch.length;
       const tb = Date.now();
-      const { train } = await this.w.samples.buildTrainInMemory(recipe, batch.map(asFeature));
+      const isArithmetic = batch === arithmetic;
+      const { train } = await this.w.samples.buildTrainInMemory(
+        recipe,
+        isArithmetic ? rawNames.map((n) => ({ name: `raw:${n}`, kind: 'numeric', source: { kind: 'expression', expression: { col: n } } })) : batch.map(asFeature),
+      );
       buildMs += Date.now() - tb;
       if (train.rows !== built.trainAll.rows)
         throw new Error(`discover: a candidate build has ${train.rows} training rows, the base model ${built.trainAll.rows}`);
+      const raw = new Map<string, Float32Array>();
+      if (isArithmetic) for (const n of rawNames) raw.set(n, (valuesAt(train, { name: `raw:${n}` } as Candidate, idx) as { values: Float32Array }).values);
       const ts = Date.now();
       for (const c of batch) {
-        const v = valuesAt(train, c, idx);
+        const v = isArithmetic ? arithmeticValues(c, raw) : valuesAt(train, c, idx);
         const s = screenScore(v, screenRows);
         scored.push({ name: c.name, text: c.text, family: c.family, kind: c.kind, columns: c.columns, gain: s.gain, halves: s.halves });
         // keep the encodings of the best so far only
@@ -233,6 +251,20 @@ export class DiscoverTrialHandler {
 export function asFeature(c: Candidate): ResolvedFeature {
   const f: ResolvedFeature = { name: c.name, kind: c.kind, source: { kind: 'expression', expression: c.expr } };
   return f;
+}
+
+/** families the screen computes from the raw numbers (see arithmeticValues) */
+const ARITHMETIC = new Set(['column', 'log', 'ratio', 'product', 'difference']);
+
+/** A number, log or pair of numbers computed from the raw columns' values on the screen rows. */
+function arithmeticValues(c: Candidate, raw: Map<string, Float32Array>): ScreenValues {
+  const e = c.expr as { col?: string; op?: string; arg?: { col: string }; args?: { col: string }[] };
+  if (e.col) return { kind: 'numeric', values: raw.get(e.col)! };
+  if (e.op === 'log') return { kind: 'numeric', values: raw.get(e.arg!.col)!.map((x) => (x > -1 ? Math.log1p(x) : NaN)) };
+  const a = raw.get(e.args![0].col)!;
+  const b = raw.get(e.args![1].col)!;
+  const f = e.op === 'div' ? (x: number, y: number) => (y === 0 ? NaN : x / y) : e.op === 'mul' ? (x: number, y: number) => x * y : (x: number, y: number) => x - y;
+  return { kind: 'numeric', values: a.map((x, i) => f(x, b[i])) };
 }
 
 /** A candidate's values on the screen rows, from its batch's training split. */
