@@ -91,6 +91,7 @@ beforeAll(async () => {
     [JobName.AblateTrial]: unused,
     [JobName.PruneTrial]: unused,
     [JobName.CompareTrial]: unused,
+    [JobName.DiscoverTrial]: unused,
     [JobName.MultiplyTrial]: unused,
     [JobName.MultiplyCompareTrial]: unused,
     [JobName.DivideSelectTrial]: unused,
