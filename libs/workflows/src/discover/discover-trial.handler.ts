@@ -2,7 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { FeatureResultEntity, SampleSetEntity, TrialEntity } from '@abacus/data';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { materialize } from '@abacus/runtime';
-import { checkExpr, columnClassOfDuckdb, quoteIdent, tableSource, type EncodedSplit, type PlannedColumn } from '@abacus/samples';
+import { checkExpr, columnClassOfDuckdb, quoteIdent, tableSource, type EncodedSplit } from '@abacus/samples';
 import { columnClasses } from '@abacus/catalog';
 import { recipeInit } from '../embeddings/recipe-init';
 import type { CompareTrialParams } from '../add/add-experiment.schema';
@@ -143,7 +143,6 @@ export class DiscoverTrialHandler {
     }
     scored.sort((a, b) => b.gain - a.gain || (a.name < b.name ? -1 : 1));
     const positive = scored.filter((s) => s.gain > 0 && encodings.has(s.name)).slice(0, pool);
-    const byName = new Map(positive.map((s, i) => [s.name, i]));
     const { kept, copies } = dropNearCopies(
       positive.map((_, i) => i),
       new Map(positive.map((s, i) => [i, encodings.get(s.name)!])),
@@ -151,7 +150,6 @@ export class DiscoverTrialHandler {
     for (const [i, of] of copies) positive[i].copyOf = positive[of].name;
     const chosen = kept.slice(0, p.topK).map((i) => positive[i]);
     for (const c of chosen) c.chosen = true;
-    void byName;
     checkpoint();
 
     // the verified comparison's trials get the chosen candidates
@@ -310,4 +308,3 @@ async function profileColumns(file: string, ss: SampleSetEntity): Promise<Column
   }
 }
 
-export type { PlannedColumn };
