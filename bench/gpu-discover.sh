@@ -4,6 +4,7 @@
 # verified, timed end to end through the platform; then each trial's time and timings from the
 # database. Results go to $OUT (default ./bench-out).
 #   bash bench/gpu-discover.sh [rows] [max candidates] [top] [limit seconds]
+#   WINDOWS=1h,1d,7d,30d (default: discover's own)
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
 ROWS="${1:-2000000}"
@@ -26,6 +27,7 @@ echo "import: $(($(date +%s) - t1)) s"
 FEATURES=$(python3 -c "import json,sys; g=json.load(open('$W/ground_truth.json')); print(','.join(f['name'] for f in g['features'] if 'feed' in f['inConfigOf']))")
 t2=$(date +%s)
 timeout "$LIMIT" abacus discover --domain "$LINE" --samples feed --features "$FEATURES" --max-candidates "$MAX" --top "$TOP" \
+  ${WINDOWS:+--windows "$WINDOWS"} \
   --wait --json >"$OUT/discover-${ROWS}-${MAX}.json" 2>"$OUT/discover-progress.log"
 echo "discover: rc $? after $(($(date +%s) - t2)) s"
 psql -At -F ' | ' -c "SELECT t.seq, t.kind, t.status, t.backend,

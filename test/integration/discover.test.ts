@@ -92,7 +92,11 @@ describe('discover', () => {
       const f = registered.find((x) => x.name === name)!;
       expect(f.expression).not.toBeNull();
       expect(f.provenance.some((p) => p.experimentId === e.id && p.verdict === 'adopt')).toBe(true);
+      // and costs, measured as any registered feature's
+      const measured = (f.costs as { measured?: { storage?: { bytesPerRow?: number; how?: string } } }).measured;
+      expect(measured?.storage?.how, name).toMatch(/expressions computed over/);
     }
+    if ((e.result.registered as string[]).length) expect(e.result.costs).toMatchObject({ measured: (e.result.registered as string[]).length });
     expect(e.result.registered).toEqual(adopted);
     // the command line shows the same
     const as = { ...env.env, ABACUS_API_URL: api.url, ABACUS_API_KEY: env.adminKey };

@@ -3,6 +3,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { buildThreads, hostBatchThreads, hostFits, scoreThreads, scoreThreadsAlone, type AppConfig } from '@abacus/configs';
 import { DataDir, SampleSetData, openDataDir } from '@abacus/catalog';
+import { SYSTEM_SCOPE } from '@abacus/core';
 import { SampleSetEntity } from '@abacus/data';
 import { buildThreadPool } from '@abacus/samples';
 import { JobName, QueueName, QueueService, WorkerHost, type JobHandlers } from '@abacus/queue';
@@ -34,6 +35,7 @@ import {
   TrainTrialHandler,
   TrialLedger,
   WebhookNotifier,
+  measureCostsSchema,
   type BackendSelection,
   type WorkflowContext,
 } from '@abacus/workflows';
@@ -118,6 +120,16 @@ export class WorkerModule {
               ),
               // a prune's checks over every worker of the backend (fit.check jobs); this process's open prunes
               fits: { dispatch: new QueueFitDispatch(queue, config.ABACUS_PRUNE_SPREAD), states: new PruneFitStates() },
+              // storage measured from the values, compute timed in this process
+              measureCosts: async (businessLine, features) => {
+                const ledger = new CostLedgerService(ds, dataDir, {
+                  backend: config.ABACUS_RUNTIME_BACKEND,
+                  threads: config.ABACUS_RUNTIME_THREADS,
+                  openSamples: (ss) => data.open(ss),
+                });
+                const r = await ledger.measure(SYSTEM_SCOPE, measureCostsSchema.parse({ businessLine, features, on: 'api', repeats: 3 }));
+                return { measured: r.measurement.measured.length, skipped: r.measurement.skipped };
+              },
             };
           },
         },

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { simulateWorld, writeWorld } from '@abacus/samples';
 import type { ApiClient } from '../api-client';
+import { TERMINAL, until } from './private-platform';
 import { wilsonInterval } from './wilson-interval';
 
 export interface DiscoverBenchOptions {
@@ -42,7 +43,16 @@ export interface DiscoverWorld {
   rows?: number;
   ms?: number;
   /** per planted effect: its rank on the screen, whether it was sent on, its verdict */
-  planted?: { name: string; expression: string; rank: number | null; chosen: boolean; verdict: string | null }[];
+  planted?: {
+    name: string;
+    expression: string;
+    rank: number | null;
+    chosen: boolean;
+    verdict: string | null;
+    /** the comparison's evidence (validation ΔAUC of base + it, with the interval the verdict reads) and its test ΔAUC */
+    leaveOneIn?: { mean: number; ciLow: number; ciHigh: number } | null;
+    testGain?: number | null;
+  }[];
   /** expressions over noise columns only: sent on, and adopted */
   noiseChosen?: string[];
   noiseAdopted?: string[];
@@ -52,18 +62,7 @@ export interface DiscoverWorld {
   candidates?: number;
 }
 
-const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 const strip = (t: string) => t.replace(/, buckets: \d+/, '');
-
-async function waitFor(api: ApiClient, id: string, limitMs: number): Promise<Experiment> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const e = await api.get<Experiment>(`/experiments/${id}`);
-    if (TERMINAL.includes(e.status)) return e;
-    if (Date.now() > deadline) throw new Error(`experiment ${id} did not finish within ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 2_000));
-  }
-}
 
 async function runWorld(api: ApiClient, seed: number, o: DiscoverBenchOptions, runId: string, dir: string): Promise<DiscoverWorld> {
   const t0 = Date.now();
@@ -95,10 +94,27 @@ async function runWorld(api: ApiClient, seed: number, o: DiscoverBenchOptions, r
       name: `discover truth world ${seed}`,
       spec: { base: { sampleSet: ss.id, features }, maxCandidates: o.maxCandidates, topK: o.topK, seeds: o.seeds, windows: o.windows, seed },
     });
-    const e = await waitFor(api, sub.id, 3 * 3_600_000);
+    const e = await until(
+      async () => {
+        const x = await api.get<Experiment>(`/experiments/${sub.id}`);
+        return TERMINAL.includes(x.status) ? x : null;
+      },
+      3 * 3_600_000,
+      `discover experiment ${sub.id}`,
+    );
     if (e.status !== 'succeeded') return { seed, ok: false, error: `discover ${e.status}: ${e.error}` };
     const ranked = await api.get<Screened[]>(`/experiments/${e.id}/results?scorer=discover_screen`);
-    const r = e.result as { chosen: { name: string; text: string; verdict: string | null }[]; adopted: string[]; candidates: number };
+    const r = e.result as {
+      chosen: {
+        name: string;
+        text: string;
+        verdict: string | null;
+        leaveOneIn: { mean: number; ciLow: number; ciHigh: number } | null;
+        gain: { delta: number } | null;
+      }[];
+      adopted: string[];
+      candidates: number;
+    };
     const noise = new Set(gt.features.filter((f) => f.role === 'noise').map((f) => f.name));
     const isNoise = (name: string) => {
       const x = ranked.find((s) => s.featureName === name);
@@ -107,7 +123,15 @@ async function runWorld(api: ApiClient, seed: number, o: DiscoverBenchOptions, r
     const planted = (gt.derived ?? []).map((d) => {
       const x = ranked.find((s) => strip(s.details.text) === strip(d.expression));
       const c = r.chosen.find((y) => strip(y.text) === strip(d.expression));
-      return { name: d.name, expression: d.expression, rank: x?.rank ?? null, chosen: !!c, verdict: c?.verdict ?? null };
+      return {
+        name: d.name,
+        expression: d.expression,
+        rank: x?.rank ?? null,
+        chosen: !!c,
+        verdict: c?.verdict ?? null,
+        leaveOneIn: c?.leaveOneIn ? { mean: c.leaveOneIn.mean, ciLow: c.leaveOneIn.ciLow, ciHigh: c.leaveOneIn.ciHigh } : null,
+        testGain: c?.gain?.delta ?? null,
+      };
     });
     return {
       seed,

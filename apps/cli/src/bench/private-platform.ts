@@ -77,9 +77,18 @@ export async function onPlatform<T>(
 ): Promise<T> {
   if (!o) return fn(running());
   const platform = await startPlatform(o, log);
+  // interrupted (Ctrl-C, a timeout's TERM): the platform's processes, database and queue go with it
+  const onSignal = (sig: NodeJS.Signals) => {
+    log(`${sig}: stopping the private platform`);
+    void platform.stop().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     return await fn(platform.api);
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await platform.stop();
   }
 }

@@ -13,7 +13,7 @@ const flags = z.object({
   concurrency: z.coerce.number().int().min(1).max(64).default(1),
   maxCandidates: z.coerce.number().int().min(1).max(5000).default(300),
   top: z.coerce.number().int().min(1).max(30).default(5),
-  seeds: z.coerce.number().int().min(3).max(20).default(5),
+  seeds: z.coerce.number().int().min(3).max(20).default(10),
   windows: z
     .string()
     .default('7d')
@@ -43,7 +43,7 @@ export const registerBenchDiscover: RegisterCommand = (program) => {
     .option('--concurrency <k>', 'worlds in flight at once (with --private: also the worker processes)', '1')
     .option('--max-candidates <n>', "discover's maxCandidates", '300')
     .option('--top <k>', "discover's topK", '5')
-    .option('--seeds <n>', "discover's seeds (the verified comparison)", '5')
+    .option('--seeds <n>', "discover's seeds (the verified comparison)", '10')
     .option('--windows <w,…>', "discover's windows", '7d')
     .option('--resume <file>', 'JSON lines of finished worlds: appended as they finish, skipped when rerun')
     .option('--out <file>', 'also write the JSON to this file')

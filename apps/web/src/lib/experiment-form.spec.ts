@@ -166,7 +166,7 @@ describe('validation issues placed next to their fields', () => {
 
   it('discover: its defaults, a body the api accepts from a model, and a bad family or window on its field', () => {
     expect(knobDefaults('discover')).toMatchObject({ windows: '1d, 7d, 30d', maxCandidates: '2000', topK: '10', register: true });
-    expect((knobDefaults('discover').families as string[]).length).toBe(12);
+    expect((knobDefaults('discover').families as string[]).length).toBe(13);
     const ok = validateForm({ ...initialState('discover', 'feed'), source: 'model', model: 'base' });
     expect(ok.ok && ok.body).toMatchObject({ kind: 'discover', businessLine: 'feed', spec: { base: { model: 'base' }, windows: ['1d', '7d', '30d'], topK: 10 } });
     const bad = validateForm({

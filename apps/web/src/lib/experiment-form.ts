@@ -203,7 +203,7 @@ export const KNOBS: Record<ExperimentKind, KnobField[]> = {
       path: 'spec.families',
       type: 'checks',
       options: DISCOVER_FAMILIES,
-      hint: 'what to propose: unused columns, log, ratios / products / differences of numbers, crosses of categories, and per-key counts, click rates, means, distinct counts, time since and frequency over earlier rows',
+      hint: 'what to propose: unused columns, log, ratios / products / differences of numbers, crosses of categories, and per-key counts, click rates, means, sums, distinct counts, time since and frequency over earlier rows',
     },
     {
       id: 'windows',

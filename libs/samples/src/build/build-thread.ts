@@ -7,7 +7,7 @@ import type { BuildThreadCommand, BuildThreadData, BuildThreadJob, BuildThreadMe
 function buffersOf(r: EncodedRange): ArrayBuffer[] {
   const arrays: ArrayBufferView[] = [];
   const add = (s: EncodedSplit) => {
-    arrays.push(s.numeric, s.labels, ...s.slots.flatMap((x) => [x.ids, x.offsets]), ...Object.values(s.keys ?? {}));
+    arrays.push(s.numeric, s.labels, ...s.slots.flatMap((x) => [x.ids, x.offsets]), ...Object.values(s.keys ?? {}), ...(s.times ? [s.times] : []));
   };
   add(r.train);
   add(r.test);

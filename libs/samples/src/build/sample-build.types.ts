@@ -111,6 +111,8 @@ export interface EncodedSplit {
   labels: Float32Array;
   /** `samples.groupKey` when given: integer column values as they are, other types as first-appearance codes; -1 = missing */
   keys?: Record<string, Int32Array>;
+  /** each row's time in seconds, where the build was asked for them (PrepareOptions.withTimes) */
+  times?: Float64Array;
 }
 
 export interface BuiltFeature {

@@ -7,7 +7,8 @@ import { parseExprText } from '../expr/feature-expr.text';
 import { fnv1a32 } from './feature-hash';
 import { SampleBuildError } from './sample-build.error';
 import type { EncodedSplit, FeatureDef, SampleBuildRequest } from './sample-build.types';
-import { buildSamples, sampleBuildKey } from './sample-builder';
+import { encodeRanges } from './range-threads';
+import { buildSamples, concatSplits, prepareBuild, sampleBuildKey } from './sample-builder';
 
 /** expression features built from a Parquet set: the values the builder encodes against the rules read plainly */
 let dir: string;
@@ -130,6 +131,46 @@ describe('sample builder: expression features', () => {
     let wins = 0;
     for (const p of pos) for (const n of neg) wins += p.s > n.s ? 1 : p.s === n.s ? 0.5 : 0;
     expect(wins / (pos.length * neg.length)).toBeGreaterThan(0.65);
+  });
+
+  it('keeps only the train rows asked for, with the values a full build gives them (aggregates still read every earlier row)', async () => {
+    const features = [
+      expr('ctr_7d', 'numeric', 'rate(by: [user_id, cat], over: 7d)'),
+      expr('user_cat', 'categorical', 'cross(user_id, cat, buckets: 64)'),
+      expr('n_1d', 'numeric', 'count(by: user_id, over: 1d)'),
+    ];
+    const full = await buildSamples(request(features), { workDir: dir });
+    // every third train row, and the last one
+    const keep = Uint32Array.from({ length: full.train.rows }, (_, i) => i).filter((i) => i % 3 === 1 || i === full.train.rows - 1);
+    const work = path.join(dir, 'keep');
+    const plan = await prepareBuild(request(features), work, { keepTrainRows: keep });
+    expect(plan.trainRows).toBe(keep.length);
+    expect(plan.testRows).toBe(0);
+    const parts: { index: number; train: EncodedSplit }[] = [];
+    await encodeRanges(plan, { onRange: async (r) => void parts.push({ index: r.index, train: r.train }) });
+    const kept = concatSplits(parts.sort((a, b) => a.index - b.index).map((p) => p.train).filter((p) => p.rows > 0));
+    await rm(work, { recursive: true, force: true });
+    expect(kept.rows).toBe(keep.length);
+    const num = (s: EncodedSplit, name: string, i: number) => s.numeric[i * s.numericNames.length + s.numericNames.indexOf(name)];
+    const ids = (s: EncodedSplit, name: string, i: number) => {
+      const x = slot(s, name);
+      return [...x.ids.slice(x.offsets[i], x.offsets[i + 1])];
+    };
+    // the rate where it has earlier rows (a missing number is filled with the mean of the rows built,
+    // which differ between the two builds): as the rule reads it over every earlier row, kept or not
+    const train = rows.filter((r) => r.ts < full.split.testFrom!);
+    let checked = 0;
+    keep.forEach((at, k) => {
+      const r = train[at];
+      const prior = rows.filter((o) => o.user_id === r.user_id && o.cat === r.cat && o.ts < r.ts && o.ts >= r.ts - 7 * 86400);
+      if (r.cat !== null && prior.length) {
+        expect(num(kept, 'ctr_7d', k), `row ${at}`).toBeCloseTo(prior.reduce((a, o) => a + o.click, 0) / prior.length, 5);
+        checked++;
+      }
+      expect(num(kept, 'n_1d', k), `row ${at}`).toBeCloseTo(num(full.train, 'n_1d', at), 6);
+      expect(ids(kept, 'user_cat', k), `row ${at}`).toEqual(ids(full.train, 'user_cat', at));
+    });
+    expect(checked).toBeGreaterThan(300);
   });
 
   it('names the path inside the expression of a bad feature, and its build key changes with the expression', async () => {

@@ -311,6 +311,8 @@ export interface BuildPlan {
   testRows: number;
   testFrom: number | null;
   time: boolean;
+  /** the encoded rows carry their times (EncodedSplit.times) */
+  withTimes?: boolean;
   groupName: string | null;
   columns: PlannedColumn[];
   /**
@@ -404,6 +406,15 @@ export interface PrepareOptions extends Pick<
   onProgress?(fraction: number, message: string): void;
   /** rows the file order check reads in one call (default TIME_SPAN_SLICE_ROWS) */
   timeSpanSliceRows?: number;
+  /**
+   * Only these rows of the train split (positions in its (time, row) order, ascending) are kept, in
+   * that order, and no test row: the features are still computed over every row (an aggregate reads
+   * earlier rows), only what is written, counted and encoded is cut. For reading a sample of rows'
+   * values once (discover's screen); the plan's statistics are those of the kept rows.
+   */
+  keepTrainRows?: Uint32Array;
+  /** each encoded row also carries its time (EncodedSplit.times), where the set has one */
+  withTimes?: boolean;
 }
 
 /**
@@ -816,7 +827,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // (time, row) order is the files in time order, each file's rows in its own (time, row) order,
     // where the files' time ranges do not overlap: a file already in order is read in slices of its
     // rows, one that is not in slices of its rows ranked by (time, row)
-    const rangeRows = rangeRowsFor(total, opts.rangeRows, opts.rangeThreads);
+    const rangeRows = rangeRowsFor(opts.keepTrainRows?.length ?? total, opts.rangeRows, opts.rangeThreads);
     let directFiles: { index: number; sorted: boolean }[] | null = null;
     const to = performance.now();
     // (expression features are computed over all the rows at once: their aggregates read earlier rows)
@@ -883,7 +894,19 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       if (runs && runs.length < 2) runs = null;
     }
     const rowsOf = innerColumns.length ? `(SELECT s.*, ${innerColumns.join(', ')} FROM __s s)` : '__s';
-    const joinSql = `SELECT ${select.join(', ')} FROM ${rowsOf} s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
+    let joinSql = `SELECT ${select.join(', ')} FROM ${rowsOf} s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
+    const keep = opts.keepTrainRows;
+    if (keep) {
+      if (directRanges || runs) throw new Error('sample builder: keepTrainRows needs the joined table');
+      await con.run('CREATE TABLE __keep (pos BIGINT)');
+      for (let k = 0; k < keep.length; k += 100_000)
+        await con.run(`INSERT INTO __keep SELECT unnest([${Array.from(keep.subarray(k, k + 100_000)).join(',')}]::BIGINT[])`);
+      const order = `${time ? '__t, ' : ''}__rid`;
+      joinSql = `SELECT * EXCLUDE (__pos) FROM (
+          SELECT *, row_number() OVER (PARTITION BY __test ORDER BY ${order}) - 1 AS __pos
+          FROM (SELECT ${select.join(', ')} FROM ${rowsOf} s ${joins.join(' ')}))
+        WHERE __test = 0 AND __pos IN (SELECT pos FROM __keep) ORDER BY ${order}`;
+    }
     // reading the Parquet files happens here when they are read where they lie
     await guarded(direct ? 'samples.file' : 'features', direct ? 'malformed or unreadable' : 'join failed', async () => {
       if (directRanges) {
@@ -939,7 +962,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const [s] = await rows(con, `SELECT ${stats.join(', ')} FROM __j`);
     const scanMs = performance.now() - t2;
     const n = Number(s[0]);
-    if (n !== total) throw new Error(`sample builder: join produced ${n} rows for ${total} samples`);
+    if (keep ? n !== keep.length : n !== total)
+      throw new Error(`sample builder: join produced ${n} rows for ${keep ? `${keep.length} kept train rows` : `${total} samples`}`);
     const trainRows = Number(s[1]);
     const testRows = n - trainRows;
     if (trainRows === 0)
@@ -947,7 +971,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         'split',
         `the train split is empty (${n} rows, all in test${testFrom !== null ? ` from ${testFrom}` : ''})`,
       );
-    if (testRows === 0)
+    if (testRows === 0 && !keep)
       throw new SampleBuildError(
         'split',
         `the test split is empty (${n} rows, all in train${testFrom !== null ? ` before ${testFrom}` : ''})`,
@@ -1150,6 +1174,7 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       testRows,
       testFrom,
       time: time !== null,
+      ...(opts.withTimes && time !== null ? { withTimes: true } : {}),
       groupName: req.samples.groupKey,
       columns,
       ranges,
@@ -1217,6 +1242,7 @@ export async function encodeRange(
   const numeric: [Float32Array, Float32Array] = [new Float32Array(counts[0] * width), new Float32Array(counts[1] * width)];
   const labels: [Float32Array, Float32Array] = [new Float32Array(counts[0]), new Float32Array(counts[1])];
   const keys: [Int32Array, Int32Array] | null = plan.groupName ? [new Int32Array(counts[0]), new Int32Array(counts[1])] : null;
+  const timesOut: [Float64Array, Float64Array] | null = plan.withTimes ? [new Float64Array(counts[0]), new Float64Array(counts[1])] : null;
   let col = 0;
   const scattered = range.dest === true;
   const encoders = plan.columns.map(
@@ -1281,6 +1307,7 @@ export async function encodeRange(
     }
     readDoubles(chunk.getColumnVector(c++), m, buf, 0);
     for (let i = 0; i < m; i++) labels[test[i]][dest[i]] = buf[i];
+    if (timesOut) for (let i = 0; i < m; i++) timesOut[test[i]][dest[i]] = times[i];
     if (keys) {
       readDoubles(chunk.getColumnVector(c++), m, buf, 0);
       for (let i = 0; i < m; i++) keys[test[i]][dest[i]] = Number.isNaN(buf[i]) ? -1 : buf[i];
@@ -1300,6 +1327,7 @@ export async function encodeRange(
     });
     const out: EncodedSplit = { rows: counts[s], numericNames: [...numericNames], numeric: numeric[s], slots, labels: labels[s] };
     if (keys && plan.groupName) out.keys = { [plan.groupName]: keys[s] };
+    if (timesOut) out.times = timesOut[s];
     return out;
   };
   const positives = (y: Float32Array) => y.reduce((a, b) => a + b, 0);
@@ -1372,6 +1400,14 @@ export function concatSplits(parts: EncodedSplit[]): EncodedSplit {
     return { name: s0.name, ids, offsets };
   });
   const out: EncodedSplit = { rows: rowsOf, numericNames: [...first.numericNames], numeric, slots, labels };
+  if (parts.every((p) => p.times)) {
+    out.times = new Float64Array(rowsOf);
+    let r = 0;
+    for (const p of parts) {
+      out.times.set(p.times!, r);
+      r += p.rows;
+    }
+  }
   if (first.keys) {
     out.keys = Object.fromEntries(
       Object.keys(first.keys).map((k) => {

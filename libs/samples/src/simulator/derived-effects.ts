@@ -8,8 +8,9 @@ import { DAY_SECONDS } from './world-constants';
  *
  * - `cross`: a table of effects over (d_region, d_slot), two impression columns of 8 and 6 values,
  *   centred so that neither column has a main effect: only cross(d_region, d_slot, …) carries it;
- * - `ratio`: an effect on log(d_spend / d_visits), two independent log-normal impression columns,
- *   which neither carries alone as well as the ratio does;
+ * - `ratio`: an effect of whether the spend per visit, d_spend / d_visits, is above its median (two
+ *   independent log-normal impression columns): a step of log d_spend − log d_visits, which no sum of
+ *   an effect of each column makes (a smooth function of the log ratio would be one: log a − log b);
  * - `rate`: the click rate of the (user, item category) pair over the previous 7 days in the line,
  *   smoothed, raises the click probability: a habit, which rate(by: [user_id, i_category], over: 7d)
  *   reads. Clicks are then drawn in time order, each from the rows strictly before its time.
@@ -81,7 +82,6 @@ export function plantDerived(rng: Prng, imp: ImpressionTable, logit: Float64Arra
   };
   const crossTerm = new Float64Array(n);
   const ratioTerm = new Float64Array(n);
-  const logSd = Math.SQRT2 * ratio.sigma;
   for (let r = 0; r < n; r++) {
     const a = rng.int(va);
     const b = rng.int(vb);
@@ -92,7 +92,7 @@ export function plantDerived(rng: Prng, imp: ImpressionTable, logit: Float64Arra
     columns.spend[r] = Math.round(100 * Math.exp(ls + 3)) / 100;
     columns.visits[r] = Math.round(100 * Math.exp(lv + 1)) / 100;
     crossTerm[r] = cross.effect * scale * t[a][b];
-    ratioTerm[r] = ratio.effect * ((Math.log(columns.spend[r] / columns.visits[r]) - 2) / logSd);
+    ratioTerm[r] = ratio.effect * Math.sign(Math.log(columns.spend[r] / columns.visits[r]) - 2);
     logit[r] += crossTerm[r] + ratioTerm[r];
   }
   return { columns, terms: [crossTerm, ratioTerm] };

@@ -205,6 +205,13 @@ export class CompareTrialHandler {
           p.register.candidates.filter((c) => adoptedNow.has(c.name)),
         )
       : [];
+    // and their costs measured, as any registered feature's (storage from the values, compute timed):
+    // a failure is reported in the result, the verdicts stand
+    let costs: { measured: number; skipped: { name: string; reason: string }[] } | { error: string } | null = null;
+    if (registered.length && this.w.measureCosts) {
+      await progress(0.8, `measuring the costs of ${registered.length} registered expression(s)`);
+      costs = await this.w.measureCosts(experiment.businessLine, registered).catch((err: Error) => ({ error: err.message }));
+    }
 
     // provenance: where the feature was measured and what it gave (one entry per experiment, so a retry replaces it)
     const measuredAt = new Date().toISOString();
@@ -266,6 +273,7 @@ export class CompareTrialHandler {
       inconclusive: candidates.filter((c) => c.verdict === 'inconclusive').map((c) => c.feature),
       provenanceRecorded: recorded,
       ...(p.register ? { registered } : {}),
+      ...(costs ? { costs } : {}),
     };
     await progress(0.9, 'notifying the owner');
     const owners = [...new Set([experiment.owner, modelRow?.owner].filter((o): o is string => !!o))];

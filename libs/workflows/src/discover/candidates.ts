@@ -23,6 +23,7 @@ export type CandidateFamily =
   | 'count'
   | 'rate'
   | 'mean'
+  | 'sum'
   | 'distinct'
   | 'since'
   | 'freq';
@@ -79,8 +80,8 @@ const isCategory = (c: ColumnProfile) => c.cls === 'string' || (c.cls === 'integ
 /**
  * The candidate expressions over a set's columns: unused raw columns, log of non-negative numbers,
  * ratios, products and differences of number pairs, hashed crosses of category pairs, and, where the
- * set has a time, per entity key (and key × category) counts, click rates, means and distinct counts
- * over each window, times since the key's last row and value frequencies. `used`: raw columns the base
+ * set has a time, per entity key (and key × category) counts, click rates and means over each window,
+ * per key sums and distinct counts, times since the key's last row and value frequencies. `used`: raw columns the base
  * model already reads as they are (not proposed again as plain columns).
  */
 export function enumerateCandidates(
@@ -147,8 +148,11 @@ export function enumerateCandidates(
         const agg = (a: WindowAgg, of?: string): FeatureExpr => ({ op: 'window', agg: a, by, ...(of ? { of: col(of) } : {}), over: w });
         push('rate', agg('rate'), 'numeric', names, [...names, w]);
         push('count', agg('count'), 'numeric', names, [...names, w]);
+        // a measure's mean per key and per key × category (a user's average price within a category);
+        // its sum per key
+        for (const m of measures) push('mean', agg('mean', m.name), 'numeric', [...names, m.name], [m.name, 'by', ...names, w]);
         if (p.length === 1) {
-          for (const m of measures) push('mean', agg('mean', m.name), 'numeric', [...names, m.name], [m.name, 'by', ...names, w]);
+          for (const m of measures) push('sum', agg('sum', m.name), 'numeric', [...names, m.name], [m.name, 'by', ...names, w]);
           for (const k of keys) if (k !== p[0]) push('distinct', agg('distinct', k.name), 'numeric', [...names, k.name], [k.name, 'by', ...names, w]);
         }
       }

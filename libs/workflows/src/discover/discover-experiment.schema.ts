@@ -12,6 +12,7 @@ export const DISCOVER_FAMILIES = [
   'count',
   'rate',
   'mean',
+  'sum',
   'distinct',
   'since',
   'freq',
@@ -44,7 +45,11 @@ export const discoverSpecSchema = z
     alpha: z.number().gt(0).max(0.5).default(0.05),
     bootstrap: z.number().int().min(50).max(5000).default(300),
     minGain: z.number().min(0).max(0.1).default(0.001),
-    seeds: z.number().int().min(3).max(20).default(5),
+    /**
+     * base + candidate fits of the comparison: twice add's default, as up to `topK` candidates share
+     * the family-wise alpha (a candidate whose gain varies from fold to fold needs them)
+     */
+    seeds: z.number().int().min(3).max(20).default(10),
     /** register the adopted expressions as candidate features of the line (with their provenance) */
     register: z.boolean().default(true),
     notify: z.boolean().default(false),

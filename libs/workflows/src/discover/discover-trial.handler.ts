@@ -14,7 +14,8 @@ import { runTrial, type TrialScope } from '../trials/trial-runner';
 import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow-context';
 import { enumerateCandidates, type Candidate, type ColumnProfile } from './candidates';
 import { discoverTrialParamsSchema } from './discover-experiment.schema';
-import { dropNearCopies, screenEncoding, screenScore, type ScreenRows, type ScreenValues } from './screen';
+import { binnedEncoding, binnedScore, binsOf, dropNearCopies, selectForward, type Binned, type ScreenRows, type ScreenValues } from './screen';
+import { WindowValues, windowFast } from './window-values';
 
 /** candidates built together (one in-memory build, one pass of the set) */
 export const DISCOVER_BATCH = 100;
@@ -30,6 +31,8 @@ export interface ScreenedCandidate {
   /** the better candidate it nearly copies (not sent on) */
   copyOf?: string;
   chosen?: boolean;
+  /** what it added when the forward selection chose it, beyond the candidates chosen before it */
+  conditionalGain?: number;
 }
 
 /**
@@ -96,60 +99,118 @@ export class DiscoverTrialHandler {
     // screen, a batch at a time; the best `pool` are kept with their encodings for the near-copy check
     const pool = Math.max(5 * p.topK, 60);
     const scored: ScreenedCandidate[] = [];
-    const encodings = new Map<string, Float32Array>();
+    const binned = new Map<string, Binned>();
+    const best: { name: string; gain: number }[] = [];
     let buildMs = 0;
     let scoreMs = 0;
-    // numbers and their pairs are computed here from one build of the raw numbers they read (as the
-    // builder gives them: a missing value is the training mean); the rest are built a batch at a time
+    // numbers and their pairs, and the aggregates of earlier rows but distinct counts, are computed here
+    // from one build of the raw columns they read (as the builder gives them: a missing number is the
+    // training mean; window-values.ts); the rest are built a batch at a time
     const arithmetic = candidates.filter((c) => c.kind === 'numeric' && ARITHMETIC.has(c.family));
-    const built_ = candidates.filter((c) => !arithmetic.includes(c));
-    const rawNames = [...new Set(arithmetic.flatMap((c) => c.columns))];
+    const windowed = recipe.time ? candidates.filter((c) => !arithmetic.includes(c) && windowFast(c.expr)) : [];
+    // the rest in batches by the rows they partition by: DuckDB sorts once per partition of a query, so
+    // a batch of one key's aggregates is one sort where a mixed batch was one per key
+    const built_ = candidates
+      .filter((c) => !arithmetic.includes(c) && !windowed.includes(c))
+      .map((c, k) => ({ c, k, by: partitionOf(c) }))
+      .sort((a, b) => (a.by < b.by ? -1 : a.by > b.by ? 1 : a.k - b.k))
+      .map((x) => x.c);
+    const rawBatch = [...arithmetic, ...windowed];
+    const rawNumbers = [...new Set([...arithmetic.flatMap((c) => c.columns), ...windowed.flatMap(windowMeasures)])];
+    const rawKeys = [...new Set(windowed.flatMap(windowKeys))];
+    const rawFeatures: ResolvedFeature[] = [
+      ...rawNumbers.map((n): ResolvedFeature => ({ name: `raw:${n}`, kind: 'numeric', source: { kind: 'expression', expression: { col: n } } })),
+      ...rawKeys.map((n): ResolvedFeature => ({ name: `key:${n}`, kind: 'categorical', source: { kind: 'column', column: n } })),
+    ];
     const batches: Candidate[][] = [];
-    if (arithmetic.length) batches.push(arithmetic);
+    if (rawBatch.length) batches.push(rawBatch);
     for (let b = 0; b < built_.length; b += DISCOVER_BATCH) batches.push(built_.slice(b, b + DISCOVER_BATCH));
+    // a batch's build: the raw columns over every training row (the aggregates read them all), or only
+    // the screen rows of a batch's candidates (every row is still read: an aggregate reads earlier rows)
+    const build = (batch: Candidate[]) => {
+      const tb = Date.now();
+      const raw = batch === rawBatch;
+      return this.w.samples
+        .buildTrainInMemory(recipe, raw ? rawFeatures : batch.map(asFeature), undefined, raw && windowed.length ? undefined : idx, raw && windowed.length > 0)
+        .then((r) => {
+          buildMs += Date.now() - tb;
+          return r.train;
+        });
+    };
     let screened = 0;
-    for (const batch of batches) {
+    // the next batch builds (DuckDB's threads) while this one is scored (this thread)
+    let next: Promise<EncodedSplit> | null = batches.length ? build(batches[0]) : null;
+    for (const [b, batch] of batches.entries()) {
       checkpoint();
       await progress(
         0.08 + (0.82 * screened) / candidates.length,
         `screening candidates ${screened + 1}-${screened + batch.length} of ${candidates.length}`,
       );
       screened += batch.length;
-      const tb = Date.now();
-      const isArithmetic = batch === arithmetic;
-      const { train } = await this.w.samples.buildTrainInMemory(
-        recipe,
-        isArithmetic ? rawNames.map((n) => ({ name: `raw:${n}`, kind: 'numeric', source: { kind: 'expression', expression: { col: n } } })) : batch.map(asFeature),
-      );
-      buildMs += Date.now() - tb;
-      if (train.rows !== built.trainAll.rows)
-        throw new Error(`discover: a candidate build has ${train.rows} training rows, the base model ${built.trainAll.rows}`);
-      const raw = new Map<string, Float32Array>();
-      if (isArithmetic) for (const n of rawNames) raw.set(n, (valuesAt(train, { name: `raw:${n}` } as Candidate, idx) as { values: Float32Array }).values);
+      const train = await next!;
+      next = b + 1 < batches.length ? build(batches[b + 1]) : null;
+      // keep a failed prefetch from surfacing as an unhandled rejection before it is awaited
+      next?.catch(() => undefined);
       const ts = Date.now();
-      for (const c of batch) {
-        const v = isArithmetic ? arithmeticValues(c, raw) : valuesAt(train, c, idx);
-        const s = screenScore(v, screenRows);
+      const all = batch === rawBatch && windowed.length > 0;
+      if (train.rows !== (all ? built.trainAll.rows : idx.length))
+        throw new Error(`discover: a candidate build has ${train.rows} rows, expected ${all ? built.trainAll.rows : idx.length}`);
+      let valueOf: (c: Candidate) => ScreenValues;
+      if (batch === rawBatch) {
+        const numbers = new Map<string, Float32Array>();
+        const numberOf = (n: string) => {
+          let v = numbers.get(n);
+          if (!v) numbers.set(n, (v = numericColumn(train, `raw:${n}`)));
+          return v;
+        };
+        const atScreen = new Map<string, Float32Array>();
+        for (const n of new Set(arithmetic.flatMap((c) => c.columns))) atScreen.set(n, all ? Float32Array.from(idx, (i) => numberOf(n)[i]) : numberOf(n));
+        const windows = all
+          ? new WindowValues(
+              {
+                rows: train.rows,
+                time: train.times!,
+                label: train.labels,
+                ids: (n) => slotIds(train, `key:${n}`),
+                values: numberOf,
+              },
+              idx,
+            )
+          : null;
+        valueOf = (c) => (arithmetic.includes(c) ? arithmeticValues(c, atScreen) : { kind: 'numeric', values: windows!.values(c.expr) });
+      } else valueOf = (c) => valuesAt(train, c);
+      for (const [k, c] of batch.entries()) {
+        // the job's lock is renewed on this thread: let it run between candidates
+        if (k % 16 === 15) await new Promise((r) => setImmediate(r));
+        const b = binsOf(valueOf(c));
+        const s = binnedScore(b, screenRows);
         scored.push({ name: c.name, text: c.text, family: c.family, kind: c.kind, columns: c.columns, gain: s.gain, halves: s.halves });
-        // keep the encodings of the best so far only
-        const floor = scored.length > pool ? [...scored].sort((x, y) => y.gain - x.gain)[pool - 1].gain : -Infinity;
-        if (s.gain > 0 && s.gain >= floor) encodings.set(c.name, screenEncoding(v, screenRows));
-        if (encodings.size > pool * 2) {
-          const keep = new Set([...scored].sort((x, y) => y.gain - x.gain).slice(0, pool).map((x) => x.name));
-          for (const k of [...encodings.keys()]) if (!keep.has(k)) encodings.delete(k);
+        // keep the bins of the best so far only (`best`: the top `pool` scores, descending)
+        const at = best.findIndex((x) => x.gain < s.gain);
+        if (at >= 0 || best.length < pool) best.splice(at >= 0 ? at : best.length, 0, { name: c.name, gain: s.gain });
+        if (best.length > pool) best.length = pool;
+        if (s.gain > 0 && best.some((x) => x.name === c.name)) binned.set(c.name, b);
+        if (binned.size > pool * 2) {
+          const keep = new Set(best.map((x) => x.name));
+          for (const k of [...binned.keys()]) if (!keep.has(k)) binned.delete(k);
         }
       }
       scoreMs += Date.now() - ts;
     }
     scored.sort((a, b) => b.gain - a.gain || (a.name < b.name ? -1 : 1));
-    const positive = scored.filter((s) => s.gain > 0 && encodings.has(s.name)).slice(0, pool);
+    const positive = scored.filter((s) => s.gain > 0 && binned.has(s.name)).slice(0, pool);
     const { kept, copies } = dropNearCopies(
       positive.map((_, i) => i),
-      new Map(positive.map((s, i) => [i, encodings.get(s.name)!])),
+      new Map(positive.map((s, i) => [i, binnedEncoding(binned.get(s.name)!, screenRows)])),
     );
     for (const [i, of] of copies) positive[i].copyOf = positive[of].name;
-    const chosen = kept.slice(0, p.topK).map((i) => positive[i]);
-    for (const c of chosen) c.chosen = true;
+    // the best `topK` by forward selection: each what it adds beyond the ones chosen before it
+    const picks = selectForward(
+      kept.map((i) => binned.get(positive[i].name)!),
+      screenRows,
+      p.topK,
+    );
+    const chosen = picks.map(({ index, gain }) => Object.assign(positive[kept[index]], { chosen: true, conditionalGain: gain }));
     checkpoint();
 
     // the verified comparison's trials get the chosen candidates
@@ -174,7 +235,16 @@ export class DiscoverTrialHandler {
             ciLow: null,
             ciHigh: null,
             rank: rank + 1,
-            details: { text: s.text, family: s.family, kind: s.kind, columns: s.columns, halves: s.halves, copyOf: s.copyOf ?? null, chosen: !!s.chosen },
+            details: {
+              text: s.text,
+              family: s.family,
+              kind: s.kind,
+              columns: s.columns,
+              halves: s.halves,
+              copyOf: s.copyOf ?? null,
+              chosen: !!s.chosen,
+              conditionalGain: s.conditionalGain ?? null,
+            },
           })) as never[],
         )
         .orUpdate(['trial_id', 'value', 'ci_low', 'ci_high', 'rank', 'details'], ['experiment_id', 'feature_name', 'scorer'])
@@ -190,7 +260,7 @@ export class DiscoverTrialHandler {
         screenRows: idx.length,
         positive: scored.filter((s) => s.gain > 0).length,
         nearCopies: copies.size,
-        chosen: chosen.map((c) => ({ name: c.name, text: c.text, family: c.family, gain: c.gain })),
+        chosen: chosen.map((c) => ({ name: c.name, text: c.text, family: c.family, gain: c.gain, conditionalGain: c.conditionalGain })),
         top: scored.slice(0, 50),
         timings: { totalMs: Date.now() - t0, buildMs, scoreMs },
       },
@@ -251,6 +321,12 @@ export function asFeature(c: Candidate): ResolvedFeature {
   return f;
 }
 
+/** What a candidate's rows are partitioned by (the keys of its window or time since; '' for none). */
+function partitionOf(c: Candidate): string {
+  const e = c.expr as { op?: string; by?: { col?: string }[] };
+  return (e.op === 'window' || e.op === 'since') && e.by ? e.by.map((b) => b.col ?? '?').join('\u0000') : '';
+}
+
 /** families the screen computes from the raw numbers (see arithmeticValues) */
 const ARITHMETIC = new Set(['column', 'log', 'ratio', 'product', 'difference']);
 
@@ -265,19 +341,49 @@ function arithmeticValues(c: Candidate, raw: Map<string, Float32Array>): ScreenV
   return { kind: 'numeric', values: a.map((x, i) => f(x, b[i])) };
 }
 
-/** A candidate's values on the screen rows, from its batch's training split. */
-function valuesAt(train: EncodedSplit, c: Candidate, idx: Uint32Array): ScreenValues {
+/** A numeric column of a build, one value per row. */
+function numericColumn(train: EncodedSplit, name: string): Float32Array {
+  const j = train.numericNames.indexOf(name);
+  if (j < 0) throw new Error(`discover: ${name} is not in its build`);
+  const w = train.numericNames.length;
+  const values = new Float32Array(train.rows);
+  for (let i = 0; i < train.rows; i++) values[i] = train.numeric[i * w + j];
+  return values;
+}
+
+/** A single-id slot of a build, one id per row (-1: missing). */
+function slotIds(train: EncodedSplit, name: string): Int32Array {
+  const slot = train.slots.find((s) => s.name === name);
+  if (!slot) throw new Error(`discover: ${name} is not in its build`);
+  const ids = new Int32Array(train.rows);
+  for (let i = 0; i < train.rows; i++) ids[i] = slot.offsets[i + 1] > slot.offsets[i] ? slot.ids[slot.offsets[i]] : -1;
+  return ids;
+}
+
+/** The key and category columns an aggregate partitions by, and the number it aggregates. */
+function windowKeys(c: Candidate): string[] {
+  const e = c.expr as { op?: string; by?: { col: string }[]; arg?: { col: string } };
+  return e.op === 'freq' ? [e.arg!.col] : (e.by ?? []).map((b) => b.col);
+}
+function windowMeasures(c: Candidate): string[] {
+  const e = c.expr as { of?: { col: string } };
+  return e.of ? [e.of.col] : [];
+}
+
+/** A candidate's values on the screen rows, from its batch's build of those rows. */
+function valuesAt(train: EncodedSplit, c: Candidate): ScreenValues {
   const j = train.numericNames.indexOf(c.name);
   if (j >= 0) {
     const w = train.numericNames.length;
-    return { kind: 'numeric', values: Float32Array.from(idx, (i) => train.numeric[i * w + j]) };
+    const values = new Float32Array(train.rows);
+    for (let i = 0; i < train.rows; i++) values[i] = train.numeric[i * w + j];
+    return { kind: 'numeric', values };
   }
   const slot = train.slots.find((s) => s.name === c.name);
   if (!slot) throw new Error(`discover: candidate ${c.name} is not in its build`);
-  return {
-    kind: 'categorical',
-    ids: Int32Array.from(idx, (i) => (slot.offsets[i + 1] > slot.offsets[i] ? slot.ids[slot.offsets[i]] : -1)),
-  };
+  const ids = new Int32Array(train.rows);
+  for (let i = 0; i < train.rows; i++) ids[i] = slot.offsets[i + 1] > slot.offsets[i] ? slot.ids[slot.offsets[i]] : -1;
+  return { kind: 'categorical', ids };
 }
 
 /** distinct values (approximate) and minimum of each column the candidates may read */

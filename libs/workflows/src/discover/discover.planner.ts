@@ -30,7 +30,7 @@ export class DiscoverPlanner implements ExperimentPlanner<'discover'> {
     const resolver = new RecipeResolver(ds, scope, input.businessLine);
     const { recipe, sampleSet } = await resolver.base(spec.base, 'spec.base');
     const families = spec.families;
-    const timed = new Set(['count', 'rate', 'mean', 'distinct', 'since', 'freq']);
+    const timed = new Set(['count', 'rate', 'mean', 'sum', 'distinct', 'since', 'freq']);
     if (!sampleSet.timeColumn && families.every((f) => timed.has(f)))
       throw new InvalidInputError(
         'spec.families',
@@ -120,6 +120,8 @@ export class DiscoverPlanner implements ExperimentPlanner<'discover'> {
       chosen,
       adopted: chosen.filter((c) => c.verdict === 'adopt').map((c) => c.name),
       registered: spec.register === false ? [] : ((compare as { registered?: string[] }).registered ?? []),
+      /** the registered expressions' costs: how many were measured (or why none could be) */
+      costs: (compare as { costs?: unknown }).costs ?? null,
       skipped: (compare as { skipped?: string }).skipped ?? null,
       verification: compare,
     };

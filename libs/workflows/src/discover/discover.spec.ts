@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { featureExprSchema, parseExprText } from '@abacus/samples';
 import { enumerateCandidates, type ColumnProfile } from './candidates';
-import { dropNearCopies, screenEncoding, screenScore, type ScreenRows } from './screen';
+import { binnedScore, binsOf, dropNearCopies, screenEncoding, screenScore, selectForward, type ScreenRows } from './screen';
 
 const profile = (name: string, cls: ColumnProfile['cls'], distinct: number, extra: Partial<ColumnProfile> = {}): ColumnProfile => ({
   name,
@@ -113,5 +113,24 @@ describe('discover: screen', () => {
     const { kept, copies } = dropNearCopies(order, encodings);
     expect(kept).toEqual([0, 2]);
     expect(copies.get(1)).toBe(0);
+  });
+
+  it('selects forward: a variant of a chosen signal gives its place to one that carries something else', () => {
+    // r + noise and r × (1 + noise) carry r's signal, not near-copies of it by correlation; c carries its own
+    const variant = Float32Array.from(r, (v, i) => v + 0.6 * (noise[i] - 0.5));
+    const scaled = Float32Array.from(r, (v, i) => v * (0.5 + noise[i]));
+    const pool = [r, variant, scaled].map((v) => binsOf({ kind: 'numeric', values: v }));
+    pool.push(binsOf({ kind: 'categorical', ids: c }), binsOf({ kind: 'categorical', ids: noiseCat }));
+    // alone, the variants score above zero
+    for (const b of pool.slice(0, 3)) expect(binnedScore(b, rows).gain).toBeGreaterThan(0.002);
+    const picks = selectForward(pool, rows, 3).map((x) => x.index);
+    // r (or a variant) and c; never two of r's three; the noise never
+    expect(picks).toContain(3);
+    expect(picks.filter((i) => i < 3).length).toBe(1);
+    expect(picks).not.toContain(4);
+    // with room for all, what is left after r and c adds (about) nothing: the selection stops short
+    const all = selectForward(pool, rows, 5);
+    expect(all.length).toBeLessThan(5);
+    for (const x of all.slice(2)) expect(x.gain).toBeLessThan(0.0005);
   });
 });

@@ -3,7 +3,7 @@
  * model's logit is the offset; the candidate is cut into bins (quantiles of a number, the ids of a
  * category) and each bin gets one Newton step of the log loss, fitted on one half of the screen rows
  * and scored on the other, then the other way round (cross-fitting: a candidate cannot score by
- * fitting noise). The score is the mean log-loss reduction per row. This is one boosting round of a
+ * fitting noise). The score is the mean log-loss reduction per row, to second order. This is one boosting round of a
  * one-feature tree with the base model as its start, the idea of OpenFE's FeatureBoost, without a
  * library: a histogram pass per candidate.
  */
@@ -30,16 +30,31 @@ export const SCREEN_LAMBDA = 20;
 /** Bin per row (0..bins-1; the last bin holds missing values) and the bin count. */
 export function binsOf(v: ScreenValues): { bin: Int32Array; bins: number } {
   if (v.kind === 'categorical') {
-    // ids as they are, renumbered densely; missing its own bin
-    const map = new Map<number, number>();
-    const bin = new Int32Array(v.ids.length);
-    for (let i = 0; i < v.ids.length; i++) {
-      const id = v.ids[i] < 0 ? -1 : v.ids[i];
-      let b = map.get(id);
-      if (b === undefined) map.set(id, (b = map.size));
-      bin[i] = b;
+    // ids as they are, renumbered densely in order of appearance; missing its own bin
+    const ids = v.ids;
+    const bin = new Int32Array(ids.length);
+    let max = -1;
+    for (let i = 0; i < ids.length; i++) if (ids[i] > max) max = ids[i];
+    let next = 0;
+    if (max < 1 << 22) {
+      // a lookup table over the ids (hashed crosses stay under 2^24 buckets; most are far smaller)
+      const dense = new Int32Array(max + 2).fill(-1);
+      for (let i = 0; i < ids.length; i++) {
+        const k = ids[i] < 0 ? max + 1 : ids[i];
+        let b = dense[k];
+        if (b < 0) b = dense[k] = next++;
+        bin[i] = b;
+      }
+    } else {
+      const map = new Map<number, number>();
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i] < 0 ? -1 : ids[i];
+        let b = map.get(id);
+        if (b === undefined) map.set(id, (b = next++));
+        bin[i] = b;
+      }
     }
-    return { bin, bins: Math.max(1, map.size) };
+    return { bin, bins: Math.max(1, next) };
   }
   const x = v.values;
   // the cut points from an even sample of at most QUANTILE_SAMPLE values (sorting every row of every
@@ -73,23 +88,51 @@ export function binsOf(v: ScreenValues): { bin: Int32Array; bins: number } {
   return { bin, bins: missing + 1 };
 }
 
-const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
-const loss = (y: number, p: number) => -(y * Math.log(Math.max(p, 1e-12)) + (1 - y) * Math.log(Math.max(1 - p, 1e-12)));
-
-/** Newton steps per bin fitted on the rows where keep(i) */
-function steps(bin: Int32Array, bins: number, rows: ScreenRows, keep: (i: number) => boolean): Float64Array {
-  const g = new Float64Array(bins);
-  const h = new Float64Array(bins);
-  for (let i = 0; i < bin.length; i++) {
-    if (!keep(i)) continue;
-    const p = sigmoid(rows.logit[i]);
-    g[bin[i]] += rows.label[i] - p;
-    h[bin[i]] += p * (1 - p);
-  }
-  const w = new Float64Array(bins);
-  for (let b = 0; b < bins; b++) w[b] = g[b] / (h[b] + SCREEN_LAMBDA * 0.25);
-  return w;
+/**
+ * What every candidate's score needs from the screen rows, computed once: the log loss's gradient
+ * (y − p) and curvature p(1 − p) at the base model's logit, per row.
+ */
+interface RowMoments {
+  g: Float64Array;
+  h: Float64Array;
+  /** rows per half */
+  n: [number, number];
 }
+const moments = new WeakMap<ScreenRows, RowMoments>();
+function momentsOf(rows: ScreenRows): RowMoments {
+  let m = moments.get(rows);
+  if (!m) {
+    const n = rows.logit.length;
+    const g = new Float64Array(n);
+    const h = new Float64Array(n);
+    const count: [number, number] = [0, 0];
+    for (let i = 0; i < n; i++) {
+      const p = 1 / (1 + Math.exp(-rows.logit[i]));
+      g[i] = rows.label[i] - p;
+      h[i] = p * (1 - p);
+      count[rows.half[i]]++;
+    }
+    moments.set(rows, (m = { g, h, n: count }));
+  }
+  return m;
+}
+
+/** per half and bin: the sums of the gradient and curvature ([half * bins + bin]) */
+function binSums(bin: Int32Array, bins: number, rows: ScreenRows): { G: Float64Array; H: Float64Array } {
+  const { g, h } = momentsOf(rows);
+  const G = new Float64Array(2 * bins);
+  const H = new Float64Array(2 * bins);
+  const half = rows.half;
+  for (let i = 0; i < bin.length; i++) {
+    const k = half[i] * bins + bin[i];
+    G[k] += g[i];
+    H[k] += h[i];
+  }
+  return { G, H };
+}
+
+/** the Newton step of a bin with sums G, H (L2-penalised) */
+const step = (G: number, H: number) => G / (H + SCREEN_LAMBDA * 0.25);
 
 export interface ScreenScore {
   /** mean log-loss reduction per row, cross-fitted (the two halves' mean) */
@@ -115,29 +158,87 @@ function baseline(rows: ScreenRows): ScreenScore {
   return b;
 }
 
+/**
+ * Each half's steps scored on the other half. The log-loss reduction of a step w on the rows of a bin
+ * is taken to second order, G·w − H·w²/2 with G, H that bin's sums on the scored half (as gradient
+ * boosting's split gain is): exact for the quadratic the step is fitted on, and one pass of sums per
+ * candidate with no logarithm per row.
+ */
 function rawScore({ bin, bins }: { bin: Int32Array; bins: number }, rows: ScreenRows): ScreenScore {
+  const { G, H } = binSums(bin, bins, rows);
+  const { n } = momentsOf(rows);
   const halves: [number, number] = [0, 0];
   for (const fit of [0, 1] as const) {
-    const w = steps(bin, bins, rows, (i) => rows.half[i] === fit);
+    const other = 1 - fit;
     let s = 0;
-    let n = 0;
-    for (let i = 0; i < bin.length; i++) {
-      if (rows.half[i] === fit) continue;
-      const z = rows.logit[i];
-      const y = rows.label[i];
-      s += loss(y, sigmoid(z)) - loss(y, sigmoid(z + w[bin[i]]));
-      n++;
+    for (let b = 0; b < bins; b++) {
+      const w = step(G[fit * bins + b], H[fit * bins + b]);
+      s += G[other * bins + b] * w - 0.5 * H[other * bins + b] * w * w;
     }
-    halves[1 - fit] = n ? s / n : 0;
+    halves[other] = n[other] ? s / n[other] : 0;
   }
   return { gain: (halves[0] + halves[1]) / 2, halves };
 }
 
 /** What a candidate adds, row by row (its steps fitted on every screen row): compared to find near-copies. */
 export function screenEncoding(v: ScreenValues, rows: ScreenRows): Float32Array {
-  const { bin, bins } = binsOf(v);
-  const w = steps(bin, bins, rows, () => true);
+  return binnedEncoding(binsOf(v), rows);
+}
+
+/** screenEncoding of binned values */
+export function binnedEncoding({ bin, bins }: Binned, rows: ScreenRows): Float32Array {
+  const { G, H } = binSums(bin, bins, rows);
+  const w = new Float64Array(bins);
+  for (let b = 0; b < bins; b++) w[b] = step(G[b] + G[bins + b], H[b] + H[bins + b]);
   return Float32Array.from(bin, (b) => w[b]);
+}
+
+/** A candidate's bins on the screen rows (binsOf), kept for the selection. */
+export interface Binned {
+  bin: Int32Array;
+  bins: number;
+}
+
+/** The cross-fitted screen score of binned values, less what a constant gets (see screenScore). */
+export function binnedScore(b: Binned, rows: ScreenRows): ScreenScore {
+  const own = rawScore(b, rows);
+  const constant = baseline(rows);
+  return { gain: own.gain - constant.gain, halves: [own.halves[0] - constant.halves[0], own.halves[1] - constant.halves[1]] };
+}
+
+/**
+ * Forward selection over `pool` (in screen order): each round scores every remaining candidate against
+ * the base model's logit plus the steps of the candidates chosen so far (fitted on every screen row),
+ * and takes the best while it adds something (a positive cross-fitted gain). A candidate that carries
+ * what a chosen one already carries (the same column under another transform, a product with it)
+ * scores about zero once that one is in, and gives its place to one that carries something else.
+ * Returns the chosen indexes of `pool` with the gain each had when chosen.
+ */
+export function selectForward(pool: Binned[], rows: ScreenRows, topK: number): { index: number; gain: number }[] {
+  const chosen: { index: number; gain: number }[] = [];
+  const left = new Set(pool.map((_, i) => i));
+  let current: ScreenRows = rows;
+  while (chosen.length < topK && left.size) {
+    let best = -1;
+    let bestGain = 0;
+    for (const i of left) {
+      const g = binnedScore(pool[i], current).gain;
+      if (g > bestGain) {
+        best = i;
+        bestGain = g;
+      }
+    }
+    if (best < 0) break;
+    chosen.push({ index: best, gain: bestGain });
+    left.delete(best);
+    const { bin, bins } = pool[best];
+    const { G, H } = binSums(bin, bins, current);
+    const w = new Float64Array(bins);
+    for (let b = 0; b < bins; b++) w[b] = step(G[b] + G[bins + b], H[b] + H[bins + b]);
+    const logit = Float64Array.from(current.logit, (z, r) => z + w[bin[r]]);
+    current = { logit, label: rows.label, half: rows.half };
+  }
+  return chosen;
 }
 
 /** Pearson correlation (0 where either is constant). */

@@ -346,12 +346,16 @@ export class BuiltSamplesCache {
   /**
    * The training split of `features` built in memory, nothing written or cached: for reading some of
    * its rows once (discover's screen reads each batch of candidates so). Rows are in the order of the
-   * training split of every build of the recipe (trainAll).
+   * training split of every build of the recipe (trainAll); with `keepTrainRows` (positions in that
+   * order, ascending) only those rows, in that order: the features are computed over every row, only
+   * the kept rows are encoded; `withTimes`: each row's time too (EncodedSplit.times).
    */
   async buildTrainInMemory(
     recipe: ModelRecipe,
     features: ResolvedFeature[],
     onProgress?: (fraction: number, message: string) => void,
+    keepTrainRows?: Uint32Array,
+    withTimes = false,
   ): Promise<{ train: EncodedSplit; columns: PlannedColumn[] }> {
     const req = this.request(recipe, features);
     const work = this.dataDir.abs(path.join('built', `.mem-${randomBytes(4).toString('hex')}`));
@@ -362,6 +366,8 @@ export class BuiltSamplesCache {
           ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
           ...(this.opts.rangeRows !== undefined ? { rangeRows: this.opts.rangeRows } : {}),
           ...(this.opts.threads !== undefined ? { rangeThreads: this.opts.threads } : {}),
+          ...(keepTrainRows ? { keepTrainRows } : {}),
+          ...(withTimes ? { withTimes } : {}),
           onProgress: (f, m) => onProgress?.(0.5 * f, m),
         });
         const parts: EncodedSplit[] = [];

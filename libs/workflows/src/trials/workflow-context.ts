@@ -22,6 +22,8 @@ export interface WorkflowContext {
   data?: SampleSetData;
   /** a prune's retraining checks as fit.check jobs for every worker of the backend (absent: always on this worker) */
   fits?: { dispatch: FitDispatch; states: PruneFitStates };
+  /** measures registered features' costs into the ledger (discover measures the expressions it registers) */
+  measureCosts?(businessLine: string, features: string[]): Promise<{ measured: number; skipped: { name: string; reason: string }[] }>;
 }
 
 /** A sample set's rows on this host (see WorkflowContext.data), by the set's id. */

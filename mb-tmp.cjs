@@ -1,0 +1,24 @@
+const path = require('path');
+const { prepareBuild, concatSplits } = require('/work/main/dist/libs/samples/src/build/sample-builder.js');
+const { encodeRanges } = require('/work/main/dist/libs/samples/src/build/range-threads.js');
+const { parseExprText } = require('/work/main/dist/libs/samples/src/expr/feature-expr.text.js');
+const kind = process.argv[2] || 'meanpair';
+const measures = ['c_noise_num','c_page_depth','c_position','d_spend','d_visits','i_age_days','i_hist_ctr','i_noise_num'];
+const cats = ['u_gender','u_city_tier','u_member_level','i_category','c_device','c_network','d_region','d_slot','c_hour','u_noise_cat','i_noise_cat','u_city','i_brand'];
+let texts = [];
+if (kind === 'meanpair') for (const c of cats) for (const m of measures) texts.push(`mean(${m}, by: [user_id, ${c}], over: 7d)`);
+if (kind === 'meanpair1') for (const m of measures) for (const w of ['1h','1d','7d','30d']) for (const c of cats.slice(0,3)) texts.push(`mean(${m}, by: [user_id, ${c}], over: ${w})`);
+if (kind === 'rate') for (const c of cats) for (const w of ['1h','1d','7d','30d']) for (const k of ['user_id','item_id']) texts.push(`rate(by: [${k}, ${c}], over: ${w})`);
+if (kind === 'cross') for (let i = 0; i < cats.length; i++) for (let j = i+1; j < cats.length; j++) texts.push(`cross(${cats[i]}, ${cats[j]}, buckets: 65536)`);
+texts = texts.slice(0, 100);
+const features = texts.map((t, i) => ({ name: `c${i}`, kind: t.startsWith('cross') ? 'categorical' : 'numeric', source: { kind: 'expression', expression: parseExprText(t) } }));
+(async () => {
+  const req = { samples: { file: '/tmp/w2m/samples/feed.parquet', label: 'click', time: 'ts' }, features, split: { testFraction: 0.2 } };
+  const keep = Uint32Array.from({ length: 200000 }, (_, i) => i * 4);
+  const t0 = Date.now();
+  const plan = await prepareBuild(req, '/tmp/mbwork-' + Date.now(), { keepTrainRows: process.env.NOKEEP ? undefined : keep, duckdbMemoryMb: Number(process.env.MEM || 2048) });
+  const t1 = Date.now();
+  let n = 0;
+  await encodeRanges(plan, { threads: 2, onRange: async (r) => { n += r.train.rows; } });
+  console.log(kind, texts.length, 'prepare', t1 - t0, 'encode', Date.now() - t1, JSON.stringify(plan.timings), n);
+})();
