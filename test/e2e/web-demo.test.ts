@@ -11,7 +11,9 @@ import { findChromium, launchChromium, screenshot, watchConsole } from '../suppo
  * the world is simulated and registered as the quick start does (`abacus sim`, `abacus demo`, at a
  * smaller size), a subtract of the demo's `base` model is launched from the form and followed to its
  * verdict and pruning curve; then a report schedule on that model fires a few seconds ahead and,
- * with both workers listening, makes exactly one report, which the reports pages show.
+ * with both workers listening, makes exactly one report, which the reports pages show; and a discover
+ * of the same model launched from the form proposes expressions, whose adopted ones appear in the
+ * registry with the experiment as provenance and measured costs.
  */
 
 const CHROMIUM = findChromium();
@@ -42,7 +44,7 @@ describe.skipIf(!CHROMIUM)('the demo world in the browser, with two worker proce
     api = startProcess('dist/apps/api/src/main.js', env.env);
     await waitForApi(api, url);
     const world = path.join(env.dataDir, 'demo');
-    const sim = await cli(['sim', '--seed', '7', '--rows', '30000', '--out', world], env.env);
+    const sim = await cli(['sim', '--seed', '7', '--rows', '30000', '--derived-effects', '--out', world], env.env);
     expect(sim.code, sim.stderr).toBe(0);
     const demo = await cli(['demo', '--dir', world], env.env);
     expect(demo.code, demo.stderr).toBe(0);
@@ -100,6 +102,52 @@ describe.skipIf(!CHROMIUM)('the demo world in the browser, with two worker proce
     await screenshot(page, 'demo-subtract-done');
     expect(consoleErrors.errors).toEqual([]);
   }, 300_000);
+
+  it('discovers features from the form: the adopted expressions are registered with provenance and measured costs', async () => {
+    await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Experiments' }).click();
+    await page.getByRole('link', { name: 'New experiment' }).click();
+    await page.getByRole('navigation', { name: 'experiment kind' }).getByRole('link', { name: 'discover', exact: true }).click();
+    await page.waitForURL(/kind=discover/);
+    await page.getByLabel('Name', { exact: true }).fill('discover on the demo');
+    await page.getByLabel('Business line').selectOption('feed');
+    await page.getByLabel('a registered model').check();
+    await page.getByLabel('Registered model', { exact: true }).selectOption('base');
+    // a smaller screen and comparison than the defaults, for a 15,000-row line on two cores
+    await page.getByLabel('Windows').fill('7d');
+    await page.getByLabel('Max candidates').fill('400');
+    await page.getByLabel('Verified').fill('2');
+    await screenshot(page, 'demo-discover-form');
+    await page.getByRole('button', { name: 'Launch discover experiment' }).click();
+    await page.getByRole('heading', { name: /discover on the demo/ }).waitFor();
+    const id = page.url().split('/').pop()!;
+    await page.getByRole('heading', { name: 'Discovered features' }).waitFor({ timeout: 300_000 });
+    const e = (await admin.call('GET', `/experiments/${id}`)).body as {
+      status: string;
+      result: { chosen: { name: string; text: string; verdict: string | null }[]; registered: string[]; costs: { measured: number } | null };
+    };
+    expect(e.status).toBe('succeeded');
+    // proposed: the expressions sent on are in the page's table, the planted cross among them
+    const table = page.getByRole('region', { name: 'discovered features' }).locator('tbody tr');
+    expect(await table.count()).toBe(e.result.chosen.length);
+    expect(e.result.chosen.map((c) => c.text).some((t) => t.startsWith('cross(d_region, d_slot'))).toBe(true);
+    const adopted = e.result.chosen.filter((c) => c.verdict === 'adopt').map((c) => c.name);
+    expect(adopted.length, JSON.stringify(e.result.chosen)).toBeGreaterThan(0);
+    expect(e.result.registered).toEqual(adopted);
+    expect(e.result.costs).toMatchObject({ measured: adopted.length });
+    await screenshot(page, 'demo-discover-done');
+    // an adopted one in the registry: its expression, the experiment as provenance, measured costs
+    await page.getByRole('link', { name: adopted[0], exact: true }).click();
+    await page.waitForURL(/\/features\?/);
+    await page.getByRole('link', { name: adopted[0], exact: true }).click();
+    await page.waitForURL(/\/features\/[0-9a-f-]+$/);
+    await page.getByRole('heading', { name: 'Definition' }).waitFor();
+    await page.locator('tr[data-resource="storage"]').waitFor();
+    expect(await page.locator('tr[data-resource="storage"]').innerText()).toContain('measured');
+    const provenance = page.locator('section[aria-labelledby="provenance"]');
+    await provenance.locator(`a[href="/experiments/${id}"]`).first().waitFor();
+    await screenshot(page, 'demo-discover-feature');
+    expect(consoleErrors.errors).toEqual([]);
+  }, 400_000);
 
   it('a report schedule on the demo model fires once with two worker processes; the reports pages show the report', async () => {
     const fireAt = new Date(Math.ceil((Date.now() + 8_000) / 1000) * 1000);

@@ -120,14 +120,15 @@ export class WorkerModule {
               ),
               // a prune's checks over every worker of the backend (fit.check jobs); this process's open prunes
               fits: { dispatch: new QueueFitDispatch(queue, config.ABACUS_PRUNE_SPREAD), states: new PruneFitStates() },
-              // storage measured from the values, compute timed in this process
+              // storage and communication, measured from the values; compute is a share of a model's forward,
+              // measured when a model that reads them is named (abacus features costs --measure --model)
               measureCosts: async (businessLine, features) => {
                 const ledger = new CostLedgerService(ds, dataDir, {
                   backend: config.ABACUS_RUNTIME_BACKEND,
                   threads: config.ABACUS_RUNTIME_THREADS,
                   openSamples: (ss) => data.open(ss),
                 });
-                const r = await ledger.measure(SYSTEM_SCOPE, measureCostsSchema.parse({ businessLine, features, on: 'api', repeats: 3 }));
+                const r = await ledger.measure(SYSTEM_SCOPE, measureCostsSchema.parse({ businessLine, features, compute: false }));
                 return { measured: r.measurement.measured.length, skipped: r.measurement.skipped };
               },
             };

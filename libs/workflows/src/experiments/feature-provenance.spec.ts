@@ -60,6 +60,11 @@ describe('featureVerdict', () => {
     });
     expect(featureVerdict('add', 'succeeded', 'd', spec, result).values.gain).toBe(-0.002);
     expect(featureVerdict('add', 'succeeded', 'x', spec, result).verdict).toBe('base feature');
+    // discover: its verified comparison (add's) is kept whole in its result
+    const discovered = { chosen: [{ name: 'c', text: 'cross(a, b, buckets: 64)' }], verification: result };
+    expect(featureVerdict('discover', 'succeeded', 'c', spec, discovered).verdict).toBe('adopt');
+    expect(featureVerdict('discover', 'succeeded', 'x', spec, discovered).verdict).toBe('base feature');
+    expect(featureVerdict('discover', 'succeeded', 'z', spec, { chosen: [] }).verdict).toBe('mentioned');
   });
 
   it('divide: the tiers that kept it; only the full model means dropped by every budget', () => {

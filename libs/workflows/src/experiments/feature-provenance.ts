@@ -63,7 +63,10 @@ export function featureVerdict(kind: string, status: string, feature: string, sp
             ? fromDivide(feature, result)
             : kind === 'multiply'
               ? fromMultiply(feature, spec, result)
-              : null;
+              : kind === 'discover'
+                ? // its verified comparison is add's, kept whole in the result
+                  fromAdd(feature, spec, isRec(result.verification) ? result.verification : {})
+                : null;
   return (
     found ?? {
       verdict: 'mentioned',
