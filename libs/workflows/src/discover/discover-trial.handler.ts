@@ -372,18 +372,9 @@ function windowMeasures(c: Candidate): string[] {
 
 /** A candidate's values on the screen rows, from its batch's build of those rows. */
 function valuesAt(train: EncodedSplit, c: Candidate): ScreenValues {
-  const j = train.numericNames.indexOf(c.name);
-  if (j >= 0) {
-    const w = train.numericNames.length;
-    const values = new Float32Array(train.rows);
-    for (let i = 0; i < train.rows; i++) values[i] = train.numeric[i * w + j];
-    return { kind: 'numeric', values };
-  }
-  const slot = train.slots.find((s) => s.name === c.name);
-  if (!slot) throw new Error(`discover: candidate ${c.name} is not in its build`);
-  const ids = new Int32Array(train.rows);
-  for (let i = 0; i < train.rows; i++) ids[i] = slot.offsets[i + 1] > slot.offsets[i] ? slot.ids[slot.offsets[i]] : -1;
-  return { kind: 'categorical', ids };
+  return train.numericNames.includes(c.name)
+    ? { kind: 'numeric', values: numericColumn(train, c.name) }
+    : { kind: 'categorical', ids: slotIds(train, c.name) };
 }
 
 /** distinct values (approximate) and minimum of each column the candidates may read */
