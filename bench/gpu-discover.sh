@@ -4,7 +4,7 @@
 # verified, timed end to end through the platform; then each trial's time and timings from the
 # database. Results go to $OUT (default ./bench-out).
 #   bash bench/gpu-discover.sh [rows] [max candidates] [top] [limit seconds]
-#   WINDOWS=1h,1d,7d,30d (default: discover's own)
+#   WINDOWS=1h,1d,7d,30d (default: discover's own); SEED=3 (the world's seed)
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
 ROWS="${1:-2000000}"
@@ -14,9 +14,10 @@ LIMIT="${4:-900}"
 PREFIX="${ABACUS_GPU_PREFIX:-/tmp/abacus-gpu}"
 mkdir -p "$OUT"
 export PATH="$PREFIX/bin:$PATH"
-W=/tmp/discover-world-$ROWS
+SEED="${SEED:-3}"
+W=/tmp/discover-world-$ROWS-$SEED
 t0=$(date +%s)
-[ -f "$W/ground_truth.json" ] || abacus sim --seed 3 --rows "$ROWS" --derived-effects --out "$W" >/dev/null
+[ -f "$W/ground_truth.json" ] || abacus sim --seed "$SEED" --rows "$ROWS" --derived-effects --out "$W" >/dev/null
 echo "world: $(($(date +%s) - t0)) s"
 LINE=disc$(date +%s)
 abacus lines create "$LINE" >/dev/null
