@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
@@ -95,6 +96,36 @@ describe('expression features in the registry', () => {
     expect(r.body.issues?.[0].message).toMatch(message);
     expect(await count()).toBe(before);
     expect(await jobs()).toBe(experiments);
+  });
+
+  it('reads feature-table features by reference, as of each impression, and says where a table cannot be joined', async () => {
+    // per colour, a snapshot of a score every 100 seconds of the set's times
+    const csv = path.join(env.dataDir, 'in', 'color-stats.csv');
+    const lines = ['color,ts,score'];
+    for (const [k, color] of ['red', 'green', 'blue'].entries()) for (let t = 1000; t < 1300; t += 100) lines.push(`${color},${t},${k * 10 + (t - 1000) / 100}`);
+    fs.writeFileSync(csv, `${lines.join('\n')}\n`);
+    const t = await upload('/feature-tables', csv, { name: 'color_stats', businessLine: 'feed', entityKey: 'color', time: 'ts' });
+    expect(t.status, JSON.stringify(t.body)).toBe(201);
+    const r = await call('POST', '/features', { name: 'strong_x_score', businessLine: 'feed', sampleSet: 'small', expressionText: 'strong * @score' });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(r.body.expression.lineage).toMatchObject({ columns: ['strong'], refs: ['score'], tables: [{ feature: 'score', table: 'color_stats' }] });
+    const w = await call('POST', '/features', { name: 'score_mean_1d', businessLine: 'feed', sampleSet: 'small', expressionText: 'mean(@score, by: color, over: 1d)' });
+    expect(w.status, JSON.stringify(w.body)).toBe(201);
+    // its storage is measured from its values: the table joined as of each row
+    const m = await call('POST', '/features/costs/measure', { businessLine: 'feed', features: ['strong_x_score'], repeats: 3 });
+    expect(m.status, JSON.stringify(m.body)).toBe(200);
+    expect(m.body.measurement.skipped).toEqual([]);
+    expect((m.body.features as { name: string; storage: { source: string | null } }[])[0].storage.source).toBe('measured');
+    // a set without a time cannot join a point-in-time table; a number is no category
+    const before = await count();
+    const untimed = await call('POST', '/features', { name: 'x1', businessLine: 'feed', sampleSet: 'untimed', expression: { op: 'mul', args: [{ col: 'strong' }, { ref: 'score' }] } });
+    expect(untimed.status).toBe(400);
+    expect(untimed.body.issues?.[0]).toMatchObject({ path: 'expression.args.1.ref' });
+    expect(untimed.body.issues?.[0].message).toMatch(/joined from table color_stats as of each impression's time, and sample set untimed has no time column/);
+    const cross = await call('POST', '/features', { name: 'x2', businessLine: 'feed', sampleSet: 'small', kind: 'categorical', expressionText: 'cross(@score, color, buckets: 16)' });
+    expect(cross.status).toBe(400);
+    expect(cross.body.issues?.[0].message).toMatch(/at args\.0\.ref: feature 'score' \(joined from color_stats\) is a number, not categories/);
+    expect(await count()).toBe(before);
   });
 
   it('abacus features expr registers one from the command line, and names the path of a bad one', async () => {

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { InvalidInputError, canSeeLine, type RequestScope } from '@abacus/core';
-import { FeatureEntity, type ColumnSchema, type FeatureExpressionRecord, type SampleSetEntity } from '@abacus/data';
+import { FeatureEntity, FeatureTableEntity, type ColumnSchema, type FeatureExpressionRecord, type SampleSetEntity } from '@abacus/data';
 import {
   ExprError,
   checkExpr,
@@ -11,9 +11,17 @@ import {
   type ColumnClass,
   type ExprContext,
   type ExprKind,
+  type ExprTableRef,
   type FeatureExpr,
   type RefTarget,
 } from '@abacus/samples';
+
+/**
+ * A registered feature an expression names, as the registry resolves it: a feature-table feature
+ * carries where it is joined from (`join`, its file relative to the data directory as a table feature's
+ * is; the sample key is the table's entity key, as for a table feature in a model).
+ */
+export type RegistryRefTarget = RefTarget | { kind: ExprKind; table: string; join: ExprTableRef; error?: string };
 
 /** What expressions see of a set's columns. */
 export function columnClasses(schema: ColumnSchema[]): Map<string, ColumnClass> {
@@ -47,8 +55,8 @@ export async function refTargets(
   scope: RequestScope | null,
   line: string,
   ast: FeatureExpr,
-): Promise<Map<string, RefTarget>> {
-  const targets = new Map<string, RefTarget>();
+): Promise<Map<string, RegistryRefTarget>> {
+  const targets = new Map<string, RegistryRefTarget>();
   const todo = [...refsOf(ast, new Set())];
   while (todo.length) {
     const name = todo.pop()!;
@@ -59,20 +67,62 @@ export async function refTargets(
       const sub = f.expression.ast as unknown as FeatureExpr;
       targets.set(name, { kind: f.kind, expression: sub });
       todo.push(...refsOf(sub, new Set()));
-    } else if (f.featureTableId) targets.set(name, { kind: f.kind, table: f.sourceTable ?? f.featureTableId });
-    else targets.set(name, { kind: f.kind, column: f.sourceColumn ?? f.name });
+    } else if (f.featureTableId) {
+      const t = await ds.getRepository(FeatureTableEntity).findOneBy({ id: f.featureTableId });
+      if (!t) continue;
+      targets.set(name, {
+        kind: f.kind,
+        table: t.name,
+        join: {
+          kind: f.kind,
+          file: t.files[0],
+          version: t.id,
+          entityKey: t.entityKey,
+          sampleKey: t.entityKey,
+          timeColumn: t.timeColumn,
+          column: f.sourceColumn ?? f.name,
+        },
+      });
+    } else targets.set(name, { kind: f.kind, column: f.sourceColumn ?? f.name });
   }
   return targets;
 }
 
 /** The context an expression over a sample set is checked in. */
-export function exprContext(ss: SampleSetEntity, targets: Map<string, RefTarget>): ExprContext {
+export function exprContext(ss: SampleSetEntity, targets: Map<string, RegistryRefTarget>): ExprContext {
   return {
     columns: columnClasses(ss.schema),
     label: ss.labelColumn,
     hasTime: !!ss.timeColumn,
-    resolveRef: (n) => targets.get(n) ?? null,
+    resolveRef: (n) => {
+      const t = targets.get(n);
+      if (!t || !('join' in t)) return t ?? null;
+      // a feature-table feature: joined on its entity key as of the impression's time
+      const j = t.join;
+      if (!ss.schema.some((c) => c.name === j.sampleKey))
+        return { ...t, error: `feature '${n}' is joined from table ${t.table} on ${j.sampleKey}, which sample set ${ss.name} lacks` };
+      if (j.timeColumn && !ss.timeColumn)
+        return { ...t, error: `feature '${n}' is joined from table ${t.table} as of each impression's time, and sample set ${ss.name} has no time column` };
+      return t;
+    },
   };
+}
+
+/**
+ * The builder's source of a checked expression: the expression, and where each feature-table feature
+ * it reads is joined from.
+ */
+export function expressionSource(
+  checked: CheckedExpr,
+  targets: Map<string, RegistryRefTarget>,
+): { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, ExprTableRef> } {
+  const tables: Record<string, ExprTableRef> = {};
+  for (const { feature } of checked.lineage.tables) {
+    const t = targets.get(feature);
+    if (!t || !('join' in t)) throw new Error(`feature '${feature}' has no table to join it from`);
+    tables[feature] = t.join;
+  }
+  return { kind: 'expression', expression: checked.expr, ...(Object.keys(tables).length ? { tables } : {}) };
 }
 
 /**
@@ -112,6 +162,7 @@ export function expressionRecord(ast: FeatureExpr, checked: CheckedExpr, ss: Sam
     lineage: {
       columns: l.columns,
       refs: l.refs,
+      ...(l.tables.length ? { tables: l.tables } : {}),
       windows: l.windows as unknown as Record<string, unknown>[],
       readsLabel: l.readsLabel,
       outcomes: l.outcomes,

@@ -30,4 +30,6 @@ export {
   expressionRecord,
   refTargets,
   registeredFeature,
+  expressionSource,
+  type RegistryRefTarget,
 } from './feature-expression';

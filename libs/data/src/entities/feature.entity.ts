@@ -79,6 +79,8 @@ export interface FeatureExpressionRecord {
   lineage: {
     columns: string[];
     refs: string[];
+    /** feature-table features it reads (as of each impression), with their table */
+    tables?: { feature: string; table: string }[];
     windows: Record<string, unknown>[];
     readsLabel: boolean;
     outcomes: string[];

@@ -20,7 +20,17 @@ export type NormalizedSource =
       column: string;
       version?: string;
     }
-  | { kind: 'expression'; expression: FeatureExpr };
+  | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, NormalizedTableRef> };
+
+export interface NormalizedTableRef {
+  kind: FeatureKind;
+  file: string;
+  entityKey: string;
+  sampleKey: string;
+  timeColumn: string | null;
+  column: string;
+  version?: string;
+}
 
 export interface NormalizedFeature {
   name: string;
@@ -71,7 +81,28 @@ export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
         f.source.kind === 'column'
           ? { kind: 'column', column: f.source.column ?? f.name }
           : f.source.kind === 'expression'
-            ? { kind: 'expression', expression: f.source.expression }
+            ? {
+              kind: 'expression',
+              expression: f.source.expression,
+              ...(f.source.tables && Object.keys(f.source.tables).length
+                ? {
+                  tables: Object.fromEntries(
+                    Object.entries(f.source.tables).map(([n, t]) => [
+                      n,
+                      {
+                        kind: t.kind,
+                        file: path.resolve(t.file),
+                        entityKey: t.entityKey,
+                        sampleKey: t.sampleKey,
+                        timeColumn: t.timeColumn ?? null,
+                        column: t.column,
+                        ...(t.version !== undefined ? { version: t.version } : {}),
+                      },
+                    ]),
+                  ),
+                }
+                : {}),
+            }
             : {
               kind: 'table',
               file: path.resolve(f.source.file),
@@ -121,13 +152,28 @@ export function cacheKeyOf(req: NormalizedRequest): string {
       files.push(
         f.source.version !== undefined ? { version: f.source.version } : fileIdentity(f.source.file, `features.${i}.source.file`),
       );
+    if (f.source.kind === 'expression')
+      for (const [n, t] of Object.entries(f.source.tables ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)))
+        files.push(t.version !== undefined ? { version: t.version } : fileIdentity(t.file, `features.${i}.source.tables.${n}.file`));
   });
   // versioned files: the key leaves their (host-local) paths out, so every host computes the same one
   const request = {
     ...req,
     samples: versioned ? { ...req.samples, file: '' } : req.samples,
     features: req.features.map((f) =>
-      f.source.kind === 'table' && f.source.version !== undefined ? { ...f, source: { ...f.source, file: '' } } : f,
+      f.source.kind === 'table' && f.source.version !== undefined
+        ? { ...f, source: { ...f.source, file: '' } }
+        : f.source.kind === 'expression' && f.source.tables
+          ? {
+            ...f,
+            source: {
+              ...f.source,
+              tables: Object.fromEntries(
+                Object.entries(f.source.tables).map(([n, t]) => [n, t.version !== undefined ? { ...t, file: '' } : t]),
+              ),
+            },
+          }
+          : f,
     ),
   };
   const payload = canonicalJson({ builder: SAMPLE_BUILDER_VERSION, request, files });

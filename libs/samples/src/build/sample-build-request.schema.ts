@@ -29,6 +29,19 @@ export const featureTransformSchema = z.discriminatedUnion('type', [
     .strict(),
 ]);
 
+/** a feature-table column an expression reads by `ref` (see ExprTableRef) */
+const exprTableRefSchema = z
+  .object({
+    kind: z.enum(['numeric', 'categorical', 'multi_id']),
+    file: name,
+    entityKey: name,
+    sampleKey: name,
+    timeColumn: name.nullable().optional(),
+    column: name,
+    version: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+
 export const featureSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('column'), column: name.optional() }).strict(),
   z
@@ -43,7 +56,13 @@ export const featureSourceSchema = z.discriminatedUnion('kind', [
       version: z.string().min(1).max(200).optional(),
     })
     .strict(),
-  z.object({ kind: z.literal('expression'), expression: featureExprSchema }).strict(),
+  z
+    .object({
+      kind: z.literal('expression'),
+      expression: featureExprSchema,
+      tables: z.record(name, exprTableRefSchema).optional(),
+    })
+    .strict(),
 ]);
 
 export const featureDefSchema = z
@@ -111,6 +130,15 @@ export const sampleBuildRequestSchema = z
           path: ['features', i, 'source', 'timeColumn'],
           message: 'a point-in-time table needs samples.time',
         });
+      }
+      if (f.source.kind === 'expression' && !req.samples.time) {
+        for (const [n, t] of Object.entries(f.source.tables ?? {}))
+          if (t.timeColumn)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['features', i, 'source', 'tables', n, 'timeColumn'],
+              message: 'a point-in-time table needs samples.time',
+            });
       }
     });
     if (req.split.testFrom !== undefined && !req.samples.time) {

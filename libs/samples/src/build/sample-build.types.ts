@@ -37,9 +37,26 @@ export type FeatureSource =
   /**
    * An expression over the sample table's columns and its earlier rows (see expr/feature-expr.schema.ts),
    * its references to other features already expanded; its aggregates read only rows before each
-   * impression's time.
+   * impression's time. A `ref` left in it names a feature joined from a feature table: `tables` says
+   * where each is joined from.
    */
-  | { kind: 'expression'; expression: FeatureExpr };
+  | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, ExprTableRef> };
+
+/**
+ * A feature-table column an expression reads by `ref`: joined like a table feature (point-in-time on
+ * `timeColumn`: the latest table row at or before the impression's time; without one, a snapshot keyed
+ * by `entityKey`), then read like a column of the row, its own or (inside an aggregate) earlier rows'.
+ */
+export interface ExprTableRef {
+  /** what the expression reads it as: a number, a category, a list of ids */
+  kind: FeatureKind;
+  file: string;
+  entityKey: string;
+  sampleKey: string;
+  timeColumn?: string | null;
+  column: string;
+  version?: string;
+}
 
 export interface FeatureDef {
   name: string;

@@ -173,6 +173,90 @@ describe('sample builder: expression features', () => {
     expect(checked).toBeGreaterThan(300);
   });
 
+  it('reads feature-table columns inside expressions as of each impression, never a later snapshot', async () => {
+    // a profile snapshot per user every 2 days (some at exactly an impression's time); score encodes the
+    // snapshot's number, so a value from a later snapshot than the rule allows is seen at once
+    const base = rows[0].ts;
+    const snaps: { user_id: number; snap_ts: number; score: number; seg: string }[] = [];
+    for (let user = 1; user <= 40; user++)
+      for (let k = 0; k < 11; k++)
+        snaps.push({ user_id: user, snap_ts: base + k * 2 * 86400 + (user % 2 ? 0 : 1800), score: k * 100 + user, seg: ['x', 'y', 'z'][(user + k) % 3] });
+    const file = path.join(dir, 'profiles.parquet');
+    const db = await DuckDBInstance.create(':memory:');
+    const con = await db.connect();
+    await con.run(
+      `COPY (SELECT * FROM (VALUES ${snaps.map((r) => `(${r.user_id}, ${r.snap_ts}, ${r.score}, '${r.seg}')`).join(', ')})
+         t(user_id, snap_ts, score, seg)) TO '${file}' (FORMAT parquet)`,
+    );
+    con.closeSync();
+    db.closeSync();
+    const table = (kind: FeatureDef['kind'], column: string) => ({ kind, file, entityKey: 'user_id', sampleKey: 'user_id', timeColumn: 'snap_ts', column });
+    const tables = { score: table('numeric', 'score'), seg: table('categorical', 'seg') };
+    const withTables = (name: string, kind: FeatureDef['kind'], text: string): FeatureDef => ({
+      name,
+      kind,
+      source: { kind: 'expression', expression: parseExprText(text), tables },
+    });
+    const built = await buildSamples(
+      request([
+        withTables('price_x_score', 'numeric', 'price * @score'),
+        withTables('score_7d', 'numeric', 'mean(@score, by: user_id, over: 7d)'),
+        withTables('seg_cat', 'categorical', 'cross(@seg, cat, buckets: 64)'),
+        withTables('seg_1d', 'numeric', 'count(by: @seg, over: 1d)'),
+      ]),
+      { workDir: dir },
+    );
+    const asOf = (user: number, ts: number) =>
+      snaps.filter((x) => x.user_id === user && x.snap_ts <= ts).sort((a, b) => b.snap_ts - a.snap_ts)[0] ?? null;
+    const all = [...rows].map((r, rid) => ({ ...r, rid }));
+    const train = all.filter((r) => r.ts < built.split.testFrom!);
+    const numericAt = (s: EncodedSplit, name: string, i: number) => s.numeric[i * s.numericNames.length + s.numericNames.indexOf(name)];
+    let checked = 0;
+    let atTie = 0;
+    train.forEach((r, i) => {
+      const snap = asOf(r.user_id, r.ts);
+      if (snap && snap.snap_ts === r.ts) atTie++;
+      if (snap && r.price !== null) {
+        // (a float32 of the product)
+        expect(numericAt(built.train, 'price_x_score', i), `row ${r.rid}`).toBeCloseTo(Math.fround(r.price * snap.score), 2);
+        checked++;
+      }
+      // the mean over the user's earlier rows of the score each had as of its own time
+      const prior = rows.filter((o) => o.user_id === r.user_id && o.ts < r.ts && o.ts >= r.ts - 7 * 86400);
+      const scores = prior.map((o) => asOf(o.user_id, o.ts)?.score).filter((x): x is number => x !== undefined);
+      if (scores.length) expect(numericAt(built.train, 'score_7d', i), `row ${r.rid}`).toBeCloseTo(Math.fround(scores.reduce((a, b) => a + b, 0) / scores.length), 3);
+      const ids = slot(built.train, 'seg_cat');
+      const got = [...ids.ids.slice(ids.offsets[i], ids.offsets[i + 1])];
+      if (snap && r.cat !== null) expect(got, `row ${r.rid}`).toEqual([fnv1a32(`${snap.seg}\u001f${r.cat}`) % 64]);
+      // rows of earlier times whose own segment (as of their time) is this row's
+      if (snap) {
+        const same = rows.filter((o) => o.ts < r.ts && o.ts >= r.ts - 86400 && asOf(o.user_id, o.ts)?.seg === snap.seg).length;
+        expect(numericAt(built.train, 'seg_1d', i), `row ${r.rid}`).toBe(same);
+      }
+    });
+    expect(checked).toBeGreaterThan(1500);
+    expect(atTie).toBeGreaterThan(10);
+    // the build key follows the table's file; bad table refs are named at their field
+    const key = sampleBuildKey(request([withTables('a', 'numeric', 'price * @score')]));
+    expect(sampleBuildKey(request([{ ...withTables('a', 'numeric', 'price * @score'), source: { kind: 'expression', expression: parseExprText('price * @score'), tables: { score: { ...tables.score, version: 'v2' } } } }]))).not.toBe(key);
+    const bad = async (f: FeatureDef, field: string, reason: RegExp) => {
+      const err = await buildSamples(request([f]), { workDir: dir }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SampleBuildError);
+      expect((err as SampleBuildError).field).toBe(field);
+      expect((err as SampleBuildError).reason).toMatch(reason);
+    };
+    const source = (text: string, t: Record<string, ReturnType<typeof table>>) => ({ kind: 'expression' as const, expression: parseExprText(text), tables: t });
+    await bad({ name: 'a', kind: 'numeric', source: source('price * @seg', { seg: table('numeric', 'seg') }) }, 'features.0.source.tables.seg.kind', /cannot be read from column 'seg'/);
+    await bad({ name: 'a', kind: 'numeric', source: source('price * @sc', { sc: table('numeric', 'scor') }) }, 'features.0.source.tables.sc.column', /scor/);
+    await bad({ name: 'a', kind: 'numeric', source: source('price * @other', tables) }, 'features.0.source.expression.args.1.ref', /no registered feature 'other'/);
+    await bad({ name: 'a', kind: 'categorical', source: source('cross(@score, cat, buckets: 8)', tables) }, 'features.0.source.expression.args.0.ref', /is a number, not categories/);
+    await bad(
+      { name: 'a', kind: 'numeric', source: source('@score', { score: { ...tables.score, sampleKey: 'usr' } }) },
+      'features.0.source.tables.score.sampleKey',
+      /usr/,
+    );
+  });
+
   it('names the path inside the expression of a bad feature, and its build key changes with the expression', async () => {
     const bad = async (f: FeatureDef, field: string, reason: RegExp) => {
       const err = await buildSamples(request([f]), { workDir: dir }).catch((e: unknown) => e);

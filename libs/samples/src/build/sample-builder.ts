@@ -17,6 +17,7 @@ import type {
   BuiltSamples,
   EncodedSlot,
   EncodedSplit,
+  FeatureKind,
   SampleBuildRequest,
 } from './sample-build.types';
 
@@ -43,6 +44,8 @@ interface TableGroup {
   columns: Map<string, string>;
   /** index of the first feature that uses the group (for error fields) */
   feature: number;
+  /** the request field of its source (features.N.source, or features.N.source.tables.NAME) */
+  field: string;
 }
 
 /** A feature's encoding before the global statistics (train mean, train dictionary, vocabulary) are known. */
@@ -97,6 +100,13 @@ function timeExpr(ref: string, type: string, field: string): string {
 }
 
 const keyClass = (type: string): string => (NUMBER_TYPE.test(type) ? 'number' : type === 'VARCHAR' ? 'string' : type);
+
+/** Whether a table column of DuckDB type `type` can be read as a feature of `kind` inside an expression. */
+function refTypeFits(kind: FeatureKind, type: string): boolean {
+  if (kind === 'numeric') return NUMBER_TYPE.test(type) || TIME_TYPE.test(type) || type === 'BOOLEAN';
+  if (kind === 'categorical') return NUMBER_TYPE.test(type) || STRING_TYPE.test(type) || TIME_TYPE.test(type);
+  return LIST_TYPE.test(type);
+}
 
 const nanIfNull = (expr: string): string => `coalesce(${expr}, 'NaN'::DOUBLE)`;
 
@@ -549,17 +559,76 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     const numericTextChecks: { field: string; ref: string; source?: string }[] = [];
     const planned: PlannedFeature[] = [];
     // expression features: checked against the sample table now, compiled once the label's SQL is known
-    const expressions: { i: number; checked: CheckedExpr }[] = [];
+    // (joined: the SQL of each feature-table feature it reads, a column of the rows below it)
+    const expressions: { i: number; checked: CheckedExpr; joined: Map<string, string> }[] = [];
     const classes = new Map<string, ColumnClass>([...sampleSchema].map(([c, t]) => [c, columnClassOfDuckdb(t)]));
     for (const o of req.samples.outcomes ?? []) needSample(o, 'samples.outcomes');
+    // feature tables read by expressions: joined below the expressions (their aggregates read the joined
+    // values of earlier rows), one join per (table, keys, time) as for table features
+    const exprGroups = new Map<string, TableGroup>();
+    // a table's column joined on its entity key: the group it joins in (created on first use), its type
+    const joinGroup = async (
+      into: Map<string, TableGroup>,
+      prefix: string,
+      i: number,
+      src: { file: string; entityKey: string; sampleKey: string; timeColumn?: string | null; column: string },
+      field: string,
+      columnField: string,
+    ): Promise<{ group: TableGroup; type: string; source: TableSource }> => {
+      let table = tableSchemas.get(src.file);
+      if (!table) {
+        const source = await guarded(`${field}.file`, 'unreadable', () => tableSource(src.file));
+        table = { source, schema: await schemaOf(con, source, `${field}.file`) };
+        tableSchemas.set(src.file, table);
+      }
+      const where = `feature table ${src.file}`;
+      const entityType = columnType(table.schema, src.entityKey, `${field}.entityKey`, where);
+      const sampleKeyType = needSample(src.sampleKey, `${field}.sampleKey`);
+      if (
+        keyClass(entityType) !== keyClass(sampleKeyType) &&
+        !(keyClass(entityType) === 'string' || keyClass(sampleKeyType) === 'string')
+      ) {
+        throw new SampleBuildError(
+          `${field}.entityKey`,
+          `entity key '${src.entityKey}' (${entityType}) cannot be matched with sample key '${src.sampleKey}' (${sampleKeyType})`,
+        );
+      }
+      if (src.timeColumn) columnType(table.schema, src.timeColumn, `${field}.timeColumn`, where);
+      const type = columnType(table.schema, src.column, columnField, where);
+      const groupId = [src.file, src.entityKey, src.sampleKey, src.timeColumn ?? ''].join('\u0000');
+      let group = into.get(groupId);
+      if (!group) {
+        group = {
+          alias: `${prefix}${into.size}`,
+          file: src.file,
+          source: table.source,
+          entityKey: src.entityKey,
+          sampleKey: src.sampleKey,
+          timeColumn: src.timeColumn ?? null,
+          columns: new Map(),
+          feature: i,
+          field,
+        };
+        into.set(groupId, group);
+      }
+      if (!group.columns.has(src.column)) group.columns.set(src.column, `c${group.columns.size}`);
+      return { group, type, source: table.source };
+    };
     for (const [i, def] of req.features.entries()) {
       const src = def.source;
       if (src.kind === 'expression') {
         let checked: CheckedExpr;
+        const tables = src.tables ?? {};
         try {
           checked = checkExpr(
             src.expression,
-            { columns: classes, label: req.samples.label, hasTime: !!time, outcomes: new Set(req.samples.outcomes ?? []) },
+            {
+              columns: classes,
+              label: req.samples.label,
+              hasTime: !!time,
+              outcomes: new Set(req.samples.outcomes ?? []),
+              resolveRef: (n) => (Object.hasOwn(tables, n) ? { kind: tables[n].kind, table: tables[n].file } : null),
+            },
             def.kind,
           );
         } catch (err) {
@@ -567,7 +636,20 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
           throw err;
         }
         for (const c of checked.lineage.columns) needSample(c, `features.${i}.source.expression`);
-        expressions.push({ i, checked });
+        // the feature-table features it reads: joined one query level below the expressions
+        const joined = new Map<string, string>();
+        for (const { feature } of checked.lineage.tables) {
+          const t = tables[feature];
+          const field = `features.${i}.source.tables.${feature}`;
+          const { group, type } = await joinGroup(exprGroups, 'e', i, t, field, `${field}.column`);
+          if (!refTypeFits(t.kind, type))
+            throw new SampleBuildError(
+              `${field}.kind`,
+              `${t.kind} feature '${feature}' cannot be read from column '${t.column}' of ${t.file} (${type})`,
+            );
+          joined.set(feature, `s.__${group.alias}_${group.columns.get(t.column)!}`);
+        }
+        expressions.push({ i, checked, joined });
         planned.push(null as unknown as PlannedFeature);
         continue;
       }
@@ -579,48 +661,9 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         for (const c of checks) numericTextChecks.push({ field: c.field, ref: quoteIdent(src.column) });
         continue;
       }
-      let table = tableSchemas.get(src.file);
-      if (!table) {
-        const source = await guarded(`features.${i}.source.file`, 'unreadable', () => tableSource(src.file));
-        table = { source, schema: await schemaOf(con, source, `features.${i}.source.file`) };
-        tableSchemas.set(src.file, table);
-      }
-      const where = `feature table ${src.file}`;
-      const entityType = columnType(table.schema, src.entityKey, `features.${i}.source.entityKey`, where);
-      const sampleKeyType = needSample(src.sampleKey, `features.${i}.source.sampleKey`);
-      if (
-        keyClass(entityType) !== keyClass(sampleKeyType) &&
-        !(keyClass(entityType) === 'string' || keyClass(sampleKeyType) === 'string')
-      ) {
-        throw new SampleBuildError(
-          `features.${i}.source.entityKey`,
-          `entity key '${src.entityKey}' (${entityType}) cannot be matched with sample key '${src.sampleKey}' (${sampleKeyType})`,
-        );
-      }
-      if (src.timeColumn) columnType(table.schema, src.timeColumn, `features.${i}.source.timeColumn`, where);
-      const type = columnType(table.schema, src.column, columnField, where);
-      const groupId = [src.file, src.entityKey, src.sampleKey, src.timeColumn ?? ''].join('\u0000');
-      let group = groups.get(groupId);
-      if (!group) {
-        group = {
-          alias: `g${groups.size}`,
-          file: src.file,
-          source: table.source,
-          entityKey: src.entityKey,
-          sampleKey: src.sampleKey,
-          timeColumn: src.timeColumn,
-          columns: new Map(),
-          feature: i,
-        };
-        groups.set(groupId, group);
-      }
-      let alias = group.columns.get(src.column);
-      if (!alias) {
-        alias = `c${group.columns.size}`;
-        group.columns.set(src.column, alias);
-      }
-      planned.push(planFeature(def, i, `${group.alias}.${alias}`, type, checks));
-      for (const c of checks) numericTextChecks.push({ field: c.field, ref: quoteIdent(src.column), source: table.source.sql });
+      const { group, type, source } = await joinGroup(groups, 'g', i, src, `features.${i}.source`, columnField);
+      planned.push(planFeature(def, i, `${group.alias}.${group.columns.get(src.column)!}`, type, checks));
+      for (const c of checks) numericTextChecks.push({ field: c.field, ref: quoteIdent(src.column), source: source.sql });
     }
 
     // ---- read the sample columns; filter, cap and order the rows. Parquet is read where it lies (a
@@ -716,10 +759,11 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
         const [[most]] = await rows(con, `SELECT max(abs(__t)) FROM __s`);
         epsilon = timeEpsilon(Number(most ?? 0));
       }
-      for (const { i, checked } of expressions) {
+      for (const { i, checked, joined } of expressions) {
         const def = req.features[i];
         const c = compileExpr(checked, {
           column: (n) => `s.${quoteIdent(n)}`,
+          joined: (n) => joined.get(n)!,
           classOf: (n) => classes.get(n) ?? 'unsupported',
           time: time ? 's.__t' : null,
           label: label.expr,
@@ -768,37 +812,37 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
     // ---- one query joins every feature table into the on-disk table the ranges are read from
     const t1 = performance.now();
     const joins: string[] = [];
-    for (const g of groups.values()) {
-      const f = g.feature;
+    const exprJoins: string[] = [];
+    const joinSqlOf = async (g: TableGroup): Promise<string> => {
       const table = tableSchemas.get(g.file)!;
       const entityType = table.schema.get(g.entityKey)!;
       const sampleKeyType = sampleSchema.get(g.sampleKey)!;
       const sameClass = keyClass(entityType) === keyClass(sampleKeyType);
       const k = sameClass ? quoteIdent(g.entityKey) : `CAST(${quoteIdent(g.entityKey)} AS VARCHAR)`;
       const sk = sameClass ? `s.${quoteIdent(g.sampleKey)}` : `CAST(s.${quoteIdent(g.sampleKey)} AS VARCHAR)`;
-      const tt = g.timeColumn
-        ? timeExpr(quoteIdent(g.timeColumn), table.schema.get(g.timeColumn)!, `features.${f}.source.timeColumn`)
-        : null;
+      const tt = g.timeColumn ? timeExpr(quoteIdent(g.timeColumn), table.schema.get(g.timeColumn)!, `${g.field}.timeColumn`) : null;
       const cols = [...g.columns].map(([column, alias]) => `${quoteIdent(column)} AS ${alias}`);
       const sub = `(SELECT ${k} AS __k${tt ? `, ${tt} AS __tt` : ''}${cols.length ? ', ' + cols.join(', ') : ''} FROM ${g.source.sql})`;
       // duplicates would multiply sample rows (plain join) or make the point-in-time value ambiguous (ASOF)
-      const [[dups]] = await guarded(`features.${f}.source.file`, 'unreadable', () =>
+      const [[dups]] = await guarded(`${g.field}.file`, 'unreadable', () =>
         rows(con, `SELECT count(*) - count(DISTINCT (__k${tt ? ', __tt' : ''})) FROM ${sub} WHERE __k IS NOT NULL`),
       );
       if (Number(dups) > 0) {
         throw new SampleBuildError(
-          `features.${f}.source.${tt ? 'timeColumn' : 'entityKey'}`,
+          `${g.field}.${tt ? 'timeColumn' : 'entityKey'}`,
           tt
             ? `${Number(dups)} row(s) of ${g.file} repeat an (${g.entityKey}, ${g.timeColumn}) pair: the point-in-time value would be ambiguous`
             : `entity key '${g.entityKey}' is not unique in ${g.file} (${Number(dups)} duplicate row(s)); give source.timeColumn for a snapshot table`,
         );
       }
-      joins.push(
-        tt
-          ? `ASOF LEFT JOIN ${sub} ${g.alias} ON ${sk} = ${g.alias}.__k AND s.__t >= ${g.alias}.__tt`
-          : `LEFT JOIN ${sub} ${g.alias} ON ${sk} = ${g.alias}.__k`,
-      );
-    }
+      return tt
+        ? `ASOF LEFT JOIN ${sub} ${g.alias} ON ${sk} = ${g.alias}.__k AND s.__t >= ${g.alias}.__tt`
+        : `LEFT JOIN ${sub} ${g.alias} ON ${sk} = ${g.alias}.__k`;
+    };
+    for (const g of groups.values()) joins.push(await joinSqlOf(g));
+    for (const g of exprGroups.values()) exprJoins.push(await joinSqlOf(g));
+    // the columns expressions read from feature tables, beside the sample columns
+    const exprJoined = [...exprGroups.values()].flatMap((g) => [...g.columns.values()].map((c) => `${g.alias}.${c} AS __${g.alias}_${c}`));
     // group keys: integer columns as they are, other types as codes of their sorted distinct values
     const groupRef = req.samples.groupKey ? `s.${quoteIdent(req.samples.groupKey)}` : null;
     let groupSelect: string | null = null;
@@ -893,7 +937,8 @@ export async function prepareBuild(request: SampleBuildRequest, workDir: string,
       );
       if (runs && runs.length < 2) runs = null;
     }
-    const rowsOf = innerColumns.length ? `(SELECT s.*, ${innerColumns.join(', ')} FROM __s s)` : '__s';
+    const withJoined = exprJoins.length ? `(SELECT s.*, ${exprJoined.join(', ')} FROM __s s ${exprJoins.join(' ')})` : '__s';
+    const rowsOf = innerColumns.length ? `(SELECT s.*, ${innerColumns.join(', ')} FROM ${withJoined} s)` : withJoined;
     let joinSql = `SELECT ${select.join(', ')} FROM ${rowsOf} s ${joins.join(' ')} ORDER BY ${time ? 's.__t, ' : ''}s.__rid`;
     const keep = opts.keepTrainRows;
     if (keep) {

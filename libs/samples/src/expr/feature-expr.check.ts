@@ -25,12 +25,17 @@ export class ExprError extends Error {
   }
 }
 
-/** What a registered feature named by `ref` is: an expression of its own, or a raw column of the set. */
+/**
+ * What a registered feature named by `ref` is: an expression of its own, a raw column of the set, or a
+ * column joined from a feature table. A table feature stays a `ref` in the expanded expression: its
+ * value is the table's as of the impression (the builder joins it point-in-time, see
+ * ExprTableRef), read like a column of the row.
+ */
 export type RefTarget =
   | { kind: ExprKind; expression: FeatureExpr }
   | { kind: ExprKind; column: string }
-  /** a feature joined from a feature table: not readable inside an expression (yet) */
-  | { kind: ExprKind; table: string };
+  /** a feature joined from feature table `table`; `error`: why it cannot be joined to this set */
+  | { kind: ExprKind; table: string; error?: string };
 
 /** The set an expression is read over. */
 export interface ExprContext {
@@ -55,6 +60,8 @@ export interface ExprLineage {
   columns: string[];
   /** registered features it refers to, directly or through them */
   refs: string[];
+  /** features joined from feature tables it reads (as of each row's time), with their table */
+  tables: { feature: string; table: string }[];
   /** its aggregates over earlier rows */
   windows: { op: 'window' | 'freq' | 'last' | 'since'; agg?: WindowAgg; by: string[]; of?: string; over?: string; n?: number }[];
   /** whether it reads the label (of earlier rows only: a click rate) */
@@ -119,8 +126,8 @@ export function parseExprJson(json: unknown): FeatureExpr {
 
 /**
  * Replaces each `ref` by the expression or column of the feature it names, so what is checked and
- * compiled reads raw columns only. A cycle, an unknown name or a feature-table feature is an error at
- * the path of the `ref` that leads to it.
+ * compiled reads raw columns and feature-table features (kept as `ref`) only. A cycle, an unknown name
+ * or a table that cannot be joined is an error at the path of the `ref` that leads to it.
  */
 export function expandRefs(expr: FeatureExpr, ctx: ExprContext, refs: Set<string> = new Set()): FeatureExpr {
   const walk = (e: FeatureExpr, path: ExprPath, stack: string[]): FeatureExpr => {
@@ -133,10 +140,9 @@ export function expandRefs(expr: FeatureExpr, ctx: ExprContext, refs: Set<string
       if (!target) throw new ExprError(at, `no registered feature '${e.ref}'`);
       refs.add(e.ref);
       if ('table' in target) {
-        throw new ExprError(
-          at,
-          `'${e.ref}' is joined from feature table ${target.table}: an expression reads the sample set's own columns and expression features`,
-        );
+        if (target.error) throw new ExprError(at, target.error);
+        // joined from its table by the builder, read like a column of the row
+        return e;
       }
       if ('column' in target) return { col: target.column };
       try {
@@ -199,6 +205,7 @@ export function checkExpr(input: FeatureExpr, ctx: ExprContext, want?: ExprKind)
   const windows: ExprLineage['windows'] = [];
   let readsLabel = false;
   const outcomes = new Set<string>();
+  const tables = new Map<string, string>();
   let history = 0;
   const fail = (path: ExprPath, reason: string): never => {
     throw new ExprError(path, reason);
@@ -219,7 +226,19 @@ export function checkExpr(input: FeatureExpr, ctx: ExprContext, want?: ExprKind)
     if (depth > MAX_EXPR_DEPTH) fail(path, `nested more than ${MAX_EXPR_DEPTH} deep`);
     const check = (got: ExprKind, what: string): ExprKind => (wanted && got !== wanted ? mismatch(path, got, wanted, what) : got);
     if ('num' in e) return check('numeric', `the number ${e.num}`);
-    if ('ref' in e) return fail([...path, 'ref'], 'unexpanded reference');
+    if ('ref' in e) {
+      // a feature-table feature (expandRefs keeps only those): its value as of the impression
+      const target = ctx.resolveRef?.(e.ref);
+      if (!target || !('table' in target)) return fail([...path, 'ref'], 'unexpanded reference');
+      tables.set(e.ref, target.table);
+      const got = target.kind;
+      if (wanted && got !== wanted) {
+        if (got === 'numeric' && wanted === 'categorical')
+          return fail([...path, 'ref'], `feature '${e.ref}' (joined from ${target.table}) is a number, not categories: bucketize(@${e.ref}, [...]) makes categories of it`);
+        return mismatch([...path, 'ref'], got, wanted, `feature '${e.ref}' (joined from ${target.table})`);
+      }
+      return got;
+    }
     if ('col' in e) {
       const at = [...path, 'col'];
       const outcome = e.col === ctx.label || !!ctx.outcomes?.has(e.col);
@@ -338,6 +357,7 @@ export function checkExpr(input: FeatureExpr, ctx: ExprContext, want?: ExprKind)
     lineage: {
       columns: [...columns].sort(),
       refs: [...refs].sort(),
+      tables: [...tables].sort(([a], [b]) => (a < b ? -1 : 1)).map(([feature, table]) => ({ feature, table })),
       windows,
       readsLabel,
       outcomes: [...outcomes].sort(),

@@ -105,6 +105,7 @@ describe('feature expressions: checks', () => {
     expect(c.lineage).toEqual({
       columns: ['category', 'income', 'price', 'user_id'],
       refs: [],
+      tables: [],
       windows: [{ op: 'window', agg: 'rate', by: ['user_id', 'category'], over: '7d' }],
       readsLabel: true,
       outcomes: [],
@@ -171,8 +172,17 @@ describe('feature expressions: checks', () => {
     expect(e.reason).toMatch(/cyclic definition: a -> b -> a/);
     e = errorOf(() => checkExpr(parseExprText('@nope'), ctx(refs)));
     expect(e.reason).toMatch(/no registered feature 'nope'/);
-    e = errorOf(() => checkExpr(parseExprText('@joined'), ctx(refs)));
-    expect(e.reason).toMatch(/joined from feature table user_profile/);
+    // a feature-table feature stays a reference (joined by the builder), read as its registered kind
+    const j = checkExpr(parseExprText('mean(@joined, by: user_id, over: 7d) / (1 + @joined)'), ctx(refs));
+    expect(j.lineage.tables).toEqual([{ feature: 'joined', table: 'user_profile' }]);
+    expect(j.lineage.refs).toEqual(['joined']);
+    expect(JSON.stringify(j.expr)).toContain('{"ref":"joined"}');
+    e = errorOf(() => checkExpr(parseExprText('cross(@joined, city, buckets: 16)'), ctx(refs)));
+    expect(e.path).toEqual(['args', 0, 'ref']);
+    expect(e.reason).toMatch(/'joined' \(joined from user_profile\) is a number, not categories/);
+    e = errorOf(() => checkExpr(parseExprText('@gone + 1'), ctx({ ...refs, gone: { kind: 'numeric', table: 'p', error: 'its table joins on user_id, which the set lacks' } })));
+    expect(e.path).toEqual(['args', 0, 'ref']);
+    expect(e.reason).toMatch(/joins on user_id/);
   });
 
   it('an expression too large after expansion is refused', () => {

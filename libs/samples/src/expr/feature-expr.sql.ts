@@ -12,6 +12,8 @@ export interface ExprSqlContext {
   label: string;
   /** SQL of the row's unique number (orders rows of one time) */
   rowId: string;
+  /** SQL of a feature-table feature's value as of the row's time (its join is the caller's) */
+  joined?(feature: string): string;
   /**
    * Adds a column computed over the same rows one query level below (a window over a window cannot be
    * written in one SELECT) and returns how the expression refers to it.
@@ -56,8 +58,13 @@ export function compileExpr(checked: CheckedExpr, ctx: ExprSqlContext): Compiled
     if (!ctx.time) throw new Error('an aggregate needs the set time column');
     return ctx.time;
   };
+  const joined = (name: string): string => {
+    if (!ctx.joined) throw new Error(`feature '${name}' is joined from a feature table, and this build joins none`);
+    return ctx.joined(name);
+  };
   const numeric = (e: FeatureExpr): string => {
     if ('num' in e) return num(e.num);
+    if ('ref' in e) return `CAST(${joined(e.ref)} AS DOUBLE)`;
     if ('col' in e) {
       const cls = ctx.classOf(e.col);
       return cls === 'time' ? `CAST(epoch(${ctx.column(e.col)}) AS DOUBLE)` : `CAST(${ctx.column(e.col)} AS DOUBLE)`;
@@ -132,9 +139,10 @@ export function compileExpr(checked: CheckedExpr, ctx: ExprSqlContext): Compiled
     return `(CASE WHEN ${keys.map((k) => `${k} IS NULL`).join(' OR ')} THEN NULL ELSE ${wrap(cast)} END)`;
   };
   // a categorical value as a key: a column as it is (no cast: partitions compare its own type)
-  const key = (e: FeatureExpr): string => ('col' in e ? ctx.column(e.col) : categorical(e));
+  const key = (e: FeatureExpr): string => ('col' in e ? ctx.column(e.col) : 'ref' in e ? joined(e.ref) : categorical(e));
   const categorical = (e: FeatureExpr): string => {
     if ('col' in e) return `CAST(${ctx.column(e.col)} AS VARCHAR)`;
+    if ('ref' in e) return `CAST(${joined(e.ref)} AS VARCHAR)`;
     if (!('op' in e)) throw new Error('not a categorical value');
     if (e.op === 'bucketize') {
       const x = numeric(e.arg);
@@ -150,6 +158,7 @@ export function compileExpr(checked: CheckedExpr, ctx: ExprSqlContext): Compiled
   if (checked.kind === 'multi_id') {
     if (!('op' in e) || e.op !== 'last') {
       if ('col' in e) return { sql: ctx.column(e.col), kind: 'multi_id', windows };
+      if ('ref' in e) return { sql: joined(e.ref), kind: 'multi_id', windows };
       throw new Error('a list of ids comes from last() or a list column');
     }
     windows++;

@@ -11,6 +11,8 @@ export interface ColumnProfile {
   min: number | null;
   /** an entity key of the set (user_id, item_id, …): aggregates are taken per key */
   key: boolean;
+  /** a feature of the model joined from a feature table, named `@feature` here and read as `ref` */
+  ref?: boolean;
 }
 
 export type CandidateFamily =
@@ -28,7 +30,7 @@ export type CandidateFamily =
   | 'since'
   | 'freq';
 
-/** One proposed feature: an expression over the set's columns and earlier rows. */
+/** One proposed feature: an expression over the set's columns, its model's feature-table features and earlier rows. */
 export interface Candidate {
   /** a registry name derived from the expression */
   name: string;
@@ -36,7 +38,7 @@ export interface Candidate {
   text: string;
   family: CandidateFamily;
   kind: ExprKind;
-  /** raw columns it reads */
+  /** raw columns it reads (@name: a feature-table feature) */
   columns: string[];
 }
 
@@ -73,7 +75,6 @@ export function candidateName(family: CandidateFamily, parts: string[]): string 
   return `${raw.slice(0, 100)}__${h}`;
 }
 
-const col = (name: string): FeatureExpr => ({ col: name });
 const isNumber = (c: ColumnProfile) => c.cls === 'float' || (c.cls === 'integer' && !c.key);
 const isCategory = (c: ColumnProfile) => c.cls === 'string' || (c.cls === 'integer' && (c.key || c.distinct <= 64));
 
@@ -94,6 +95,9 @@ export function enumerateCandidates(
 ): Candidate[] {
   const o = { ...DEFAULT_ENUMERATE, ...options };
   const sorted = [...columns].sort((a, b) => (a.name < b.name ? -1 : 1));
+  // a feature-table feature is read by reference (its value as of the impression)
+  const refs = new Set(columns.filter((c) => c.ref).map((c) => c.name));
+  const col = (name: string): FeatureExpr => (refs.has(name) ? { ref: name.replace(/^@/, '') } : { col: name });
   const numbers = sorted.filter(isNumber);
   const categories = sorted.filter((c) => isCategory(c) && !c.key && c.distinct >= 2 && c.distinct <= o.maxCategoryValues);
   const keys = sorted.filter(
@@ -113,7 +117,7 @@ export function enumerateCandidates(
   };
 
   for (const c of sorted) {
-    if (used.has(c.name) || c.key) continue;
+    if (used.has(c.name) || c.key || c.ref) continue;
     if (isNumber(c)) push('column', col(c.name), 'numeric', [c.name], [c.name]);
     else if (c.cls === 'string' && c.distinct <= o.maxCategoryValues * 100) push('column', col(c.name), 'categorical', [c.name], [c.name]);
   }

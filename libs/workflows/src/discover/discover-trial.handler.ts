@@ -2,7 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { FeatureResultEntity, SampleSetEntity, TrialEntity } from '@abacus/data';
 import type { JobContext, JobName, JobPayloads } from '@abacus/queue';
 import { materialize } from '@abacus/runtime';
-import { checkExpr, columnClassOfDuckdb, quoteIdent, tableSource, type EncodedSplit } from '@abacus/samples';
+import { checkExpr, columnClassOfDuckdb, quoteIdent, tableSource, type EncodedSplit, type ExprTableRef, type FeatureExpr } from '@abacus/samples';
 import { columnClasses } from '@abacus/catalog';
 import { recipeInit } from '../embeddings/recipe-init';
 import type { CompareTrialParams } from '../add/add-experiment.schema';
@@ -15,7 +15,7 @@ import { trialBySeq, withDevice, type WorkflowContext } from '../trials/workflow
 import { enumerateCandidates, type Candidate, type ColumnProfile } from './candidates';
 import { discoverTrialParamsSchema } from './discover-experiment.schema';
 import { binnedEncoding, binnedScore, binsOf, dropNearCopies, selectForward, type Binned, type ScreenRows, type ScreenValues } from './screen';
-import { WindowValues, windowFast } from './window-values';
+import { WindowValues, leafName, windowFast } from './window-values';
 
 /** candidates built together (one in-memory build, one pass of the set) */
 export const DISCOVER_BATCH = 100;
@@ -75,9 +75,14 @@ export class DiscoverTrialHandler {
     };
     checkpoint();
 
-    // the candidates: over the set's columns, what the base reads as it is left out of the plain ones
+    // the candidates: over the set's columns and the base model's feature-table features (read as of
+    // each impression), what the base reads as it is left out of the plain ones
     await progress(0.06, 'profiling the columns');
-    const profiles = await this.w.samples.withSamplesFile(recipe, (file) => profileColumns(file, ss));
+    const tables = tableInputs(recipe.features, ss);
+    const profiles = [
+      ...(await this.w.samples.withSamplesFile(recipe, (file) => profileColumns(file, ss))),
+      ...(await profileTables(tables, (rel) => this.w.dataDir.pull(rel))),
+    ];
     const used = new Set(recipe.features.filter((f) => f.source.kind === 'column').map((f) => (f.source as { column?: string }).column ?? f.name));
     const all = enumerateCandidates(profiles, used, !!recipe.time, ss.rowCount, {
       windows: p.windows,
@@ -88,7 +93,16 @@ export class DiscoverTrialHandler {
     // each must pass the expression checks over this set (it always should: they are made from its columns)
     const candidates = all.filter((c) => {
       try {
-        checkExpr(c.expr, { columns: classes, label: recipe.label, hasTime: !!recipe.time }, c.kind);
+        checkExpr(
+          c.expr,
+          {
+            columns: classes,
+            label: recipe.label,
+            hasTime: !!recipe.time,
+            resolveRef: (n) => (tables.has(n) ? { kind: tables.get(n)!.kind, table: tables.get(n)!.file } : null),
+          },
+          c.kind,
+        );
         return true;
       } catch {
         return false;
@@ -118,10 +132,22 @@ export class DiscoverTrialHandler {
     const rawBatch = [...arithmetic, ...windowed];
     const rawNumbers = [...new Set([...arithmetic.flatMap((c) => c.columns), ...windowed.flatMap(windowMeasures)])];
     const rawKeys = [...new Set(windowed.flatMap(windowKeys))];
+    // (a feature-table feature, @name, is joined as the builder joins it inside an expression)
+    const rawSource = (n: string): ResolvedFeature['source'] =>
+      n.startsWith('@') && tables.has(n.slice(1))
+        ? { kind: 'expression', expression: { ref: n.slice(1) }, tables: { [n.slice(1)]: tables.get(n.slice(1))! } }
+        : { kind: 'expression', expression: { col: n } };
     const rawFeatures: ResolvedFeature[] = [
-      ...rawNumbers.map((n): ResolvedFeature => ({ name: `raw:${n}`, kind: 'numeric', source: { kind: 'expression', expression: { col: n } } })),
-      ...rawKeys.map((n): ResolvedFeature => ({ name: `key:${n}`, kind: 'categorical', source: { kind: 'column', column: n } })),
+      ...rawNumbers.map((n): ResolvedFeature => ({ name: `raw:${n}`, kind: 'numeric', source: rawSource(n) })),
+      ...rawKeys.map(
+        (n): ResolvedFeature => ({
+          name: `key:${n}`,
+          kind: 'categorical',
+          source: n.startsWith('@') ? rawSource(n) : { kind: 'column', column: n },
+        }),
+      ),
     ];
+    const asFeature = (c: Candidate) => candidateFeature(c, tables);
     const batches: Candidate[][] = [];
     if (rawBatch.length) batches.push(rawBatch);
     for (let b = 0; b < built_.length; b += DISCOVER_BATCH) batches.push(built_.slice(b, b + DISCOVER_BATCH));
@@ -215,7 +241,7 @@ export class DiscoverTrialHandler {
 
     // the verified comparison's trials get the chosen candidates
     const chosenCandidates = chosen.map((c) => candidates.find((x) => x.name === c.name)!);
-    await this.handOn(experiment.id, p, recipe, chosenCandidates, ss);
+    await this.handOn(experiment.id, p, recipe, chosenCandidates, ss, tables);
 
     // the screen's ranking, next to the verdicts the comparison will add
     const shown = scored.slice(0, 500);
@@ -274,6 +300,7 @@ export class DiscoverTrialHandler {
     recipe: TrainTrialParams['recipe'],
     chosen: Candidate[],
     ss: SampleSetEntity,
+    tables: Map<string, ExprTableRef>,
   ): Promise<void> {
     const repo = this.w.ds.getRepository(TrialEntity);
     const at = (seq: number) => repo.findOneByOrFail({ experimentId, seq });
@@ -287,7 +314,7 @@ export class DiscoverTrialHandler {
         );
       return;
     }
-    const features = chosen.map(asFeature);
+    const features = chosen.map((c) => candidateFeature(c, tables));
     const k = chosen.length;
     const augParams: TrainTrialParams = { role: 'augmented', recipe: { ...recipe, features: [...recipe.features, ...features] } };
     const ablation = (old: TrialEntity): AblateTrialParams => ({
@@ -315,16 +342,47 @@ export class DiscoverTrialHandler {
   }
 }
 
-/** A candidate as a feature of a recipe. */
-export function asFeature(c: Candidate): ResolvedFeature {
-  const f: ResolvedFeature = { name: c.name, kind: c.kind, source: { kind: 'expression', expression: c.expr } };
-  return f;
+/** A candidate as a feature of a recipe (with where the feature-table features it reads are joined from). */
+export function candidateFeature(c: Candidate, tables: Map<string, ExprTableRef>): ResolvedFeature {
+  const refs = c.columns.filter((n) => n.startsWith('@') && tables.has(n.slice(1))).map((n) => n.slice(1));
+  return {
+    name: c.name,
+    kind: c.kind,
+    source: {
+      kind: 'expression',
+      expression: c.expr,
+      ...(refs.length ? { tables: Object.fromEntries(refs.map((n) => [n, tables.get(n)!])) } : {}),
+    },
+  };
+}
+
+/**
+ * The base model's feature-table features the candidates may read (numbers and categories), by
+ * feature name: joined as of each impression, as the model joins them. A name that is also a column of
+ * the set (@name) is left out.
+ */
+export function tableInputs(features: ResolvedFeature[], ss: SampleSetEntity): Map<string, ExprTableRef> {
+  const out = new Map<string, ExprTableRef>();
+  for (const f of features) {
+    if (f.source.kind !== 'table' || f.kind === 'multi_id' || ss.schema.some((c) => c.name === `@${f.name}`)) continue;
+    const s = f.source;
+    out.set(f.name, {
+      kind: f.kind,
+      file: s.file,
+      entityKey: s.entityKey,
+      sampleKey: s.sampleKey,
+      timeColumn: s.timeColumn ?? null,
+      column: s.column ?? f.name,
+      ...(s.version !== undefined ? { version: s.version } : {}),
+    });
+  }
+  return out;
 }
 
 /** What a candidate's rows are partitioned by (the keys of its window or time since; '' for none). */
 function partitionOf(c: Candidate): string {
-  const e = c.expr as { op?: string; by?: { col?: string }[] };
-  return (e.op === 'window' || e.op === 'since') && e.by ? e.by.map((b) => b.col ?? '?').join('\u0000') : '';
+  const e = c.expr as { op?: string; by?: FeatureExpr[] };
+  return (e.op === 'window' || e.op === 'since') && e.by ? e.by.map(leafName).join('\u0000') : '';
 }
 
 /** families the screen computes from the raw numbers (see arithmeticValues) */
@@ -332,11 +390,11 @@ const ARITHMETIC = new Set(['column', 'log', 'ratio', 'product', 'difference']);
 
 /** A number, log or pair of numbers computed from the raw columns' values on the screen rows. */
 function arithmeticValues(c: Candidate, raw: Map<string, Float32Array>): ScreenValues {
-  const e = c.expr as { col?: string; op?: string; arg?: { col: string }; args?: { col: string }[] };
+  const e = c.expr as { col?: string; op?: string; arg?: FeatureExpr; args?: FeatureExpr[] };
   if (e.col) return { kind: 'numeric', values: raw.get(e.col)! };
-  if (e.op === 'log') return { kind: 'numeric', values: raw.get(e.arg!.col)!.map((x) => (x > -1 ? Math.log1p(x) : NaN)) };
-  const a = raw.get(e.args![0].col)!;
-  const b = raw.get(e.args![1].col)!;
+  if (e.op === 'log') return { kind: 'numeric', values: raw.get(leafName(e.arg!))!.map((x) => (x > -1 ? Math.log1p(x) : NaN)) };
+  const a = raw.get(leafName(e.args![0]))!;
+  const b = raw.get(leafName(e.args![1]))!;
   const f = e.op === 'div' ? (x: number, y: number) => (y === 0 ? NaN : x / y) : e.op === 'mul' ? (x: number, y: number) => x * y : (x: number, y: number) => x - y;
   return { kind: 'numeric', values: a.map((x, i) => f(x, b[i])) };
 }
@@ -362,12 +420,12 @@ function slotIds(train: EncodedSplit, name: string): Int32Array {
 
 /** The key and category columns an aggregate partitions by, and the number it aggregates. */
 function windowKeys(c: Candidate): string[] {
-  const e = c.expr as { op?: string; by?: { col: string }[]; arg?: { col: string } };
-  return e.op === 'freq' ? [e.arg!.col] : (e.by ?? []).map((b) => b.col);
+  const e = c.expr as { op?: string; by?: FeatureExpr[]; arg?: FeatureExpr };
+  return e.op === 'freq' ? [leafName(e.arg!)] : (e.by ?? []).map(leafName);
 }
 function windowMeasures(c: Candidate): string[] {
-  const e = c.expr as { of?: { col: string } };
-  return e.of ? [e.of.col] : [];
+  const e = c.expr as { of?: FeatureExpr };
+  return e.of ? [leafName(e.of)] : [];
 }
 
 /** A candidate's values on the screen rows, from its batch's build of those rows. */
@@ -375,6 +433,34 @@ function valuesAt(train: EncodedSplit, c: Candidate): ScreenValues {
   return train.numericNames.includes(c.name)
     ? { kind: 'numeric', values: numericColumn(train, c.name) }
     : { kind: 'categorical', ids: slotIds(train, c.name) };
+}
+
+/** distinct values (approximate) and minimum of each feature-table feature the candidates may read, over its table's rows */
+async function profileTables(tables: Map<string, ExprTableRef>, local: (rel: string) => Promise<string>): Promise<ColumnProfile[]> {
+  if (!tables.size) return [];
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  try {
+    const out: ColumnProfile[] = [];
+    for (const [name, t] of tables) {
+      const source = await tableSource(await local(t.file));
+      const q = quoteIdent(t.column);
+      const numeric = t.kind === 'numeric';
+      const [row] = (await con.runAndReadAll(`SELECT approx_count_distinct(${q}), ${numeric ? `min(TRY_CAST(${q} AS DOUBLE))` : 'NULL'} FROM ${source.sql}`)).getRows();
+      out.push({
+        name: `@${name}`,
+        cls: numeric ? 'float' : 'string',
+        distinct: Number(row[0] ?? 0),
+        min: row[1] === null || row[1] === undefined ? null : Number(row[1]),
+        key: false,
+        ref: true,
+      });
+    }
+    return out;
+  } finally {
+    con.closeSync();
+    db.closeSync();
+  }
 }
 
 /** distinct values (approximate) and minimum of each column the candidates may read */

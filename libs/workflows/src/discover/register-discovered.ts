@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { writeAudit } from '@abacus/access';
-import { exprContext, expressionRecord } from '@abacus/catalog';
+import { exprContext, expressionRecord, refTargets } from '@abacus/catalog';
 import { FeatureEntity, SampleSetEntity, type ExperimentEntity } from '@abacus/data';
 import { checkExpr, parseExprJson, type ExprKind } from '@abacus/samples';
 
@@ -30,7 +30,8 @@ export async function registerDiscovered(
     for (const c of adopted) {
       if (await repo.existsBy({ businessLine: experiment.businessLine, name: c.name })) continue;
       const ast = parseExprJson(c.expression);
-      const checked = checkExpr(ast, exprContext(ss, new Map()), c.kind);
+      // (the feature-table features it reads are registered features of the line: the model reads them)
+      const checked = checkExpr(ast, exprContext(ss, await refTargets(ds, null, experiment.businessLine, ast)), c.kind);
       const f = await repo.save(
         repo.create({
           name: c.name,

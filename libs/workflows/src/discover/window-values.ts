@@ -11,6 +11,13 @@ import { durationSeconds, type FeatureExpr } from '@abacus/samples';
  * mean). The verified comparison builds the candidates it is sent with the sample builder itself.
  */
 
+/** A leaf's name among the raw inputs: a column's name, or @name for a feature joined from a feature table. */
+export function leafName(e: FeatureExpr): string {
+  if ('col' in e) return e.col;
+  if ('ref' in e) return `@${e.ref}`;
+  throw new Error('not a column or a feature-table feature');
+}
+
 /** The training rows' raw columns, in the training split's (time, row) order. */
 export interface WindowRows {
   rows: number;
@@ -27,7 +34,7 @@ export interface WindowRows {
 /** the aggregates computed here (distinct counts are left to the sample builder) */
 export function windowFast(e: FeatureExpr): boolean {
   const x = e as { op?: string; agg?: string; by?: FeatureExpr[]; of?: FeatureExpr; arg?: FeatureExpr };
-  const plain = (c: FeatureExpr | undefined) => !!c && 'col' in c;
+  const plain = (c: FeatureExpr | undefined) => !!c && ('col' in c || 'ref' in c);
   if (x.op === 'window') return x.agg !== 'distinct' && (x.by ?? []).every(plain) && (x.of === undefined || plain(x.of));
   if (x.op === 'since') return (x.by ?? []).every(plain);
   if (x.op === 'freq') return plain(x.arg);
@@ -61,8 +68,8 @@ export class WindowValues {
 
   /** The candidate's value at each of `at` (NaN where missing, as the builder's NULL). */
   values(e: FeatureExpr): Float32Array {
-    const x = e as { op: string; agg?: string; by?: { col: string }[]; of?: { col: string }; arg?: { col: string }; over?: string };
-    const keys = x.op === 'freq' ? [x.arg!.col] : x.by!.map((b) => b.col);
+    const x = e as { op: string; agg?: string; by?: FeatureExpr[]; of?: FeatureExpr; arg?: FeatureExpr; over?: string };
+    const keys = x.op === 'freq' ? [leafName(x.arg!)] : x.by!.map(leafName);
     const p = this.partition(keys);
     const out = new Float32Array(this.at.length);
     const t = this.rows.time;
@@ -81,7 +88,7 @@ export class WindowValues {
     }
     const lo = this.low(keys, p, durationSeconds(x.over!));
     const agg = x.agg!;
-    const sums = agg === 'count' ? null : this.prefix(keys, p, agg === 'rate' ? null : x.of!.col);
+    const sums = agg === 'count' ? null : this.prefix(keys, p, agg === 'rate' ? null : leafName(x.of!));
     for (let k = 0; k < this.at.length; k++) {
       const q = p.place[this.at[k]];
       if (q < 0) {

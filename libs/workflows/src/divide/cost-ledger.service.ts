@@ -214,7 +214,7 @@ export class CostLedgerService {
       const opened = ss.location ? await this.opts.openSamples!(ss) : null;
       try {
         const files = opened ? parquetFiles(opened.path) : await Promise.all(ss.files.map((p) => this.dataDir.pull(p)));
-        const got = await measureExpressions(this.ds, ss, files, fs, skipped);
+        const got = await measureExpressions(this.ds, ss, files, fs, skipped, (rel) => this.dataDir.pull(rel));
         for (const f of fs) {
           const m = got.get(f.name);
           if (m) storage.set(f.id, m);

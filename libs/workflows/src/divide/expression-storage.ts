@@ -4,7 +4,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { DataSource } from 'typeorm';
-import { exprContext, refTargets } from '@abacus/catalog';
+import { exprContext, expressionSource, refTargets } from '@abacus/catalog';
 import type { FeatureEntity, SampleSetEntity } from '@abacus/data';
 import { buildSamples, checkExpr, loadColumns, parseExprJson, quoteLiteral, type EncodedSplit, type FeatureDef, type LoadColumn } from '@abacus/samples';
 import { explicitPositive } from '../model/label-check';
@@ -27,6 +27,8 @@ export async function measureExpressions(
   files: string[],
   features: FeatureEntity[],
   skipped: { name: string; reason: string }[],
+  /** a feature table's file (relative to the data directory) on this host */
+  tableFile: (rel: string) => Promise<string>,
 ): Promise<Map<string, StorageMeasurement>> {
   const defs: FeatureDef[] = [];
   for (const f of features) {
@@ -38,7 +40,9 @@ export async function measureExpressions(
       const ast = parseExprJson(f.expression!.ast);
       const targets = await refTargets(ds, null, f.businessLine, ast);
       const checked = checkExpr(ast, exprContext(ss, targets), f.kind);
-      defs.push({ name: f.name, kind: f.kind, source: { kind: 'expression', expression: checked.expr } });
+      const source = expressionSource(checked, targets);
+      for (const t of Object.values(source.tables ?? {})) t.file = await tableFile(t.file);
+      defs.push({ name: f.name, kind: f.kind, source });
     } catch (err) {
       skipped.push({ name: f.name, reason: `its expression cannot be read over ${ss.name}: ${(err as Error).message}` });
     }

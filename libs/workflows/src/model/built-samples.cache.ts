@@ -109,7 +109,15 @@ export class BuiltSamplesCache {
       features: features.map((f) => ({
         name: f.name,
         kind: f.kind,
-        source: f.source.kind === 'table' ? { ...f.source, file: this.dataDir.abs(f.source.file) } : f.source,
+        source:
+          f.source.kind === 'table'
+            ? { ...f.source, file: this.dataDir.abs(f.source.file) }
+            : f.source.kind === 'expression' && f.source.tables
+              ? {
+                ...f.source,
+                tables: Object.fromEntries(Object.entries(f.source.tables).map(([n, t]) => [n, { ...t, file: this.dataDir.abs(t.file) }])),
+              }
+              : f.source,
         ...(f.transform ? { transform: f.transform } : {}),
       })) as SampleBuildRequest['features'],
       split: recipe.testFrom !== null ? { testFrom: recipe.testFrom } : { testFraction: 0.2, seed: recipe.training.seed },
@@ -361,6 +369,7 @@ export class BuiltSamplesCache {
     const work = this.dataDir.abs(path.join('built', `.mem-${randomBytes(4).toString('hex')}`));
     const done = buildStarted();
     try {
+      await this.pullTables(features);
       return await this.withSamplesFile(recipe, async (file) => {
         const plan = await prepareBuild(recipe.sampleVersion ? { ...req, samples: { ...req.samples, file } } : req, work, {
           ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
@@ -393,6 +402,16 @@ export class BuiltSamplesCache {
     }
   }
 
+  /** The feature tables `features` join (table features and those expressions read), from the store onto this host. */
+  private async pullTables(features: ResolvedFeature[]): Promise<void> {
+    const files = new Set<string>();
+    for (const f of features) {
+      if (f.source.kind === 'table') files.add(f.source.file);
+      if (f.source.kind === 'expression') for (const t of Object.values(f.source.tables ?? {})) files.add(t.file);
+    }
+    for (const file of files) await this.dataDir.pull(file);
+  }
+
   private async buildNow(
     req: SampleBuildRequest,
     key: string,
@@ -409,7 +428,7 @@ export class BuiltSamplesCache {
       else throw new Error(`sample set ${recipe.sampleSetId} is registered by reference; this worker cannot read stores`);
     }
     // feature tables another host took: from the store into this host's data directory
-    for (const f of recipe.features) if (f.source.kind === 'table') await this.dataDir.pull(f.source.file);
+    await this.pullTables(recipe.features);
     const tmp = this.dataDir.abs(path.join('built', `.${key}.${randomBytes(4).toString('hex')}`));
     const t0 = performance.now();
     try {

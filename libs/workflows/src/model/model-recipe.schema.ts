@@ -1,4 +1,5 @@
 import type { FeatureExpr } from '../../../samples/src/expr/feature-expr.schema';
+import type { ExprTableRef } from '../../../samples/src/build/sample-build.types';
 import { z } from 'zod';
 
 // by file, not through the @abacus/catalog barrel: this module is part of the browser-safe entry (src/browser.ts)
@@ -65,8 +66,11 @@ export interface ResolvedFeature {
         /** the table's id: its file under the data directory never changes (a store's hosts agree on it, not on paths) */
         version?: string;
       }
-    /** a registered expression, its references to other features expanded (libs/samples expr) */
-    | { kind: 'expression'; expression: FeatureExpr };
+    /**
+     * a registered expression, its references to other features expanded (libs/samples expr) but those
+     * to feature-table features, which `tables` says where to join from (files relative to the data directory)
+     */
+    | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, ExprTableRef> };
   transform?:
     { type: 'none' | 'log' | 'standardize' } | { type: 'hash'; hashBuckets: number } | { type: 'buckets'; boundaries: number[] };
 }

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ForbiddenError, InvalidInputError, canSeeLine, tierFromAlias, type RequestScope } from '@abacus/core';
-import { EmbeddingService, exprContext, refTargets, sharedWith } from '@abacus/catalog';
+import { EmbeddingService, exprContext, expressionSource, refTargets, sharedWith } from '@abacus/catalog';
 import { ExprError, checkExpr, type FeatureExpr } from '@abacus/samples';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import { explicitPositive, requireBinaryLabel } from './label-check';
@@ -100,15 +100,15 @@ export class RecipeResolver {
       // checked again over this set (it may not be the one it was registered over), references expanded
       const ast = reg.expression.ast as unknown as FeatureExpr;
       const targets = await refTargets(this.ds, this.scope, this.businessLine, ast);
-      let expression: FeatureExpr;
+      let source: ResolvedFeature['source'];
       try {
-        expression = checkExpr(ast, exprContext(ss, targets), reg.kind).expr;
+        source = expressionSource(checkExpr(ast, exprContext(ss, targets), reg.kind), targets);
       } catch (err) {
         if (err instanceof ExprError)
           throw new InvalidInputError(path, `expression feature "${name}" cannot be read over sample set ${ss.name}: ${err.message}`);
         throw err;
       }
-      return { name, kind: reg.kind, source: { kind: 'expression', expression }, ...(transform ? { transform } : {}) };
+      return { name, kind: reg.kind, source, ...(transform ? { transform } : {}) };
     }
     if (!reg.featureTableId)
       throw new InvalidInputError(path, `registered feature "${name}" has no feature table to join it from`);

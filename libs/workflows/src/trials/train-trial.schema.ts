@@ -15,7 +15,24 @@ const featureSchema = z.object({
       column: z.string().optional(),
       version: z.string().optional(),
     }),
-    z.object({ kind: z.literal('expression'), expression: featureExprSchema }),
+    z.object({
+      kind: z.literal('expression'),
+      expression: featureExprSchema,
+      tables: z
+        .record(
+          z.string(),
+          z.object({
+            kind: z.enum(['numeric', 'categorical', 'multi_id']),
+            file: z.string(),
+            entityKey: z.string(),
+            sampleKey: z.string(),
+            timeColumn: z.string().nullable().optional(),
+            column: z.string(),
+            version: z.string().optional(),
+          }),
+        )
+        .optional(),
+    }),
   ]),
   transform: z
     .union([
