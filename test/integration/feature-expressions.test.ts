@@ -126,6 +126,11 @@ describe('expression features in the registry', () => {
     expect(cross.status).toBe(400);
     expect(cross.body.issues?.[0].message).toMatch(/at args\.0\.ref: feature 'score' \(joined from color_stats\) is a number, not categories/);
     expect(await count()).toBe(before);
+    // the command line says where it is joined from
+    const as = { ...env.env, ABACUS_API_URL: api.url, ABACUS_API_KEY: env.adminKey };
+    const c = await cli(['features', 'expr', '--name', 'score_log', '--domain', 'feed', '--samples', 'small', '--expr', 'log(1 + @score)'], as);
+    expect(c.code, c.stderr).toBe(0);
+    expect(c.stdout).toMatch(/reads no columns, features score; the row only\n  joined as of each impression: score from table color_stats/);
   });
 
   it('abacus features expr registers one from the command line, and names the path of a bad one', async () => {

@@ -24,7 +24,11 @@ interface Feature {
   kind: string;
   sourceTable: string | null;
   entityKey: string | null;
-  expression?: { text: string; sampleSet: string; lineage: { columns: string[]; refs: string[]; historySeconds: number | null } } | null;
+  expression?: {
+    text: string;
+    sampleSet: string;
+    lineage: { columns: string[]; refs: string[]; tables?: { feature: string; table: string }[]; historySeconds: number | null };
+  } | null;
 }
 
 const exprFlags = z.object({
@@ -214,7 +218,8 @@ export const registerFeatures: RegisterCommand = (program) => {
       const history = l.historySeconds === null ? 'all earlier rows' : l.historySeconds ? `${l.historySeconds / 3600} h of earlier rows` : 'the row only';
       process.stdout.write(
         `registered ${f.kind} feature ${f.businessLine}/${f.name} = ${f.expression!.text}\n` +
-          `  reads ${l.columns.join(', ') || 'no columns'}${l.refs.length ? `, features ${l.refs.join(', ')}` : ''}; ${history}\n`,
+          `  reads ${l.columns.join(', ') || 'no columns'}${l.refs.length ? `, features ${l.refs.join(', ')}` : ''}; ${history}\n` +
+          (l.tables?.length ? `  joined as of each impression: ${l.tables.map((t) => `${t.feature} from table ${t.table}`).join(', ')}\n` : ''),
       );
     });
   features

@@ -289,7 +289,7 @@ export interface Feature {
   expression?: {
     text: string;
     sampleSet: string;
-    lineage: { columns: string[]; refs: string[]; readsLabel: boolean; historySeconds: number | null };
+    lineage: { columns: string[]; refs: string[]; tables?: { feature: string; table: string }[]; readsLabel: boolean; historySeconds: number | null };
   } | null;
   costs: Record<string, unknown>;
   provenance: { businessLine: string; experimentId?: string; gain?: number; measuredAt?: string }[];

@@ -52,6 +52,9 @@ export function FeaturePage({ id }: { id: string }) {
                   <dd>
                     reads {f.expression.lineage.columns.join(', ') || 'no column'}
                     {f.expression.lineage.refs.length ? `; features ${f.expression.lineage.refs.join(', ')}` : ''}
+                    {f.expression.lineage.tables?.length
+                      ? ` (${f.expression.lineage.tables.map((t) => `${t.feature} from table ${t.table}, as of each impression`).join('; ')})`
+                      : ''}
                     {'; '}
                     {f.expression.lineage.historySeconds === null
                       ? 'all earlier rows'

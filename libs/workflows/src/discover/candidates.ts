@@ -94,7 +94,9 @@ export function enumerateCandidates(
   options: Partial<EnumerateOptions> = {},
 ): Candidate[] {
   const o = { ...DEFAULT_ENUMERATE, ...options };
-  const sorted = [...columns].sort((a, b) => (a.name < b.name ? -1 : 1));
+  // by name (a feature-table feature, @name, by its own name)
+  const bare = (c: ColumnProfile) => c.name.replace(/^@/, '');
+  const sorted = [...columns].sort((a, b) => (bare(a) < bare(b) ? -1 : bare(a) > bare(b) ? 1 : a.name < b.name ? -1 : 1));
   // a feature-table feature is read by reference (its value as of the impression)
   const refs = new Set(columns.filter((c) => c.ref).map((c) => c.name));
   const col = (name: string): FeatureExpr => (refs.has(name) ? { ref: name.replace(/^@/, '') } : { col: name });

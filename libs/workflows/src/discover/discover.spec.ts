@@ -12,6 +12,31 @@ const profile = (name: string, cls: ColumnProfile['cls'], distinct: number, extr
   ...extra,
 });
 
+describe('discover: candidates over feature-table features', () => {
+  it('reads them by reference in pairs, crosses and partitions, by their own names, never as plain columns', () => {
+    const c = enumerateCandidates(
+      [
+        profile('user_id', 'integer', 5_000, { key: true }),
+        profile('d_region', 'string', 8),
+        profile('@d_slot', 'string', 6, { ref: true }),
+        profile('d_spend', 'float', 10_000),
+        profile('@d_visits', 'float', 10_000, { ref: true }),
+      ],
+      new Set(),
+      true,
+      100_000,
+      { windows: ['7d'] },
+    );
+    const byText = new Map(c.map((x) => [x.text, x]));
+    expect(byText.get('d_spend / @d_visits')).toMatchObject({ columns: ['@d_visits', 'd_spend'], expr: { op: 'div', args: [{ col: 'd_spend' }, { ref: 'd_visits' }] } });
+    expect(byText.get('cross(d_region, @d_slot, buckets: 128)')?.expr).toMatchObject({ args: [{ col: 'd_region' }, { ref: 'd_slot' }] });
+    expect(byText.has('rate(by: [user_id, @d_slot], over: 7d)')).toBe(true);
+    expect(byText.has('mean(@d_visits, by: user_id, over: 7d)')).toBe(true);
+    expect(c.filter((x) => x.family === 'column').map((x) => x.text)).toEqual(['d_region', 'd_spend']);
+    for (const x of c) expect(featureExprSchema.safeParse(x.expr).success, x.text).toBe(true);
+  });
+});
+
 describe('discover: candidates', () => {
   const columns = [
     profile('impression_id', 'integer', 100_000, { key: true }),
