@@ -121,7 +121,15 @@ export class DiscoverTrialHandler {
     // from one build of the raw columns they read (as the builder gives them: a missing number is the
     // training mean; window-values.ts); the rest are built a batch at a time
     const arithmetic = candidates.filter((c) => c.kind === 'numeric' && ARITHMETIC.has(c.family));
-    const windowed = recipe.time ? candidates.filter((c) => !arithmetic.includes(c) && windowFast(c.expr)) : [];
+    // (in order of the rows they partition by: a partition's sorted rows, window starts and prefix sums
+    // are kept while its candidates are scored and dropped after, so memory holds one partition's)
+    const windowed = recipe.time
+      ? candidates
+        .filter((c) => !arithmetic.includes(c) && windowFast(c.expr))
+        .map((c, k) => ({ c, k, by: windowKeys(c).join('\u0000') }))
+        .sort((a, b) => (a.by < b.by ? -1 : a.by > b.by ? 1 : a.k - b.k))
+        .map((x) => x.c)
+      : [];
     // the rest in batches by the rows they partition by: DuckDB sorts once per partition of a query, so
     // a batch of one key's aggregates is one sort where a mixed batch was one per key
     const built_ = candidates
@@ -130,6 +138,7 @@ export class DiscoverTrialHandler {
       .sort((a, b) => (a.by < b.by ? -1 : a.by > b.by ? 1 : a.k - b.k))
       .map((x) => x.c);
     const rawBatch = [...arithmetic, ...windowed];
+    const arithmeticSet = new Set(arithmetic);
     const rawNumbers = [...new Set([...arithmetic.flatMap((c) => c.columns), ...windowed.flatMap(windowMeasures)])];
     const rawKeys = [...new Set(windowed.flatMap(windowKeys))];
     // (a feature-table feature, @name, is joined as the builder joins it inside an expression)
@@ -182,6 +191,7 @@ export class DiscoverTrialHandler {
       if (train.rows !== (all ? built.trainAll.rows : idx.length))
         throw new Error(`discover: a candidate build has ${train.rows} rows, expected ${all ? built.trainAll.rows : idx.length}`);
       let valueOf: (c: Candidate) => ScreenValues;
+      let windowsOf: WindowValues | null = null;
       if (batch === rawBatch) {
         const numbers = new Map<string, Float32Array>();
         const numberOf = (n: string) => {
@@ -203,9 +213,16 @@ export class DiscoverTrialHandler {
               idx,
             )
           : null;
-        valueOf = (c) => (arithmetic.includes(c) ? arithmeticValues(c, atScreen) : { kind: 'numeric', values: windows!.values(c.expr) });
+        windowsOf = windows;
+        valueOf = (c) => (arithmeticSet.has(c) ? arithmeticValues(c, atScreen) : { kind: 'numeric', values: windows!.values(c.expr) });
       } else valueOf = (c) => valuesAt(train, c);
+      let partition: string | null = null;
       for (const [k, c] of batch.entries()) {
+        if (batch === rawBatch && !arithmeticSet.has(c)) {
+          const by = windowKeys(c).join('\u0000');
+          if (partition !== null && by !== partition) windowsOf?.drop();
+          partition = by;
+        }
         // the job's lock is renewed on this thread: let it run between candidates
         if (k % 16 === 15) await new Promise((r) => setImmediate(r));
         const b = binsOf(valueOf(c));

@@ -66,6 +66,13 @@ export class WindowValues {
     private readonly at: Uint32Array,
   ) {}
 
+  /** Forgets every partition, window start and prefix sum computed so far (their memory is freed). */
+  drop(): void {
+    this.partitions.clear();
+    this.prefixes.clear();
+    this.lows.clear();
+  }
+
   /** The candidate's value at each of `at` (NaN where missing, as the builder's NULL). */
   values(e: FeatureExpr): Float32Array {
     const x = e as { op: string; agg?: string; by?: FeatureExpr[]; of?: FeatureExpr; arg?: FeatureExpr; over?: string };
