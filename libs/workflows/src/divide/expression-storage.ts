@@ -16,10 +16,14 @@ export function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
   return out;
 }
 
+/** rows an expression's storage is measured over at most (its bytes per value do not depend on them) */
+export const EXPRESSION_COST_ROWS = 2_000_000;
+
 /**
- * Storage of expression features: their values computed over every row of the set they were
- * registered over (the sample builder, as for training), written as a Parquet column each (a number
- * as FLOAT, a category as its INTEGER id), and measured as any stored column is.
+ * Storage of expression features: their values computed over the rows of the set they were
+ * registered over (the sample builder, as for training; the first EXPRESSION_COST_ROWS in time order
+ * of a larger set), written as a Parquet column each (a number as FLOAT, a category as its INTEGER
+ * id), and measured as any stored column is.
  */
 export async function measureExpressions(
   ds: DataSource,
@@ -29,6 +33,7 @@ export async function measureExpressions(
   skipped: { name: string; reason: string }[],
   /** a feature table's file (relative to the data directory) on this host */
   tableFile: (rel: string) => Promise<string>,
+  maxRows = EXPRESSION_COST_ROWS,
 ): Promise<Map<string, StorageMeasurement>> {
   const defs: FeatureDef[] = [];
   for (const f of features) {
@@ -51,6 +56,7 @@ export async function measureExpressions(
   const work = fs.mkdtempSync(path.join(os.tmpdir(), `abacus-expr-cost-${randomBytes(3).toString('hex')}-`));
   try {
     const positive = explicitPositive(ss);
+    const capped = ss.rowCount > maxRows;
     const built = await buildSamples(
       {
         samples: {
@@ -61,6 +67,7 @@ export async function measureExpressions(
         },
         features: defs,
         split: { testFraction: 0.2 },
+        ...(capped ? { maxRows } : {}),
       },
       { workDir: work },
     );
@@ -93,7 +100,9 @@ export async function measureExpressions(
     }
     return await measureStorage(
       [file],
-      `${ss.name} (expressions computed over its ${built.train.rows + built.test.rows} rows)`,
+      capped
+        ? `${ss.name} (expressions computed over the first ${(built.train.rows + built.test.rows).toLocaleString('en-US')} of its ${ss.rowCount.toLocaleString('en-US')} rows, in time order)`
+        : `${ss.name} (expressions computed over its ${built.train.rows + built.test.rows} rows)`,
       defs.map((d) => ({ column: d.name, kind: d.kind, sourceType: d.kind === 'numeric' ? 'FLOAT' : 'INTEGER' })),
     );
   } finally {
