@@ -175,6 +175,13 @@ export class WorkerHost {
 
   /** Stops taking jobs; lets running ones finish for up to graceMs, then releases them back to the queue. */
   async stop(graceMs = this.config.ABACUS_SHUTDOWN_GRACE_MS): Promise<void> {
+    // a worker closed while its connections still initialise is disconnected, not quit, and the
+    // commands of its initialisation then fail with nobody awaiting them ("Connection is closed.",
+    // an unhandled rejection): let them finish first (a few ms; at most 5 s when Redis is gone)
+    await Promise.race([
+      Promise.all(this.workers.map((w) => w.waitUntilReady().catch(() => undefined))),
+      new Promise((r) => setTimeout(r, 5_000).unref()),
+    ]);
     const closing = Promise.all(this.workers.map((w) => w.close()));
     const timer = setTimeout(() => {
       if (this.active.size) this.logger.warn(`grace period over: releasing ${this.active.size} running job(s)`);
