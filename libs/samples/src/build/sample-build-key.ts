@@ -9,27 +9,31 @@ import type { FeatureExpr } from '../expr/feature-expr.schema';
 /** bump when the encoding of an unchanged request changes, so cached builds are not reused */
 export const SAMPLE_BUILDER_VERSION = 2;
 
-export type NormalizedSource =
-  | { kind: 'column'; column: string }
-  | {
-      kind: 'table';
-      file: string;
-      entityKey: string;
-      sampleKey: string;
-      timeColumn: string | null;
-      column: string;
-      version?: string;
-    }
-  | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, NormalizedTableRef> };
-
-export interface NormalizedTableRef {
-  kind: FeatureKind;
+/** a column joined from a feature table (a table feature's, or one an expression reads by `ref`) */
+export interface NormalizedTableJoin {
   file: string;
   entityKey: string;
   sampleKey: string;
   timeColumn: string | null;
   column: string;
   version?: string;
+}
+
+export type NormalizedSource =
+  | { kind: 'column'; column: string }
+  | ({ kind: 'table' } & NormalizedTableJoin)
+  | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, NormalizedTableJoin & { kind: FeatureKind }> };
+
+/** a table join with defaults filled in and its path made absolute */
+function normalizeJoin(t: { file: string; entityKey: string; sampleKey: string; timeColumn?: string | null; version?: string }, column: string): NormalizedTableJoin {
+  return {
+    file: path.resolve(t.file),
+    entityKey: t.entityKey,
+    sampleKey: t.sampleKey,
+    timeColumn: t.timeColumn ?? null,
+    column,
+    ...(t.version !== undefined ? { version: t.version } : {}),
+  };
 }
 
 export interface NormalizedFeature {
@@ -87,31 +91,12 @@ export function normalizeRequest(req: SampleBuildRequest): NormalizedRequest {
               ...(f.source.tables && Object.keys(f.source.tables).length
                 ? {
                   tables: Object.fromEntries(
-                    Object.entries(f.source.tables).map(([n, t]) => [
-                      n,
-                      {
-                        kind: t.kind,
-                        file: path.resolve(t.file),
-                        entityKey: t.entityKey,
-                        sampleKey: t.sampleKey,
-                        timeColumn: t.timeColumn ?? null,
-                        column: t.column,
-                        ...(t.version !== undefined ? { version: t.version } : {}),
-                      },
-                    ]),
+                    Object.entries(f.source.tables).map(([n, t]) => [n, { kind: t.kind, ...normalizeJoin(t, t.column) }]),
                   ),
                 }
                 : {}),
             }
-            : {
-              kind: 'table',
-              file: path.resolve(f.source.file),
-              entityKey: f.source.entityKey,
-              sampleKey: f.source.sampleKey,
-              timeColumn: f.source.timeColumn ?? null,
-              column: f.source.column ?? f.name,
-              ...(f.source.version !== undefined ? { version: f.source.version } : {}),
-            },
+            : { kind: 'table', ...normalizeJoin(f.source, f.source.column ?? f.name) },
       transform: f.transform ?? { type: 'none' },
     })),
     split: { testFrom: r.split.testFrom ?? null, testFraction: r.split.testFraction ?? 0.2, seed: r.split.seed ?? 0 },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { SampleBuildRequest } from './sample-build.types';
-import { featureExprSchema } from '../expr/feature-expr.schema';
+import { exprTableRefSchema, featureExprSchema } from '../expr/feature-expr.schema';
 
 const name = z.string().min(1);
 
@@ -28,19 +28,6 @@ export const featureTransformSchema = z.discriminatedUnion('type', [
     })
     .strict(),
 ]);
-
-/** a feature-table column an expression reads by `ref` (see ExprTableRef) */
-const exprTableRefSchema = z
-  .object({
-    kind: z.enum(['numeric', 'categorical', 'multi_id']),
-    file: name,
-    entityKey: name,
-    sampleKey: name,
-    timeColumn: name.nullable().optional(),
-    column: name,
-    version: z.string().min(1).max(200).optional(),
-  })
-  .strict();
 
 export const featureSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('column'), column: name.optional() }).strict(),

@@ -1,5 +1,5 @@
 import type { SlotIdSpace } from './feature-encoders';
-import type { FeatureExpr } from '../expr/feature-expr.schema';
+import type { ExprTableRef, FeatureExpr } from '../expr/feature-expr.schema';
 import type { FeatureKind } from '../simulator/world.types';
 
 export type { FeatureKind };
@@ -42,21 +42,6 @@ export type FeatureSource =
    */
   | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, ExprTableRef> };
 
-/**
- * A feature-table column an expression reads by `ref`: joined like a table feature (point-in-time on
- * `timeColumn`: the latest table row at or before the impression's time; without one, a snapshot keyed
- * by `entityKey`), then read like a column of the row, its own or (inside an aggregate) earlier rows'.
- */
-export interface ExprTableRef {
-  /** what the expression reads it as: a number, a category, a list of ids */
-  kind: FeatureKind;
-  file: string;
-  entityKey: string;
-  sampleKey: string;
-  timeColumn?: string | null;
-  column: string;
-  version?: string;
-}
 
 export interface FeatureDef {
   name: string;

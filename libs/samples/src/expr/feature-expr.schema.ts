@@ -51,6 +51,35 @@ export function durationSeconds(over: string): number {
 
 const finite = z.number().finite();
 const name = z.string().min(1).max(200);
+
+/**
+ * A feature-table column an expression reads by `ref`: joined like a table feature (point-in-time on
+ * `timeColumn`: the latest table row at or before the impression's time; without one, a snapshot keyed
+ * by `entityKey`), then read like a column of the row, its own or (inside an aggregate) earlier rows'.
+ */
+export interface ExprTableRef {
+  /** what the expression reads it as: a number, a category, a list of ids */
+  kind: 'numeric' | 'categorical' | 'multi_id';
+  file: string;
+  entityKey: string;
+  sampleKey: string;
+  timeColumn?: string | null;
+  column: string;
+  /** the table's identity where its path is one host's copy (a store's): build keys use it, not path and times */
+  version?: string;
+}
+
+export const exprTableRefSchema: z.ZodType<ExprTableRef, ExprTableRef> = z
+  .object({
+    kind: z.enum(['numeric', 'categorical', 'multi_id']),
+    file: name,
+    entityKey: name,
+    sampleKey: name,
+    timeColumn: name.nullable().optional(),
+    column: name,
+    version: z.string().min(1).max(200).optional(),
+  })
+  .strict();
 const duration = z
   .string()
   .regex(DURATION, "a window length such as '7d', '12h' or '30m'")

@@ -1,4 +1,4 @@
-import type { FeatureExpr } from '../../../samples/src/expr/feature-expr.schema';
+import type { ExprTableRef, FeatureExpr } from '../../../samples/src/expr/feature-expr.schema';
 import { z } from 'zod';
 
 // by file, not through the @abacus/catalog barrel: this module is part of the browser-safe entry (src/browser.ts)
@@ -8,20 +8,6 @@ export { architectureSchema, trainingSchema, type Architecture, type Training };
 
 const ARCH_DEFAULT = architectureSchema.parse({});
 const TRAIN_DEFAULT = trainingSchema.parse({});
-
-/**
- * A feature-table column an expression reads by reference (the sample builder's ExprTableRef, written
- * out here: this module is browser-safe and reaches no builder module).
- */
-export interface RecipeTableRef {
-  kind: 'numeric' | 'categorical' | 'multi_id';
-  file: string;
-  entityKey: string;
-  sampleKey: string;
-  timeColumn?: string | null;
-  column: string;
-  version?: string;
-}
 
 /** Start the model's embeddings from a shared embedding (`name@version`), optionally frozen. */
 export const modelInitSchema = z
@@ -83,7 +69,7 @@ export interface ResolvedFeature {
      * a registered expression, its references to other features expanded (libs/samples expr) but those
      * to feature-table features, which `tables` says where to join from (files relative to the data directory)
      */
-    | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, RecipeTableRef> };
+    | { kind: 'expression'; expression: FeatureExpr; tables?: Record<string, ExprTableRef> };
   transform?:
     { type: 'none' | 'log' | 'standardize' } | { type: 'hash'; hashBuckets: number } | { type: 'buckets'; boundaries: number[] };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { featureExprSchema } from '../../../samples/src/expr/feature-expr.schema';
+import { exprTableRefSchema, featureExprSchema } from '../../../samples/src/expr/feature-expr.schema';
 
 const featureSchema = z.object({
   name: z.string(),
@@ -18,20 +18,7 @@ const featureSchema = z.object({
     z.object({
       kind: z.literal('expression'),
       expression: featureExprSchema,
-      tables: z
-        .record(
-          z.string(),
-          z.object({
-            kind: z.enum(['numeric', 'categorical', 'multi_id']),
-            file: z.string(),
-            entityKey: z.string(),
-            sampleKey: z.string(),
-            timeColumn: z.string().nullable().optional(),
-            column: z.string(),
-            version: z.string().optional(),
-          }),
-        )
-        .optional(),
+      tables: z.record(z.string(), exprTableRefSchema).optional(),
     }),
   ]),
   transform: z
