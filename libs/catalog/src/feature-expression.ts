@@ -70,22 +70,27 @@ export async function refTargets(
     } else if (f.featureTableId) {
       const t = await ds.getRepository(FeatureTableEntity).findOneBy({ id: f.featureTableId });
       if (!t) continue;
-      targets.set(name, {
-        kind: f.kind,
-        table: t.name,
-        join: {
-          kind: f.kind,
-          file: t.files[0],
-          version: t.id,
-          entityKey: t.entityKey,
-          sampleKey: t.entityKey,
-          timeColumn: t.timeColumn,
-          column: f.sourceColumn ?? f.name,
-        },
-      });
+      targets.set(name, { kind: f.kind, table: t.name, join: tableJoin(f, t) });
     } else targets.set(name, { kind: f.kind, column: f.sourceColumn ?? f.name });
   }
   return targets;
+}
+
+/**
+ * Where a feature-table feature is joined from, as a model or an expression reads it: its table's first
+ * file (relative to the data directory), versioned by the table's id, on the table's entity key (the
+ * sample set's column of the same name), as of each impression when the table has a time column.
+ */
+export function tableJoin(f: FeatureEntity, t: FeatureTableEntity): ExprTableRef {
+  return {
+    kind: f.kind,
+    file: t.files[0],
+    version: t.id,
+    entityKey: t.entityKey,
+    sampleKey: t.entityKey,
+    timeColumn: t.timeColumn,
+    column: f.sourceColumn ?? f.name,
+  };
 }
 
 /** The context an expression over a sample set is checked in. */

@@ -31,5 +31,6 @@ export {
   refTargets,
   registeredFeature,
   expressionSource,
+  tableJoin,
   type RegistryRefTarget,
 } from './feature-expression';

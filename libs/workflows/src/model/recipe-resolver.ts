@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { ForbiddenError, InvalidInputError, canSeeLine, tierFromAlias, type RequestScope } from '@abacus/core';
-import { EmbeddingService, exprContext, expressionSource, refTargets, sharedWith } from '@abacus/catalog';
+import { EmbeddingService, exprContext, expressionSource, refTargets, sharedWith, tableJoin } from '@abacus/catalog';
 import { ExprError, checkExpr, type FeatureExpr } from '@abacus/samples';
 import { FeatureEntity, FeatureTableEntity, ModelEntity, SampleSetEntity } from '@abacus/data';
 import { explicitPositive, requireBinaryLabel } from './label-check';
@@ -116,20 +116,8 @@ export class RecipeResolver {
     if (!ss.schema.some((c) => c.name === table.entityKey)) {
       throw new InvalidInputError(path, `feature "${name}" joins on ${table.entityKey}, which sample set ${ss.name} lacks`);
     }
-    return {
-      name,
-      kind: reg.kind,
-      source: {
-        kind: 'table',
-        file: table.files[0],
-        version: table.id,
-        entityKey: table.entityKey,
-        sampleKey: table.entityKey,
-        timeColumn: table.timeColumn,
-        column: reg.sourceColumn ?? name,
-      },
-      ...(transform ? { transform } : {}),
-    };
+    const { kind: _kind, ...join } = tableJoin(reg, table);
+    return { name, kind: reg.kind, source: { kind: 'table', ...join }, ...(transform ? { transform } : {}) };
   }
 
   /** The registry entry: this line's first, else another line's the caller may see. */
