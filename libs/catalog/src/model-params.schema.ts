@@ -32,6 +32,13 @@ export const trainingSchema = z
     /** rows of the training split held out for early stopping (on validation AUC, best epoch restored) */
     validationFraction: z.number().min(0).max(0.5).default(0.1),
     patience: z.number().int().min(1).max(20).default(2),
+    /**
+     * how the first epoch reads the fitted rows: 'shuffled' (as every later epoch), or 'inOrder': in
+     * row order (time order where the samples have a time column) a chunk at a time, each chunk
+     * shuffled, with the numeric inputs normalised on the first chunk, so that a fit can start while
+     * its samples are still being built (see docs/guides/streamed-fits.md)
+     */
+    firstEpoch: z.enum(['shuffled', 'inOrder']).default('shuffled'),
     seed: z
       .number()
       .int()

@@ -482,6 +482,10 @@ class TrainWorker : public Napi::AsyncProgressQueueWorker<Progress> {
     o.Set("bestValLogloss", res.best_val_logloss);
     o.Set("trainRows", (double)res.train_rows);
     o.Set("validationRows", (double)res.val_rows);
+    if (opts.eval_first) {
+      o.Set("initialValAuc", res.initial_val_auc);
+      o.Set("initialValLogloss", res.initial_val_logloss);
+    }
     Napi::Array h = Napi::Array::New(env, res.history.size());
     for (size_t i = 0; i < res.history.size(); ++i) {
       Napi::Object e = Napi::Object::New(env);
@@ -526,6 +530,7 @@ Napi::Value NativeModel::Train(const Napi::CallbackInfo& info) {
   t.es_on_logloss = o.Has("monitor") && o.Get("monitor").ToString().Utf8Value() == "logloss";
   t.restore_best = flag(o, "restoreBest", true);
   t.progress_every = (int)num(o, "progressEvery", 50);
+  t.eval_first = flag(o, "evaluateFirst", false);
   Napi::Function cb = info[3].IsFunction() ? info[3].As<Napi::Function>() : Napi::Function::New(env, [](const Napi::CallbackInfo&) {});
   auto* w = new TrainWorker(env, this, Value(), info[0].As<Napi::Object>(), info[1], t, cb);
   busy.store(true);

@@ -70,6 +70,8 @@ export interface NativeTrainOptions {
   monitor: 'auc' | 'logloss';
   restoreBest: boolean;
   progressEvery: number;
+  /** evaluate the validation rows before the first step, as the best so far (see TrainOptions.evaluateFirst) */
+  evaluateFirst?: boolean;
 }
 
 export interface NativeTrainResult {
@@ -91,6 +93,9 @@ export interface NativeTrainResult {
   bestValLogloss: number;
   trainRows: number;
   validationRows: number;
+  /** evaluateFirst: the validation metrics before the first step */
+  initialValAuc?: number;
+  initialValLogloss?: number;
   history: { epoch: number; trainLoss: number; valAuc: number; valLogloss: number; seconds: number }[];
 }
 

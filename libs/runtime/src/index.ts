@@ -1,5 +1,5 @@
 export { addonPath, cudaAddonAvailable, cudaAddonPath, cudaDeviceCount, cudaDeviceNames, cudaUnavailableReason, loadNativeAddon, nativeAddonAvailable, setAddonPath, setCudaAddonPath } from './binding';
-export type { NativeTensor } from './binding';
+export type { NativeShardHandle, NativeTensor } from './binding';
 export { summarizeChanges, type ChangeSummary } from './ablation-stats';
 export type { ColumnarDataset, RuntimeData, ShardDataset, SlotColumn } from './dataset.types';
 export { isShardDataset } from './dataset.types';

@@ -226,3 +226,34 @@ describe('RuntimeModel (tfjs backend)', () => {
     expect(r.steps).toBe(2);
   });
 });
+
+describe('train({ evaluateFirst }): an epoch ended before the call is the one to beat', () => {
+  for (const backend of ['cpu', 'tfjs'] as const) {
+    it(`${backend}: a call whose epochs all do worse keeps the weights it started from; one that does better stops on its own epochs`, async () => {
+      const small = { ...spec, hidden: [16] };
+      const fit = sliceDataset(train, 0, backend === 'tfjs' ? 3000 : 20_000);
+      const held = sliceDataset(test, 0, backend === 'tfjs' ? 1000 : 5000);
+      const m = RuntimeModel.create(small, { backend, threads: 2 });
+      await m.train(fit, { epochs: 1, batchSize: 256, seed: 1 });
+      const before = await m.predict(held);
+      const first = (await m.evaluate(held)).auc;
+      // a learning rate that wrecks the model: no epoch of this call beats the one before it
+      const wreck = RuntimeModel.create({ ...small, optimizer: { sparse: { kind: 'adam', lr: 5 }, dense: { lr: 5 } } }, { backend, threads: 2 });
+      wreck.copyWeightsFrom(m);
+      const r = await wreck.train(fit, { epochs: 2, batchSize: 256, seed: 2, earlyStopping: { patience: 2 }, evaluateFirst: true }, { validationData: held });
+      // (evaluate may take the bf16 forward where training's validation pass does not: close, not equal)
+      expect(r.initialValAuc).toBeCloseTo(first, 3);
+      expect(r.bestEpoch).toBe(-1);
+      expect(r.epochs).toBe(2);
+      expect(Array.from(await wreck.predict(held))).toEqual(Array.from(before));
+      // without evaluateFirst the best of its own epochs is kept instead
+      const again = RuntimeModel.create({ ...small, optimizer: { sparse: { kind: 'adam', lr: 5 }, dense: { lr: 5 } } }, { backend, threads: 2 });
+      again.copyWeightsFrom(m);
+      const r2 = await again.train(fit, { epochs: 2, batchSize: 256, seed: 2, earlyStopping: { patience: 2 } }, { validationData: held });
+      expect(r2.bestEpoch).toBeGreaterThanOrEqual(0);
+      expect(r2.initialValAuc).toBeUndefined();
+      expect(Array.from(await again.predict(held))).not.toEqual(Array.from(before));
+    }, 60_000);
+  }
+});
+

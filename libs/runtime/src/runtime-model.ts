@@ -192,6 +192,7 @@ export class RuntimeModel {
             monitor: es ? es.monitor : 'auc',
             restoreBest: es ? es.restoreBest : false,
             progressEvery: o.progressEvery,
+            ...(o.evaluateFirst ? { evaluateFirst: true } : {}),
           },
           (p) => ctx.onProgress?.({ ...p, backend: this.backend }),
         );

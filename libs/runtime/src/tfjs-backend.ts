@@ -500,8 +500,29 @@ export class TfjsBackend implements ModelBackend {
     if (o.maxSteps >= 0) total = Math.min(total, o.maxSteps);
     const res: NativeTrainResult = { steps: 0, samples: 0, epochs: 0, finalLoss: 0, samplesPerSecond: 0, seconds: 0, stoppedEarly: false, cancelled: false, bestEpoch: -1, bestValAuc: 0, bestValLogloss: 0, trainRows: n, validationRows: valRows.length, history: [] };
     const t0 = performance.now();
-    let best = 0, bad = 0, snapshot: Float32Array[] | null = null;
+    let best = 0, bad = 0, snapshot: Float32Array[] | null = null, haveBest = false;
     let wl = 0, ws = 0;
+    // the validation rows' metrics after epoch `ep` (-1: before the first step), kept as the best when they improve on it
+    const validate = (ep: number) => {
+      const p = this.forwardRows(vd, vNum, vSlot, valRows, Math.max(o.batchSize, 4096));
+      const m = computeMetrics(p, Float32Array.from(valRows, (i) => vd.labels[i]!), vd.weights ? Float32Array.from(valRows, (i) => vd.weights![i]!) : undefined);
+      const score = o.monitor === 'logloss' ? -m.logloss : m.auc;
+      if (!haveBest || score > best + o.minDelta) {
+        haveBest = true;
+        best = score;
+        res.bestEpoch = ep;
+        res.bestValAuc = m.auc;
+        res.bestValLogloss = m.logloss;
+        bad = 0;
+        if (o.patience > 0 && o.restoreBest) snapshot = [this.table.slice(), this.dense.slice(), this.wideTable.slice()];
+      } else bad++;
+      return m;
+    };
+    if (o.evaluateFirst && valRows.length) {
+      const m = validate(-1);
+      res.initialValAuc = m.auc;
+      res.initialValLogloss = m.logloss;
+    }
     for (let ep = 0; ep < o.epochs && res.steps < total; ep++) {
       const te = performance.now();
       const order = o.shuffle ? Array.from(seededPermutation(n, o.seed * 1000 + ep + 11), (i) => trainRows[i]!) : trainRows;
@@ -534,19 +555,9 @@ export class TfjsBackend implements ModelBackend {
         break;
       }
       if (valRows.length) {
-        const p = this.forwardRows(vd, vNum, vSlot, valRows, Math.max(o.batchSize, 4096));
-        const m = computeMetrics(p, Float32Array.from(valRows, (i) => vd.labels[i]!), vd.weights ? Float32Array.from(valRows, (i) => vd.weights![i]!) : undefined);
+        const m = validate(ep);
         rec.valAuc = m.auc;
         rec.valLogloss = m.logloss;
-        const score = o.monitor === 'logloss' ? -m.logloss : m.auc;
-        if (res.bestEpoch < 0 || score > best + o.minDelta) {
-          best = score;
-          res.bestEpoch = ep;
-          res.bestValAuc = m.auc;
-          res.bestValLogloss = m.logloss;
-          bad = 0;
-          if (o.patience > 0 && o.restoreBest) snapshot = [this.table.slice(), this.dense.slice(), this.wideTable.slice()];
-        } else bad++;
       }
       rec.seconds = (performance.now() - te) / 1000;
       res.history.push(rec);

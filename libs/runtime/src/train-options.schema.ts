@@ -22,6 +22,12 @@ export const trainOptionsSchema = z
       .optional(),
     /** progress callback every N steps (and at every epoch end) */
     progressEvery: z.number().int().min(1).default(50),
+    /**
+     * with early stopping: the validation rows are evaluated before the first step and that score is
+     * the best so far (its weights the ones restored when no epoch beats it), as if it ended an epoch
+     * before this call: for a call that continues training done before it (bestEpoch -1: none beat it)
+     */
+    evaluateFirst: z.boolean().default(false),
   })
   .strict();
 export type TrainOptions = z.output<typeof trainOptionsSchema>;

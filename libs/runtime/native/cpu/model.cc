@@ -444,6 +444,49 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
   int64_t window_steps = 0;
   std::vector<int64_t> order, ends;
   std::vector<float> vpred;
+  bool have_best = false;
+  // the validation rows' metrics after epoch `ep` (-1: before the first step), kept as the best
+  // (and its weights as the snapshot to restore) when they improve on it
+  auto validate = [&](int ep, EpochRecord& rec) {
+    vpred.resize(val_rows.size());
+    predict_rows(*vds, val_rows, std::max<int64_t>(o.batch, 4096), vpred.data(), false);
+    std::vector<float> lab(val_rows.size()), w;
+    bool hw = vds->has_weights();
+    if (hw) w.resize(val_rows.size());
+    for (size_t i = 0; i < val_rows.size(); ++i) {
+      int64_t local;
+      const DataPart& p = vds->locate(val_rows[i], local);
+      lab[i] = p.labels[local];
+      if (hw) w[i] = p.weights[local];
+    }
+    Metrics m = compute_metrics(vpred.data(), lab.data(), hw ? w.data() : nullptr, (int64_t)val_rows.size());
+    rec.val_auc = m.auc;
+    rec.val_logloss = m.logloss;
+    const double score = o.es_on_logloss ? -m.logloss : m.auc;
+    if (!have_best || score > best + o.min_delta) {
+      have_best = true;
+      best = score;
+      res.best_epoch = ep;
+      res.best_val_auc = m.auc;
+      res.best_val_logloss = m.logloss;
+      bad_epochs = 0;
+      if (o.patience > 0 && o.restore_best) {
+        best_snapshot.assign(table_.begin(), table_.end());
+        best_snapshot.insert(best_snapshot.end(), dense_.begin(), dense_.end());
+        best_snapshot.insert(best_snapshot.end(), wide_table_.begin(), wide_table_.end());
+      }
+    } else {
+      ++bad_epochs;
+    }
+  };
+  if (o.eval_first && vds && !val_rows.empty()) {
+    const double tv = now_s();
+    EpochRecord rec{-1, NAN, NAN, NAN, 0};
+    validate(-1, rec);
+    res.initial_val_auc = rec.val_auc;
+    res.initial_val_logloss = rec.val_logloss;
+    res.eval_seconds += now_s() - tv;
+  }
   for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
     const double te = now_s();
     epoch_order(train_rows, o.shuffle, tr.mapped(), o.seed, ep, order, ends);
@@ -478,37 +521,7 @@ TrainResult CpuModel::train(const DataSource& tr, const DataSource* val, const T
     EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
     if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
     const double tv = now_s();
-    if (vds && !val_rows.empty()) {
-      vpred.resize(val_rows.size());
-      predict_rows(*vds, val_rows, std::max<int64_t>(o.batch, 4096), vpred.data(), false);
-      std::vector<float> lab(val_rows.size()), w;
-      bool hw = vds->has_weights();
-      if (hw) w.resize(val_rows.size());
-      for (size_t i = 0; i < val_rows.size(); ++i) {
-        int64_t local;
-        const DataPart& p = vds->locate(val_rows[i], local);
-        lab[i] = p.labels[local];
-        if (hw) w[i] = p.weights[local];
-      }
-      Metrics m = compute_metrics(vpred.data(), lab.data(), hw ? w.data() : nullptr, (int64_t)val_rows.size());
-      rec.val_auc = m.auc;
-      rec.val_logloss = m.logloss;
-      const double score = o.es_on_logloss ? -m.logloss : m.auc;
-      if (res.best_epoch < 0 || score > best + o.min_delta) {
-        best = score;
-        res.best_epoch = ep;
-        res.best_val_auc = m.auc;
-        res.best_val_logloss = m.logloss;
-        bad_epochs = 0;
-        if (o.patience > 0 && o.restore_best) {
-          best_snapshot.assign(table_.begin(), table_.end());
-          best_snapshot.insert(best_snapshot.end(), dense_.begin(), dense_.end());
-          best_snapshot.insert(best_snapshot.end(), wide_table_.begin(), wide_table_.end());
-        }
-      } else {
-        ++bad_epochs;
-      }
-    }
+    if (vds && !val_rows.empty()) validate(ep, rec);
     res.eval_seconds += now_s() - tv;
     rec.seconds = now_s() - te;
     res.history.push_back(rec);

@@ -52,6 +52,9 @@ struct TrainOptions {
   bool es_on_logloss = false;
   bool restore_best = true;
   int progress_every = 50;
+  // evaluate the validation rows before the first step and count that as the best so far (with its
+  // weights as the snapshot to restore): the epochs of this call continue one trained before it
+  bool eval_first = false;
 };
 
 struct Progress {
@@ -76,6 +79,8 @@ struct TrainResult {
   double queued_seconds = 0, setup_seconds = 0, eval_seconds = 0;
   bool stopped_early = false, cancelled = false;
   int64_t train_rows = 0, val_rows = 0;
+  // eval_first: the validation metrics before the first step (NaN otherwise)
+  double initial_val_auc = NAN, initial_val_logloss = NAN;
   std::vector<EpochRecord> history;
 };
 

@@ -583,7 +583,47 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   double window_loss = 0;
   int64_t window_steps = 0;
   std::vector<int64_t> window_ends;
+  bool have_best = false;
+  // the validation rows' metrics after epoch `ep` (-1: before the first step), kept as the best (and
+  // the weights as the snapshot to restore) when they improve on it
+  auto validate = [&](int ep, EpochRecord& rec) {
+    I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr);
+    I.ensure(std::min<int64_t>(o.batch, n));
+    Metrics m = ms->run(I, vpred, vlab, vds->has_weights() ? vwt : nullptr, nv);
+    rec.val_auc = m.auc;
+    rec.val_logloss = m.logloss;
+    const double score = o.es_on_logloss ? -m.logloss : m.auc;
+    if (!have_best || score > best + o.min_delta) {
+      have_best = true;
+      best = score;
+      res.best_epoch = ep;
+      res.best_val_auc = m.auc;
+      res.best_val_logloss = m.logloss;
+      bad_epochs = 0;
+      if (o.patience > 0 && o.restore_best) {
+        if (!snap_table) {
+          snap_table = dalloc<float>(I.rows * I.D, false);
+          snap_dense = dalloc<float>(I.nd, false);
+          if (I.wide) snap_wide = dalloc<float>(I.rows, false);
+        }
+        CK(cudaMemcpyAsync(snap_table, I.table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
+        CK(cudaMemcpyAsync(snap_dense, I.dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
+        if (I.wide) CK(cudaMemcpyAsync(snap_wide, I.wtab, I.rows * 4, cudaMemcpyDeviceToDevice, I.st));
+        have_snap = true;
+      }
+    } else {
+      ++bad_epochs;
+    }
+  };
   try {
+    if (o.eval_first && vds && nv) {
+      const double tv = now_s();
+      EpochRecord rec{-1, NAN, NAN, NAN, 0};
+      validate(-1, rec);
+      res.initial_val_auc = rec.val_auc;
+      res.initial_val_logloss = rec.val_logloss;
+      res.eval_seconds += now_s() - tv;
+    }
     for (int ep = 0; ep < o.epochs && res.steps < total; ++ep) {
       const double te = now_s();
       // the epoch's order: pinned, one copy, then the cursor restarts
@@ -736,34 +776,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       EpochRecord rec{ep, epoch_steps ? epoch_loss / epoch_steps : NAN, NAN, NAN, 0};
       if (res.cancelled) { rec.seconds = now_s() - te; res.history.push_back(rec); break; }
       const double tv = now_s();
-      if (vds && nv) {
-        I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr);
-        I.ensure(std::min<int64_t>(o.batch, n));
-        Metrics m = ms->run(I, vpred, vlab, vds->has_weights() ? vwt : nullptr, nv);
-        rec.val_auc = m.auc;
-        rec.val_logloss = m.logloss;
-        const double score = o.es_on_logloss ? -m.logloss : m.auc;
-        if (res.best_epoch < 0 || score > best + o.min_delta) {
-          best = score;
-          res.best_epoch = ep;
-          res.best_val_auc = m.auc;
-          res.best_val_logloss = m.logloss;
-          bad_epochs = 0;
-          if (o.patience > 0 && o.restore_best) {
-            if (!snap_table) {
-              snap_table = dalloc<float>(I.rows * I.D, false);
-              snap_dense = dalloc<float>(I.nd, false);
-              if (I.wide) snap_wide = dalloc<float>(I.rows, false);
-            }
-            CK(cudaMemcpyAsync(snap_table, I.table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
-            CK(cudaMemcpyAsync(snap_dense, I.dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
-            if (I.wide) CK(cudaMemcpyAsync(snap_wide, I.wtab, I.rows * 4, cudaMemcpyDeviceToDevice, I.st));
-            have_snap = true;
-          }
-        } else {
-          ++bad_epochs;
-        }
-      }
+      if (vds && nv) validate(ep, rec);
       res.eval_seconds += now_s() - tv;
       rec.seconds = now_s() - te;
       res.history.push_back(rec);

@@ -3,13 +3,24 @@ import { Logger } from '@nestjs/common';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DataDir } from '@abacus/catalog';
-import { isShardDataset, materialize, openShards, writeShard, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
+import {
+  isShardDataset,
+  materialize,
+  openShards,
+  shardRanges,
+  writeShard,
+  type ColumnarDataset,
+  type NativeShardHandle,
+  type RuntimeData,
+  type ShardDataset,
+} from '@abacus/runtime';
 import {
   concatSplits,
   describeBuild,
   encodeRanges,
   prepareBuild,
   sampleBuildKey,
+  type BuildPlan,
   type EncodedSplit,
   type PlannedColumn,
   type SampleBuildRequest,
@@ -17,7 +28,8 @@ import {
 } from '@abacus/samples';
 import type { ModelRecipe, ResolvedFeature } from './model-recipe.schema';
 import { buildStarted } from './build-gate';
-import { carveValidation, crossFold, crossFoldKey, threeWayKey } from './validation-split';
+import { carveValidation, carveViews, crossFold, crossFoldKey, threeWayKey } from './validation-split';
+import type { RowSource } from './in-order-fit';
 
 export interface BuiltSet {
   /** the samples' key with the validation carve (models are cached under it) */
@@ -42,6 +54,38 @@ export interface BuiltSet {
   /** built/<key>, relative to the data directory */
   dir: string;
 }
+
+/**
+ * A set being built here, for a fit whose first epoch reads its rows in order (training.firstEpoch
+ * 'inOrder'): its key and inputs (known from the build's plan), its fitted rows as the build writes
+ * them, and the whole set once built.
+ */
+export interface StreamedSet {
+  streamed: true;
+  /** the key the whole set will have (BuiltSet.key) */
+  key: string;
+  inputs: BuiltSet['inputs'];
+  /** BuiltSet.train's rows: `ranges` waits until every shard holding them is written */
+  train: RowSource;
+  done: Promise<BuiltSet>;
+}
+
+/** What a build tells a streamed fit as it goes (see BuiltSamplesCache.stream). */
+interface BuildHooks {
+  /** ranges cut this many times smaller than one per encoding thread, so the first are written early */
+  rangeWaves: number;
+  onPlan(plan: BuildPlan, dir: string): void;
+  /** a range's shard of `split`, written (its final name under `dir` of onPlan) */
+  onShard(split: 'train' | 'test', file: string): void;
+}
+
+/** Ranges per encoding thread of a build a fit streams from (BuildHooks.rangeWaves). */
+export const STREAM_RANGE_WAVES = 4;
+
+const shardFile = (split: 'train' | 'test', index: number) => path.join(split, `${String(index).padStart(6, '0')}.shard`);
+
+/** A shard of a streamed set not written yet: never handed to the runtime (StreamedSet.train.ranges waits for the real one). */
+const PENDING_SHARD = Object.freeze({ json: '', rows: 0 }) as NativeShardHandle;
 
 const ID_SPACES = 'id-spaces.json';
 /** built/.used/<key> (without a store): its mtime is the set's last use, for pruneUnused. */
@@ -133,6 +177,7 @@ export class BuiltSamplesCache {
     recipe: ModelRecipe,
     features: ResolvedFeature[] = recipe.features,
     onProgress?: (fraction: number, message: string) => void,
+    hooks?: BuildHooks,
   ): Promise<BuiltSet> {
     const req = this.request(recipe, features);
     const key = sampleBuildKey(req);
@@ -166,11 +211,104 @@ export class BuiltSamplesCache {
       this.last = { key, set, source, defs };
       return set;
     }
-    const set = await this.load(req, key, recipe, onProgress);
+    const set = await this.load(req, key, recipe, onProgress, hooks);
     // keep the last whole set (subsets are cut from it) and the last subset: trials of one experiment follow each other
     this.base = { key, set, source, defs };
     this.last = null;
     return set;
+  }
+
+  /**
+   * The samples of `recipe` (or of `features` of it) for a fit with an in-order first epoch: where no
+   * worker has built them yet, a StreamedSet as soon as the build's plan is made (the fitted rows are
+   * handed over shard by shard as the ranges are written, the ranges cut STREAM_RANGE_WAVES times
+   * smaller so that the first are written early); otherwise, and where the split would copy rows
+   * (a small set without a time column), the built set as get gives it.
+   */
+  async stream(
+    recipe: ModelRecipe,
+    features: ResolvedFeature[] = recipe.features,
+    onProgress?: (fraction: number, message: string) => void,
+  ): Promise<BuiltSet | StreamedSet> {
+    let planned!: (s: StreamedSet) => void;
+    const early = new Promise<StreamedSet>((resolve) => (planned = resolve));
+    const opened = new Map<string, Promise<NativeShardHandle>>();
+    const waiting = new Map<string, (h: Promise<NativeShardHandle>) => void>();
+    let schema: Pick<ShardDataset, 'numericNames' | 'slots' | 'keys' | 'hasWeights'> | null = null;
+    const handleOf = (file: string): Promise<NativeShardHandle> => {
+      let h = opened.get(file);
+      if (!h) {
+        h = new Promise<NativeShardHandle>((resolve) => waiting.set(file, (p) => resolve(p)));
+        opened.set(file, h);
+      }
+      return h;
+    };
+    let done: Promise<BuiltSet>;
+    const hooks: BuildHooks = {
+      rangeWaves: STREAM_RANGE_WAVES,
+      onPlan: (plan, dir) => {
+        const { inputs } = describeBuild(plan, plan.columns.map(() => 0), { train: 0, test: 0 });
+        schema = {
+          numericNames: inputs.numeric,
+          slots: inputs.slots.map((x) => ({ name: x.name, vocab: x.vocab })),
+          keys: plan.groupName ? [plan.groupName] : [],
+          hasWeights: false,
+        };
+        // the training split as it will be: one shard per range with training rows, in range order
+        const shards: ShardDataset['shards'] = plan.ranges.flatMap((r, i) =>
+          r.train > 0
+            ? [{ path: path.join(dir, shardFile('train', i)), rows: r.train, handle: PENDING_SHARD }]
+            : [],
+        );
+        const trainAll: ShardDataset = { kind: 'shards', rows: plan.trainRows, ...schema, shards };
+        const split = shards.length ? carveViews(trainAll, recipe.time !== null) : null;
+        if (!split || !isShardDataset(split.train)) return; // the split copies rows: the fit waits for the whole set
+        const train = split.train;
+        planned({
+          streamed: true,
+          key: threeWayKey(sampleBuildKey(this.request(recipe, features)), split.blocks === true),
+          inputs,
+          train: {
+            rows: train.rows,
+            ranges: async (ranges) => {
+              const view = shardRanges(train, ranges);
+              const ready = Promise.all(view.shards.map((x) => handleOf(x.path))).then((handles) => ({
+                ...view,
+                shards: view.shards.map((x, k) => ({ ...x, handle: handles[k]! })),
+              }));
+              // the whole set, should it be there first (its rows are the same)
+              const whole = done.then((set) => shardRanges(set.train as ShardDataset, ranges));
+              return Promise.race([ready, whole]);
+            },
+          },
+          done,
+        });
+      },
+      onShard: (split, file) => {
+        if (split !== 'train') return;
+        const h = openShards([file], { verify: false }).then((ds) => {
+          const want = schema!;
+          if (
+            ds.numericNames.join() !== want.numericNames.join() ||
+            ds.slots.map((x) => `${x.name}:${x.vocab}`).join() !== want.slots.map((x) => `${x.name}:${x.vocab}`).join() ||
+            ds.keys.join() !== want.keys.join() ||
+            ds.hasWeights !== want.hasWeights
+          )
+            throw new Error(`shard ${path.basename(file)} is not laid out as the build's plan says`);
+          return ds.shards[0]!.handle;
+        });
+        h.catch(() => undefined); // awaited by the fit, if it reads this shard
+        const w = waiting.get(file);
+        if (w) {
+          waiting.delete(file);
+          w(h);
+        } else opened.set(file, h);
+      },
+    };
+    done = this.get(recipe, features, onProgress, hooks);
+    // a fit that fails first leaves the build running: its failure is then nobody's to hear
+    done.catch(() => undefined);
+    return Promise.race([early, done]);
   }
 
   /**
@@ -218,6 +356,7 @@ export class BuiltSamplesCache {
     features: ResolvedFeature[] = recipe.features,
     onProgress?: (fraction: number, message: string) => void,
     request?: SampleBuildRequest,
+    hooks?: BuildHooks,
   ): Promise<{ key: string; dir: string; meta: BuiltMeta; cached: boolean; release?: () => void }> {
     const req = request ?? this.request(recipe, features);
     const key = sampleBuildKey(req);
@@ -229,7 +368,7 @@ export class BuiltSamplesCache {
         touchLastUse(dir);
         return { key, dir: rel, meta: readMeta(dir), cached: true };
       }
-      const meta = await this.build(req, key, recipe, onProgress);
+      const meta = await this.build(req, key, recipe, onProgress, hooks);
       touchLastUse(dir);
       return { key, dir: rel, meta, cached: false };
     }
@@ -250,7 +389,7 @@ export class BuiltSamplesCache {
       );
       return { key, dir: pulled.dir, meta: readMeta(this.dataDir.abs(pulled.dir)), cached: true, release: pulled.release };
     }
-    const meta = await this.build(req, key, recipe, onProgress);
+    const meta = await this.build(req, key, recipe, onProgress, hooks);
     // this trial trains from the local copy at once; the store gets it meanwhile (other hosts find it
     // once its manifest is written), and when this process is done with the set its files move into
     // the host's cache (or go, when another host stored the same set first)
@@ -284,6 +423,7 @@ export class BuiltSamplesCache {
     key: string,
     recipe: ModelRecipe,
     onProgress?: (fraction: number, message: string) => void,
+    hooks?: BuildHooks,
   ): Promise<BuiltSet> {
     const {
       dir: rel,
@@ -295,6 +435,7 @@ export class BuiltSamplesCache {
       req.features.length === recipe.features.length ? recipe.features : undefined,
       onProgress,
       req,
+      hooks,
     );
     const dir = this.dataDir.abs(rel);
     // mapped, checksums verified natively off the event loop: nothing of the samples is held in memory
@@ -326,10 +467,11 @@ export class BuiltSamplesCache {
     key: string,
     recipe: ModelRecipe,
     onProgress?: (fraction: number, message: string) => void,
+    hooks?: BuildHooks,
   ): Promise<BuiltMeta> {
     const done = buildStarted();
     try {
-      return await this.buildNow(req, key, recipe, onProgress);
+      return await this.buildNow(req, key, recipe, onProgress, hooks);
     } finally {
       done();
     }
@@ -417,6 +559,7 @@ export class BuiltSamplesCache {
     key: string,
     recipe: ModelRecipe,
     onProgress?: (fraction: number, message: string) => void,
+    hooks?: BuildHooks,
   ): Promise<BuiltMeta> {
     const dir = this.dataDir.abs(path.join('built', key));
     let opened: { path: string; release(): void } | null = null;
@@ -441,11 +584,14 @@ export class BuiltSamplesCache {
           ...(this.opts.memoryLimitBytes !== undefined ? { memoryLimitBytes: this.opts.memoryLimitBytes } : {}),
           ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
           ...(this.opts.rangeRows !== undefined ? { rangeRows: this.opts.rangeRows } : {}),
-          ...(this.opts.threads !== undefined ? { rangeThreads: this.opts.threads } : {}),
+          ...(this.opts.threads !== undefined || hooks
+            ? { rangeThreads: (this.opts.threads ?? 1) * (hooks?.rangeWaves ?? 1) }
+            : {}),
           ...(this.opts.joinChunkBytes !== undefined ? { joinChunkBytes: this.opts.joinChunkBytes } : {}),
           onProgress: (f, m) => onProgress?.(0.1 + 0.9 * f, m),
         },
       );
+      hooks?.onPlan(plan, tmp);
       const t1 = performance.now();
       const vocab = Object.fromEntries(plan.columns.filter((c) => c.input === 'slot').map((c) => [c.name, c.vocab!]));
       const shards: BuiltMeta['shards'] = { train: [], test: [] };
@@ -462,9 +608,10 @@ export class BuiltSamplesCache {
           for (const s of ['train', 'test'] as const) {
             const split = r[s];
             if (split.rows === 0) continue;
-            const file = path.join(s, `${String(r.index).padStart(6, '0')}.shard`);
+            const file = shardFile(s, r.index);
             await writeShard(path.join(tmp, file), split, { vocab });
             shards[s].push({ index: r.index, file, rows: split.rows, nnz: split.slots.map((x) => x.offsets[split.rows]) });
+            hooks?.onShard(s, path.join(tmp, file));
           }
           r.missing.forEach((m, f) => (missing[f] += m));
           positives.train += r.positives.train;

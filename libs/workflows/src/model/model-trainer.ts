@@ -12,7 +12,8 @@ import {
   type ModelSpecInput,
   type RuntimeData,
 } from '@abacus/runtime';
-import type { BuiltSet } from './built-samples.cache';
+import type { BuiltSet, StreamedSet } from './built-samples.cache';
+import { fitInOrder, isRowSource, rowSourceOf, type RowSource } from './in-order-fit';
 import { switchOff } from './dataset-subset';
 import type { Architecture, Training } from './model-recipe.schema';
 import { TrainingDivergedError } from './training-diverged.error';
@@ -91,6 +92,8 @@ export interface TrainContextOptions {
    * the same fit is always asked for the same way, so it trains the same wherever it runs
    */
   batch?: boolean;
+  /** training.firstEpoch 'inOrder': called as each chunk of the first epoch starts */
+  onChunk?: (chunk: number, chunks: number) => void;
 }
 
 /**
@@ -140,7 +143,7 @@ export class ModelTrainer {
     private readonly opts: TrainerOptions,
   ) {}
 
-  spec(built: BuiltSet, arch: Architecture, training: Training): ModelSpecInput {
+  spec(built: Pick<BuiltSet, 'inputs'>, arch: Architecture, training: Training): ModelSpecInput {
     return {
       numeric: built.inputs.numeric,
       slots: built.inputs.slots,
@@ -165,16 +168,23 @@ export class ModelTrainer {
     };
   }
 
-  key(built: BuiltSet, arch: Architecture, training: Training): string {
+  key(built: Pick<BuiltSet, 'key' | 'inputs'>, arch: Architecture, training: Training): string {
     const backend = resolveBackend(this.opts.backend);
+    // the default first epoch is left out, so models trained before the option existed keep their keys
+    const { firstEpoch, ...rest } = training;
+    const opts = firstEpoch === 'shuffled' ? rest : training;
     return createHash('sha256')
-      .update(JSON.stringify({ v: 1, samples: built.key, spec: this.spec(built, arch, training), training, backend }))
+      .update(JSON.stringify({ v: 1, samples: built.key, spec: this.spec(built, arch, training), training: opts, backend }))
       .digest('hex')
       .slice(0, 32);
   }
 
+  /**
+   * `built` may be a set still being built (BuiltSamplesCache.stream, training.firstEpoch 'inOrder'):
+   * the first epoch then reads its rows as they are written.
+   */
   async trainOrReuse(
-    built: BuiltSet,
+    built: BuiltSet | StreamedSet,
     arch: Architecture,
     training: Training,
     ctx: TrainContextOptions = {},
@@ -336,8 +346,8 @@ export class ModelTrainer {
 
   private async trainPhases(
     key: string,
-    built: BuiltSet,
-    phases: RuntimeData[],
+    built: BuiltSet | StreamedSet,
+    phases: (RuntimeData | RowSource)[],
     arch: Architecture,
     training: Training,
     ctx: TrainContextOptions,
@@ -379,7 +389,20 @@ export class ModelTrainer {
     const phasesOf = { queued: 0, setup: 0, steps: 0, validation: 0 };
     for (const [i, data] of phases.entries()) {
       const phase = phases.length > 1 ? `phase ${i + 1}/${phases.length}, ` : '';
-      trained = await model.train(
+      const report = (p: { step: number; totalSteps: number; loss: number }) =>
+        ctx.onProgress?.(
+          Math.min(1, (i + p.step / Math.max(1, p.totalSteps)) / phases.length),
+          `training: ${phase}step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`,
+        );
+      if (training.firstEpoch === 'inOrder') {
+        trained = await fitInOrder(model, isRowSource(data) ? data : rowSourceOf(data), training, {
+          ...(ctx.signal ? { signal: ctx.signal } : {}),
+          onProgress: report,
+          ...(ctx.onChunk ? { onChunk: ctx.onChunk } : {}),
+        });
+      } else if (isRowSource(data)) {
+        throw new Error('a fit on samples still being built needs training.firstEpoch inOrder');
+      } else trained = await model.train(
         data,
         {
           epochs: training.epochs,
@@ -392,15 +415,7 @@ export class ModelTrainer {
           // each report reads the losses back (a device sync on the GPU) and writes progress: every 100 steps
           progressEvery: 100,
         },
-        {
-          signal: ctx.signal,
-          onProgress: (p) => {
-            ctx.onProgress?.(
-              Math.min(1, (i + p.step / Math.max(1, p.totalSteps)) / phases.length),
-              `training: ${phase}step ${p.step}/${p.totalSteps}, loss ${p.loss.toFixed(4)}`,
-            );
-          },
-        },
+        { signal: ctx.signal, onProgress: report },
       );
       steps += trained.steps;
       phasesOf.queued += trained.queuedSeconds ?? 0;
@@ -415,6 +430,12 @@ export class ModelTrainer {
     }
     const last = trained!;
     const trainMs = Date.now() - t0;
+    // a set still being built when the fit began: its splits once it is
+    if ('streamed' in built) {
+      const whole = await built.done;
+      if (whole.key !== built.key) throw new Error(`the samples built (${whole.key}) are not the ones streamed (${built.key})`);
+      built = whole;
+    }
     // one forward pass per split for both the metrics and the predictions kept beside the model
     const te = Date.now();
     const { evaluation, predictions } = await model.evaluateWithPredictions(built.test);

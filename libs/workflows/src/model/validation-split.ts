@@ -52,6 +52,23 @@ function blockRanges(n: number, pick: (block: number) => boolean): { taken: [num
  * part): of the rows, or, in a large set in shards, of blocks of rows (BLOCK_SPLIT_MIN_ROWS).
  */
 export async function carveValidation(train: RuntimeData, timeOrdered: boolean, seed = 17): Promise<ThreeWaySplit> {
+  const views = carveViews(train, timeOrdered, seed);
+  if (views) return views;
+  const n = train.rows;
+  // a seeded hash of the row index: about VALIDATION_SHARE of the rows, the same for every feature set
+  const valIdx: number[] = [];
+  const fitIdx: number[] = [];
+  for (let i = 0; i < n; i++) (hashUnit(i, seed) < VALIDATION_SHARE ? valIdx : fitIdx).push(i);
+  if (!valIdx.length || !fitIdx.length) return carveValidation(train, true, seed);
+  return { train: await materialize(train, fitIdx), validation: await materialize(train, valIdx) };
+}
+
+/**
+ * carveValidation's split where both parts are views of the rows (in time order, or by blocks of a
+ * large set in shards): nothing is read, so it also cuts a set whose shards are still being
+ * written (BuiltSamplesCache.stream); null where the split copies rows.
+ */
+export function carveViews(train: RuntimeData, timeOrdered: boolean, seed = 17): ThreeWaySplit | null {
   const n = train.rows;
   const nv = n >= 2 ? Math.min(n - 1, Math.max(1, Math.round(n * VALIDATION_SHARE))) : 0;
   // in time order the two parts are ranges: views of the shards, never read here
@@ -62,12 +79,7 @@ export async function carveValidation(train: RuntimeData, timeOrdered: boolean, 
     if (taken.length && rest.length)
       return { train: shardRanges(train, rest), validation: shardRanges(train, taken), blocks: true };
   }
-  // a seeded hash of the row index: about VALIDATION_SHARE of the rows, the same for every feature set
-  const valIdx: number[] = [];
-  const fitIdx: number[] = [];
-  for (let i = 0; i < n; i++) (hashUnit(i, seed) < VALIDATION_SHARE ? valIdx : fitIdx).push(i);
-  if (!valIdx.length || !fitIdx.length) return carveValidation(train, true, seed);
-  return { train: await materialize(train, fitIdx), validation: await materialize(train, valIdx) };
+  return null;
 }
 
 /**
@@ -134,7 +146,7 @@ export function threeWayKey(builtKey: string, blocks = false): string {
 }
 
 /** A uniform number in [0, 1) from (row, seed) (murmur3 finalizer). */
-function hashUnit(i: number, seed: number): number {
+export function hashUnit(i: number, seed: number): number {
   let h = (Math.imul(i, 0x9e3779b1) ^ Math.imul(seed + 0x632be5ab, 0x85ebca6b)) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;

@@ -6,6 +6,7 @@ import { trialBySeq, withDevice, type WorkflowContext } from './workflow-context
 import { onDevices } from '../model/device-pool';
 import { recipeInit } from '../embeddings/recipe-init';
 import { foldInterval } from '../stats/fold-interval';
+import type { BuiltSet, StreamedSet } from '../model/built-samples.cache';
 
 /** Trains one model of an experiment (or reuses an identical earlier training) and evaluates it. */
 export class TrainTrialHandler {
@@ -32,19 +33,42 @@ export class TrainTrialHandler {
     ];
     const total = runs.length * seeds.length;
     const timings: { buildMs: number; trainMs: number; build?: unknown } = { buildMs: 0, trainMs: 0 };
+    // an in-order first epoch on samples built here starts as the build writes them (one feature set,
+    // no shared embedding to start from: that reads the whole set's id spaces)
+    const streamable = recipe.training.firstEpoch === 'inOrder' && runs.length === 1 && !recipe.init;
+    // when the build ended and the first epoch's first chunk began, from the trial's start of building (ms)
+    const stream: { buildEndMs?: number; firstChunkMs?: number } = {};
+    let buildStart = 0;
     // the sample sets first (one per feature set), then every (set, seed) fit as one batch of
     // independent fits: several at a time on the GPU (and its free peers), ABACUS_HOST_FITS at a time on the CPU, each on its share of the cores
-    const sets: { label: string; built: Awaited<ReturnType<WorkflowContext['samples']['get']>> }[] = [];
-    for (const [k, run] of runs.entries()) {
-      const t0 = Date.now();
-      // the whole recipe, not the pruned one: a subset is then cut from the whole set's columns
-      // (in memory, or built on disk by another worker) instead of being built again
-      const built = await this.w.samples.get(params.recipe as typeof recipe, run.features, (f, m) =>
-        void progress(0.02 + (0.1 * (k + f)) / runs.length, m).catch(() => undefined),
-      );
-      timings.buildMs += Date.now() - t0;
+    const sets: { label: string; built: BuiltSet | StreamedSet }[] = [];
+    const noteBuild = (built: BuiltSet, k: number) => {
       // a build done here: its stages (read, join + statistics, encode; ranges and threads)
       if (!built.cached && k === 0) timings.build = (built.meta as { timings?: unknown }).timings;
+    };
+    for (const [k, run] of runs.entries()) {
+      const t0 = Date.now();
+      buildStart = t0;
+      const onBuild = (f: number, m: string) => void progress(0.02 + (0.1 * (k + f)) / runs.length, m).catch(() => undefined);
+      // the whole recipe, not the pruned one: a subset is then cut from the whole set's columns
+      // (in memory, or built on disk by another worker) instead of being built again
+      const built = streamable
+        ? await this.w.samples.stream(params.recipe as typeof recipe, run.features, onBuild)
+        : await this.w.samples.get(params.recipe as typeof recipe, run.features, onBuild);
+      if ('streamed' in built) {
+        // the fits start now; the build's time is its own, to its end
+        void built.done.then(
+          (whole) => {
+            stream.buildEndMs = Date.now() - t0;
+            timings.buildMs += stream.buildEndMs;
+            noteBuild(whole, k);
+          },
+          () => undefined,
+        );
+      } else {
+        timings.buildMs += Date.now() - t0;
+        noteBuild(built, k);
+      }
       sets.push({ label: run.label, built });
     }
     checkpoint();
@@ -84,10 +108,13 @@ export class TrainTrialHandler {
                 device: dev,
                 // the trial's fits are a batch when it plans more than one (the same for every round)
                 batch: total > 1,
+                onChunk: (c) => {
+                  if (c === 0 && stream.firstChunkMs === undefined) stream.firstChunkMs = Date.now() - buildStart;
+                },
                 onProgress: (f, m) =>
                   void progress(0.12 + (0.85 * (finished + f)) / total, `${label}, seed ${seed}: ${m}`).catch(() => undefined),
               },
-              recipeInit(this.w.dataDir, recipe, built),
+              'streamed' in built ? undefined : recipeInit(this.w.dataDir, recipe, built),
             );
             finished += 1;
             checkpoint();
@@ -139,8 +166,10 @@ export class TrainTrialHandler {
       const xs = results.filter((r) => r.label === label).map((r) => r[k]);
       return xs.reduce((a, b) => a + b, 0) / xs.length;
     };
-    const { built, trained } = fits[0];
+    const { trained } = fits[0];
     if (!trained) throw new Error('the first fit kept no model');
+    const first = fits[0].built;
+    const built = 'streamed' in first ? await first.done : first;
     logger.log(
       `${params.role} model: ${features.length} features, test AUC ${mean('model', 'auc').toFixed(4)} over ${usedSeeds.length} seed(s)`,
     );
@@ -188,6 +217,10 @@ export class TrainTrialHandler {
         modelKey: trained.key,
         modelDir: trained.dir,
         modelCached: results.every((r) => r.cached),
+        // the first epoch read the samples as they were built: when its first chunk began and the build ended
+        ...(stream.firstChunkMs !== undefined && stream.buildEndMs !== undefined
+          ? { streamedBuild: { firstChunkMs: stream.firstChunkMs, buildEndMs: stream.buildEndMs } }
+          : {}),
         // the shared embedding the model started from, and the rows it carried per slot
         ...(trained.init !== undefined ? { init: trained.init } : {}),
         timings,

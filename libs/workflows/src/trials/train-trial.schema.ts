@@ -65,6 +65,8 @@ export const recipeSchema = z.object({
     sparseOptimizer: z.enum(['adagrad', 'adam']),
     validationFraction: z.number(),
     patience: z.number().int(),
+    // trials queued before the option existed: the first epoch shuffled
+    firstEpoch: z.enum(['shuffled', 'inOrder']).default('shuffled'),
     seed: z.number().int(),
   }),
   modelId: z.string().nullable(),
