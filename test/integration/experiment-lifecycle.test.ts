@@ -142,6 +142,36 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     }
   });
 
+  it('trains a subtract base model whose first epoch reads in order on its samples as they are built; a bad value is a 400 at its path', async () => {
+    const bad = await post('/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { sampleSet: 'small', training: { firstEpoch: 'sorted' } }, retrainSeeds: 0, confirm: false },
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('spec.model.training.firstEpoch');
+    const worker = await startWorker(env.config, { logger: false });
+    try {
+      const r = await post('/experiments', {
+        kind: 'subtract',
+        businessLine: 'feed',
+        spec: { model: { sampleSet: 'small', training: { epochs: 3, firstEpoch: 'inOrder' } }, retrainSeeds: 0, confirm: false },
+      });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const e = await waitUntil(finished(r.body.id as string), 120_000, 'in-order subtract');
+      expect(e.status, JSON.stringify(e.trials.map((t) => t.error))).toBe('succeeded');
+      const base = e.trials.find((t) => t.kind === 'train')!;
+      const m = base.metrics as { samplesCached: boolean; streamedBuild?: { firstChunkMs: number; buildEndMs: number }; epochs: number };
+      // built here, and the fit's first chunk began before the build had ended
+      expect(m.samplesCached).toBe(false);
+      expect(m.streamedBuild).toBeDefined();
+      expect(m.streamedBuild!.firstChunkMs).toBeLessThanOrEqual(m.streamedBuild!.buildEndMs);
+      expect(m.epochs).toBeGreaterThanOrEqual(2);
+    } finally {
+      await worker.stop();
+    }
+  }, 180_000);
+
   it('retries a trial after a transient error on the same row without duplicating results', async () => {
     const r = await post('/experiments', {
       kind: 'score',

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataDir } from '@abacus/catalog';
 import { materialize, type ColumnarDataset, type RuntimeData } from '@abacus/runtime';
 import { bundleThreadScript } from '../../../../test/support/thread-bundle';
-import { BuiltSamplesCache, projectDataset } from './built-samples.cache';
+import { BuiltSamplesCache, projectDataset, type StreamedSet } from './built-samples.cache';
+import { ModelTrainer } from './model-trainer';
 import { architectureSchema, trainingSchema, type ModelRecipe, type ResolvedFeature } from './model-recipe.schema';
 
 let root: string;
@@ -208,3 +209,119 @@ describe('BuiltSamplesCache: built sets no trial used for a while leave the data
     expect(fs.existsSync(path.join(d, 'built', b.key))).toBe(true);
   }, 60_000);
 });
+
+describe('BuiltSamplesCache.stream: a fit with an in-order first epoch starts on the shards of a build still running', () => {
+  let big: string;
+  const streamRecipe = (): ModelRecipe => ({
+    ...recipe(true),
+    sampleFile: path.join('in', 'big.parquet'),
+    testFrom: 130_000,
+    features: [
+      { name: 'a', kind: 'numeric', source: { kind: 'column' } },
+      { name: 'b', kind: 'numeric', source: { kind: 'column' } },
+      { name: 'c', kind: 'categorical', source: { kind: 'column' } },
+    ],
+    training: trainingSchema.parse({ firstEpoch: 'inOrder', epochs: 3, seed: 5 }),
+  });
+  const copyIn = (name: string) => {
+    const d = fs.mkdtempSync(path.join(root, name));
+    fs.mkdirSync(path.join(d, 'in'));
+    fs.copyFileSync(big, path.join(d, 'in', 'big.parquet'));
+    return d;
+  };
+
+  beforeAll(async () => {
+    big = path.join(root, 'big.parquet');
+    const instance = await DuckDBInstance.create(':memory:');
+    const con = await instance.connect();
+    try {
+      // 160,000 rows in time order; the label leans on a, b and c
+      await con.run(
+        `COPY (SELECT i AS ts, a, b, c, CAST((hash(i) % 1000)::INT < 1000 / (1 + exp(-(2 * a - 2 * b + (c = 'x')::INT - 0.3))) AS INTEGER) AS click FROM (
+            SELECT i, ((hash(i * 3) % 2000)::INT) / 1000.0 - 1 AS a, ((hash(i * 7) % 2000)::INT) / 1000.0 - 1 AS b,
+              ['x', 'y', 'z'][(1 + hash(i * 11) % 3)::INT] AS c
+            FROM range(160000) r(i)))
+          TO '${big}' (FORMAT parquet)`,
+      );
+    } finally {
+      con.closeSync();
+      instance.closeSync();
+    }
+  }, 60_000);
+
+  it('the first chunk trains while the last range is unwritten, and the model is the one the finished set gives', async () => {
+    const { dir: bundle, script } = await bundleThreadScript(path.join(__dirname, '../../../samples/src/build/build-thread.ts'));
+    try {
+      const d = copyIn('stream-');
+      const r = streamRecipe();
+      let chunkStarted!: () => void;
+      const started = new Promise<boolean>((resolve) => (chunkStarted = () => resolve(true)));
+      let lastHeldUntilChunk: boolean | null = null;
+      const cache = new BuiltSamplesCache(new DataDir(d), {
+        threads: 2,
+        threadScript: script,
+        rangeRows: 8192,
+        duckdbMemoryMb: 128,
+        // the last range waits (up to a minute) for the fit's first chunk before it is written
+        beforeRangeWrite: async (i, n) => {
+          if (i === n - 1)
+            lastHeldUntilChunk = await Promise.race([started, new Promise<boolean>((res) => setTimeout(() => res(false), 60_000))]);
+        },
+      });
+      const s = await cache.stream(r);
+      expect('streamed' in s).toBe(true);
+      const streamed = s as StreamedSet;
+      const chunks: number[] = [];
+      const trainer = new ModelTrainer(new DataDir(d), { backend: 'cpu', threads: 1 });
+      const a = await trainer.trainOrReuse(streamed, r.architecture, r.training, {
+        onChunk: (c, n) => {
+          chunks.push(n);
+          if (c === 0) chunkStarted();
+        },
+      });
+      expect(lastHeldUntilChunk).toBe(true);
+      expect(chunks.length).toBeGreaterThanOrEqual(2); // the first epoch in more than one chunk
+      const whole = await streamed.done;
+      expect(whole.key).toBe(streamed.key);
+      expect(whole.cached).toBe(false);
+      expect(streamed.train.rows).toBe(whole.train.rows);
+      expect(streamed.inputs).toEqual(whole.inputs);
+      expect(a.metrics.epochs).toBeGreaterThanOrEqual(2);
+      // the same fit on the finished set (read back from disk by a new cache): the same model, bit for bit
+      fs.rmSync(path.join(d, 'models'), { recursive: true, force: true });
+      const again = await new BuiltSamplesCache(new DataDir(d), { threadScript: null }).stream(r);
+      expect('streamed' in again).toBe(false);
+      const b = await new ModelTrainer(new DataDir(d), { backend: 'cpu', threads: 1 }).trainOrReuse(again, r.architecture, r.training);
+      expect(b.key).toBe(a.key);
+      expect(Array.from(b.predictions)).toEqual(Array.from(a.predictions));
+      expect(b.metrics.auc).toBe(a.metrics.auc);
+      expect(b.metrics.steps).toBe(a.metrics.steps);
+      expect(a.metrics.auc).toBeGreaterThan(0.6);
+      // and it is not the shuffled first epoch's model
+      const shuffled = await trainer.trainOrReuse(again, r.architecture, { ...r.training, firstEpoch: 'shuffled' });
+      expect(shuffled.key).not.toBe(a.key);
+    } finally {
+      fs.rmSync(bundle, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('a build that fails after its plan fails the fit that waits on it, and leaves nothing under built/ or models/', async () => {
+    const d = copyIn('stream-fail-');
+    const r = streamRecipe();
+    const cache = new BuiltSamplesCache(new DataDir(d), {
+      threadScript: null,
+      rangeRows: 8192,
+      beforeRangeWrite: async (i) => {
+        if (i === 3) throw new Error('disk full (test)');
+      },
+    });
+    const s = await cache.stream(r);
+    expect('streamed' in s).toBe(true);
+    const trainer = new ModelTrainer(new DataDir(d), { backend: 'cpu', threads: 1 });
+    await expect(trainer.trainOrReuse(s, r.architecture, r.training)).rejects.toThrow(/disk full \(test\)/);
+    await expect((s as StreamedSet).done).rejects.toThrow(/disk full/);
+    expect(fs.readdirSync(path.join(d, 'built'))).toEqual([]);
+    expect(fs.existsSync(path.join(d, 'models')) ? fs.readdirSync(path.join(d, 'models')) : []).toEqual([]);
+  }, 60_000);
+});
+

@@ -123,6 +123,8 @@ export class BuiltSamplesCache {
       rangeRows?: number;
       /** bytes of joined rows one sort orders at most (see BuildSamplesOptions.joinChunkBytes) */
       joinChunkBytes?: number;
+      /** awaited with each range (its index, of `ranges`) before its shards are written: tests hold a build there */
+      beforeRangeWrite?: (index: number, ranges: number) => Promise<void>;
       openSamples?: (
         recipe: ModelRecipe,
         onProgress?: (fraction: number, message: string) => void,
@@ -243,7 +245,7 @@ export class BuiltSamplesCache {
       }
       return h;
     };
-    let done: Promise<BuiltSet>;
+    // (the hooks below are called once the build is under way, after `done` below is set)
     const hooks: BuildHooks = {
       rangeWaves: STREAM_RANGE_WAVES,
       onPlan: (plan, dir) => {
@@ -305,7 +307,7 @@ export class BuiltSamplesCache {
         } else opened.set(file, h);
       },
     };
-    done = this.get(recipe, features, onProgress, hooks);
+    const done = this.get(recipe, features, onProgress, hooks);
     // a fit that fails first leaves the build running: its failure is then nobody's to hear
     done.catch(() => undefined);
     return Promise.race([early, done]);
@@ -605,6 +607,7 @@ export class BuiltSamplesCache {
         ...(this.opts.threadScript !== undefined ? { threadScript: this.opts.threadScript } : {}),
         ...(this.opts.duckdbMemoryMb !== undefined ? { duckdbMemoryMb: this.opts.duckdbMemoryMb } : {}),
         onRange: async (r) => {
+          await this.opts.beforeRangeWrite?.(r.index, plan.ranges.length);
           for (const s of ['train', 'test'] as const) {
             const split = r[s];
             if (split.rows === 0) continue;

@@ -43,7 +43,7 @@ function holdoutBlockRows(rows: number): number {
 
 /**
  * The early-stopping holdout of an in-order fit: seeded blocks of consecutive rows, about `fraction`
- * of them (the last block where the hash took none), and the fitted rest, both as ranges of the rows.
+ * of them (the last block where the hash took none or all), and the fitted rest, both as ranges of the rows.
  * Blocks, not single rows, so that both are views of the shards (and a chunk of the first epoch needs
  * only the rows before its end).
  */
@@ -66,9 +66,8 @@ export function holdoutRanges(rows: number, fraction: number, seed: number): { f
     push(take ? holdout : fit, lo, hi);
     if (take) held++;
   }
-  if (held === blocks) return { fit: [[0, rows]], holdout: [] };
-  if (held === 0) {
-    // the last block (or, with a single block, its last tenth)
+  if (held === 0 || held === blocks) {
+    // the hash took none or all: the last block (or, with a single block, its last `fraction` of rows)
     const lo = blocks > 1 ? (blocks - 1) * size : Math.max(1, rows - Math.max(1, Math.round(rows * fraction)));
     return { fit: [[0, lo]], holdout: [[lo, rows]] };
   }
