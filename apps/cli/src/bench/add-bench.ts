@@ -1,6 +1,7 @@
 import type { ApiClient } from '../api-client';
 import { addCandidates, baseFeatures } from './bench-plan';
 import {
+  benchTraining,
   BENCH_LINE,
   benchMachine,
   benchSetup,
@@ -56,7 +57,7 @@ export async function runAddBench(api: ApiClient, o: AddBenchOptions): Promise<R
       kind: 'add',
       businessLine: BENCH_LINE,
       name: `bench ${o.rows} rows x ${base.length} features + ${candidates.names.length} candidates`,
-      spec: { base: { sampleSet: s.sampleSet.id, features: base }, candidates: candidates.names, notify: false, seed: o.seed },
+      spec: { base: { sampleSet: s.sampleSet.id, features: base, ...benchTraining(o) }, candidates: candidates.names, notify: false, seed: o.seed },
     });
     const split = addStages(e);
     const r = e.result;

@@ -2,6 +2,7 @@ import type { GroundTruthFeature } from '@abacus/samples';
 import type { ApiClient } from '../api-client';
 import { baseFeatures, budgetTiers } from './bench-plan';
 import {
+  benchTraining,
   BENCH_LINE,
   benchMachine,
   benchSetup,
@@ -111,7 +112,7 @@ export async function runDivideBench(api: ApiClient, o: DivideBenchOptions): Pro
       kind: 'divide',
       businessLine: BENCH_LINE,
       name: `bench ${o.rows} rows x ${features.length} features, ${tiers.length} tiers`,
-      spec: { model: { sampleSet: s.sampleSet.id, features }, tiers, seed: o.seed },
+      spec: { model: { sampleSet: s.sampleSet.id, features, ...benchTraining(o) }, tiers, seed: o.seed },
     });
     const split = divideStages(e);
     const tierMs = (tier: number) => trialMs(e.trials.find((t) => t.kind === 'tier' && t.metrics?.tier === tier));

@@ -30,6 +30,13 @@ export interface BenchSamplesOptions {
   /** per-impression noise columns (bench_noise_1 …) the table needs, given the simulator's features */
   noiseColumns: (catalog: readonly GroundTruthFeature[]) => number;
   onStatus?: (line: string) => void;
+  /** the models' training.firstEpoch (default: the platform's) */
+  firstEpoch?: 'shuffled' | 'inOrder';
+}
+
+/** The `training` of a bench's model spec: the first epoch asked for, if any. */
+export function benchTraining(o: Pick<BenchSamplesOptions, 'firstEpoch'>): { training?: { firstEpoch: 'shuffled' | 'inOrder' } } {
+  return o.firstEpoch ? { training: { firstEpoch: o.firstEpoch } } : {};
 }
 
 /** A bench table simulated, written and in the platform as a sample set of the bench line. */

@@ -1,6 +1,7 @@
 import type { ApiClient } from '../api-client';
 import { baseFeatures } from './bench-plan';
 import {
+  benchTraining,
   BENCH_LINE,
   benchMachine,
   benchSetup,
@@ -27,6 +28,7 @@ interface Trial {
     steps?: number;
     trainMs?: number;
     scoredOn?: string;
+    streamedBuild?: { firstChunkMs: number; buildEndMs: number };
   } | null;
 }
 
@@ -60,7 +62,7 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
       kind: 'subtract',
       businessLine: BENCH_LINE,
       name: `bench ${o.rows} rows x ${features.length} features`,
-      spec: { model: { sampleSet: ss.id, features }, seed: o.seed },
+      spec: { model: { sampleSet: ss.id, features, ...benchTraining(o) }, seed: o.seed },
     });
 
     const ms = (t: Trial | undefined) => (t?.startedAt && t.finishedAt ? Date.parse(t.finishedAt) - Date.parse(t.startedAt) : 0);
@@ -117,6 +119,8 @@ export async function runSubtractBench(api: ApiClient, o: SubtractBenchOptions):
             // the fit's forward passes and write, and the sample build's stages (read, join + statistics, encode)
             fit: base.metrics.perSeed?.[0] ?? null,
             build: base.metrics.timings?.build ?? null,
+            // an in-order first epoch on samples built in the trial: when its first chunk began and the build ended (ms)
+            streamedBuild: base.metrics.streamedBuild ?? null,
           }
         : null,
       // the prune step's own account: checks by kind, retrained sets and fits, their build and fit time

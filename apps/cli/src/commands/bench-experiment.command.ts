@@ -21,6 +21,7 @@ const flags = z.object({
   threads: z.coerce.number().int().min(0).max(1024).default(0),
   hostFits: z.coerce.number().int().min(0).max(64).default(0),
   scoreBuildWaitMs: z.coerce.number().int().min(0).max(3_600_000).optional(),
+  firstEpoch: z.enum(['shuffled', 'inOrder']).optional(),
   out: z.string().min(1).optional(),
   json: z.boolean().optional(),
 });
@@ -73,6 +74,10 @@ function worldBenchOptions(c: Command, features: string): Command {
     .option(
       '--score-build-wait-ms <ms>',
       "with --private: its worker's ABACUS_SCORE_BUILD_WAIT_MS, how long IV scoring waits for a sample build (0 = beside it; default 120000)",
+    )
+    .option(
+      '--first-epoch <how>',
+      "the model's training.firstEpoch: shuffled, or inOrder (the base fit starts on the samples while they are built); default the platform's",
     )
     .option('--out <file>', 'also write the JSON to this file')
     .option('--json', 'print JSON');
