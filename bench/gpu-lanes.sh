@@ -10,7 +10,7 @@
 # GPU memory / use (every GPU) and the worker's RSS are sampled every second. Results go to $OUT
 # (default ./bench-out). FRESH=1: every configuration starts from empty sample-build and model caches
 # (the same world is simulated again for each, so without it the later ones reuse the first's build and
-# its base and confirm models).
+# its base and confirm models). FIRST_EPOCH=inOrder|shuffled: the model's training.firstEpoch.
 #   bash bench/gpu-lanes.sh [rows] [features] [GPUS:LANES[:LOOKAHEAD[:CONFIRM_AHEAD[:BUILD_THREADS]]] ...]  (default 1:1 1:3 2:3)
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
@@ -53,7 +53,8 @@ for c in "${CONFIGS[@]}"; do
   sample "$label" &
   pid=$!
   abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
-    --out "$OUT/subtract-cuda-${ROWS}x$FEATURES-$label-$(date +%H%M%S).json" >/dev/null 2>"$OUT/bench-$label.err"
+    ${FIRST_EPOCH:+--first-epoch "$FIRST_EPOCH"} \
+    --out "$OUT/subtract-cuda-${ROWS}x$FEATURES-$label${FIRST_EPOCH:+-$FIRST_EPOCH}-$(date +%H%M%S).json" >/dev/null 2>"$OUT/bench-$label.err"
   echo "$label: rc $?"
   kill "$pid"
   # the next configuration starts a fresh worker

@@ -5,7 +5,7 @@
 # and every worker's RSS every second. Results go to $OUT (default ./bench-out).
 #   bash bench/gpu-scale.sh [rows] [features] [limit seconds]
 # REGISTER_AT=<dir>: the samples are written there as day=N/ partitions and registered by reference
-# (file://) instead of uploaded.
+# (file://) instead of uploaded. FIRST_EPOCH=inOrder|shuffled: the model's training.firstEpoch.
 set -uo pipefail
 OUT="${OUT:-$PWD/bench-out}"
 ROWS="${1:-10000000}"
@@ -40,8 +40,8 @@ done >>"$OUT/scale-samples.log") &
 sampler=$!
 start=$(date +%s)
 timeout "$LIMIT" abacus bench experiment subtract --rows "$ROWS" --features "$FEATURES" --backend cuda --json \
-  ${REGISTER_AT:+--register-at "$REGISTER_AT"} \
-  --out "$OUT/scale-subtract-${ROWS}x$FEATURES.json" >/dev/null 2>"$OUT/scale-bench.err"
+  ${REGISTER_AT:+--register-at "$REGISTER_AT"} ${FIRST_EPOCH:+--first-epoch "$FIRST_EPOCH"} \
+  --out "$OUT/scale-subtract-${ROWS}x$FEATURES${FIRST_EPOCH:+-$FIRST_EPOCH}.json" >/dev/null 2>"$OUT/scale-bench.err"
 echo "bench: rc $? after $(($(date +%s) - start)) s"
 kill "$sampler"
 # the kernel's high-water mark of each worker process's RSS since it started (VmHWM): the true peak,

@@ -36,7 +36,7 @@ export const trainingSchema = z
      * how the first epoch reads the fitted rows: 'shuffled' (as every later epoch), or 'inOrder': in
      * row order (time order where the samples have a time column) a chunk at a time, each chunk
      * shuffled, with the numeric inputs normalised on the first chunk, so that a fit can start while
-     * its samples are still being built (see docs/guides/streamed-fits.md)
+     * its samples are still being built (see docs/guide/experiments.md, "First epoch in order")
      */
     firstEpoch: z.enum(['shuffled', 'inOrder']).default('shuffled'),
     seed: z

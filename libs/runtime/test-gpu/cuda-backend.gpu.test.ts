@@ -31,3 +31,38 @@ describe.skipIf(!!why)('cuda fine-tunes in place (copyStateFrom + switchOff)', (
     expect(Math.abs(cases[3]!.auc[0] - ref.auc[0])).toBeGreaterThan(1e-3);
   }, 300_000);
 });
+
+describe.skipIf(!!why)('cuda train({ evaluateFirst })', () => {
+  it('a call whose epochs all do worse keeps the weights it started from, as on the cpu', async () => {
+    const { makeSyntheticCtr, sliceDataset } = await import('../src/bench/synthetic-ctr');
+    const { RuntimeModel } = await import('../src/runtime-model');
+    const syn = makeSyntheticCtr({ rows: 40_000, numeric: 4, slots: 4, vocab: 200, maxLen: 3, seed: 1, padding: 0.1 });
+    const fit = sliceDataset(syn.dataset, 0, 30_000);
+    const held = sliceDataset(syn.dataset, 30_000, 40_000);
+    const spec = {
+      numeric: ['num0', 'num1', 'num2', 'num3'],
+      slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 200 })),
+      embeddingDim: 8,
+      hidden: [16],
+      optimizer: { sparse: { kind: 'adam' as const, lr: 0.01 }, dense: { lr: 3e-3 } },
+      seed: 2,
+    };
+    const m = RuntimeModel.create(spec, { backend: 'cuda' });
+    await m.train(fit, { epochs: 1, batchSize: 256, seed: 1 });
+    const before = await m.predict(held);
+    const wreck = RuntimeModel.create({ ...spec, optimizer: { sparse: { kind: 'adam', lr: 5 }, dense: { lr: 5 } } }, { backend: 'cuda' });
+    wreck.copyWeightsFrom(m);
+    const start = await wreck.predict(held);
+    let most = 0;
+    for (let i = 0; i < before.length; i++) most = Math.max(most, Math.abs(start[i]! - before[i]!));
+    expect(most).toBeLessThan(1e-6); // the copy took
+    const r = await wreck.train(fit, { epochs: 2, batchSize: 256, seed: 2, earlyStopping: { patience: 2 }, evaluateFirst: true }, { validationData: held });
+    expect(r.bestEpoch).toBe(-1);
+    expect(r.epochs).toBe(2);
+    expect(Math.abs(r.initialValAuc! - (await m.evaluate(held)).auc)).toBeLessThan(1e-3);
+    const after = await wreck.predict(held);
+    most = 0;
+    for (let i = 0; i < before.length; i++) most = Math.max(most, Math.abs(after[i]! - before[i]!));
+    expect(most).toBeLessThan(1e-6);
+  }, 120_000);
+});

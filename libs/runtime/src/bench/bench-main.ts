@@ -6,6 +6,7 @@
 import path from 'node:path';
 
 import { setAddonPath, setCudaAddonPath } from '../binding';
+import { runChunkCalls } from './chunk-calls';
 import { runCudaParity } from './cuda-parity';
 import { runInPlaceParity } from './in-place-parity';
 import { runConfirmShape, runHostFits, runPruneShape } from './prune-shape';
@@ -85,6 +86,20 @@ async function main() {
       ...(get('slot-vocab', '') ? { slotVocab: get('slot-vocab', '').split(',').map(Number) } : {}),
     });
     console.log(JSON.stringify({ pruneShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    return;
+  }
+  if (args.includes('--chunk-calls')) {
+    // an epoch as one train call against one call per chunk (an in-order first epoch), per call's setup
+    const n = (k: string, d: string) => Number(get(k, d));
+    const r = await runChunkCalls(
+      {
+        backend: get('backend', 'cuda') as 'cpu' | 'cuda',
+        rows: n('rows', '576000'), numeric: n('numeric', '14'), slots: n('slots', '26'),
+        shardRows: n('shard-rows', '111000'), chunkRows: n('chunk-rows', '65536'), batch: n('batch', '1024'),
+      },
+      (s) => console.error(s),
+    );
+    console.log(JSON.stringify({ chunkCalls: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;
   }
   if (args.includes('--in-place-parity')) {
