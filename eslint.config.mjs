@@ -28,7 +28,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['configs/**', 'test/**', '**/*.spec.ts', 'vitest.config.ts', 'apps/web/vite.config.ts', 'libs/runtime/src/bench/**', 'libs/runtime/bench/**'],
+    files: ['configs/**', 'test/**', '**/*.spec.ts', 'libs/runtime/test-gpu/**', 'vitest.config.ts', 'apps/web/vite.config.ts', 'libs/runtime/src/bench/**', 'libs/runtime/bench/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
   {

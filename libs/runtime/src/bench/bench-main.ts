@@ -11,6 +11,7 @@ import { runCudaParity } from './cuda-parity';
 import { runInPlaceParity } from './in-place-parity';
 import { runConfirmShape, runHostFits, runPruneShape } from './prune-shape';
 import { runCudaStress } from './cuda-stress';
+import { runFitRepeat } from './fit-repeat';
 import { runEdgeCases } from './edge-cases';
 import { runMultiGpu } from './multi-gpu';
 import { runRuntimeBench } from './runtime-bench';
@@ -100,6 +101,12 @@ async function main() {
       (s) => console.error(s),
     );
     console.log(JSON.stringify({ chunkCalls: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    return;
+  }
+  if (args.includes('--fit-repeat')) {
+    // the in-place parity's fine-tune repeated each way: run-to-run differences against way-to-way ones
+    const backend = get('backend', 'cuda') as 'cpu' | 'cuda';
+    console.log(JSON.stringify({ backend, fitRepeat: await runFitRepeat(backend), env: { CUDA_LAUNCH_BLOCKING: process.env.CUDA_LAUNCH_BLOCKING ?? null } }));
     return;
   }
   if (args.includes('--in-place-parity')) {
