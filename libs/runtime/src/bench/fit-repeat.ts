@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-import type { BackendKind, ModelSpecInput } from '../model-spec.schema';
+import type { BackendKind } from '../model-spec.schema';
 import { RuntimeModel } from '../runtime-model';
-import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
+import { inPlaceRows, SUM_SPARSE_ADAM } from './in-place-parity';
 
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;
@@ -18,17 +18,8 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
  * Tells a fit that differs from run to run (nondeterministic) from two ways that differ from each other.
  */
 export async function runFitRepeat(backend: BackendKind): Promise<Record<string, number>> {
-  const syn = makeSyntheticCtr({ rows: 40_000, numeric: 4, slots: 4, vocab: 300, maxLen: 3, seed: 11, padding: 0.1 });
-  const train = sliceDataset(syn.dataset, 0, 30_000);
-  const val = sliceDataset(syn.dataset, 30_000, 40_000);
-  const spec: ModelSpecInput = {
-    numeric: ['num0', 'num1', 'num2', 'num3'],
-    slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 300 })),
-    embeddingDim: 8,
-    hidden: [32, 16],
-    optimizer: { sparse: { kind: 'adam', lr: 0.01 }, dense: { lr: 3e-3 } },
-    seed: 2,
-  };
+  const { train, val } = inPlaceRows();
+  const spec = SUM_SPARSE_ADAM;
   const dir = mkdtempSync(path.join(tmpdir(), 'abacus-fit-repeat-'));
   try {
     const base = RuntimeModel.create(spec, { backend });

@@ -42,6 +42,22 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   return m;
 };
 
+/** The parity's rows: 30,000 to fit on, 10,000 to predict (4 numeric inputs, 4 slots of 300 ids with padding). */
+export function inPlaceRows(): { train: ColumnarDataset; val: ColumnarDataset } {
+  const syn = makeSyntheticCtr({ rows: 40_000, numeric: 4, slots: 4, vocab: 300, maxLen: 3, seed: 11, padding: 0.1 });
+  return { train: sliceDataset(syn.dataset, 0, 30_000), val: sliceDataset(syn.dataset, 30_000, 40_000) };
+}
+
+/** The parity's first spec: sum pooling, sparse Adam. */
+export const SUM_SPARSE_ADAM: ModelSpecInput = {
+  numeric: ['num0', 'num1', 'num2', 'num3'],
+  slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 300 })),
+  embeddingDim: 8,
+  hidden: [32, 16],
+  optimizer: { sparse: { kind: 'adam', lr: 0.01 }, dense: { lr: 3e-3 } },
+  seed: 2,
+};
+
 /**
  * A fine-tune started in place (a fresh model given a trained one's state with copyStateFrom, inputs
  * switched off inside it with switchOff, over the rows as they are) against the same fine-tune the
@@ -55,21 +71,9 @@ export async function runInPlaceParity(
   backend: BackendKind,
   o: { threads?: number; device?: number } = {},
 ): Promise<InPlaceCase[]> {
-  const syn = makeSyntheticCtr({ rows: 40_000, numeric: 4, slots: 4, vocab: 300, maxLen: 3, seed: 11, padding: 0.1 });
-  const train = sliceDataset(syn.dataset, 0, 30_000);
-  const val = sliceDataset(syn.dataset, 30_000, 40_000);
+  const { train, val } = inPlaceRows();
   const specs: { name: string; spec: ModelSpecInput }[] = [
-    {
-      name: 'sum, sparse Adam',
-      spec: {
-        numeric: ['num0', 'num1', 'num2', 'num3'],
-        slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 300 })),
-        embeddingDim: 8,
-        hidden: [32, 16],
-        optimizer: { sparse: { kind: 'adam', lr: 0.01 }, dense: { lr: 3e-3 } },
-        seed: 2,
-      },
-    },
+    { name: 'sum, sparse Adam', spec: SUM_SPARSE_ADAM },
     {
       name: 'mean, wide, Adagrad',
       spec: {
