@@ -150,6 +150,15 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('spec.model.training.firstEpoch');
+    // a registered model brings its own training: a spec's training beside it would be ignored, so it is refused
+    const registered = await post('/experiments', {
+      kind: 'subtract',
+      businessLine: 'feed',
+      spec: { model: { model: 'any-model', training: { firstEpoch: 'inOrder' } }, retrainSeeds: 0, confirm: false },
+    });
+    expect(registered.status).toBe(400);
+    expect(JSON.stringify(registered.body)).toContain('spec.model.training');
+    expect(JSON.stringify(registered.body)).toContain('training comes from the registered model');
     const worker = await startWorker(env.config, { logger: false });
     try {
       const r = await post('/experiments', {

@@ -7,7 +7,6 @@ import { architectureSchema, trainingSchema, type Architecture, type Training } 
 export { architectureSchema, trainingSchema, type Architecture, type Training };
 
 const ARCH_DEFAULT = architectureSchema.parse({});
-const TRAIN_DEFAULT = trainingSchema.parse({});
 
 /** Start the model's embeddings from a shared embedding (`name@version`), optionally frozen. */
 export const modelInitSchema = z
@@ -29,7 +28,8 @@ export const modelRefSchema = z
     sampleSet: z.string().min(1).optional(),
     features: z.array(z.string().min(1)).min(1).optional(),
     architecture: architectureSchema.default(ARCH_DEFAULT),
-    training: trainingSchema.default(TRAIN_DEFAULT),
+    /** with `sampleSet` only (default: trainingSchema's); a registered model brings its own */
+    training: trainingSchema.optional(),
     /** test split: rows at or after this time (default: the last 20% of the time range) */
     testFrom: z.number().optional(),
     /** initial embeddings: `{ "embedding": "name@version" }` */
@@ -45,6 +45,10 @@ export const modelRefSchema = z
   .refine((m) => !(m.model && m.features), {
     message: 'features come from the registered model; leave them out',
     path: ['features'],
+  })
+  .refine((m) => !(m.model && m.training), {
+    message: 'training comes from the registered model; leave it out, or register a version with these training parameters',
+    path: ['training'],
   });
 
 export type ModelRef = z.output<typeof modelRefSchema>;

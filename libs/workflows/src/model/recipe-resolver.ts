@@ -141,7 +141,7 @@ export class RecipeResolver {
     let names: string[];
     let modelId: string | null = null;
     let architecture = ref.architecture;
-    let training = ref.training;
+    let training = ref.training ?? trainingSchema.parse({});
     if (ref.model) {
       const m = await this.model(ref.model, `${path}.model`);
       ss = await this.ds.getRepository(SampleSetEntity).findOneByOrFail({ id: m.sampleSetId });
