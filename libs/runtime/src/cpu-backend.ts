@@ -88,10 +88,11 @@ export class CpuBackend extends NativeBackend {
 
 /** The metrics a native predict computed on its thread (auc, logloss, calibration, mean prediction, mean label). */
 export function packedMetrics(r: NativePredictResult): { rows: number; metrics: MetricSet } {
-  const m = r.metrics;
+  return metricsOf(r.predictions.length, r.metrics);
+}
+
+/** The five metrics a native call packed (auc, logloss, calibration, mean prediction, mean label) over `rows` rows. */
+export function metricsOf(rows: number, m: Float64Array | undefined): { rows: number; metrics: MetricSet } {
   if (!m || m.length !== 5) throw new Error('the native addon returned no metrics: rebuild it (npm run build:native)');
-  return {
-    rows: r.predictions.length,
-    metrics: { auc: m[0]!, logloss: m[1]!, calibration: m[2]!, meanPrediction: m[3]!, meanLabel: m[4]! },
-  };
+  return { rows, metrics: { auc: m[0]!, logloss: m[1]!, calibration: m[2]!, meanPrediction: m[3]!, meanLabel: m[4]! } };
 }

@@ -1,5 +1,5 @@
 import { loadCudaAddon, cudaUnavailableReason, type NativeModelHandle } from './binding';
-import { NativeBackend, nativeConfig, packedMetrics } from './cpu-backend';
+import { NativeBackend, metricsOf, nativeConfig, packedMetrics } from './cpu-backend';
 import { isShardDataset, type ColumnarDataset, type RuntimeData } from './dataset.types';
 import type { NativeData, NativePredictResult } from './binding';
 import type { ModelSpec } from './model-spec.schema';
@@ -22,14 +22,27 @@ export class CudaBackend extends NativeBackend {
     metrics?: boolean,
   ) => Promise<NativePredictResult>;
 
+  /** the CUDA addon's evaluation on the device (metrics from predictions that stay on the GPU); absent in older builds */
+  private readonly evaluateOnDevice?: (
+    m: NativeModelHandle,
+    d: NativeData,
+    batch: number,
+  ) => Promise<{ rows: number; metrics: Float64Array }>;
+
   constructor(
     spec: ModelSpec,
     threads: number,
     readonly device = 0,
   ) {
     super(spec, CudaBackend.open(spec, threads, device));
-    const lean = (loadCudaAddon() as { predictLean?: CudaBackend['predictLean'] } | null)?.predictLean;
-    if (typeof lean === 'function') this.predictLean = lean;
+    const addon = loadCudaAddon() as { predictLean?: CudaBackend['predictLean']; evaluateOnDevice?: CudaBackend['evaluateOnDevice'] } | null;
+    if (typeof addon?.predictLean === 'function') this.predictLean = addon.predictLean;
+    // ABACUS_CUDA_EVAL_METRICS=host: the predictions copied back and the metrics computed on the host
+    // (the same AUC, bit for bit; for comparisons)
+    // eslint-disable-next-line no-restricted-syntax -- a switch of the runtime library, read where its CUDA backend is made (it is in the config schema and reference)
+    const where = process.env.ABACUS_CUDA_EVAL_METRICS ?? 'device';
+    if (where !== 'device' && where !== 'host') throw new Error(`ABACUS_CUDA_EVAL_METRICS: '${where}' is not one of device, host`);
+    if (where === 'device' && typeof addon?.evaluateOnDevice === 'function') this.evaluateOnDevice = addon.evaluateOnDevice;
   }
 
   private static open(spec: ModelSpec, threads: number, device: number): NativeModelHandle {
@@ -52,6 +65,9 @@ export class CudaBackend extends NativeBackend {
 
   override evaluateOffThread(data: RuntimeData, batchSize: number) {
     const d = toNativeData(this.spec, data);
+    // the metrics computed on the GPU: no prediction leaves it
+    if (this.evaluateOnDevice)
+      return this.evaluateOnDevice(this.native, d, batchSize).then((r) => metricsOf(r.rows, r.metrics));
     if (!this.predictLean) return this.native.predict(d, batchSize, true).then(packedMetrics);
     return this.predictLean(this.native, d, batchSize, true, true).then(packedMetrics);
   }

@@ -91,3 +91,47 @@ describe.skipIf(!!why)('cuda train({ evaluateFirst })', () => {
     expect(most).toBeLessThan(1e-6);
   }, 120_000);
 });
+
+describe.skipIf(!!why)('cuda evaluate({ offThread }): the metrics computed on the device', () => {
+  it("give the host's AUC bit for bit and its logloss and means to 1e-12, with ties, weights, one class and row views", async () => {
+    const { makeSyntheticCtr, sliceDataset } = await import('../src/bench/synthetic-ctr');
+    const { RuntimeModel } = await import('../src/runtime-model');
+    const { computeMetrics } = await import('../src/metrics');
+    const { rowRange } = await import('../src/dataset-views');
+    // two slots of 3 and 4 values, no numeric inputs: at most 12 distinct predictions (ties everywhere)
+    const tied = makeSyntheticCtr({ rows: 30_000, numeric: 0, slots: 2, slotVocab: [3, 4], vocab: 4, maxLen: 1, seed: 3 });
+    const rich = makeSyntheticCtr({ rows: 60_000, numeric: 5, slots: 4, vocab: 500, maxLen: 3, seed: 4 });
+    const weighted = { ...rich.dataset, weights: Float32Array.from({ length: rich.dataset.rows }, (_, i) => 0.5 + (i % 7) / 4) };
+    const oneClass = { ...sliceDataset(rich.dataset, 0, 5_000), labels: new Float32Array(5_000) };
+    const cases = [
+      { name: 'ties', spec: { numeric: [], slots: [{ name: 'slot0', vocab: 3 }, { name: 'slot1', vocab: 4 }] }, data: tied.dataset },
+      {
+        name: 'rich',
+        spec: { numeric: ['num0', 'num1', 'num2', 'num3', 'num4'], slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 500 })) },
+        data: rich.dataset,
+      },
+    ];
+    let compared = 0;
+    for (const c of cases) {
+      const m = RuntimeModel.create({ ...c.spec, embeddingDim: 8, hidden: [16], seed: 5 }, { backend: 'cuda' });
+      await m.train(sliceDataset(c.data, 0, Math.floor(c.data.rows / 2)), { epochs: 1, batchSize: 512, seed: 1 });
+      const held = sliceDataset(c.data, Math.floor(c.data.rows / 2), c.data.rows);
+      const views = [held, rowRange(held, 1_000, 9_000), ...(c.name === 'rich' ? [weighted, oneClass] : [])];
+      for (const v of views) {
+        const device = await m.evaluate(v, { offThread: true });
+        const p = await m.predict(v);
+        const host = computeMetrics(p, v.labels, v.weights);
+        expect(device.rows).toBe(v.rows);
+        if (Number.isNaN(host.auc)) expect(device.auc).toBeNaN();
+        else expect(device.auc).toBe(host.auc);
+        for (const k of ['logloss', 'meanPrediction', 'meanLabel'] as const)
+          expect(Math.abs(device[k] - host[k])).toBeLessThanOrEqual(1e-12 * Math.max(1, Math.abs(host[k])));
+        if (Number.isNaN(host.calibration)) expect(device.calibration).toBeNaN();
+        else expect(Math.abs(device.calibration - host.calibration)).toBeLessThanOrEqual(1e-12 * Math.abs(host.calibration));
+        compared += 1;
+      }
+      if (c.name === 'ties') expect(new Set(await m.predict(held)).size).toBeLessThan(20);
+    }
+    expect(compared).toBe(6);
+  }, 120_000);
+});

@@ -108,6 +108,41 @@ Napi::Value PredictLean(const Napi::CallbackInfo& info) {
   return w->deferred.Promise();
 }
 
+// evaluateOnDevice(model, data, batch): { rows, metrics } of the data, the metrics computed on the GPU
+// from predictions that never leave it (CudaModel::evaluate_device); used by cuda-backend.ts's
+// evaluateOffThread (ABACUS_CUDA_EVAL_METRICS=host: the predictions copied back and the metrics computed
+// on this worker's thread instead, as predictLean's 5th argument does)
+class CudaEvaluateWorker : public ModelWorker {
+ public:
+  using ModelWorker::ModelWorker;
+  int64_t batch = 8192;
+  double met[5] = {0, 0, 0, 0, 0};
+  void Execute() override {
+    try {
+      nm->model->evaluate_device(ds, batch, met);
+    } catch (const std::exception& e) {
+      SetError(e.what());
+    }
+  }
+  void OnOK() override {
+    Napi::Env env = Env();
+    nm->busy.store(false);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("rows", Napi::Number::New(env, (double)ds.rows));
+    set_metrics(env, o, met);
+    o.Set("deviceMs", Napi::Number::New(env, nm->model->last_device_ms));
+    deferred.Resolve(o);
+  }
+};
+Napi::Value EvaluateOnDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  NativeModel* nm = NativeModel::Unwrap(info[0].As<Napi::Object>());
+  nm->check_idle(env);
+  auto* w = new CudaEvaluateWorker(env, nm, info[0].As<Napi::Object>(), info[1].As<Napi::Object>());
+  if (info.Length() > 2 && info[2].IsNumber()) w->batch = std::max<int64_t>(1, info[2].As<Napi::Number>().Int64Value());
+  w->begin();
+  return w->deferred.Promise();
+}
 Napi::Value DeviceCount(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), abacus::cuda_device_count()); }
 
 void SetDevice(const Napi::CallbackInfo& info) {
@@ -150,6 +185,7 @@ Napi::Object InitCuda(Napi::Env env, Napi::Object exports) {
   Init(env, exports);
   exports.Set("backend", "cuda");
   exports.Set("predictLean", Napi::Function::New(env, PredictLean, "predictLean"));
+  exports.Set("evaluateOnDevice", Napi::Function::New(env, EvaluateOnDevice, "evaluateOnDevice"));
   exports.Set("deviceCount", Napi::Function::New(env, DeviceCount));
   exports.Set("setDevice", Napi::Function::New(env, SetDevice));
   exports.Set("cudaInfo", Napi::Function::New(env, CudaInfo));

@@ -62,6 +62,11 @@ class CudaModel {
   // predictions only, into `pred` (the CUDA addon's lean predict path): offsets are validated when
   // the data is first made resident, not on every call; the copy back goes through a pinned buffer
   void predict_lean(const DataSource& ds, int64_t batch, float* pred);
+  // the metrics of ds (exact_metrics' five: auc, logloss, calibration, mean prediction, mean label)
+  // computed on the GPU from the predictions and the resident labels: no prediction leaves the
+  // device. The AUC is the same number as on the host, bit for bit (exact rank sums in double);
+  // the logloss and means are summed in another order (last bits)
+  void evaluate_device(const DataSource& ds, int64_t batch, double* out);
   void ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
               Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds = nullptr,
               std::vector<Metrics>* out_folds = nullptr, int folds = 10);
@@ -78,6 +83,7 @@ class CudaModel {
                      const std::function<void(const Progress&)>& progress);
   void predict_(const DataSource& ds, int64_t batch, float* pred, float* label, float* weight, int32_t* key);
   void predict_lean_(const DataSource& ds, int64_t batch, float* pred);
+  void evaluate_device_(const DataSource& ds, int64_t batch, double* out);
   void ablate_(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed, int64_t batch,
                Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds, std::vector<Metrics>* out_folds,
                int folds);

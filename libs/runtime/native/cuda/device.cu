@@ -347,6 +347,14 @@ void CudaModel::predict_lean(const DataSource& ds, int64_t batch, float* pred) {
     rethrow_classified(*impl_);
   }
 }
+void CudaModel::evaluate_device(const DataSource& ds, int64_t batch, double* out) {
+  enter(*impl_);
+  try {
+    evaluate_device_(ds, batch, out);
+  } catch (...) {
+    rethrow_classified(*impl_);
+  }
+}
 void CudaModel::ablate(const DataSource& ds, const std::vector<AblationGroup>& groups, int repeats, uint64_t seed,
                        int64_t batch, Metrics& base, std::vector<Metrics>& out, std::vector<Metrics>* base_folds,
                        std::vector<Metrics>* out_folds, int folds) {

@@ -2,6 +2,7 @@
 // (BF16 or TF32 / FP32), the lean path (pinned copy back into the caller's array) and the shared
 // addon path (labels, weights and keys copied from the host parts).
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -96,6 +97,44 @@ void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) 
     last_device_ms = ms;
     std::memcpy(pred, pin, n * 4);
     P.mark("host_copy");
+  } catch (...) {
+    cudaStreamSynchronize(I.st);
+    cudaEventDestroy(ev0);
+    cudaEventDestroy(ev1);
+    throw;
+  }
+  cudaEventDestroy(ev0);
+  cudaEventDestroy(ev1);
+}
+
+void CudaModel::evaluate_device_(const DataSource& ds, int64_t batch, double* out) {
+  CudaImpl& I = *impl_;
+  CK(cudaSetDevice(I.dev));
+  Prof P(I, "evaluate(device)");
+  const DevDataset& d = predict_prologue(I, *host_, frozen, off, ds, P);
+  const int64_t n = ds.rows;
+  cudaEvent_t ev0 = nullptr, ev1 = nullptr;
+  CK(cudaEventCreate(&ev0));
+  CK(cudaEventCreate(&ev1));
+  try {
+    CK(cudaEventRecord(ev0, I.st));
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
+    CK(cudaEventRecord(ev1, I.st));
+    // one segment: the ablation's metrics (cub sort into the model's scratch, one block's exact
+    // rank sums); seg_metrics waits for its result on the stream
+    std::vector<Metrics> m;
+    seg_metrics(I, I.pred_buf, 1, n, 0, d.d.lab, d.d.wt, m, nullptr);
+    P.mark("gpu+metrics");
+    float ms = 0.f;
+    CK(cudaEventElapsedTime(&ms, ev0, ev1));
+    last_device_ms = ms;
+    const Metrics& r = m.at(0);
+    // as exact_metrics: no AUC from a prediction that is not finite (a diverged model)
+    out[0] = std::isfinite(r.mean_pred) ? r.auc : std::nan("");
+    out[1] = r.logloss;
+    out[2] = r.calibration;
+    out[3] = r.mean_pred;
+    out[4] = r.mean_label;
   } catch (...) {
     cudaStreamSynchronize(I.st);
     cudaEventDestroy(ev0);

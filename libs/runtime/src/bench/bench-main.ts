@@ -9,7 +9,7 @@ import { setAddonPath, setCudaAddonPath } from '../binding';
 import { runChunkCalls } from './chunk-calls';
 import { runCudaParity } from './cuda-parity';
 import { runInPlaceParity } from './in-place-parity';
-import { runConfirmShape, runHostFits, runPruneShape } from './prune-shape';
+import { runConfirmShape, runHostFits, runLaunchProxy, runPruneShape } from './prune-shape';
 import { runCudaStress } from './cuda-stress';
 import { runFitRepeat } from './fit-repeat';
 import { runEdgeCases } from './edge-cases';
@@ -87,6 +87,20 @@ async function main() {
       ...(get('slot-vocab', '') ? { slotVocab: get('slot-vocab', '').split(',').map(Number) } : {}),
     });
     console.log(JSON.stringify({ pruneShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    return;
+  }
+  if (args.includes('--launch-proxy')) {
+    // K fine-tunes at once today against one K-times-wide model: the floor of one launch for K sets
+    const n = (k: string, d: string) => Number(get(k, d));
+    const r = await runLaunchProxy({
+      backend: (get('backend', 'cuda') as 'cpu' | 'cuda'),
+      rows: n('rows', '300000'), numeric: n('numeric', '27'), slots: n('slots', '13'),
+      ks: get('ks', '1,2,3,6').split(',').map(Number), warmSteps: n('warm-steps', '300'), batch: n('batch', '1024'),
+      repeats: n('repeats', '5'),
+      ...(get('slot-max-len', '') ? { slotMaxLen: get('slot-max-len', '').split(',').map(Number) } : {}),
+      ...(get('slot-vocab', '') ? { slotVocab: get('slot-vocab', '').split(',').map(Number) } : {}),
+    });
+    console.log(JSON.stringify({ launchProxy: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;
   }
   if (args.includes('--chunk-calls')) {

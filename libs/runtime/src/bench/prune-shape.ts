@@ -354,3 +354,93 @@ export async function runHostFits(o: {
     }
   return { shape: o, runs };
 }
+
+/**
+ * What one launch for K candidate sets could save, before building it: K fine-tunes of the default
+ * model's shape run the way a prune round runs them today (K lane models at once, each restored in
+ * place, `warmSteps` steps, then evaluated), against one model K times as wide (K × the inputs,
+ * K × every hidden layer: the size of K block-diagonal lanes in one set of kernels) trained the same
+ * steps once and evaluated once. The wide model's time is the floor of a batched launch's kernels
+ * (its block mask and K-output head would add to it); median of `repeats` after a warm-up each.
+ */
+export async function runLaunchProxy(o: {
+  backend: BackendKind;
+  rows: number;
+  numeric: number;
+  slots: number;
+  ks: number[];
+  warmSteps: number;
+  batch: number;
+  repeats: number;
+  slotMaxLen?: number[];
+  slotVocab?: number[];
+}) {
+  const validationRows = Math.round(o.rows / 4);
+  const data = (k: number) => {
+    const syn = makeSyntheticCtr({
+      rows: o.rows + validationRows,
+      numeric: o.numeric * k,
+      slots: o.slots * k,
+      vocab: 2000,
+      maxLen: 2,
+      ...(o.slotMaxLen ? { slotMaxLen: Array.from({ length: k }, () => o.slotMaxLen!).flat() } : {}),
+      ...(o.slotVocab ? { slotVocab: Array.from({ length: k }, () => o.slotVocab!).flat() } : {}),
+      seed: 5,
+    });
+    return { train: sliceDataset(syn.dataset, 0, o.rows), validation: sliceDataset(syn.dataset, o.rows, syn.dataset.rows) };
+  };
+  const specOf = (k: number) => {
+    const s = defaultShapeSpec(o.numeric * k, o.slots * k, 2000, o.slotVocab ? Array.from({ length: k }, () => o.slotVocab!).flat() : undefined);
+    return { ...s, hidden: (s.hidden ?? []).map((h) => h * k) };
+  };
+  const opts = { backend: o.backend };
+  const one = data(1);
+  const base = RuntimeModel.create(specOf(1), opts);
+  await base.train(one.train, { epochs: 1, batchSize: o.batch, seed: 1 });
+  const lanes: RuntimeModel[] = [];
+  const out: Record<string, unknown>[] = [];
+  for (const k of o.ks) {
+    while (lanes.length < k) lanes.push(RuntimeModel.create(specOf(1), opts));
+    // today: k lane models at once, each restored, trained and evaluated
+    const round = async () => {
+      const t0 = performance.now();
+      const tr: number[] = [];
+      await Promise.all(
+        lanes.slice(0, k).map(async (m, j) => {
+          m.copyStateFrom(base);
+          const a = performance.now();
+          await m.train(one.train, { epochs: 1, batchSize: o.batch, seed: 10 + j, maxSteps: o.warmSteps });
+          tr.push(performance.now() - a);
+          await m.evaluate(one.validation, { offThread: true });
+        }),
+      );
+      return { wallMs: performance.now() - t0, trainMs: Math.max(...tr) };
+    };
+    // the floor of one launch: one model k times as wide
+    const wide = data(k);
+    const w = RuntimeModel.create(specOf(k), opts);
+    const wideRound = async () => {
+      const t0 = performance.now();
+      await w.train(wide.train, { epochs: 1, batchSize: o.batch, seed: 10, maxSteps: o.warmSteps });
+      const trainMs = performance.now() - t0;
+      await w.predict(wide.validation);
+      return { wallMs: performance.now() - t0, trainMs };
+    };
+    await round();
+    await wideRound();
+    const a: { wallMs: number; trainMs: number }[] = [];
+    const b: { wallMs: number; trainMs: number }[] = [];
+    for (let r = 0; r < o.repeats; r++) {
+      a.push(await round());
+      b.push(await wideRound());
+    }
+    const med = (xs: { wallMs: number; trainMs: number }[], f: 'wallMs' | 'trainMs') => Math.round(median(xs.map((x) => x[f])) * 10) / 10;
+    out.push({
+      k,
+      lanesAtOnce: { wallMs: med(a, 'wallMs'), trainMs: med(a, 'trainMs') },
+      oneWideModel: { wallMs: med(b, 'wallMs'), trainMs: med(b, 'trainMs') },
+      trainRatio: Math.round((med(a, 'trainMs') / Math.max(1e-9, med(b, 'trainMs'))) * 100) / 100,
+    });
+  }
+  return { shape: { ...o, validationRows }, results: out };
+}
