@@ -63,6 +63,10 @@ export const configSchema = z
     ABACUS_CUDA_EVAL_PRECISION: z.enum(['bf16', 'tf32']).optional(),
     /** CUDA evaluate({ offThread }) (a warm check's validation): metrics computed on the GPU (default 'device') or on the host from the predictions copied back ('host'). Read by the runtime's CUDA backend. */
     ABACUS_CUDA_EVAL_METRICS: z.enum(['device', 'host']).optional(),
+    /** GiB of GPU memory a CUDA model's embedding tables with their sparse optimizer state may take; above it they stay in host memory with a device cache of their rows. Read by the CUDA addon. */
+    ABACUS_HBM_BUDGET_GB: z.coerce.number().positive().optional(),
+    /** a CUDA model's embedding tables in host memory with a device cache of exactly this many rows, whatever their size (tests, benchmarks). Read by the CUDA addon. */
+    ABACUS_CUDA_CACHE_ROWS: z.coerce.number().int().positive().optional(),
     /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */
     ABACUS_CUDA_STREAM: z.enum(['0', '1']).optional(),
     /** MiB within which a CUDA model keeps more than 3 (up to 16) data sets resident on the GPU (default 1024). Read by the CUDA addon. */

@@ -61,7 +61,7 @@ cflags="-O3 -mavx2 -mfma -msse4.2 -std=c++17 -pthread -fno-math-errno -fPIC -fex
   # the CUDA model, one file per concern (cuda/cuda_impl.cuh lists them); each is rebuilt when it or
   # any header of cuda/, cpu/ or common/ is newer than its object
   for f in cuda/kernels.cu cuda/device.cu cuda/cuda_model.cu cuda/residency.cu cuda/gemm.cu cuda/forward.cu \
-           cuda/train_step.cu cuda/metrics.cu cuda/predict.cu cuda/ablation.cu; do
+           cuda/train_step.cu cuda/metrics.cu cuda/predict.cu cuda/ablation.cu cuda/emb_cache.cu; do
     o="$obj/$(echo "$f" | tr / _).o"
     objs+=("$o")
     if [ ! -f "$o" ] || [ "$rt/native/$f" -nt "$o" ] || [ -n "$(find "$rt/native/cuda" "$rt/native/cpu" "$rt/native/common" \( -name '*.h' -o -name '*.cuh' \) -newer "$o" 2>/dev/null)" ]; then

@@ -331,6 +331,16 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     o.Set("evalPrecision", model->eval_precision());
     o.Set("evalKernel", model->eval_kernel_name());
     o.Set("threads", model->pool().size());
+    int64_t cs[5];
+    if (model->cache_state(cs)) {
+      Napi::Object c = Napi::Object::New(env);
+      c.Set("rows", (double)cs[0]);
+      c.Set("tableRows", (double)cs[1]);
+      c.Set("loads", (double)cs[2]);
+      c.Set("writebacks", (double)cs[3]);
+      c.Set("hits", (double)cs[4]);
+      o.Set("embeddingCache", c);
+    }
     return o;
   }
   void SetState(const Napi::CallbackInfo& info) {

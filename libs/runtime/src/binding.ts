@@ -159,6 +159,18 @@ export interface NativeModelState {
   evalPrecision?: 'bf16' | 'tf32' | 'fp32';
   evalKernel?: 'bf16-amx' | 'bf16' | 'tf32' | 'fp32';
   threads?: number;
+  /** cuda with the embedding tables in host memory (ABACUS_HBM_BUDGET_GB): the device cache of their rows and what its fills did */
+  embeddingCache?: EmbeddingCacheState;
+}
+
+export interface EmbeddingCacheState {
+  /** rows the device cache holds, and the tables' rows (all slots) */
+  rows: number;
+  tableRows: number;
+  /** rows read from host memory, written back to it, and found cached, over the model's fills */
+  loads: number;
+  writebacks: number;
+  hits: number;
 }
 
 export interface NativeModelHandle {

@@ -1,4 +1,4 @@
-import { cudaAddonAvailable, cudaUnavailableReason, loadCudaAddon, loadNativeAddon, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
+import { cudaAddonAvailable, cudaUnavailableReason, loadCudaAddon, loadNativeAddon, type EmbeddingCacheState, type NativeProgress, type NativeTensor, type NativeTrainResult } from './binding';
 import { summarizeChanges, type ChangeSummary } from './ablation-stats';
 import { loadCheckpointInto, readCheckpointConfig, readSlotEmbeddings, saveCheckpoint } from './checkpoint';
 import { CpuBackend } from './cpu-backend';
@@ -92,6 +92,10 @@ export class RuntimeModel {
   }
   get step(): number {
     return this.impl.getState().step;
+  }
+  /** cuda: the device cache of embedding rows when the tables are in host memory (ABACUS_HBM_BUDGET_GB); undefined when they are on the device */
+  get embeddingCache(): EmbeddingCacheState | undefined {
+    return this.impl.getState().embeddingCache;
   }
   /** Precision of the evaluation forward (predict / evaluate / ablate): 'bf16', 'tf32' or 'fp32'. */
   get evalPrecision(): string {

@@ -135,3 +135,33 @@ describe.skipIf(!!why)('cuda evaluate({ offThread }): the metrics computed on th
     expect(compared).toBe(6);
   }, 120_000);
 });
+
+describe.skipIf(!!why)('cuda embedding tables in host memory (a device cache of their rows)', () => {
+  it('train as the tables on the device do: every row cached bit for bit, a tenth of them (rows evicted and read back every step) to float summation order', async () => {
+    const { runOffloadParity } = await import('../src/bench/offload-parity');
+    const cases = await runOffloadParity();
+    console.log(JSON.stringify(cases, null, 1));
+    expect(cases).toHaveLength(4);
+    for (const c of cases) {
+      expect(c.cache).toBeDefined();
+      expect(c.steps).toBeGreaterThanOrEqual(300);
+      // two fits with the tables on the device are the same fit (FP32, no float atomics in a step)
+      expect(c.deviceVsDevice).toEqual({ maxPredDiff: 0, maxParamDiff: 0, maxOptDiff: 0 });
+      const every = c.name.includes('every row');
+      expect(c.cache!.rows).toBe(every ? c.cache!.tableRows : c.cache!.tableRows / 10);
+      if (every) {
+        // each row at its own index: the same keys, sums and numbers
+        expect(c.cache!.writebacks).toBe(0);
+        expect([c.maxPredDiff, c.maxParamDiff, c.maxOptDiff]).toEqual([0, 0, 0]);
+      } else {
+        expect(c.cache!.writebacks).toBeGreaterThan(c.cache!.rows);
+        // other slot numbers: a popular row's chunked sums grouped differently
+        expect(c.maxPredDiff).toBeLessThanOrEqual(1e-4);
+        expect(c.maxParamDiff).toBeLessThanOrEqual(1e-3);
+        expect(c.maxOptDiff).toBeLessThanOrEqual(1e-3);
+      }
+      expect(c.laneMaxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
+      expect(c.reloadMaxPredDiff).toBeLessThanOrEqual(1e-6);
+    }
+  }, 300_000);
+});

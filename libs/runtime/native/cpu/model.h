@@ -108,6 +108,8 @@ class CpuModel {
   void copy_from(CpuModel& other);
   // "bf16" when predict / evaluate / ablate run the AVX512-BF16 forward, else "fp32"
   const char* eval_precision() const { return use_bf16() ? "bf16" : "fp32"; }
+  // the device cache of embedding rows over host memory (the CUDA model's; the host model has none)
+  bool cache_state(int64_t* /*rows, table rows, loads, writebacks, hits*/) const { return false; }
   const char* eval_kernel_name() const { return L_ > 0 ? eval_precision_name() : "fp32"; }
 
   TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,

@@ -22,7 +22,7 @@ void CudaModel::ablate_(const DataSource& ds, const std::vector<AblationGroup>& 
   CK(cudaSetDevice(I.dev));
   for (auto f : off)
     if (f) throw std::runtime_error("ablate: this model has inputs switched off; switch them on first");
-  if (I.L == 0) {  // no hidden layer: the host mirror does it
+  if (I.L == 0 || I.cached) {  // no hidden layer, or the tables in host memory: the host mirror does it
     download(I, *host_);
     to_host_state();
     host_->ablate(ds, groups, repeats, seed, batch, base, out, base_folds, out_folds, folds);
@@ -178,7 +178,7 @@ void CudaModel::ablate_(const DataSource& ds, const std::vector<AblationGroup>& 
           }
           k::head<<<blocks_for(B * 32), 256, 0, I.st>>>(I.layer_in(I.L), I.in_dim[I.L], (int)I.ld_in(I.L),
                                                         I.dense + I.w_off[I.L], I.dense + I.b_off[I.L],
-                                                        I.wide ? I.widev : nullptr, nullptr, I.lab, I.wt, B, false, nullptr,
+                                                        I.wide ? I.widev : nullptr, I.S + 1, nullptr, I.lab, I.wt, B, false, nullptr,
                                                         nullptr, nullptr, nullptr, nullptr, base_pred, b0, labd, wtd);
         }
         for (int64_t c = 0; c < cn; ++c) {
@@ -214,7 +214,7 @@ void CudaModel::ablate_(const DataSource& ds, const std::vector<AblationGroup>& 
           else I.mlp_forward(B, 1, false);
           k::head<<<blocks_for(B * 32), 256, 0, I.st>>>(I.layer_in(I.L), I.in_dim[I.L], (int)I.ld_in(I.L),
                                                         I.dense + I.w_off[I.L], I.dense + I.b_off[I.L],
-                                                        I.wide ? I.widev : nullptr, I.wide ? I.dwide : nullptr, I.lab,
+                                                        I.wide ? I.widev : nullptr, I.S + 1, I.wide ? I.dwide : nullptr, I.lab,
                                                         I.wt, B, false, nullptr, nullptr, nullptr, nullptr, nullptr,
                                                         preds + c * n, b0, nullptr, nullptr);
         }

@@ -7,6 +7,7 @@
 //   train_step.cu  the training step (one CUDA graph per batch size) and the epoch loop
 //   metrics.cu     AUC / logloss / calibration on the GPU
 //   predict.cu     predict
+//   emb_cache.cu   embedding rows in host memory with a device cache
 //   ablation.cu    ablation
 //   kernels.cuh / kernels.cu  the CUDA kernels
 // nvcc only: the N-API layer (addon_cuda.cc, g++) sees cuda_model.h alone.
@@ -141,6 +142,7 @@ struct CudaImpl {
   int64_t cap = 0;
   float *H0 = nullptr, *logit = nullptr, *dlogit = nullptr, *widev = nullptr, *lab = nullptr, *wt = nullptr;
   float *bagscale = nullptr, *demb = nullptr, *dZa = nullptr, *dZb = nullptr, *zbase = nullptr, *dwide = nullptr;
+  float* hpart = nullptr;  // the output layer backward's block sums (head_backward), reduced in block order
   std::vector<float*> H;
   std::vector<uint8_t*> aux;
   void free_bf16_acts() {
@@ -238,7 +240,53 @@ struct CudaImpl {
     explicit EvalCtx(bool& x) : f(x), prev(x) { f = true; }
     ~EvalCtx() { f = prev; }
   };
-  k::Layout layout() const { return {N, S, D, ld0, mean, wide, base, doff}; }
+  k::Layout layout() const { return {N, S, D, ld0, mean, wide, base, doff, cached ? dmap : nullptr}; }
+
+  // ---- embedding rows offloaded to host memory (emb_cache.cu) ----
+  // ABACUS_HBM_BUDGET_GB: when the embedding and wide tables with their sparse optimizer state take
+  // more device memory than this, they stay in the host mirror's memory (pinned, mapped) and the
+  // device holds a cache of crows rows: table / spm / spv / wtab / wspm / wspv are then crows long,
+  // indexed by cache slot, and dmap gives each table row's slot. Before each training step and each
+  // forward pass the rows it reads are made resident (cache_fill, on the model's stream: the step
+  // follows in stream order); a full cache keeps every row at its own index (the same keys, sums and
+  // numbers as the table on the device). ABACUS_CUDA_CACHE_ROWS=n: a cache of exactly n rows.
+  bool cached = false;
+  int64_t crows = 0;
+  int32_t* dmap = nullptr;
+  std::vector<int32_t> hmap;      // table row -> slot (-1: in host memory only)
+  std::vector<int64_t> slot_row;  // slot -> table row (-1: free)
+  std::vector<int64_t> slot_tick, row_tick;  // last fill that used a slot / saw a row
+  std::vector<int64_t> hbase;     // slot offsets of the table, on the host
+  int64_t ctick = 0, hand = 0;
+  // the host store: the mirror's arrays, registered with CUDA, and their device addresses
+  float *h_table = nullptr, *h_spm = nullptr, *h_spv = nullptr, *h_wtab = nullptr, *h_wspm = nullptr, *h_wspv = nullptr;
+  float *hh_table = nullptr, *hh_wtab = nullptr;  // the mirror's table and wide table, host addresses
+  std::vector<void*> registered;
+  // a mirror array not page-aligned (under 2 MiB: malloc'd) is not registered (its pages may be
+  // another array's): a pinned copy of it is the store, kept equal to the mirror at attach /
+  // invalidate and written back to it by flushes
+  struct OwnCopy { float* mirror; float* own; int64_t n; };
+  std::vector<OwnCopy> own_copies;
+  std::vector<int64_t> fill_rows, fill_entries;
+  std::vector<std::vector<int64_t>> fill_part;  // per walking thread: the rows it claimed not cached
+  std::vector<int64_t> hits_part, seen_part;    // and how many it claimed, cached or not
+  ThreadPool* fill_pool = nullptr;              // the host model's threads
+  struct FillBuf { int64_t* pin = nullptr; int64_t* dev = nullptr; int64_t cap = 0; cudaEvent_t done = nullptr; };
+  FillBuf fill_buf[4];
+  int fill_next = 0;
+  // what the fills did: rows loaded from and written back to host memory, rows a fill found cached
+  int64_t cache_loads = 0, cache_writebacks = 0, cache_hits = 0;
+  int64_t trows() const { return cached ? crows : rows; }
+  // the host store's arrays (the mirror's), registered and mapped once
+  void cache_attach(CpuModel& h);
+  // makes the rows that B rows of ds read resident (rows horder[0..B) or r0..r0+B); false (nothing
+  // changed) when they are more rows than the cache holds, and then with `must` it throws
+  bool cache_fill(const DataSource& ds, const int64_t* horder, int64_t r0, int64_t B, bool must);
+  // every cached row written back to host memory (the mirror is then current); evict: and dropped
+  void cache_flush(bool evict);
+  // the cache emptied without writing back (the mirror was written: it is the truth)
+  void cache_invalidate();
+  void cache_release();
 
   // rows per forward pass of predict / ablate: at least ABACUS_CUDA_EVAL_BATCH (default 65536),
   // whatever batch the caller named (per-row results do not depend on it)
@@ -247,7 +295,7 @@ struct CudaImpl {
 
   // sort path possible for a batch of B rows whose bags hold at most maxbag ids?
   bool sort_path(int64_t B, int maxbag) const {
-    return !sparse_atomic && maxbag > 0 && B * S * (int64_t)maxbag < (int64_t(1) << 30) && rows < (int64_t(1) << 31);
+    return !sparse_atomic && maxbag > 0 && B * S * (int64_t)maxbag < (int64_t(1) << 30) && trows() < (int64_t(1) << 31);
   }
 
   const float* layer_in(int l) const { return l == 0 ? H0 : H[l - 1]; }
@@ -288,8 +336,10 @@ struct CudaImpl {
   void prepare_sparse(int64_t B, int maxbag);
   void enqueue_step(const k::DevData& d, const int64_t* order, int64_t B, bool trainable, bool reset_cursor = false);
   // predict.cu: predictions of n rows into pred (device)
+  // (with the tables offloaded, hsrc is the rows' host data and horder their host order, for the fills)
   void predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
-                   float* wto, const std::atomic<bool>* cancel);
+                   float* wto, const std::atomic<bool>* cancel, const DataSource* hsrc = nullptr,
+                   const int64_t* horder = nullptr);
 };
 
 // Phase timer (ABACUS_CUDA_PROFILE=1): synchronises the stream at each mark, one line on stderr.

@@ -57,15 +57,22 @@ void download(CudaImpl& I, CpuModel& h) {
   auto get = [&](const Tensor* t, const float* src) {
     if (t && src) copy_sync(t->data, src, t->size * 4, cudaMemcpyDeviceToHost);
   };
-  get(find(P, "embedding.table"), I.table);
-  get(find(P, "wide.table"), I.wtab);
+  if (I.cached) {
+    // the mirror's arrays are the tables' host store: the cached rows written back to them
+    I.cache_flush(false);
+  } else {
+    get(find(P, "embedding.table"), I.table);
+    get(find(P, "wide.table"), I.wtab);
+  }
   if (const Tensor* w0 = find(P, "mlp.0.weight")) dense_copy(I, I.dense, w0->data, I.nd - I.pad0, false);
   if (const Tensor* t = find(O, "dense.adam.m")) dense_copy(I, I.dm, t->data, t->size, false);
   if (const Tensor* t = find(O, "dense.adam.v")) dense_copy(I, I.dv, t->data, t->size, false);
-  get(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
-  get(find(O, "sparse.adam.v.embedding"), I.spv);
-  get(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
-  get(find(O, "sparse.adam.v.wide"), I.wspv);
+  if (!I.cached) {
+    get(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
+    get(find(O, "sparse.adam.v.embedding"), I.spv);
+    get(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
+    get(find(O, "sparse.adam.v.wide"), I.wspv);
+  }
   I.host_stale = false;
 }
 void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen, const std::vector<uint8_t>& off) {
@@ -76,15 +83,23 @@ void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen, const 
     auto put = [&](const Tensor* t, float* dst) {
       if (t && dst) copy_sync(dst, t->data, t->size * 4, cudaMemcpyHostToDevice);
     };
-    put(find(P, "embedding.table"), I.table);
-    put(find(P, "wide.table"), I.wtab);
+    if (I.cached) {
+      // the mirror is the truth (a checkpoint, views written by JS): the cache starts empty
+      I.cache_attach(h);
+      I.cache_invalidate();
+    } else {
+      put(find(P, "embedding.table"), I.table);
+      put(find(P, "wide.table"), I.wtab);
+    }
     if (const Tensor* w0 = find(P, "mlp.0.weight")) dense_copy(I, I.dense, w0->data, I.nd - I.pad0, true);
     if (const Tensor* t = find(O, "dense.adam.m")) dense_copy(I, I.dm, t->data, t->size, true);
     if (const Tensor* t = find(O, "dense.adam.v")) dense_copy(I, I.dv, t->data, t->size, true);
-    put(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
-    put(find(O, "sparse.adam.v.embedding"), I.spv);
-    put(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
-    put(find(O, "sparse.adam.v.wide"), I.wspv);
+    if (!I.cached) {
+      put(find(O, I.adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding"), I.spm);
+      put(find(O, "sparse.adam.v.embedding"), I.spv);
+      put(find(O, I.adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide"), I.wspm);
+      put(find(O, "sparse.adam.v.wide"), I.wspv);
+    }
     I.upload_needed = false;
   }
   // normalisation and frozen flags are small: compared with what was last uploaded (a few dozen
@@ -158,6 +173,34 @@ void CudaModel::copy_from(CudaModel& o) {
   if (!same_config(config(), o.config())) throw std::runtime_error("copyFrom: the models' configurations differ");
   CudaImpl& I = *impl_;
   CudaImpl& J = *o.impl_;
+  if (I.cached || J.cached) {
+    // tables in host memory on either side: through the host mirrors (the source's cached rows
+    // written back first), every parameter and optimizer state copied there; this model's cache
+    // starts empty and its dense block is uploaded before its next operation
+    try {
+      enter(J);
+      download(J, *o.host_);
+      enter(I);
+      CK(cudaStreamSynchronize(I.st));
+    } catch (...) {
+      rethrow_classified(I);
+    }
+    for (int q = 0; q < 2; ++q) {
+      auto& dst = q == 0 ? host_->params() : host_->opt_state();
+      auto& src = q == 0 ? o.host_->params() : o.host_->opt_state();
+      for (auto& t : dst) {
+        const Tensor* f = find(src, t.name);
+        if (!f || f->size != t.size) throw std::runtime_error("copyFrom: the models' tensors differ (" + t.name + ")");
+        if (t.size) std::memcpy(t.data, f->data, (size_t)t.size * 4);
+      }
+    }
+    I.upload_needed = true;
+    I.host_stale = false;
+    step = o.step;
+    normalized = o.normalized;
+    frozen = o.frozen;
+    return;
+  }
   try {
     // the source's device copy up to date (its host mirror may be newer: a loaded checkpoint)
     enter(J);

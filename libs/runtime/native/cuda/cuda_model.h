@@ -55,6 +55,9 @@ class CudaModel {
   const char* eval_precision() const;
   // getState().evalKernel: the same as eval_precision() on the GPU (no separate kernel choice)
   const char* eval_kernel_name() const { return eval_precision(); }
+  // the embedding tables in host memory with a device cache of their rows (ABACUS_HBM_BUDGET_GB):
+  // out = cache rows, table rows, rows loaded, rows written back, rows found cached; false: on the device
+  bool cache_state(int64_t* out) const;
 
   TrainResult train(const DataSource& tr, const DataSource* val, const TrainOptions& o,
                     const std::function<void(const Progress&)>& progress);

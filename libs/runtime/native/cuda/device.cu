@@ -247,7 +247,38 @@ void CudaModel::init(const ModelConfig& cfg) {
   if (cfg.wide) off += I.N;
   I.nd = off;
   I.pad0 = (int64_t)(I.k0 - I.in0) * I.out_dim[0];
-  const int64_t R = I.rows, D = I.D;
+  // the tables and their sparse state on the device, or a cache of their rows over host memory
+  // (emb_cache.cu) when they would take more than ABACUS_HBM_BUDGET_GB (ABACUS_CUDA_CACHE_ROWS: a
+  // cache of that many rows, whatever the tables' size)
+  const int64_t row_bytes = (int64_t)(I.D + (I.wide ? 1 : 0)) * 4 * (I.adam ? 3 : 2);
+  I.hbase = hb;
+  if (const char* cr = std::getenv("ABACUS_CUDA_CACHE_ROWS"); cr && *cr) {
+    const long long v = std::atoll(cr);
+    if (v <= 0) throw std::runtime_error(std::string("ABACUS_CUDA_CACHE_ROWS: '") + cr + "' is not a positive number of rows");
+    I.cached = true;
+    I.crows = std::min<int64_t>(v, I.rows);
+  } else if (const char* hb_gb = std::getenv("ABACUS_HBM_BUDGET_GB"); hb_gb && *hb_gb) {
+    const double gb = std::atof(hb_gb);
+    if (!(gb > 0)) throw std::runtime_error(std::string("ABACUS_HBM_BUDGET_GB: '") + hb_gb + "' is not a positive number of GiB");
+    const double budget = gb * 1073741824.0;
+    if ((double)I.rows * row_bytes > budget) {
+      I.cached = true;
+      I.crows = std::max<int64_t>(1, std::min<int64_t>(I.rows, (int64_t)(budget / row_bytes)));
+    }
+  }
+  const int64_t R = I.cached ? I.crows : I.rows, D = I.D;
+  if (I.cached) {
+    I.dmap = dalloc<int32_t>((size_t)I.rows, false);
+    CK(cudaMemsetAsync(I.dmap, 0xff, (size_t)I.rows * 4, cudaStreamPerThread));
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
+    I.hmap.assign((size_t)I.rows, -1);
+    I.row_tick.assign((size_t)I.rows, -1);
+    I.slot_row.assign((size_t)I.crows, -1);
+    I.slot_tick.assign((size_t)I.crows, -1);
+    if (std::getenv("ABACUS_CUDA_VERBOSE"))
+      fprintf(stderr, "[abacus-cuda] embedding tables in host memory (%.3f GiB with their sparse state), a device cache of %lld of %lld rows (%.3f GiB)\n",
+              (double)I.rows * row_bytes / 1073741824.0, (long long)I.crows, (long long)I.rows, (double)I.crows * row_bytes / 1073741824.0);
+  }
   I.table = dalloc<float>(R * D, false);
   I.spm = dalloc<float>(R * D, false);
   if (I.adam) I.spv = dalloc<float>(R * D, false);
@@ -285,6 +316,9 @@ CudaModel::~CudaModel() = default;
 
 CudaImpl::~CudaImpl() {
   cudaSetDevice(dev);
+  if (st) cudaStreamSynchronize(st);
+  cache_release();
+  if (dmap) cudaFree(dmap);
   for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
   for (auto& kv : plans) {
     if (kv.second.desc) api->descDestroy(kv.second.desc);
@@ -304,7 +338,7 @@ CudaImpl::~CudaImpl() {
   // device memory is released with the context's allocations below
   for (void* p : std::initializer_list<void*>{table, wtab, dense, dm, dv, dg, spm, spv, wspm, wspv, nmean, nstd, G, WG,
                                                flag, touched, counter, base, dfrozen, doff, d_step, d_cursor, d_b0, d_stepidx,
-                                               d_wsum, d_losses, H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa,
+                                               d_wsum, d_losses, H0, logit, dlogit, widev, hpart, lab, wt, bagscale, demb, dZa,
                                                dZb, zbase, dwide, d_order, ws, pred_buf, skeys, skeys2, svals, svals2, sort_tmp, slead, sleadw, d_cnt, scan_tmp})
     if (p) cudaFree(p);
   for (auto* p : H) cudaFree(p);

@@ -63,7 +63,7 @@ void CudaImpl::ensure(int64_t B) {
   cudaStreamSynchronize(st);
   for (auto& g : graphs) cudaGraphExecDestroy(g.exec);
   graphs.clear();
-  for (void* p : std::initializer_list<void*>{H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa, dZb, zbase, dwide})
+  for (void* p : std::initializer_list<void*>{H0, logit, dlogit, widev, lab, wt, bagscale, demb, dZa, dZb, zbase, dwide, hpart})
     if (p) cudaFree(p);
   for (auto* p : H) cudaFree(p);
   for (auto* p : aux) cudaFree(p);
@@ -71,7 +71,7 @@ void CudaImpl::ensure(int64_t B) {
   H0 = dalloc<float>(B * ld0);
   logit = dalloc<float>(B);
   dlogit = dalloc<float>(B);
-  widev = dalloc<float>(B);
+  widev = dalloc<float>(B * (S + 1));  // the wide part per (row, slot), numeric last: summed by the head
   dwide = dalloc<float>(B);
   lab = dalloc<float>(B);
   wt = dalloc<float>(B);
@@ -82,6 +82,13 @@ void CudaImpl::ensure(int64_t B) {
   dZa = dalloc<float>(B * maxw);
   dZb = dalloc<float>(B * maxw);
   zbase = dalloc<float>(B * (L > 0 ? out_dim[0] : 1));
+  // the output layer's backward: each block's sums of kHeadRows rows (head_backward, drelu_bgrad)
+  {
+    const int64_t blocks = (B + k::kHeadRows - 1) / k::kHeadRows;
+    int64_t pw = 2 * (int64_t)in_dim[L] + N + 1;
+    for (int l = 0; l < L; ++l) pw = std::max<int64_t>(pw, in_dim[l]);
+    hpart = dalloc<float>(blocks * pw, false);
+  }
   free_bf16_acts();
   if (bf16eval) {
     H0b = dalloc<__nv_bfloat16>(B * ld0);

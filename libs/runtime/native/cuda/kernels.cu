@@ -29,7 +29,7 @@ __global__ void step_begin(int64_t B, int64_t* cursor, int64_t* b0, int64_t* ste
 }
 
 __global__ void head(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w, const float* __restrict__ bias,
-                     const float* __restrict__ wide, const float* __restrict__ dwide, const float* __restrict__ lab,
+                     const float* __restrict__ wide, int wstride, const float* __restrict__ dwide, const float* __restrict__ lab,
                      const float* __restrict__ wt, int64_t B, bool has_w, const double* wsum, float* logit, float* dlogit,
                      double* losses, const int* step_idx, float* pred_out, int64_t b0, float* lab_out, float* wt_out) {
   const int lane = threadIdx.x & 31;
@@ -42,7 +42,10 @@ __global__ void head(const float* __restrict__ H, int n, int ldh, const float* _
     for (int j = lane; j < n; j += 32) s += h[j] * w[j];
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    const float z = s + bias[0] + (wide ? wide[r] : 0.f) + (dwide ? dwide[r] : 0.f);
+    float wsum_r = 0.f;
+    if (wide)
+      for (int q = 0; q < wstride; ++q) wsum_r += wide[r * wstride + q];
+    const float z = s + bias[0] + wsum_r + (dwide ? dwide[r] : 0.f);
     if (lane == 0) {
       if (logit) logit[r] = z;
       const float y = lab[r], ww = wt[r];
@@ -73,9 +76,10 @@ __global__ void head(const float* __restrict__ H, int n, int ldh, const float* _
 
 __global__ void head_backward(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w,
                               const float* __restrict__ dl, int64_t B, bool relu, float* __restrict__ dZ, int lddz,
-                              float* g_w, float* g_b, float* g_bh, const float* H0, int ld0, int N, float* g_wn) {
+                              bool bh, const float* H0, int ld0, int N, bool wn, float* part, int pw) {
   const int64_t r0 = blockIdx.x * (int64_t)kHeadRows;
   const int64_t r1 = min(B, r0 + kHeadRows);
+  float* out = part + (int64_t)blockIdx.x * pw;
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
     const float wj = w[j];
     float aw = 0.f, ab = 0.f;
@@ -86,23 +90,39 @@ __global__ void head_backward(const float* __restrict__ H, int n, int ldh, const
       dZ[r * lddz + j] = dz;
       ab += dz;
     }
-    atomicAdd(&g_w[j], aw);
-    if (g_bh) atomicAdd(&g_bh[j], ab);
+    out[j] = aw;
+    if (bh) out[n + j] = ab;
   }
-  if (g_wn)
+  if (wn)
     for (int j = threadIdx.x; j < N; j += blockDim.x) {
       float a = 0.f;
       for (int64_t r = r0; r < r1; ++r) a += dl[r] * H0[r * ld0 + j];
-      atomicAdd(&g_wn[j], a);
+      out[2 * n + j] = a;
     }
   if (threadIdx.x == 0) {
     float a = 0.f;
     for (int64_t r = r0; r < r1; ++r) a += dl[r];
-    atomicAdd(g_b, a);
+    out[2 * n + N] = a;
   }
 }
 
-__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* g_b) {
+__global__ void head_reduce(const float* __restrict__ part, int blocks, int pw, int n, int N, float* g_w, float* g_bh,
+                            float* g_wn, float* g_b) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  float* g = nullptr;
+  int at = j;
+  if (j < n) g = g_w ? g_w + j : nullptr;
+  else if (j < 2 * n) g = g_bh ? g_bh + (j - n) : nullptr;
+  else if (j < 2 * n + N) g = g_wn ? g_wn + (j - 2 * n) : nullptr;
+  else if (j == 2 * n + N) g = g_b;
+  else return;
+  if (!g) return;
+  float a = 0.f;
+  for (int b = 0; b < blocks; ++b) a += part[(int64_t)b * pw + at];
+  *g += a;
+}
+
+__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* part) {
   const int64_t r0 = blockIdx.x * (int64_t)kHeadRows;
   const int64_t r1 = min(B, r0 + kHeadRows);
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -112,7 +132,7 @@ __global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H,
       dZ[r * n + j] = v;
       ab += v;
     }
-    atomicAdd(&g_b[j], ab);
+    part[(int64_t)blockIdx.x * n + j] = ab;
   }
 }
 
@@ -171,7 +191,7 @@ __global__ void sparse_emit(DevData d, Layout L, const int64_t* order, const int
     const int64_t p = o[src] + k;
     if (p < o[src + 1]) {
       const int32_t id = d.ids[p];
-      if (id >= 0) key = (uint32_t)(L.base[s] + id);
+      if (id >= 0) key = (uint32_t)row_ix(L, s, id);
     }
   }
   keys[t] = key;
@@ -369,8 +389,8 @@ __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t
     const int32_t id = d.ids[p];
     if (id < 0) continue;
     ++cnt;
-    acc += table[(L.base[s] + id) * L.D + dd];
-    if (L.wide && dd == 0) wacc += wtab[L.base[s] + id];
+    acc += table[row_ix(L, s, id) * L.D + dd];
+    if (L.wide && dd == 0) wacc += wtab[row_ix(L, s, id)];
   }
   const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
   delta[r * gw + k] = acc * sc - H0[r * L.ld0 + L.N + s * L.D + dd];
@@ -384,7 +404,7 @@ __global__ void ablation_delta(DevData d, Layout L, const int32_t* perm, int64_t
       const int32_t id = d.ids[p];
       if (id < 0) continue;
       ++bc;
-      bw += wtab[L.base[s] + id];
+      bw += wtab[row_ix(L, s, id)];
     }
     const float bsc = bc == 0 ? 0.f : (L.mean ? 1.f / bc : 1.f);
     atomicAdd(&dwide[r], wacc * sc - bw * bsc);

@@ -48,7 +48,17 @@ struct Layout {
   // inputs switched off (N numeric flags, then S slot flags; never null): a numeric input reads 0
   // after normalising (its mean), a slot an empty bag
   const uint8_t* off;
+  // embedding rows offloaded to host memory (a device cache of rows, emb_cache.cu): the cache slot of
+  // each table row (-1: not cached; every row a batch reads is cached before its step); null: the
+  // table is on the device, row = slot
+  const int32_t* map = nullptr;
 };
+
+// the table row (or its cache slot) of id `id` of slot s
+__device__ __forceinline__ int64_t row_ix(const Layout& L, int s, int32_t id) {
+  const int64_t r = L.base[s] + id;
+  return L.map ? (int64_t)L.map[r] : r;
+}
 
 // begin of a training step: b0 = cursor, cursor += B, ++step, ++step index, zero scalars and wide
 __global__ void step_begin(int64_t B, int64_t* cursor, int64_t* b0, int64_t* step, int* step_idx, double* wsum,
@@ -79,7 +89,6 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
     const int64_t src = row_of(order, b0p, b0h, r);
     const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
     const int64_t beg = o[src], end = L.off[L.N + s] ? beg : o[src + 1];
-    const int64_t rb = L.base[s];
     float acc[VEC];
 #pragma unroll
     for (int v = 0; v < VEC; ++v) acc[v] = 0.f;
@@ -92,16 +101,19 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
         int32_t idv[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) idv[k] = p + k < end ? __ldg(d.ids + p + k) : -1;
+        int64_t rx[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) rx[k] = idv[k] >= 0 ? row_ix(L, s, idv[k]) : -1;
         float4 x[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k)
-          if (idv[k] >= 0) x[k] = __ldg(reinterpret_cast<const float4*>(table + (rb + idv[k]) * L.D + c * 4));
+          if (idv[k] >= 0) x[k] = __ldg(reinterpret_cast<const float4*>(table + rx[k] * L.D + c * 4));
 #pragma unroll
         for (int k = 0; k < 4; ++k)
           if (idv[k] >= 0) {
             ++cnt;
             acc[0] += x[k].x; acc[1] += x[k].y; acc[2] += x[k].z; acc[3] += x[k].w;
-            if (L.wide && c == 0) wacc += wtab[rb + idv[k]];
+            if (L.wide && c == 0) wacc += wtab[rx[k]];
           }
       }
     } else {
@@ -109,10 +121,11 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
         const int32_t id = d.ids[p];
         if (id < 0) continue;
         ++cnt;
-        const float* rowp = table + (rb + id) * L.D + c * VEC;
+        const int64_t rx = row_ix(L, s, id);
+        const float* rowp = table + rx * L.D + c * VEC;
 #pragma unroll
         for (int v = 0; v < VEC; ++v) acc[v] += rowp[v];
-        if (L.wide && c == 0) wacc += wtab[rb + id];
+        if (L.wide && c == 0) wacc += wtab[rx];
       }
     }
     const float sc = cnt == 0 ? 0.f : (L.mean ? 1.f / cnt : 1.f);
@@ -127,7 +140,8 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
     }
     if (c == 0) {
       if (bagscale) bagscale[bag] = sc;
-      if (L.wide) atomicAdd(&wide[r], wacc * sc);
+      // per (row, slot): the head sums a row's parts in slot order (the same sum on every run)
+      if (L.wide) wide[r * (L.S + 1) + s] = wacc * sc;
     }
     return;
   }
@@ -149,7 +163,7 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
     if (h) h[j] = 0.f;
     if (hb) hb[j] = __float2bfloat16(0.f);
   }
-  if (L.wide) atomicAdd(&wide[r], w);
+  if (L.wide) wide[r * (L.S + 1) + L.S] = w;
   lab[r] = d.lab[src];
   const float ww = d.wt ? d.wt[src] : 1.f;
   wt[r] = ww;
@@ -160,7 +174,7 @@ __global__ void gather_embed(DevData d, Layout L, const int64_t* order, const in
 // Training: dlogit[r] = w (sigmoid(z) - y) / sum(w), loss accumulated into losses[*step_idx - 1].
 // Prediction: pred_out[b0 + r] = sigmoid(z) (and labels / weights when asked).
 __global__ void head(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w, const float* __restrict__ bias,
-                     const float* __restrict__ wide, const float* __restrict__ dwide, const float* __restrict__ lab,
+                     const float* __restrict__ wide, int wstride, const float* __restrict__ dwide, const float* __restrict__ lab,
                      const float* __restrict__ wt, int64_t B, bool has_w, const double* wsum, float* logit, float* dlogit,
                      double* losses, const int* step_idx, float* pred_out, int64_t b0, float* lab_out, float* wt_out);
 
@@ -168,12 +182,17 @@ __global__ void head(const float* __restrict__ H, int n, int ldh, const float* _
 // g_w[j] += sum_r H[r,j] dl[r]; g_b += sum dl; dZ[r,j] = H>0 ? dl w[j] : 0 (relu) ; g_bh[j] += sum_r dZ.
 // Wide numeric weights: g_wn[j] += sum_r dl[r] H0[r, j].
 constexpr int kHeadRows = 64;
+// Each block writes its rows' sums to part (block b: part[b * pw ..]: g_w's n, g_bh's n, g_wn's N,
+// g_b's 1); head_reduce adds them to the gradients block after block (the same sums on every run).
 __global__ void head_backward(const float* __restrict__ H, int n, int ldh, const float* __restrict__ w,
                               const float* __restrict__ dl, int64_t B, bool relu, float* __restrict__ dZ, int lddz,
-                              float* g_w, float* g_b, float* g_bh, const float* H0, int ld0, int N, float* g_wn);
+                              bool bh, const float* H0, int ld0, int N, bool wn, float* part, int pw);
+__global__ void head_reduce(const float* __restrict__ part, int blocks, int pw, int n, int N, float* g_w, float* g_bh,
+                            float* g_wn, float* g_b);
 
 // dZ *= (H > 0) and g_b[j] += column sums (fallback when cuBLASLt has no DRELU_BGRAD algo)
-__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* g_b);
+// as head_backward: block b's bias sums into part[b * n ..], added by head_reduce (g_bh = g_b)
+__global__ void drelu_bgrad(float* __restrict__ dZ, const float* __restrict__ H, int64_t B, int n, float* part);
 
 // Sparse backward, phase 1: gradients of every id of every bag summed per table row (atomics into
 // G, which is zero outside the batch's rows) and each touched row listed once (flag + counter).
@@ -203,7 +222,7 @@ __global__ void sparse_accumulate(DevData d, Layout L, const int64_t* order, con
   for (int64_t p = beg; p < end; ++p) {
     const int32_t id = d.ids[p];
     if (id < 0) continue;
-    const int64_t row = L.base[s] + id;
+    const int64_t row = row_ix(L, s, id);
     float* dst = G + row * L.D + c * VEC;
 #pragma unroll
     for (int v = 0; v < VEC; ++v) atomicAdd(dst + v, g[v]);

@@ -16,7 +16,8 @@ namespace abacus {
 
 // predictions (sigmoid) of rows order[b0..] or b0.. for all n rows into pred (device)
 void CudaImpl::predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
-                           float* wto, const std::atomic<bool>* cancel) {
+                           float* wto, const std::atomic<bool>* cancel, const DataSource* hsrc, const int64_t* horder) {
+  if (cached && !hsrc) throw std::runtime_error("predict: the tables are in host memory, and the rows' host data was not given");
   ensure(std::min(batch, std::max<int64_t>(n, 1)));
   EvalCtx ectx(eval_ctx);
   double pt = prof ? now_s() : 0;
@@ -32,8 +33,11 @@ void CudaImpl::predict_dev(const k::DevData& d, const int64_t* order, int64_t n,
   if (prof) { cudaStreamSynchronize(st); pt = now_s(); prof_detail.clear(); }
   const bool bfe = bf16_ready(std::min(batch, std::max<int64_t>(n, 1)));
   if (bfe) refresh_wb();
-  for (int64_t b0 = 0; b0 < n; b0 += batch) {
-    const int64_t B = std::min(batch, n - b0);
+  for (int64_t b0 = 0, B = 0; b0 < n; b0 += B) {
+    B = std::min(batch, n - b0);
+    // tables in host memory: the pass's rows made resident first (a pass reading more rows than the
+    // cache holds is halved until it fits)
+    while (cached && !cache_fill(*hsrc, horder ? horder + b0 : nullptr, b0, B, B == 1)) B = (B + 1) / 2;
     if (wide) CK(cudaMemsetAsync(widev, 0, B * sizeof(float), st));
     gather(d, order, nullptr, b0, B, false, bfe ? 2 : 1);
     pmark("gather");
@@ -48,7 +52,7 @@ void CudaImpl::predict_dev(const k::DevData& d, const int64_t* order, int64_t n,
     else
       mlp_forward(B, 0, false);
     k::head<<<blocks_for(B * 32), 256, 0, st>>>(layer_in(L), in_dim[L], (int)ld_in(L), dense + w_off[L],
-                                                dense + b_off[L], wide ? widev : nullptr, nullptr, lab, wt, B, false,
+                                                dense + b_off[L], wide ? widev : nullptr, S + 1, nullptr, lab, wt, B, false,
                                                 nullptr, nullptr, nullptr, nullptr, nullptr, pred, b0, labo, wto);
     if (cancel && cancel->load()) throw std::runtime_error("cancelled");
   }
@@ -82,7 +86,7 @@ void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) 
   CK(cudaEventCreate(&ev1));
   try {
     CK(cudaEventRecord(ev0, I.st));
-    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel, &ds);
     CK(cudaEventRecord(ev1, I.st));
     P.mark("gpu");
     if (I.prof) P.line += " [" + I.prof_detail + " ]";
@@ -118,7 +122,7 @@ void CudaModel::evaluate_device_(const DataSource& ds, int64_t batch, double* ou
   CK(cudaEventCreate(&ev1));
   try {
     CK(cudaEventRecord(ev0, I.st));
-    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel, &ds);
     CK(cudaEventRecord(ev1, I.st));
     // one segment: the ablation's metrics (cub sort into the model's scratch, one block's exact
     // rank sums); seg_metrics waits for its result on the stream
@@ -153,7 +157,7 @@ void CudaModel::predict_(const DataSource& ds, int64_t batch, float* pred, float
   const int64_t n = ds.rows;
   float* dp = I.pred_buf;
   try {
-    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel, &ds);
     P.mark("gpu");
     CK(cudaMemcpyAsync(pred, dp, n * 4, cudaMemcpyDeviceToHost, I.st));
     // labels / weights / keys straight from the host parts while the GPU works (no per-row locate)

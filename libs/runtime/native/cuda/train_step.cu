@@ -46,15 +46,15 @@ void CudaImpl::prepare_sparse(int64_t B, int maxbag) {
     svals = dalloc<int32_t>(n, false);
     svals2 = dalloc<int32_t>(n, false);
     sort_bits = 1;
-    while ((int64_t(1) << sort_bits) <= rows) ++sort_bits;  // sentinel = rows
+    while ((int64_t(1) << sort_bits) <= trows()) ++sort_bits;  // sentinel = the table's (or cache's) rows
     sort_tmp_bytes = 0;
     CK(cub::DeviceRadixSort::SortPairs(nullptr, sort_tmp_bytes, skeys, skeys2, svals, svals2, (int)n, 0, sort_bits, st));
     sort_tmp = dalloc<uint8_t>(sort_tmp_bytes, false);
   } else if (!G) {
-    G = dalloc<float>(rows * D);
-    if (wide) WG = dalloc<float>(rows);
-    flag = dalloc<int32_t>(rows);
-    touched = dalloc<int32_t>(rows, false);
+    G = dalloc<float>(trows() * D);
+    if (wide) WG = dalloc<float>(trows());
+    flag = dalloc<int32_t>(trows());
+    touched = dalloc<int32_t>(trows(), false);
   }
 }
 
@@ -71,14 +71,18 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
   const int64_t ldl = ld_in(L);
   float* gd = dg;
   k::head<<<blocks_for(B * 32), 256, 0, st>>>(hl, nl, (int)ldl, dense + w_off[L], dense + b_off[L], wide ? widev : nullptr,
-                                              nullptr, lab, wt, B, d.wt != nullptr, d_wsum, logit, dlogit, d_losses,
+                                              S + 1, nullptr, lab, wt, B, d.wt != nullptr, d_wsum, logit, dlogit, d_losses,
                                               d_stepidx, nullptr, 0, nullptr, nullptr);
   // output layer + dReLU/bias-grad of the last hidden layer
   float* dz = dZa;
   const int lddz = L > 0 ? nl : ld0;
-  k::head_backward<<<(int)((B + k::kHeadRows - 1) / k::kHeadRows), 256, 0, st>>>(
-      hl, nl, (int)ldl, dense + w_off[L], dlogit, B, L > 0, dz, lddz, gd + w_off[L], gd + b_off[L],
-      L > 0 ? gd + b_off[L - 1] : nullptr, H0, ld0, N, (wide && N) ? gd + wide_num_off : nullptr);
+  // block sums, then added to the gradients in block order (no float atomics: the same on every run)
+  const int hblocks = (int)((B + k::kHeadRows - 1) / k::kHeadRows);
+  const int hpw = 2 * nl + N + 1;
+  k::head_backward<<<hblocks, 256, 0, st>>>(hl, nl, (int)ldl, dense + w_off[L], dlogit, B, L > 0, dz, lddz, L > 0, H0, ld0,
+                                            N, wide && N, hpart, hpw);
+  k::head_reduce<<<blocks_for(hpw), 256, 0, st>>>(hpart, hblocks, hpw, nl, N, gd + w_off[L], L > 0 ? gd + b_off[L - 1] : nullptr,
+                                                   (wide && N) ? gd + wide_num_off : nullptr, gd + b_off[L]);
   float* dn2 = dZb;
   for (int l = L - 1; l >= 0; --l) {
     const int ni = in_dim[l], no = out_dim[l];
@@ -91,8 +95,8 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
                                   lt::EPI_DRELU_BGRAD, gd + b_off[l - 1], aux[l - 1], aux_ld[l - 1]);
       if (!done) {
         gemm_must(lt::OP_T, lt::OP_N, ni, B, no, W, no, dz, no, 0.f, nullptr, ni, dn2, ni, lt::EPI_DEFAULT);
-        k::drelu_bgrad<<<(int)((B + k::kHeadRows - 1) / k::kHeadRows), 256, 0, st>>>(dn2, H[l - 1], B, ni,
-                                                                                     gd + b_off[l - 1]);
+        k::drelu_bgrad<<<hblocks, 256, 0, st>>>(dn2, H[l - 1], B, ni, hpart);
+        k::head_reduce<<<blocks_for(ni), 256, 0, st>>>(hpart, hblocks, ni, ni, 0, gd + b_off[l - 1], nullptr, nullptr, nullptr);
       }
       std::swap(dz, dn2);
     } else if (trainable && S > 0) {
@@ -108,7 +112,7 @@ void CudaImpl::enqueue_step(const k::DevData& d, const int64_t* order, int64_t B
     if (sort_path(B, mb)) {
       const int64_t n = B * S * mb;
       if (n > sort_cap) throw std::runtime_error("sparse sort buffers not prepared");
-      const uint32_t sentinel = (uint32_t)rows;
+      const uint32_t sentinel = (uint32_t)trows();
       k::sparse_emit<<<blocks_for(n), 256, 0, st>>>(d, Lo, order, d_b0, B, mb, dfrozen, sentinel, skeys, svals);
       size_t tb = sort_tmp_bytes;
       CK(cub::DeviceRadixSort::SortPairs(sort_tmp, tb, skeys, skeys2, svals, svals2, (int)n, 0, sort_bits, st));
@@ -265,6 +269,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   CK(cudaSetDevice(I.dev));
   TrainResult res;
   const bool streaming = stream_training(I, tr);
+  if (I.cached && streaming)
+    throw std::runtime_error("the embedding tables are in host memory (ABACUS_HBM_BUDGET_GB): training streamed from the host is not supported with them yet; the training rows must fit on the GPU (ABACUS_CUDA_STREAM=0)");
   // a streamed fit holds host memory for as long as it trains: leased from the process's budget
   // before its row lists are made (a fit waiting for the lease holds nothing)
   std::unique_ptr<StreamedHostLease> lease;
@@ -557,6 +563,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   };
   std::vector<float> best_snapshot_dummy;
   float *snap_table = nullptr, *snap_dense = nullptr, *snap_wide = nullptr;
+  std::vector<float> snap_host, snap_host_wide;  // the tables' snapshot when they are in host memory
   bool have_snap = false;
   double best = 0;
   int bad_epochs = 0;
@@ -587,7 +594,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   // the validation rows' metrics after epoch `ep` (-1: before the first step), kept as the best (and
   // the weights as the snapshot to restore) when they improve on it
   auto validate = [&](int ep, EpochRecord& rec) {
-    I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr);
+    I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr, vds, val_rows.data());
     I.ensure(std::min<int64_t>(o.batch, n));
     Metrics m = ms->run(I, vpred, vlab, vds->has_weights() ? vwt : nullptr, nv);
     rec.val_auc = m.auc;
@@ -600,7 +607,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
       res.best_val_auc = m.auc;
       res.best_val_logloss = m.logloss;
       bad_epochs = 0;
-      if (o.patience > 0 && o.restore_best) {
+      if (o.patience > 0 && o.restore_best && I.cached) {
+        // tables in host memory: the snapshot of the tables is taken there (the cached rows written
+        // back first); the dense block on the device as below
+        I.cache_flush(false);
+        snap_host.assign(I.hh_table, I.hh_table + I.rows * I.D);
+        if (I.wide) snap_host_wide.assign(I.hh_wtab, I.hh_wtab + I.rows);
+        if (!snap_dense) snap_dense = dalloc<float>(I.nd, false);
+        CK(cudaMemcpyAsync(snap_dense, I.dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
+        have_snap = true;
+      } else if (o.patience > 0 && o.restore_best) {
         if (!snap_table) {
           snap_table = dalloc<float>(I.rows * I.D, false);
           snap_dense = dalloc<float>(I.nd, false);
@@ -739,6 +755,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           slot ^= 1;
         } else {
           const double tq = verbose ? now_s() : 0;
+          // tables in host memory: the rows this batch reads made resident first, on the same stream
+          if (I.cached) I.cache_fill(tr, pinned_order + b0, 0, B, true);
           run_step(B, dd, I.d_order, false);
           if (verbose) enqueue_s += now_s() - tq;
         }
@@ -810,7 +828,16 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
             (long long)columns->copies(), columns->copy_seconds(), columns->build_seconds(), columns->copy_seconds() - columns->build_seconds(),
             columns->order_seconds(), columns->wait_seconds(),
             mapped_places ? "read by the device from host memory" : "copied");
-  if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
+  if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled && I.cached) {
+    // every cached row (its optimizer state the latest, as on the device path) written back and
+    // dropped, then the tables' best values put back in host memory
+    I.cache_flush(true);
+    std::copy(snap_host.begin(), snap_host.end(), I.hh_table);
+    if (I.wide) std::copy(snap_host_wide.begin(), snap_host_wide.end(), I.hh_wtab);
+    I.cache_invalidate();  // the mirror written: the stores' copies follow it
+    CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
+    CK(cudaStreamSynchronize(I.st));
+  } else if (have_snap && res.best_epoch != res.epochs - 1 && !res.cancelled) {
     CK(cudaMemcpyAsync(I.table, snap_table, I.rows * I.D * 4, cudaMemcpyDeviceToDevice, I.st));
     CK(cudaMemcpyAsync(I.dense, snap_dense, I.nd * 4, cudaMemcpyDeviceToDevice, I.st));
     if (I.wide) CK(cudaMemcpyAsync(I.wtab, snap_wide, I.rows * 4, cudaMemcpyDeviceToDevice, I.st));

@@ -89,6 +89,30 @@ async function main() {
     console.log(JSON.stringify({ pruneShape: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;
   }
+  if (args.includes('--hbm-budget')) {
+    // ctr26 on Zipf ids with the tables in host memory under budgets (fractions of the tables) against on the device
+    const { runOffloadBench } = await import('./offload-parity');
+    const n = (k: string, d: string) => Number(get(k, d));
+    const r = await runOffloadBench({
+      vocab: n('vocab', '2000000'), zipf: n('zipf', '1.05'), batch: n('batch', '8192'), steps: n('steps', '200'), batches: n('batches', '40'),
+      budgets: get('hbm-budget', '0.25').split(',').map(Number),
+    });
+    console.log(JSON.stringify({ offloadBench: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    return;
+  }
+  if (args.includes('--determinism')) {
+    // two identical cuda fits in one process: where their losses first differ
+    const { runDeterminism } = await import('./offload-parity');
+    const n = (k: string, d: string) => Number(get(k, d));
+    console.log(JSON.stringify({ determinism: await runDeterminism({ vocab: n('vocab', '20000'), steps: n('steps', '351'), pairs: n('pairs', '3') }), command: `node run-bench.js ${args.join(' ')}` }));
+    return;
+  }
+  if (args.includes('--offload-parity')) {
+    // embedding tables in host memory with a device cache against the tables on the device (cuda)
+    const { runOffloadParity } = await import('./offload-parity');
+    console.log(JSON.stringify({ offloadParity: await runOffloadParity(), command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    return;
+  }
   if (args.includes('--launch-proxy')) {
     // K fine-tunes at once today against one K-times-wide model: the floor of one launch for K sets
     const n = (k: string, d: string) => Number(get(k, d));

@@ -15,6 +15,26 @@ export interface SyntheticCtrOptions {
   seed: number;
   /** probability that an id is replaced by padding (-1) */
   padding?: number;
+  /** ids Zipf-distributed over the vocabulary with this exponent (id k drawn with weight 1 / (k + 1)^zipf) instead of uniform */
+  zipf?: number;
+}
+
+/** Draws ids 0..vocab-1 with P(k) proportional to 1 / (k + 1)^alpha (inverse CDF, binary search). */
+function zipfSampler(vocab: number, alpha: number, r: () => number): () => number {
+  const cdf = new Float64Array(vocab);
+  let acc = 0;
+  for (let k = 0; k < vocab; k++) cdf[k] = acc += 1 / Math.pow(k + 1, alpha);
+  return () => {
+    const u = r() * acc;
+    let lo = 0,
+      hi = vocab - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid]! < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
 }
 
 /**
@@ -32,9 +52,10 @@ export function makeSyntheticCtr(o: SyntheticCtrOptions): { dataset: ColumnarDat
     const ids: number[] = [];
     const most = o.slotMaxLen?.[s] ?? o.maxLen;
     const vocab = o.slotVocab?.[s] ?? o.vocab;
+    const draw = o.zipf ? zipfSampler(vocab, o.zipf, r) : () => Math.floor(r() * vocab);
     for (let i = 0; i < n; i++) {
       const len = 1 + Math.floor(r() * most);
-      for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : Math.floor(r() * vocab));
+      for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : draw());
       offsets[i + 1] = ids.length;
     }
     return { name: `slot${s}`, ids: Int32Array.from(ids), offsets };

@@ -1,0 +1,235 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { EmbeddingCacheState } from '../binding';
+import type { ModelSpecInput } from '../model-spec.schema';
+import { RuntimeModel } from '../runtime-model';
+import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
+
+export interface OffloadCase {
+  name: string;
+  /** the device cache (rows of the tables' `tableRows`) and what its fills did */
+  cache: EmbeddingCacheState | undefined;
+  steps: number;
+  /** largest |difference| against the tables on the device: predictions, parameters, optimizer state */
+  maxPredDiff: number;
+  maxParamDiff: number;
+  maxOptDiff: number;
+  /** the same between two models with the tables on the device (how far two instances' sums differ) */
+  deviceVsDevice: { maxPredDiff: number; maxParamDiff: number; maxOptDiff: number };
+  /** a fine-tune in place on a lane with the tables in host memory (copyStateFrom a device model) against one on the device */
+  laneMaxPredDiff: number;
+  /** the offloaded model saved and loaded with the tables on the device: its predictions unchanged */
+  reloadMaxPredDiff: number;
+}
+
+const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  if (a.length !== b.length) return Infinity;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+};
+
+/** A model created with ABACUS_CUDA_CACHE_ROWS set to `cacheRows` (read when the CUDA model is made), or without it. */
+function create(spec: ModelSpecInput, cacheRows: number | null): RuntimeModel {
+  const had = process.env.ABACUS_CUDA_CACHE_ROWS;
+  try {
+    if (cacheRows === null) delete process.env.ABACUS_CUDA_CACHE_ROWS;
+    else process.env.ABACUS_CUDA_CACHE_ROWS = String(cacheRows);
+    return RuntimeModel.create(spec, { backend: 'cuda' });
+  } finally {
+    if (had === undefined) delete process.env.ABACUS_CUDA_CACHE_ROWS;
+    else process.env.ABACUS_CUDA_CACHE_ROWS = had;
+  }
+}
+
+function compare(a: RuntimeModel, b: RuntimeModel, pa: Float32Array, pb: Float32Array) {
+  const ta = new Map(a.tensors().map((t) => [t.name, t.data]));
+  const oa = new Map(a.optimizerTensors().map((t) => [t.name, t.data]));
+  let maxParamDiff = 0,
+    maxOptDiff = 0;
+  for (const t of b.tensors()) maxParamDiff = Math.max(maxParamDiff, maxDiff(ta.get(t.name)!, t.data));
+  for (const t of b.optimizerTensors()) maxOptDiff = Math.max(maxOptDiff, maxDiff(oa.get(t.name)!, t.data));
+  return { maxPredDiff: maxDiff(pa, pb), maxParamDiff, maxOptDiff };
+}
+
+/**
+ * Training with the embedding tables in host memory and a device cache of their rows, against the
+ * tables on the device: the same spec, data, seed and steps (several hundred), FP32 products (TF32
+ * products differ between model instances by themselves). Per spec, a cache of every row (each row
+ * at its own index: the same sort keys and sums) and a small one (a tenth of the rows: rows evicted
+ * and read back every step), each compared on predictions, every parameter and every optimizer
+ * value (sparse Adam / Adagrad state carried with its rows); then a fine-tune in place on a lane
+ * with its tables in host memory, and the offloaded model's checkpoint loaded with the tables on the
+ * device. Two device models are compared the same way, for the scale of float summation order.
+ */
+export async function runOffloadParity(): Promise<OffloadCase[]> {
+  const had = process.env.ABACUS_CUDA_MATH;
+  process.env.ABACUS_CUDA_MATH = 'fp32';
+  const syn = makeSyntheticCtr({ rows: 40_000, numeric: 4, slots: 4, vocab: 20_000, maxLen: 3, seed: 13, padding: 0.1 });
+  const train = sliceDataset(syn.dataset, 0, 30_000);
+  const val = sliceDataset(syn.dataset, 30_000, 40_000);
+  const tableRows = 4 * 20_000;
+  const specs: { name: string; spec: ModelSpecInput }[] = [
+    {
+      name: 'sum, sparse Adam',
+      spec: {
+        numeric: ['num0', 'num1', 'num2', 'num3'],
+        slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 20_000 })),
+        embeddingDim: 8,
+        hidden: [32, 16],
+        optimizer: { sparse: { kind: 'adam', lr: 0.01 }, dense: { lr: 3e-3 } },
+        seed: 2,
+      },
+    },
+    {
+      name: 'mean, wide, Adagrad',
+      spec: {
+        numeric: ['num0', 'num1', 'num2', 'num3'],
+        slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: 20_000 })),
+        pooling: 'mean',
+        wide: true,
+        embeddingDim: 16,
+        hidden: [32],
+        optimizer: { sparse: { kind: 'adagrad', lr: 0.05 }, dense: { lr: 3e-3 } },
+        seed: 5,
+      },
+    },
+  ];
+  const fit = { epochs: 3, batchSize: 256, seed: 1 };
+  const out: OffloadCase[] = [];
+  const dir = mkdtempSync(path.join(tmpdir(), 'abacus-offload-'));
+  try {
+    for (const { name, spec } of specs) {
+      const dev = create(spec, null);
+      const r = await dev.train(train, fit);
+      const pDev = await dev.predict(val);
+      const dev2 = create(spec, null);
+      await dev2.train(train, fit);
+      const deviceVsDevice = compare(dev, dev2, pDev, await dev2.predict(val));
+      for (const [label, rows] of [
+        ['every row cached', tableRows],
+        ['a tenth of the rows cached', tableRows / 10],
+      ] as const) {
+        const m = create(spec, rows);
+        await m.train(train, fit);
+        const p = await m.predict(val);
+        const cache = m.embeddingCache;
+        const d = compare(m, dev, p, pDev);
+        // a fine-tune in place: lanes restored from the device model, one offloaded, one not
+        const lane = create(spec, rows);
+        const laneDev = create(spec, null);
+        const tune = { epochs: 1, batchSize: 256, seed: 9, maxSteps: 60 };
+        lane.copyStateFrom(dev);
+        laneDev.copyStateFrom(dev);
+        await lane.train(train, tune);
+        await laneDev.train(train, tune);
+        const laneMaxPredDiff = maxDiff(await lane.predict(val), await laneDev.predict(val));
+        // the offloaded model's checkpoint, loaded with the tables on the device
+        const ckpt = path.join(dir, `${name.replace(/\W+/g, '-')}-${rows}`);
+        await m.save(ckpt);
+        const had2 = process.env.ABACUS_CUDA_CACHE_ROWS;
+        delete process.env.ABACUS_CUDA_CACHE_ROWS;
+        const back = await RuntimeModel.load(ckpt, { backend: 'cuda' });
+        if (had2 !== undefined) process.env.ABACUS_CUDA_CACHE_ROWS = had2;
+        const reloadMaxPredDiff = maxDiff(await back.predict(val), p);
+        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff });
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    if (had === undefined) delete process.env.ABACUS_CUDA_MATH;
+    else process.env.ABACUS_CUDA_MATH = had;
+  }
+  return out;
+}
+
+/**
+ * Training throughput with the embedding tables in host memory against on the device: ctr26's model
+ * (26 slots of `vocab` ids, dim 16, sparse Adam) on Zipf(`zipf`) ids, batch `batch`, `steps` timed
+ * steps after a warm-up, the tables on the device and then with a budget of each of `budgets` (a
+ * fraction of the tables and their state); per run samples a second and the cache's hit rate.
+ */
+export async function runOffloadBench(o: { vocab: number; zipf: number; batch: number; steps: number; batches: number; budgets: number[] }) {
+  const { ctr26Spec } = await import('./ctr26');
+  const t0 = performance.now();
+  const data = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: 3, zipf: o.zipf });
+  const dataMs = Math.round(performance.now() - t0);
+  const spec = ctr26Spec(o.vocab);
+  const tableBytes = 26 * o.vocab * 16 * 4 * 3;
+  const runs: Record<string, unknown>[] = [];
+  for (const fraction of [null, ...o.budgets]) {
+    const had = process.env.ABACUS_HBM_BUDGET_GB;
+    if (fraction === null) delete process.env.ABACUS_HBM_BUDGET_GB;
+    else process.env.ABACUS_HBM_BUDGET_GB = String((tableBytes * fraction) / 2 ** 30);
+    let m: RuntimeModel;
+    try {
+      m = RuntimeModel.create(spec, { backend: 'cuda' });
+    } finally {
+      if (had === undefined) delete process.env.ABACUS_HBM_BUDGET_GB;
+      else process.env.ABACUS_HBM_BUDGET_GB = had;
+    }
+    await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 1, maxSteps: 30 });
+    const before = m.embeddingCache;
+    const t1 = performance.now();
+    const r = await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 2, maxSteps: o.steps });
+    const s = (performance.now() - t1) / 1000;
+    const after = m.embeddingCache;
+    const loads = after && before ? after.loads - before.loads : 0;
+    const hits = after && before ? after.hits - before.hits : 0;
+    runs.push({
+      budgetFraction: fraction,
+      budgetGiB: fraction === null ? null : Math.round(((tableBytes * fraction) / 2 ** 30) * 1000) / 1000,
+      cacheRows: after?.rows ?? null,
+      samplesPerSecond: Math.round((r.steps * o.batch) / s),
+      msPerStep: Math.round((s / r.steps) * 1e6) / 1e3,
+      hitRate: after ? Math.round((hits / Math.max(1, hits + loads)) * 10000) / 10000 : null,
+      loadsPerStep: after ? Math.round(loads / r.steps) : null,
+      finalLoss: r.finalLoss,
+    });
+  }
+  const base = runs[0]!.samplesPerSecond as number;
+  for (const x of runs) x.ofOnDevice = Math.round(((x.samplesPerSecond as number) / base) * 1000) / 1000;
+  return { shape: { ...o, tableGiB: Math.round((tableBytes / 2 ** 30) * 1000) / 1000, tableRows: 26 * o.vocab }, dataMs, runs };
+}
+
+/**
+ * Two models with the tables on the device, the same spec, rows, seed and steps, FP32 products: the
+ * step where their training losses first differ (progress every step) and how far apart their
+ * predictions end. The offload parity's sparse-Adam spec at `vocab` ids a slot. Settings that the
+ * addon reads once per process (ABACUS_CUDA_SPARSE_LEADS, ABACUS_CUDA_NO_GRAPH, ABACUS_CUDA_SPARSE)
+ * are compared across processes.
+ */
+export async function runDeterminism(o: { vocab: number; steps: number; pairs: number }) {
+  process.env.ABACUS_CUDA_MATH = 'fp32';
+  const syn = makeSyntheticCtr({ rows: 40_000, numeric: 4, slots: 4, vocab: o.vocab, maxLen: 3, seed: 13, padding: 0.1 });
+  const train = sliceDataset(syn.dataset, 0, 30_000);
+  const val = sliceDataset(syn.dataset, 30_000, 40_000);
+  const spec: ModelSpecInput = {
+    numeric: ['num0', 'num1', 'num2', 'num3'],
+    slots: [0, 1, 2, 3].map((s) => ({ name: `slot${s}`, vocab: o.vocab })),
+    embeddingDim: 8,
+    hidden: [32, 16],
+    optimizer: { sparse: { kind: 'adam', lr: 0.01 }, dense: { lr: 3e-3 } },
+    seed: 2,
+  };
+  const fitOnce = async () => {
+    const m = RuntimeModel.create(spec, { backend: 'cuda' });
+    const losses: number[] = [];
+    await m.train(train, { epochs: 100, batchSize: 256, seed: 1, maxSteps: o.steps, progressEvery: 1 }, { onProgress: (p) => losses.push(p.loss) });
+    return { losses, pred: await m.predict(val) };
+  };
+  const pairs = [];
+  for (let k = 0; k < o.pairs; k++) {
+    const a = await fitOnce();
+    const b = await fitOnce();
+    let first = -1;
+    for (let i = 0; i < Math.min(a.losses.length, b.losses.length); i++)
+      if (a.losses[i] !== b.losses[i]) {
+        first = i + 1;
+        break;
+      }
+    pairs.push({ firstDifferingStep: first, steps: a.losses.length, maxPredDiff: maxDiff(a.pred, b.pred) });
+  }
+  return { vocab: o.vocab, steps: o.steps, pairs };
+}
