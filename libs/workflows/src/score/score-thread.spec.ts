@@ -106,8 +106,9 @@ describe('scoreOffThread', () => {
     let end = buildStarted();
     let read = 0;
     const before = scoreOffThread(gated, { read: () => void (read += 1) }, script, 2);
-    // (a thread takes a few hundred ms to start: the build is held past that)
-    await new Promise((r) => setTimeout(r, 1_200));
+    // (a thread takes a few hundred ms to start, up to a second on a loaded 2-core machine: the build
+    // is held well past that, so the scoring is waiting on it for at least the last 300 ms)
+    await new Promise((r) => setTimeout(r, 3_000));
     expect(read).toBe(0);
     end();
     const first = await before;
