@@ -247,45 +247,78 @@ struct CudaImpl {
   // more device memory than this, they stay in the host mirror's memory (pinned, mapped) and the
   // device holds a cache of crows rows: table / spm / spv / wtab / wspm / wspv are then crows long,
   // indexed by cache slot, and dmap gives each table row's slot. Before each training step and each
-  // forward pass the rows it reads are made resident (cache_fill, on the model's stream: the step
-  // follows in stream order); a full cache keeps every row at its own index (the same keys, sums and
-  // numbers as the table on the device). ABACUS_CUDA_CACHE_ROWS=n: a cache of exactly n rows.
+  // forward pass the rows it reads are made resident by a fill on the device (cache_fill, on the fill
+  // stream fs, which the next work on st waits for); a training step's fill for the next batch runs
+  // while the step runs (ahead). A full cache keeps every row at its own index (the same keys, sums
+  // and numbers as the table on the device). ABACUS_CUDA_CACHE_ROWS=n: a cache of exactly n rows.
   bool cached = false;
   int64_t crows = 0;
-  int32_t* dmap = nullptr;
-  std::vector<int32_t> hmap;      // table row -> slot (-1: in host memory only)
-  std::vector<int64_t> slot_row;  // slot -> table row (-1: free)
-  std::vector<int64_t> slot_tick, row_tick;  // last fill that used a slot / saw a row
+  int32_t* dmap = nullptr;        // table row -> slot (-1: in host memory only; -2: claimed by a fill)
+  uint32_t* slot_row = nullptr;   // slot -> table row (kFreeSlot: none)      [crows, device]
+  int32_t* slot_tick = nullptr;   // the last fill whose batch reads the slot  [crows, device]
+  int32_t* slot_pass = nullptr;   // the fill when the clock's hand last passed the slot (-1: since read in)
+  int32_t* cache_hand = nullptr;  // the eviction clock's hand                 [1, device]
+  unsigned long long* cache_wb = nullptr;  // rows written back by evictions   [1, device]
   std::vector<int64_t> hbase;     // slot offsets of the table, on the host
-  int64_t ctick = 0, hand = 0;
+  int32_t ctick = 0, last_tick = 0;  // fills so far; the tick of the last fill that succeeded
+  int64_t last_seen = 0;             // and the rows its batch reads
+  // the fill's buffers: the batch's misses (claimed rows) and sorted, the victims' slots, cub space,
+  // device counters [misses, hits] and their pinned copy
+  uint32_t *miss = nullptr, *miss_sorted = nullptr;  // one allocation: miss_sorted is inside miss
+  int32_t* victims = nullptr;
+  int32_t* fcnt = nullptr;
+  int32_t* fcnt_h = nullptr;
+  void* ftmp = nullptr;
+  size_t ftmp_bytes = 0;
+  int64_t miss_cap = 0, victim_cap = 0;
+  cudaStream_t fs = nullptr;
+  cudaEvent_t fill_done = nullptr, st_mark = nullptr, st_now = nullptr, st_cur = nullptr;
   // the host store: the mirror's arrays, registered with CUDA, and their device addresses
   float *h_table = nullptr, *h_spm = nullptr, *h_spv = nullptr, *h_wtab = nullptr, *h_wspm = nullptr, *h_wspv = nullptr;
   float *hh_table = nullptr, *hh_wtab = nullptr;  // the mirror's table and wide table, host addresses
+  // the store's arrays at their host addresses (the mirror's, or its own pinned copies): the fills
+  // gather the rows they read in from them on the host model's threads
+  float *s_table = nullptr, *s_spm = nullptr, *s_spv = nullptr, *s_wtab = nullptr, *s_wspm = nullptr, *s_wspv = nullptr;
+  ThreadPool* fill_pool = nullptr;
+  // fresh[row]: the row's optimizer state in the store is the initial one (Adam's zeros, Adagrad's
+  // initial accumulator: state0), found by a scan when the store is attached or rewritten and cleared
+  // when the row is read in; a fresh row's state is not read from host memory but written as state0
+  std::vector<uint8_t> fresh;
+  float state0 = 0.f;
+  // the rows read in: the sorted misses on the host, the rows gathered (pinned), their device copy;
+  // a staged row is [table D][first moment D][second moment D (Adam)][wide, its moments (wide)]
+  uint32_t* miss_h = nullptr;
+  float *stage_h = nullptr, *stage_d = nullptr;
+  int64_t stage_cap = 0;
+  // ABACUS_CUDA_VERBOSE: where the fills' time goes (host: walk and counts, misses back, gather, the
+  // rest; device: walk, sort and copy, victims, rows in, swap); the fill then ends before returning
+  double fp_host[4] = {0, 0, 0, 0};
+  double fp_dev[5] = {0, 0, 0, 0, 0};
+  int64_t fp_n = 0;
+  cudaEvent_t fpe[6] = {};
+  std::string cache_profile_take();
+  int stage_w() const { return D * (adam ? 3 : 2) + (wide ? (adam ? 3 : 2) : 0); }
   std::vector<void*> registered;
   // a mirror array not page-aligned (under 2 MiB: malloc'd) is not registered (its pages may be
   // another array's): a pinned copy of it is the store, kept equal to the mirror at attach /
   // invalidate and written back to it by flushes
   struct OwnCopy { float* mirror; float* own; int64_t n; };
   std::vector<OwnCopy> own_copies;
-  std::vector<int64_t> fill_rows, fill_entries;
-  std::vector<std::vector<int64_t>> fill_part;  // per walking thread: the rows it claimed not cached
-  std::vector<int64_t> hits_part, seen_part;    // and how many it claimed, cached or not
-  ThreadPool* fill_pool = nullptr;              // the host model's threads
-  struct FillBuf { int64_t* pin = nullptr; int64_t* dev = nullptr; int64_t cap = 0; cudaEvent_t done = nullptr; };
-  FillBuf fill_buf[4];
-  int fill_next = 0;
-  // what the fills did: rows loaded from and written back to host memory, rows a fill found cached
-  int64_t cache_loads = 0, cache_writebacks = 0, cache_hits = 0;
+  // what the fills did: rows loaded from host memory, rows a fill found cached (writebacks: cache_wb)
+  int64_t cache_loads = 0, cache_hits = 0;
   int64_t trows() const { return cached ? crows : rows; }
   // the host store's arrays (the mirror's), registered and mapped once
   void cache_attach(CpuModel& h);
-  // makes the rows that B rows of ds read resident (rows horder[0..B) or r0..r0+B); false (nothing
-  // changed) when they are more rows than the cache holds, and then with `must` it throws
-  bool cache_fill(const DataSource& ds, const int64_t* horder, int64_t r0, int64_t B, bool must);
+  // makes the rows that B rows of d read resident (rows order[b0..b0+B), or b0.. without an order);
+  // false (nothing changed) when they are more rows than the cache holds, and then with `must` it
+  // throws. ahead: the step of the last fill may still run on st (its rows are kept; the fill waits
+  // only for the step before it); else the fill follows everything enqueued on st.
+  bool cache_fill(const k::DevData& d, const int64_t* order, int64_t b0, int64_t B, bool must, bool ahead = false);
   // every cached row written back to host memory (the mirror is then current); evict: and dropped
   void cache_flush(bool evict);
   // the cache emptied without writing back (the mirror was written: it is the truth)
   void cache_invalidate();
+  void scan_fresh();
   void cache_release();
 
   // rows per forward pass of predict / ablate: at least ABACUS_CUDA_EVAL_BATCH (default 65536),
@@ -336,10 +369,8 @@ struct CudaImpl {
   void prepare_sparse(int64_t B, int maxbag);
   void enqueue_step(const k::DevData& d, const int64_t* order, int64_t B, bool trainable, bool reset_cursor = false);
   // predict.cu: predictions of n rows into pred (device)
-  // (with the tables offloaded, hsrc is the rows' host data and horder their host order, for the fills)
   void predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
-                   float* wto, const std::atomic<bool>* cancel, const DataSource* hsrc = nullptr,
-                   const int64_t* horder = nullptr);
+                   float* wto, const std::atomic<bool>* cancel);
 };
 
 // Phase timer (ABACUS_CUDA_PROFILE=1): synchronises the stream at each mark, one line on stderr.

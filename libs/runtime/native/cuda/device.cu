@@ -229,6 +229,7 @@ void CudaModel::init(const ModelConfig& cfg) {
   I.wide = cfg.wide;
   I.mean = cfg.mean;
   I.adam = cfg.sparse.kind == 1;
+  I.state0 = I.adam ? 0.f : cfg.sparse.init_acc;
   I.sp = cfg.sparse;
   I.vocab = cfg.vocab;
   I.dn = cfg.dense;
@@ -257,24 +258,42 @@ void CudaModel::init(const ModelConfig& cfg) {
     if (v <= 0) throw std::runtime_error(std::string("ABACUS_CUDA_CACHE_ROWS: '") + cr + "' is not a positive number of rows");
     I.cached = true;
     I.crows = std::min<int64_t>(v, I.rows);
-  } else if (const char* hb_gb = std::getenv("ABACUS_HBM_BUDGET_GB"); hb_gb && *hb_gb) {
-    const double gb = std::atof(hb_gb);
-    if (!(gb > 0)) throw std::runtime_error(std::string("ABACUS_HBM_BUDGET_GB: '") + hb_gb + "' is not a positive number of GiB");
-    const double budget = gb * 1073741824.0;
+  } else {
+    // the budget: ABACUS_HBM_BUDGET_GB, else half the device memory free when the model is made (a
+    // model whose tables would not fit beside the work already on the GPU offloads them by itself)
+    double budget = 0;
+    if (const char* hb_gb = std::getenv("ABACUS_HBM_BUDGET_GB"); hb_gb && *hb_gb) {
+      const double gb = std::atof(hb_gb);
+      if (!(gb > 0)) throw std::runtime_error(std::string("ABACUS_HBM_BUDGET_GB: '") + hb_gb + "' is not a positive number of GiB");
+      budget = gb * 1073741824.0;
+    } else {
+      size_t free_b = 0, total_b = 0;
+      CK(cudaMemGetInfo(&free_b, &total_b));
+      budget = 0.5 * (double)free_b;
+    }
     if ((double)I.rows * row_bytes > budget) {
       I.cached = true;
       I.crows = std::max<int64_t>(1, std::min<int64_t>(I.rows, (int64_t)(budget / row_bytes)));
     }
   }
   const int64_t R = I.cached ? I.crows : I.rows, D = I.D;
+  if (I.cached && I.rows >= (int64_t)0xffffffff)
+    throw std::runtime_error("offloaded tables: " + std::to_string(I.rows) + " table rows; at most 4294967294 are supported");
+  if (I.cached && I.crows > (int64_t)INT32_MAX)
+    throw std::runtime_error("offloaded tables: a device cache of " + std::to_string(I.crows) + " rows; at most 2147483647 are supported");
   if (I.cached) {
     I.dmap = dalloc<int32_t>((size_t)I.rows, false);
     CK(cudaMemsetAsync(I.dmap, 0xff, (size_t)I.rows * 4, cudaStreamPerThread));
     CK(cudaStreamSynchronize(cudaStreamPerThread));
-    I.hmap.assign((size_t)I.rows, -1);
-    I.row_tick.assign((size_t)I.rows, -1);
-    I.slot_row.assign((size_t)I.crows, -1);
-    I.slot_tick.assign((size_t)I.crows, -1);
+    I.slot_row = dalloc<uint32_t>((size_t)I.crows, false);
+    I.slot_tick = dalloc<int32_t>((size_t)I.crows, false);
+    I.slot_pass = dalloc<int32_t>((size_t)I.crows, false);
+    I.cache_hand = dalloc<int32_t>(1);
+    I.cache_wb = dalloc<unsigned long long>(1);
+    CK(cudaMemsetAsync(I.slot_row, 0xff, (size_t)I.crows * 4, cudaStreamPerThread));
+    CK(cudaMemsetAsync(I.slot_tick, 0xff, (size_t)I.crows * 4, cudaStreamPerThread));
+    CK(cudaMemsetAsync(I.slot_pass, 0xff, (size_t)I.crows * 4, cudaStreamPerThread));
+    CK(cudaStreamSynchronize(cudaStreamPerThread));
     if (std::getenv("ABACUS_CUDA_VERBOSE"))
       fprintf(stderr, "[abacus-cuda] embedding tables in host memory (%.3f GiB with their sparse state), a device cache of %lld of %lld rows (%.3f GiB)\n",
               (double)I.rows * row_bytes / 1073741824.0, (long long)I.crows, (long long)I.rows, (double)I.crows * row_bytes / 1073741824.0);

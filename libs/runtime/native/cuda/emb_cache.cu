@@ -1,13 +1,18 @@
 // Embedding rows offloaded to host memory: the tables and their sparse optimizer state stay in the
 // host mirror's arrays (registered with CUDA and mapped), and the device holds a cache of crows rows.
 // The kernels read and update cache slots (Layout::map gives a table row's slot); before each
-// training step and each forward pass, cache_fill makes the rows it reads resident: the host walks the
-// batch's ids (it has the data and the epoch's order), assigns a slot to each row not cached (a clock
-// over the slots, never one this batch uses), and one kernel on the model's stream writes each evicted
-// row back to host memory and reads each new row from it (zero-copy), then updates the slots' map.
-// The step that follows on the same stream sees exactly the rows it needs: every update a row
-// receives is the one it would receive with the table on the device. A cache that holds every row
-// keeps each row at its own index, so the sort keys, sums and numbers are those of the device table.
+// training step and each forward pass, cache_fill makes the rows it reads resident, all on the
+// device, on the fill stream: a walk over the batch's ids stamps the slots of the rows already cached
+// and claims each row not cached once (-2 in the map); the claimed rows (the misses) are sorted; a
+// clock over the slots (CLOCK, second chance: a slot used since the hand last passed it is kept
+// while there are others) picks as many victims among the slots no batch in flight reads; one kernel
+// writes each victim's row back to host memory and reads the new row from it (zero-copy), another
+// updates the map. The host reads back two counts per fill (misses, hits) and nothing per row.
+// A training step's fill for the next batch runs while the step runs: its victims exclude the
+// running step's rows, and its writes wait for the step before (which may have updated a victim).
+// Every update a row receives is the one it would receive with the table on the device. A cache that
+// holds every row keeps each row at its own index, so the sort keys, sums and numbers are those of
+// the device table; with fewer slots the misses take slots in row order, the same on every run.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -15,6 +20,11 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include "cuda_impl.cuh"
 
@@ -27,40 +37,178 @@ const Tensor* find_t(std::vector<Tensor>& ts, const std::string& name) {
   return nullptr;
 }
 
-// entry i = (slot, old row, new row): the old row (>= 0) written back to host memory (and, with
-// evict, dropped from the map), then the new row (>= 0) read into the slot and mapped to it
-__global__ void cache_swap(int64_t n, const int64_t* __restrict__ e, int D, bool evict, float* ct, float* cm, float* cv,
-                           float* cw, float* cwm, float* cwv, float* ht, float* hm, float* hv, float* hw, float* hwm,
-                           float* hwv, int32_t* map) {
+constexpr uint32_t kFreeSlot = 0xffffffffu;
+
+// the batch's ids: a row cached has its slot stamped with the fill's tick (hits counted once per
+// slot), a row not cached is claimed by the first thread that swaps its map entry from -1 to -2 and
+// listed once among the misses; switched-off slots read no rows
+__global__ void cache_walk(k::DevData d, k::Layout L, const int64_t* __restrict__ order, int64_t b0, int64_t B,
+                           int maxbag, int32_t tick, int32_t* map, int32_t* stick, uint32_t* miss, int32_t* cnt) {
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  int hit = 0;
+  if (t < B * L.S * maxbag) {
+    const int64_t bag = t / maxbag;
+    const int kk = (int)(t - bag * maxbag);
+    const int64_t r = bag / L.S;
+    const int s = (int)(bag - r * L.S);
+    if (!L.off[L.N + s]) {
+      const int64_t src = k::row_of(order, nullptr, b0, r);
+      const int64_t* o = d.offs + (int64_t)s * (d.n + 1);
+      const int64_t p = o[src] + kk;
+      if (p < o[src + 1]) {
+        const int32_t id = d.ids[p];
+        if (id >= 0) {
+          const int64_t row = L.base[s] + id;
+          const int32_t sl = map[row];
+          if (sl >= 0) {
+            hit = atomicExch(&stick[sl], tick) != tick;
+          } else if (sl == -1 && atomicCAS(&map[row], -1, -2) == -1) {
+            miss[atomicAdd(&cnt[0], 1)] = (uint32_t)row;
+          }
+        }
+      }
+    }
+  }
+  const int h = __syncthreads_count(hit);
+  if (threadIdx.x == 0 && h) atomicAdd(&cnt[1], h);
+}
+
+// a fill that does not go on (its rows are more than the cache holds): its claims withdrawn
+__global__ void cache_unclaim(int64_t n, const uint32_t* __restrict__ miss, int32_t* map) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) map[miss[i]] = -1;
+}
+
+// slot of the eviction clock's i-th position from its hand
+struct ClockPos {
+  const int32_t* hand;
+  int64_t n;
+  __device__ int32_t operator()(int64_t i) const { return (int32_t)((*hand + i) % n); }
+};
+// a slot no batch in flight reads (its last use before keep_from), and either not used since the
+// clock's hand last went by it (second: false; CLOCK's reference bit clear) or used since (true)
+struct Evictable {
+  const int32_t* stick;
+  const int32_t* pass;
+  int32_t keep_from;
+  bool second;
+  __device__ bool operator()(int32_t sl) const {
+    const int32_t t = stick[sl];
+    return t < keep_from && (t > pass[sl]) == second;
+  }
+};
+
+// the m victims: the window's slots not used since the hand last passed them, in clock order, then
+// (too few of those: most of the window is hot) the window's other evictable slots in clock order,
+// as CLOCK's hand would take them on a second lap after clearing every bit on its first
+__global__ void cache_pick(int64_t m, int64_t W, const int32_t* __restrict__ cnt, const int32_t* __restrict__ cold,
+                           const int32_t* __restrict__ warm, int32_t* __restrict__ pick, const int32_t* hand,
+                           int64_t crows, int32_t* hand_next) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const int64_t c = cnt[0];
+  pick[i] = i < c ? cold[i] : warm[i - c];
+  if (i == 0) {
+    // enough cold slots: the hand stops past the last one taken; else it swept the whole window
+    // (clearing every bit, CLOCK's first lap) and took warm ones on its second
+    const int64_t far = c >= m ? ((int64_t)cold[m - 1] - *hand + crows) % crows : W - 1;
+    *hand_next = (int32_t)far;  // a window position (the hand moves in cache_book)
+  }
+}
+
+// the hand goes by every window position up to the last victim: a slot it passes (kept or not) has
+// its use seen (the reference bit cleared)
+__global__ void cache_pass(int64_t W, const int32_t* hand, const int32_t* __restrict__ hand_next, int64_t crows,
+                           int32_t tick, int32_t* pass) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i > *hand_next || i >= W) return;
+  pass[(*hand + i) % crows] = tick;
+}
+
+// miss i (sorted) into slot victims[i] (or its own row without victims: a cache of every row): the
+// slot's old row written back to host memory (zero-copy writes), then the new row copied in from the
+// staged rows (gathered on the host, copied in one transfer; see stage_w for a staged row's layout)
+__global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const int32_t* __restrict__ victims,
+                           const uint32_t* __restrict__ srow, int D, int RW, const float* __restrict__ sg, float* ct,
+                           float* cm, float* cv, float* cw, float* cwm, float* cwv, float* ht, float* hm, float* hv,
+                           float* hw, float* hwm, float* hwv) {
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (t >= n * D) return;
   const int64_t i = t / D;
   const int d = (int)(t - i * D);
-  const int64_t slot = e[3 * i], old = e[3 * i + 1], nw = e[3 * i + 2];
-  if (old >= 0) {
+  const int64_t nw = rows[i];
+  const int64_t slot = victims ? victims[i] : nw;
+  const uint32_t o = srow[slot];
+  if (o != kFreeSlot) {
+    const int64_t old = o;
     ht[old * D + d] = ct[slot * D + d];
     hm[old * D + d] = cm[slot * D + d];
     if (cv) hv[old * D + d] = cv[slot * D + d];
-    if (d == 0) {
-      if (cw) {
-        hw[old] = cw[slot];
-        hwm[old] = cwm[slot];
-        if (cwv) hwv[old] = cwv[slot];
-      }
-      if (evict) map[old] = -1;
+    if (d == 0 && cw) {
+      hw[old] = cw[slot];
+      hwm[old] = cwm[slot];
+      if (cwv) hwv[old] = cwv[slot];
     }
   }
-  if (nw >= 0) {
-    ct[slot * D + d] = ht[nw * D + d];
-    cm[slot * D + d] = hm[nw * D + d];
-    if (cv) cv[slot * D + d] = hv[nw * D + d];
-    if (d == 0) {
-      if (cw) {
-        cw[slot] = hw[nw];
-        cwm[slot] = hwm[nw];
-        if (cwv) cwv[slot] = hwv[nw];
-      }
-      map[nw] = (int32_t)slot;
+  const float* r = sg + i * RW;
+  ct[slot * D + d] = r[d];
+  cm[slot * D + d] = r[D + d];
+  int k = 2 * D;
+  if (cv) {
+    cv[slot * D + d] = r[k + d];
+    k += D;
+  }
+  if (d == 0 && cw) {
+    cw[slot] = r[k];
+    cwm[slot] = r[k + 1];
+    if (cwv) cwv[slot] = r[k + 2];
+  }
+}
+
+// after the swap: the maps, the slots' rows and ticks, the clock's hand past the last victim (one
+// thread reads and moves it: the others read no hand)
+__global__ void cache_book(int64_t n, const uint32_t* __restrict__ rows, const int32_t* __restrict__ victims,
+                           int64_t crows, int32_t tick, int32_t* map, uint32_t* srow, int32_t* stick, int32_t* pass,
+                           int32_t* hand, const int32_t* hand_next, unsigned long long* wb) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t nw = rows[i];
+  const int32_t slot = victims ? victims[i] : (int32_t)nw;
+  const uint32_t o = srow[slot];
+  if (o != kFreeSlot) {
+    map[o] = -1;
+    atomicAdd(wb, 1ull);
+  }
+  map[nw] = slot;
+  srow[slot] = nw;
+  stick[slot] = tick;
+  pass[slot] = -1;  // a row just read in counts as used since the hand went by
+  if (victims && i == 0) *hand = (int32_t)((*hand + *hand_next + 1) % crows);
+}
+
+// every cached row written back to host memory; evict: and dropped from the cache
+__global__ void cache_writeback_all(int64_t crows, int D, bool evict, const float* ct, const float* cm, const float* cv,
+                                    const float* cw, const float* cwm, const float* cwv, float* ht, float* hm, float* hv,
+                                    float* hw, float* hwm, float* hwv, int32_t* map, uint32_t* srow) {
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (t >= crows * D) return;
+  const int64_t slot = t / D;
+  const int d = (int)(t - slot * D);
+  const uint32_t o = srow[slot];
+  if (o == kFreeSlot) return;
+  const int64_t old = o;
+  ht[old * D + d] = ct[slot * D + d];
+  hm[old * D + d] = cm[slot * D + d];
+  if (cv) hv[old * D + d] = cv[slot * D + d];
+  if (d == 0) {
+    if (cw) {
+      hw[old] = cw[slot];
+      hwm[old] = cwm[slot];
+      if (cwv) hwv[old] = cwv[slot];
+    }
+    if (evict) {
+      map[old] = -1;
+      srow[slot] = kFreeSlot;
     }
   }
 }
@@ -69,221 +217,392 @@ __global__ void cache_swap(int64_t n, const int64_t* __restrict__ e, int D, bool
 
 // the device address of a mirror array: the array itself registered and mapped when it is
 // page-aligned, else a pinned, mapped copy of it (see OwnCopy)
-static float* mapped(CudaImpl& I, float* host, int64_t n) {
+static float* mapped(CudaImpl& I, float* host, int64_t n, float*& store) {
+  store = nullptr;
   if (!host || n <= 0) return nullptr;
   void* dp = nullptr;
   if (reinterpret_cast<uintptr_t>(host) % 4096 == 0) {
     CK(cudaHostRegister(host, (size_t)n * 4, cudaHostRegisterMapped));
     I.registered.push_back(host);
     CK(cudaHostGetDevicePointer(&dp, host, 0));
+    store = host;
   } else {
     float* own = nullptr;
     CK(cudaHostAlloc(reinterpret_cast<void**>(&own), (size_t)n * 4, cudaHostAllocMapped));
     std::memcpy(own, host, (size_t)n * 4);
     I.own_copies.push_back({host, own, n});
     CK(cudaHostGetDevicePointer(&dp, own, 0));
+    store = own;
   }
   return static_cast<float*>(dp);
 }
 
 void CudaImpl::cache_attach(CpuModel& h) {
   if (!cached || h_table) return;
-  fill_pool = &h.pool();
   auto& P = h.params();
   auto& O = h.opt_state();
-  auto arr = [&](std::vector<Tensor>& ts, const char* name, int64_t n) -> float* {
+  fill_pool = &h.pool();
+  auto arr = [&](std::vector<Tensor>& ts, const char* name, int64_t n, float*& store) -> float* {
+    store = nullptr;
     const Tensor* t = find_t(ts, name);
     if (!t) return nullptr;
     if (t->size != n) throw std::runtime_error(std::string("offloaded tables: ") + name + " has an unexpected size");
-    return mapped(*this, t->data, n);
+    return mapped(*this, t->data, n, store);
   };
   hh_table = find_t(P, "embedding.table") ? find_t(P, "embedding.table")->data : nullptr;
   hh_wtab = wide && find_t(P, "wide.table") ? find_t(P, "wide.table")->data : nullptr;
-  h_table = arr(P, "embedding.table", rows * D);
-  h_spm = arr(O, adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding", rows * D);
-  if (adam) h_spv = arr(O, "sparse.adam.v.embedding", rows * D);
+  h_table = arr(P, "embedding.table", rows * D, s_table);
+  h_spm = arr(O, adam ? "sparse.adam.m.embedding" : "sparse.adagrad.acc.embedding", rows * D, s_spm);
+  if (adam) h_spv = arr(O, "sparse.adam.v.embedding", rows * D, s_spv);
   if (wide) {
-    h_wtab = arr(P, "wide.table", rows);
-    h_wspm = arr(O, adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide", rows);
-    if (adam) h_wspv = arr(O, "sparse.adam.v.wide", rows);
+    h_wtab = arr(P, "wide.table", rows, s_wtab);
+    h_wspm = arr(O, adam ? "sparse.adam.m.wide" : "sparse.adagrad.acc.wide", rows, s_wspm);
+    if (adam) h_wspv = arr(O, "sparse.adam.v.wide", rows, s_wspv);
   }
   if (!h_table || !h_spm || (adam && !h_spv) || (wide && (!h_wtab || !h_wspm || (adam && !h_wspv))))
     throw std::runtime_error("offloaded tables: the host mirror lacks a table or its optimizer state");
 }
 
 void CudaImpl::cache_release() {
-  for (auto& b : fill_buf) {
-    if (b.pin) cudaFreeHost(b.pin);
-    if (b.dev) cudaFree(b.dev);
-    if (b.done) cudaEventDestroy(b.done);
-    b = FillBuf{};
-  }
+  if (fs) cudaStreamSynchronize(fs);
   for (void* p : registered) cudaHostUnregister(p);
   registered.clear();
   for (auto& c : own_copies) cudaFreeHost(c.own);
   own_copies.clear();
   h_table = h_spm = h_spv = h_wtab = h_wspm = h_wspv = nullptr;
+  s_table = s_spm = s_spv = s_wtab = s_wspm = s_wspv = nullptr;
   hh_table = hh_wtab = nullptr;
+  fill_pool = nullptr;
+  for (void* p : std::initializer_list<void*>{miss, victims, fcnt, ftmp, slot_row, slot_tick, slot_pass, cache_hand, cache_wb})
+    if (p) cudaFree(p);
+  miss = miss_sorted = nullptr;
+  victims = nullptr;
+  fcnt = nullptr;
+  ftmp = nullptr;
+  slot_row = nullptr;
+  slot_tick = slot_pass = cache_hand = nullptr;
+  cache_wb = nullptr;
+  miss_cap = victim_cap = 0;
+  ftmp_bytes = 0;
+  if (fcnt_h) cudaFreeHost(fcnt_h);
+  fcnt_h = nullptr;
+  if (stage_h) cudaFreeHost(stage_h);
+  if (miss_h) cudaFreeHost(miss_h);
+  if (stage_d) cudaFree(stage_d);
+  stage_h = stage_d = nullptr;
+  miss_h = nullptr;
+  stage_cap = 0;
+  for (auto& e : fpe)
+    if (e) {
+      cudaEventDestroy(e);
+      e = nullptr;
+    }
+  for (cudaEvent_t* e : {&fill_done, &st_mark, &st_now, &st_cur})
+    if (*e) {
+      cudaEventDestroy(*e);
+      *e = nullptr;
+    }
+  if (fs) cudaStreamDestroy(fs);
+  fs = nullptr;
 }
 
-static void k_cache_swap(CudaImpl& I, int64_t n, const int64_t* dev_entries, bool evict) {
-  cache_swap<<<blocks_for(n * I.D), 256, 0, I.st>>>(n, dev_entries, I.D, evict, I.table, I.spm, I.spv, I.wtab, I.wspm,
-                                                    I.wspv, I.h_table, I.h_spm, I.h_spv, I.h_wtab, I.h_wspm, I.h_wspv,
-                                                    I.dmap);
-  CK(cudaGetLastError());
+// the fill stream, its events and counters, made once
+static void fill_setup(CudaImpl& I) {
+  if (I.fs) return;
+  CK(cudaStreamCreateWithFlags(&I.fs, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&I.fill_done, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&I.st_mark, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&I.st_now, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&I.st_cur, cudaEventDisableTiming));
+  CK(cudaMallocHost(reinterpret_cast<void**>(&I.fcnt_h), 2 * sizeof(int32_t)));
+  I.fcnt = dalloc<int32_t>(3, false);  // the walk's misses and hits; then the window's cold and warm slots, the hand's next place
 }
 
-// the entries (slot, old, new) on the device and the swap kernel, on st
-static void run_swaps(CudaImpl& I, const std::vector<int64_t>& e, bool evict) {
-  const int64_t n = (int64_t)e.size() / 3;
-  if (n == 0) return;
-  CudaImpl::FillBuf& b = I.fill_buf[I.fill_next];
-  I.fill_next = (I.fill_next + 1) % 4;
-  if (b.done) CK(cudaEventSynchronize(b.done));  // the fill that last used this buffer has read it
-  if ((int64_t)e.size() > b.cap) {
-    if (b.pin) cudaFreeHost(b.pin);
-    if (b.dev) cudaFree(b.dev);
-    b.cap = std::max<int64_t>((int64_t)e.size(), 3 * 4096);
-    CK(cudaMallocHost(&b.pin, (size_t)b.cap * 8));
-    b.dev = dalloc<int64_t>((size_t)b.cap, false);
-  }
-  if (!b.done) CK(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming));
-  std::memcpy(b.pin, e.data(), e.size() * 8);
-  CK(cudaMemcpyAsync(b.dev, b.pin, e.size() * 8, cudaMemcpyHostToDevice, I.st));
-  k_cache_swap(I, n, b.dev, evict);
-  CK(cudaEventRecord(b.done, I.st));
+// device buffers of at least n entries (grown, never shrunk; the fill stream is idle when they are)
+template <class T>
+static void grow(T*& p, int64_t& cap, int64_t n) {
+  if (n <= cap) return;
+  if (p) cudaFree(p);
+  p = dalloc<T>((size_t)n, false);
+  cap = n;
 }
 
-bool CudaImpl::cache_fill(const DataSource& ds, const int64_t* horder, int64_t r0, int64_t B, bool must) {
+static void fill_tmp(CudaImpl& I, size_t bytes) {
+  if (bytes <= I.ftmp_bytes) return;
+  if (I.ftmp) cudaFree(I.ftmp);
+  I.ftmp_bytes = bytes + bytes / 4;
+  I.ftmp = dalloc<uint8_t>(I.ftmp_bytes, false);
+}
+
+bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0, int64_t B, bool must, bool ahead) {
   if (!cached) return true;
   if (!h_table) throw std::runtime_error("offloaded tables: the host store is not attached");
-  const int64_t tick = ++ctick;
-  // the rows the batch reads (switched-off slots read none), each once: the batch's rows walked on
-  // the host model's threads, a row claimed by the thread that stamps it first with this fill's tick
-  const int T = fill_pool ? std::max(1, std::min<int>(fill_pool->size(), (int)(B / 256) + 1)) : 1;
-  if ((int)fill_part.size() < T) {
-    fill_part.resize(T);
-    hits_part.resize(T);
-    seen_part.resize(T);
-  }
-  auto walk = [&](int t) {
-    int64_t b = 0, e = B;
-    if (T > 1) ThreadPool::range(B, t, T, b, e);
-    auto& mine = fill_part[t];
-    mine.clear();
-    hits_part[t] = 0;
-    seen_part[t] = 0;
-    for (int64_t r = b; r < e; ++r) {
-      const int64_t g = horder ? horder[r] : r0 + r;
-      int64_t local = 0;
-      const DataPart& p = ds.locate(g, local);
-      for (int s = 0; s < S; ++s) {
-        if (!up_off.empty() && up_off[N + s]) continue;
-        const int32_t* o = p.offs[s];
-        const int32_t* ids = p.ids[s];
-        for (int64_t q = o[local]; q < o[local + 1]; ++q) {
-          const int32_t id = ids[q];
-          if (id < 0) continue;
-          const int64_t row = hbase[s] + id;
-          if (__atomic_load_n(&row_tick[row], __ATOMIC_RELAXED) == tick) continue;
-          if (__atomic_exchange_n(&row_tick[row], tick, __ATOMIC_RELAXED) == tick) continue;
-          // a row cached already keeps its slot for this batch (each row claimed once: no two
-          // threads stamp one slot); the others are this thread's misses
-          const int32_t sl = hmap[row];
-          if (sl >= 0) {
-            slot_tick[sl] = tick;
-            hits_part[t]++;
-          } else {
-            mine.push_back(row);
-          }
-          ++seen_part[t];
-        }
-      }
-    }
+  fill_setup(*this);
+  const int32_t tick = ++ctick;
+  static const bool prof = std::getenv("ABACUS_CUDA_VERBOSE") != nullptr;
+  if (prof && !fpe[0])
+    for (auto& e : fpe) CK(cudaEventCreate(&e));
+  double ph = prof ? now_s() : 0;
+  auto hmark = [&](int k) {
+    if (!prof) return;
+    const double t = now_s();
+    fp_host[k] += t - ph;
+    ph = t;
   };
-  if (T > 1) fill_pool->run([&](int t) { if (t < T) walk(t); });
-  else walk(0);
-  fill_rows.clear();  // the misses
-  int64_t seen = 0, hits = 0;
-  for (int t = 0; t < T; ++t) {
-    fill_rows.insert(fill_rows.end(), fill_part[t].begin(), fill_part[t].end());
-    seen += seen_part[t];
-    hits += hits_part[t];
+  auto dmark = [&](int k) {
+    if (prof) CK(cudaEventRecord(fpe[k], fs));
+  };
+  // the walk reads the order and the data, written on st: a fill not ahead starts after st's work;
+  // one ahead follows the fill before it, which did (the data and order are those of its epoch)
+  if (!ahead) {
+    CK(cudaEventRecord(st_now, st));
+    CK(cudaStreamWaitEvent(fs, st_now, 0));
   }
+  const int mb = std::max(1, d.max_bag);
+  const int64_t nid = B * S * mb;
+  CK(cudaStreamSynchronize(fs));  // the buffers are free (the last fill is done)
+  if (2 * nid > miss_cap) {  // the misses and their sorted copy, one allocation
+    grow(miss, miss_cap, 2 * nid);
+    miss_sorted = miss + nid;
+  }
+  CK(cudaMemsetAsync(fcnt, 0, 2 * sizeof(int32_t), fs));
+  dmark(0);
+  if (nid > 0)
+    cache_walk<<<blocks_for(nid), 256, 0, fs>>>(d, layout(), order, b0, B, mb, tick, dmap, slot_tick, miss, fcnt);
+  CK(cudaGetLastError());
+  dmark(1);
+  CK(cudaMemcpyAsync(fcnt_h, fcnt, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, fs));
+  CK(cudaStreamSynchronize(fs));
+  hmark(0);
+  const int64_t m = fcnt_h[0], h = fcnt_h[1], seen = m + h;
   if (seen > crows) {
+    if (m) cache_unclaim<<<blocks_for(m), 256, 0, fs>>>(m, miss, dmap);
+    CK(cudaStreamSynchronize(fs));
     if (!must) return false;
     throw std::runtime_error("offloaded tables: a batch reads " + std::to_string(seen) +
                              " embedding rows, more than the device cache's " + std::to_string(crows) +
                              " (raise ABACUS_HBM_BUDGET_GB or lower the batch size)");
   }
-  // the misses take slots this batch does not use, in row order (whichever thread claimed them: the
-  // same slots on every run)
-  std::sort(fill_rows.begin(), fill_rows.end());
-  cache_hits += hits;
-  fill_entries.clear();
-  for (const int64_t row : fill_rows) {
-    int64_t slot;
-    if (crows >= rows) {
-      slot = row;  // a cache of every row: each at its own index
-    } else {
-      while (slot_tick[hand] == tick) hand = (hand + 1) % crows;  // ends: fewer rows than slots are in use
-      slot = hand;
-      hand = (hand + 1) % crows;
-    }
-    const int64_t old = slot_row[slot];
-    if (old >= 0) {
-      hmap[old] = -1;
-      cache_writebacks++;
-    }
-    hmap[row] = (int32_t)slot;
-    slot_row[slot] = row;
-    slot_tick[slot] = tick;
-    cache_loads++;
-    fill_entries.push_back(slot);
-    fill_entries.push_back(old);
-    fill_entries.push_back(row);
+  // ahead, the running step's rows (stamped with the last fill's tick) stay, when the two batches fit
+  // together; else the fill waits for the step
+  const bool overlap = ahead && last_seen + seen <= crows;
+  const int32_t keep_from = overlap ? last_tick : tick;
+  // the evictions' writes wait for every step that may still update a victim: the step before the
+  // running one when ahead (st_mark, recorded at the last fill), else all of st's work (st_cur)
+  cudaEvent_t write_after = st_mark;
+  if (!overlap) {
+    CK(cudaEventRecord(st_cur, st));
+    write_after = st_cur;
   }
-  run_swaps(*this, fill_entries, true);
+  if (m == 0) CK(cudaStreamWaitEvent(fs, write_after, 0));
+  if (m > 0) {
+    int bits = 1;
+    while ((int64_t(1) << bits) <= rows) ++bits;
+    const int RW = stage_w();
+    if (m > stage_cap) {
+      if (stage_h) cudaFreeHost(stage_h);
+      if (miss_h) cudaFreeHost(miss_h);
+      if (stage_d) cudaFree(stage_d);
+      stage_cap = std::max<int64_t>(m + m / 4, 4096);
+      CK(cudaMallocHost(reinterpret_cast<void**>(&stage_h), (size_t)stage_cap * RW * 4));
+      CK(cudaMallocHost(reinterpret_cast<void**>(&miss_h), (size_t)stage_cap * 4));
+      stage_d = dalloc<float>((size_t)stage_cap * RW, false);
+    }
+    size_t tb = 0, sb = 0;
+    CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, miss, miss_sorted, (int)m, 0, bits, fs));
+    const int32_t* vic = nullptr;
+    int64_t W = 0;
+    int32_t *cold = nullptr, *warm = nullptr, *pick = nullptr;
+    auto pos = thrust::make_transform_iterator(thrust::make_counting_iterator<int64_t>(0), ClockPos{cache_hand, crows});
+    if (crows < rows) {
+      // a window of the clock from its hand, wider than the m slots no batch in flight reads that it
+      // must hold (at most this fill's hits and, overlapping, the running step's rows are kept), so
+      // that slots used since the hand last passed them can be kept
+      W = std::min<int64_t>(crows, 4 * (m + h + (overlap ? last_seen : 0)));
+      grow(victims, victim_cap, 3 * W);
+      cold = victims;
+      warm = victims + W;
+      pick = victims + 2 * W;
+      CK(cub::DeviceSelect::If(nullptr, sb, pos, cold, fcnt, W, Evictable{slot_tick, slot_pass, keep_from, false}, fs));
+      vic = pick;
+    }
+    fill_tmp(*this, std::max(tb, sb));
+    // the misses sorted (the same slots on every run) and brought to the host; meanwhile the victims
+    CK(cub::DeviceRadixSort::SortKeys(ftmp, tb, miss, miss_sorted, (int)m, 0, bits, fs));
+    CK(cudaMemcpyAsync(miss_h, miss_sorted, (size_t)m * 4, cudaMemcpyDeviceToHost, fs));
+    CK(cudaEventRecord(st_now, fs));  // (reused: st_now is recorded again before it is waited for)
+    dmark(2);
+    const cudaEvent_t misses_here = st_now;
+    if (vic) {
+      size_t b1 = sb, b2 = sb;
+      CK(cub::DeviceSelect::If(ftmp, b1, pos, cold, fcnt, W, Evictable{slot_tick, slot_pass, keep_from, false}, fs));
+      CK(cub::DeviceSelect::If(ftmp, b2, pos, warm, fcnt + 1, W, Evictable{slot_tick, slot_pass, keep_from, true}, fs));
+      cache_pick<<<blocks_for(m), 256, 0, fs>>>(m, W, fcnt, cold, warm, pick, cache_hand, crows, fcnt + 2);
+      cache_pass<<<blocks_for(W), 256, 0, fs>>>(W, cache_hand, fcnt + 2, crows, tick, slot_pass);
+      CK(cudaGetLastError());
+    }
+    dmark(3);
+    // the rows read in, gathered from the host store on the host model's threads into pinned memory
+    // (their last write-back, by an earlier fill, is done: that fill's kernels ran before the sort)
+    CK(cudaEventSynchronize(misses_here));
+    hmark(1);
+    auto gather_rows = [&](int64_t i0, int64_t i1) {
+      constexpr int64_t ahead_rows = 12;  // random rows in host memory: their lines asked for early
+      auto want = [&](int64_t i) {
+        const int64_t r = miss_h[i];
+        __builtin_prefetch(s_table + r * D);
+        if (!fresh[r]) {
+          __builtin_prefetch(s_spm + r * D);
+          if (adam) __builtin_prefetch(s_spv + r * D);
+        }
+      };
+      for (int64_t i = i0; i < std::min(i1, i0 + ahead_rows); ++i) want(i);
+      for (int64_t i = i0; i < i1; ++i) {
+        if (i + ahead_rows < i1) want(i + ahead_rows);
+        const int64_t r = miss_h[i];
+        float* o = stage_h + i * RW;
+        std::memcpy(o, s_table + r * D, (size_t)D * 4);
+        const bool f = fresh[r];
+        fresh[r] = 0;  // read in: it will have state of its own
+        if (f) {
+          std::fill(o + D, o + 2 * D, state0);
+          if (adam) std::fill(o + 2 * D, o + 3 * D, 0.f);
+        } else {
+          std::memcpy(o + D, s_spm + r * D, (size_t)D * 4);
+          if (adam) std::memcpy(o + 2 * D, s_spv + r * D, (size_t)D * 4);
+        }
+        if (wide) {
+          const int k = adam ? 3 * D : 2 * D;
+          o[k] = s_wtab[r];
+          o[k + 1] = f ? state0 : s_wspm[r];
+          if (adam) o[k + 2] = f ? 0.f : s_wspv[r];
+        }
+      }
+    };
+    // in chunks, each copied in while the next is gathered
+    constexpr int64_t chunk = 16384;
+    for (int64_t c0 = 0; c0 < m; c0 += chunk) {
+      const int64_t c1 = std::min(m, c0 + chunk), cn = c1 - c0;
+      const int T = fill_pool ? std::max(1, std::min<int>(fill_pool->size(), (int)(cn / 1024) + 1)) : 1;
+      if (T > 1)
+        fill_pool->run([&](int t) {
+          if (t >= T) return;
+          int64_t i0 = 0, i1 = 0;
+          ThreadPool::range(cn, t, T, i0, i1);
+          gather_rows(c0 + i0, c0 + i1);
+        });
+      else
+        gather_rows(c0, c1);
+      CK(cudaMemcpyAsync(stage_d + c0 * RW, stage_h + c0 * RW, (size_t)cn * RW * 4, cudaMemcpyHostToDevice, fs));
+    }
+    hmark(2);
+    dmark(4);
+    // the evictions' writes wait for every step that may still update a victim
+    CK(cudaStreamWaitEvent(fs, write_after, 0));
+    cache_swap<<<blocks_for(m * D), 256, 0, fs>>>(m, miss_sorted, vic, slot_row, D, RW, stage_d, table, spm, spv, wtab,
+                                                   wspm, wspv, h_table, h_spm, h_spv, h_wtab, h_wspm, h_wspv);
+    CK(cudaGetLastError());
+    cache_book<<<blocks_for(m), 256, 0, fs>>>(m, miss_sorted, vic, crows, tick, dmap, slot_row, slot_tick, slot_pass,
+                                              cache_hand, fcnt + 2, cache_wb);
+    CK(cudaGetLastError());
+    dmark(5);
+    if (prof) {
+      CK(cudaEventSynchronize(fpe[5]));
+      for (int k = 0; k < 5; ++k) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, fpe[k], fpe[k + 1]));
+        fp_dev[k] += ms;
+      }
+      fp_n++;
+    }
+  }
+  hmark(3);
+  CK(cudaEventRecord(st_mark, st));  // the next fill's "step before" (st's work up to the step of this one)
+  CK(cudaEventRecord(fill_done, fs));
+  CK(cudaStreamWaitEvent(st, fill_done, 0));  // the next work on st (the batch's step or pass) reads the rows
+  cache_loads += m;
+  cache_hits += h;
+  last_tick = tick;
+  last_seen = seen;
   return true;
+}
+
+std::string CudaImpl::cache_profile_take() {
+  if (!fp_n) return "";
+  char b[400];
+  const double n = (double)fp_n;
+  snprintf(b, sizeof b,
+           "; fills (%lld with rows to read in), ms a fill: host walk+counts %.3f, misses back %.3f, gather %.3f, rest %.3f; "
+           "device walk %.3f, sort+copy %.3f, victims %.3f, rows in %.3f, swap %.3f",
+           (long long)fp_n, fp_host[0] / n * 1e3, fp_host[1] / n * 1e3, fp_host[2] / n * 1e3, fp_host[3] / n * 1e3,
+           fp_dev[0] / n, fp_dev[1] / n, fp_dev[2] / n, fp_dev[3] / n, fp_dev[4] / n);
+  for (auto& x : fp_host) x = 0;
+  for (auto& x : fp_dev) x = 0;
+  fp_n = 0;
+  return b;
 }
 
 void CudaImpl::cache_flush(bool evict) {
   if (!cached || !h_table) return;
-  std::vector<int64_t> e;
-  for (int64_t sl = 0; sl < crows; ++sl)
-    if (slot_row[sl] >= 0) {
-      e.push_back(sl);
-      e.push_back(slot_row[sl]);
-      e.push_back(-1);
-      if (evict) {
-        hmap[slot_row[sl]] = -1;
-        slot_row[sl] = -1;
-      }
-    }
-  run_swaps(*this, e, evict);
+  if (fs) {
+    CK(cudaEventRecord(fill_done, fs));
+    CK(cudaStreamWaitEvent(st, fill_done, 0));
+  }
+  cache_writeback_all<<<blocks_for(crows * D), 256, 0, st>>>(crows, D, evict, table, spm, spv, wtab, wspm, wspv, h_table,
+                                                              h_spm, h_spv, h_wtab, h_wspm, h_wspv, dmap, slot_row);
+  CK(cudaGetLastError());
   CK(cudaStreamSynchronize(st));
   for (auto& c : own_copies) std::memcpy(c.mirror, c.own, (size_t)c.n * 4);
 }
 
+// which rows' optimizer state in the store is still the initial one (on the host model's threads)
+void CudaImpl::scan_fresh() {
+  if (!s_spm) return;
+  fresh.assign((size_t)rows, 0);
+  auto scan = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      bool f = !wide || (s_wspm[r] == state0 && (!adam || s_wspv[r] == 0.f));
+      const float* m = s_spm + r * D;
+      const float* v = adam ? s_spv + r * D : nullptr;
+      for (int d = 0; f && d < D; ++d) f = m[d] == state0 && (!v || v[d] == 0.f);
+      fresh[r] = f;
+    }
+  };
+  const int T = fill_pool ? fill_pool->size() : 1;
+  if (T > 1)
+    fill_pool->run([&](int t) {
+      int64_t r0 = 0, r1 = 0;
+      ThreadPool::range(rows, t, T, r0, r1);
+      scan(r0, r1);
+    });
+  else
+    scan(0, rows);
+}
+
 void CudaImpl::cache_invalidate() {
   if (!cached) return;
+  if (fs) CK(cudaStreamSynchronize(fs));
   CK(cudaStreamSynchronize(st));
-  std::fill(hmap.begin(), hmap.end(), -1);
-  std::fill(slot_row.begin(), slot_row.end(), -1);
-  std::fill(slot_tick.begin(), slot_tick.end(), -1);
-  hand = 0;
   CK(cudaMemsetAsync(dmap, 0xff, (size_t)rows * 4, st));
+  CK(cudaMemsetAsync(slot_row, 0xff, (size_t)crows * 4, st));
+  CK(cudaMemsetAsync(slot_tick, 0xff, (size_t)crows * 4, st));
+  CK(cudaMemsetAsync(slot_pass, 0xff, (size_t)crows * 4, st));
+  CK(cudaMemsetAsync(cache_hand, 0, 4, st));
   CK(cudaStreamSynchronize(st));
   for (auto& c : own_copies) std::memcpy(c.own, c.mirror, (size_t)c.n * 4);
+  scan_fresh();
 }
 
 bool CudaModel::cache_state(int64_t* out) const {
   const CudaImpl& I = *impl_;
   if (!I.cached) return false;
+  unsigned long long wb = 0;
+  if (I.fs) CK(cudaStreamSynchronize(I.fs));
+  if (I.cache_wb) copy_sync(&wb, I.cache_wb, sizeof wb, cudaMemcpyDeviceToHost);
   out[0] = I.crows;
   out[1] = I.rows;
   out[2] = I.cache_loads;
-  out[3] = I.cache_writebacks;
+  out[3] = (int64_t)wb;
   out[4] = I.cache_hits;
   return true;
 }

@@ -16,8 +16,7 @@ namespace abacus {
 
 // predictions (sigmoid) of rows order[b0..] or b0.. for all n rows into pred (device)
 void CudaImpl::predict_dev(const k::DevData& d, const int64_t* order, int64_t n, int64_t batch, float* pred, float* labo,
-                           float* wto, const std::atomic<bool>* cancel, const DataSource* hsrc, const int64_t* horder) {
-  if (cached && !hsrc) throw std::runtime_error("predict: the tables are in host memory, and the rows' host data was not given");
+                           float* wto, const std::atomic<bool>* cancel) {
   ensure(std::min(batch, std::max<int64_t>(n, 1)));
   EvalCtx ectx(eval_ctx);
   double pt = prof ? now_s() : 0;
@@ -37,7 +36,7 @@ void CudaImpl::predict_dev(const k::DevData& d, const int64_t* order, int64_t n,
     B = std::min(batch, n - b0);
     // tables in host memory: the pass's rows made resident first (a pass reading more rows than the
     // cache holds is halved until it fits)
-    while (cached && !cache_fill(*hsrc, horder ? horder + b0 : nullptr, b0, B, B == 1)) B = (B + 1) / 2;
+    while (cached && !cache_fill(d, order, b0, B, B == 1)) B = (B + 1) / 2;
     if (wide) CK(cudaMemsetAsync(widev, 0, B * sizeof(float), st));
     gather(d, order, nullptr, b0, B, false, bfe ? 2 : 1);
     pmark("gather");
@@ -86,7 +85,7 @@ void CudaModel::predict_lean_(const DataSource& ds, int64_t batch, float* pred) 
   CK(cudaEventCreate(&ev1));
   try {
     CK(cudaEventRecord(ev0, I.st));
-    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel, &ds);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
     CK(cudaEventRecord(ev1, I.st));
     P.mark("gpu");
     if (I.prof) P.line += " [" + I.prof_detail + " ]";
@@ -122,7 +121,7 @@ void CudaModel::evaluate_device_(const DataSource& ds, int64_t batch, double* ou
   CK(cudaEventCreate(&ev1));
   try {
     CK(cudaEventRecord(ev0, I.st));
-    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel, &ds);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), I.pred_buf, nullptr, nullptr, &cancel);
     CK(cudaEventRecord(ev1, I.st));
     // one segment: the ablation's metrics (cub sort into the model's scratch, one block's exact
     // rank sums); seg_metrics waits for its result on the stream
@@ -157,7 +156,7 @@ void CudaModel::predict_(const DataSource& ds, int64_t batch, float* pred, float
   const int64_t n = ds.rows;
   float* dp = I.pred_buf;
   try {
-    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel, &ds);
+    I.predict_dev(d.d, nullptr, n, I.eval_batch(batch), dp, nullptr, nullptr, &cancel);
     P.mark("gpu");
     CK(cudaMemcpyAsync(pred, dp, n * 4, cudaMemcpyDeviceToHost, I.st));
     // labels / weights / keys straight from the host parts while the GPU works (no per-row locate)

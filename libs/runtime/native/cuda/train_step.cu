@@ -594,7 +594,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   // the validation rows' metrics after epoch `ep` (-1: before the first step), kept as the best (and
   // the weights as the snapshot to restore) when they improve on it
   auto validate = [&](int ep, EpochRecord& rec) {
-    I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr, vds, val_rows.data());
+    I.predict_dev(dval->d, vorder, nv, std::max<int64_t>(o.batch, 4096), vpred, vlab, vwt, nullptr);
     I.ensure(std::min<int64_t>(o.batch, n));
     Metrics m = ms->run(I, vpred, vlab, vds->has_weights() ? vwt : nullptr, nv);
     rec.val_auc = m.auc;
@@ -755,9 +755,12 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           slot ^= 1;
         } else {
           const double tq = verbose ? now_s() : 0;
-          // tables in host memory: the rows this batch reads made resident first, on the same stream
-          if (I.cached) I.cache_fill(tr, pinned_order + b0, 0, B, true);
+          // tables in host memory: the rows this batch reads made resident first (the epoch's first
+          // batch here; each next one while this step runs)
+          if (I.cached && b0 == 0) I.cache_fill(dd, I.d_order, b0, B, true);
           run_step(B, dd, I.d_order, false);
+          if (I.cached && b0 + o.batch < n && res.steps + 1 < total)
+            I.cache_fill(dd, I.d_order, b0 + o.batch, std::min(o.batch, n - b0 - o.batch), true, true);
           if (verbose) enqueue_s += now_s() - tq;
         }
         res.steps++;
@@ -780,9 +783,10 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         float gpu_ms = 0;
         CK(cudaEventElapsedTime(&gpu_ms, ev0, ev1));
         const double loop_s = now_s() - loop_t0;
-        fprintf(stderr, "[abacus-cuda] epoch %d: %lld steps of batch %lld, %.3f ms a step (host enqueueing %.3f ms a step, device %.3f ms a step between events)\n",
+        fprintf(stderr, "[abacus-cuda] epoch %d: %lld steps of batch %lld, %.3f ms a step (host enqueueing %.3f ms a step, device %.3f ms a step between events)%s\n",
                 ep, (long long)epoch_steps, (long long)o.batch, loop_s / std::max<int64_t>(1, epoch_steps) * 1e3,
-                enqueue_s / std::max<int64_t>(1, epoch_steps) * 1e3, gpu_ms / std::max<int64_t>(1, epoch_steps));
+                enqueue_s / std::max<int64_t>(1, epoch_steps) * 1e3, gpu_ms / std::max<int64_t>(1, epoch_steps),
+                I.cached ? I.cache_profile_take().c_str() : "");
         cudaEventDestroy(ev0);
         cudaEventDestroy(ev1);
       }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { EmbeddingCacheState } from '../binding';
 import type { ModelSpecInput } from '../model-spec.schema';
+import { buildOnnxModel } from '../onnx-export';
 import { RuntimeModel } from '../runtime-model';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
 
@@ -21,6 +22,10 @@ export interface OffloadCase {
   laneMaxPredDiff: number;
   /** the offloaded model saved and loaded with the tables on the device: its predictions unchanged */
   reloadMaxPredDiff: number;
+  /** the ONNX export of the offloaded model's checkpoint, byte for byte that of the model on the device */
+  onnxSameAsDevice: boolean;
+  /** the same offloaded fit again (the same slots, sums and updates on every run) */
+  repeat: { maxPredDiff: number; maxParamDiff: number; maxOptDiff: number };
 }
 
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
@@ -116,6 +121,9 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         const p = await m.predict(val);
         const cache = m.embeddingCache;
         const d = compare(m, dev, p, pDev);
+        const again = create(spec, rows);
+        await again.train(train, fit);
+        const repeat = compare(m, again, p, await again.predict(val));
         // a fine-tune in place: lanes restored from the device model, one offloaded, one not
         const lane = create(spec, rows);
         const laneDev = create(spec, null);
@@ -133,7 +141,12 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         const back = await RuntimeModel.load(ckpt, { backend: 'cuda' });
         if (had2 !== undefined) process.env.ABACUS_CUDA_CACHE_ROWS = had2;
         const reloadMaxPredDiff = maxDiff(await back.predict(val), p);
-        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff });
+        // exports read the host copy: the offloaded model's ONNX against the device model's
+        const devCkpt = path.join(dir, `${name.replace(/\W+/g, '-')}-device-${rows}`);
+        await dev.save(devCkpt);
+        const [a, b] = await Promise.all([buildOnnxModel(ckpt), buildOnnxModel(devCkpt)]);
+        const onnxSameAsDevice = Buffer.from(a.bytes).equals(Buffer.from(b.bytes));
+        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat });
       }
     }
   } finally {
@@ -148,7 +161,9 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
  * Training throughput with the embedding tables in host memory against on the device: ctr26's model
  * (26 slots of `vocab` ids, dim 16, sparse Adam) on Zipf(`zipf`) ids, batch `batch`, `steps` timed
  * steps after a warm-up, the tables on the device and then with a budget of each of `budgets` (a
- * fraction of the tables and their state); per run samples a second and the cache's hit rate.
+ * fraction of the tables and their state); per run samples a second of the epochs' steps (the train
+ * call's wall time less its setup and validation; the wall time a step beside it) and the cache's
+ * hit rate, rows read in and written back a step.
  */
 export async function runOffloadBench(o: { vocab: number; zipf: number; batch: number; steps: number; batches: number; budgets: number[] }) {
   const { ctr26Spec } = await import('./ctr26');
@@ -173,18 +188,24 @@ export async function runOffloadBench(o: { vocab: number; zipf: number; batch: n
     const before = m.embeddingCache;
     const t1 = performance.now();
     const r = await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 2, maxSteps: o.steps });
-    const s = (performance.now() - t1) / 1000;
+    const wall = (performance.now() - t1) / 1000;
+    // the epochs' steps: the call's time less its setup (split, data to the device) and validation,
+    // the same for every run (the wall time's share of it shrinks with the steps)
+    const s = r.seconds - (r.setupSeconds ?? 0) - (r.evalSeconds ?? 0);
     const after = m.embeddingCache;
     const loads = after && before ? after.loads - before.loads : 0;
     const hits = after && before ? after.hits - before.hits : 0;
+    const writebacks = after && before ? after.writebacks - before.writebacks : 0;
     runs.push({
       budgetFraction: fraction,
       budgetGiB: fraction === null ? null : Math.round(((tableBytes * fraction) / 2 ** 30) * 1000) / 1000,
       cacheRows: after?.rows ?? null,
       samplesPerSecond: Math.round((r.steps * o.batch) / s),
       msPerStep: Math.round((s / r.steps) * 1e6) / 1e3,
+      wallMsPerStep: Math.round((wall / r.steps) * 1e6) / 1e3,
       hitRate: after ? Math.round((hits / Math.max(1, hits + loads)) * 10000) / 10000 : null,
       loadsPerStep: after ? Math.round(loads / r.steps) : null,
+      writebacksPerStep: after ? Math.round(writebacks / r.steps) : null,
       finalLoss: r.finalLoss,
     });
   }

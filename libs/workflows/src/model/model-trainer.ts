@@ -40,6 +40,10 @@ export interface TrainedModel {
     /** where trainMs went (fits trained here): creating and initialising the model, waiting for a thread,
      * before the first step (split, normalisation, data to the device), steps, per-epoch validation passes */
     trainPhases?: { createMs: number; queuedMs: number; setupMs: number; stepsMs: number; validationMs: number };
+    /** cuda, when the embedding tables (with their optimizer state) took more than the device budget:
+     * they trained in host memory through a device cache of `cacheRows` of their `tableRows` rows;
+     * the rows its fills found cached (hitRate), read in (loads) and wrote back (writebacks) */
+    embeddingTables?: { placement: 'host memory'; cacheRows: number; tableRows: number; hitRate: number; loads: number; writebacks: number };
   };
   /** test predictions and labels */
   predictions: Float32Array;
@@ -458,6 +462,7 @@ export class ModelTrainer {
         stepsMs: Math.round(phasesOf.steps * 1000),
         validationMs: Math.round(phasesOf.validation * 1000),
       },
+      ...offloadMetrics(model),
     };
     const ts = Date.now();
     const testLabels = await labelsOf(built.test);
@@ -517,4 +522,21 @@ export function readF32(file: string): Float32Array {
   const out = new Float32Array(b.byteLength / 4);
   Buffer.from(out.buffer).set(b);
   return out;
+}
+
+/** The trial metrics' word on where the embedding tables trained, when they were offloaded to host memory. */
+export function offloadMetrics(model: RuntimeModel): Pick<TrainedModel['metrics'], 'embeddingTables'> {
+  const c = model.embeddingCache;
+  if (!c) return {};
+  const seen = c.hits + c.loads;
+  return {
+    embeddingTables: {
+      placement: 'host memory',
+      cacheRows: c.rows,
+      tableRows: c.tableRows,
+      hitRate: seen ? Math.round((c.hits / seen) * 10000) / 10000 : 0,
+      loads: c.loads,
+      writebacks: c.writebacks,
+    },
+  };
 }

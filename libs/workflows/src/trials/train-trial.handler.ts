@@ -212,6 +212,8 @@ export class TrainTrialHandler {
         epochs: trained.metrics.epochs,
         stoppedEarly: trained.metrics.stoppedEarly,
         trainMs: trained.metrics.trainMs,
+        // cuda: the embedding tables trained in host memory through a device cache (too large for the budget)
+        ...(trained.metrics.embeddingTables ? { embeddingTables: trained.metrics.embeddingTables } : {}),
         samplesKey: built.key,
         samplesCached: built.cached,
         modelKey: trained.key,
