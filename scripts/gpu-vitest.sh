@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA test project (`vitest run --project gpu`) on a GPU host that has no Node.js and no
 # node_modules: `pack` (on the build machine, after `bash scripts/gpu-host.sh pack` and
-# `bash scripts/build-cuda.sh`) writes .gpu-test/vitest.tar.xz (vitest and what it needs, zod, and
+# `bash scripts/build-cuda.sh`) writes .gpu-test/vitest.tar.xz (vitest and what it needs, zod, protobufjs, and
 # the workspace link of @abacus/runtime); `run` (on the GPU host, from the repository root, with
 # .gpu/node.xz, .gpu-test/ and libs/runtime/build/Release/*.node brought along) unpacks Node and
 # those modules and runs the project with libs/runtime/test-gpu/vitest.config.ts.
@@ -11,10 +11,10 @@ cd "$ROOT"
 say() { printf '[gpu-vitest] %s\n' "$*"; }
 die() { printf '[gpu-vitest] error: %s\n' "$*" >&2; exit 1; }
 
-closure() { # the packages vitest and zod need, as node_modules paths (npm's hoisted layout)
+closure() { # the packages vitest, zod and protobufjs (the ONNX export) need, as node_modules paths (npm's hoisted layout)
   node -e '
     const fs = require("fs"), path = require("path");
-    const root = process.cwd(), seen = new Set(), queue = [["vitest", root], ["zod", root]];
+    const root = process.cwd(), seen = new Set(), queue = [["vitest", root], ["zod", root], ["protobufjs", root]];
     const find = (name, from) => {
       for (let d = from; ; d = path.dirname(d)) {
         const p = path.join(d, "node_modules", name);
