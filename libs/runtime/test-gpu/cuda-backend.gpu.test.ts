@@ -166,6 +166,10 @@ describe.skipIf(!!why)('cuda embedding tables in host memory (a device cache of 
       expect(c.reloadMaxPredDiff).toBeLessThanOrEqual(1e-6);
       // the fills choose the same slots on every run: the same fit again, to the bit
       expect(c.repeat).toEqual({ maxPredDiff: 0, maxParamDiff: 0, maxOptDiff: 0 });
+      // the best epoch restored through the host copy (the cache written back and emptied), as on the device
+      expect(c.restoreBest.maxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
     }
+    // the restore path ran (the best epoch was not the last) in at least one case
+    expect(cases.some((c) => c.restoreBest.restored)).toBe(true);
   }, 300_000);
 });

@@ -125,6 +125,21 @@ __global__ void cache_pass(int64_t W, const int32_t* hand, const int32_t* __rest
   pass[(*hand + i) % crows] = tick;
 }
 
+// dimension d of cache slot `slot` written back to table row `old` in host memory (zero-copy writes),
+// with its optimizer state; dimension 0 also carries the wide weight and its state
+__device__ __forceinline__ void write_back(int64_t slot, int64_t old, int D, int d, const float* ct, const float* cm,
+                                           const float* cv, const float* cw, const float* cwm, const float* cwv,
+                                           float* ht, float* hm, float* hv, float* hw, float* hwm, float* hwv) {
+  ht[old * D + d] = ct[slot * D + d];
+  hm[old * D + d] = cm[slot * D + d];
+  if (cv) hv[old * D + d] = cv[slot * D + d];
+  if (d == 0 && cw) {
+    hw[old] = cw[slot];
+    hwm[old] = cwm[slot];
+    if (cwv) hwv[old] = cwv[slot];
+  }
+}
+
 // miss i (sorted) into slot victims[i] (or its own row without victims: a cache of every row): the
 // slot's old row written back to host memory (zero-copy writes), then the new row copied in from the
 // staged rows (gathered on the host, copied in one transfer; see stage_w for a staged row's layout)
@@ -139,17 +154,7 @@ __global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const i
   const int64_t nw = rows[i];
   const int64_t slot = victims ? victims[i] : nw;
   const uint32_t o = srow[slot];
-  if (o != kFreeSlot) {
-    const int64_t old = o;
-    ht[old * D + d] = ct[slot * D + d];
-    hm[old * D + d] = cm[slot * D + d];
-    if (cv) hv[old * D + d] = cv[slot * D + d];
-    if (d == 0 && cw) {
-      hw[old] = cw[slot];
-      hwm[old] = cwm[slot];
-      if (cwv) hwv[old] = cwv[slot];
-    }
-  }
+  if (o != kFreeSlot) write_back(slot, o, D, d, ct, cm, cv, cw, cwm, cwv, ht, hm, hv, hw, hwm, hwv);
   const float* r = sg + i * RW;
   ct[slot * D + d] = r[d];
   cm[slot * D + d] = r[D + d];
@@ -186,31 +191,25 @@ __global__ void cache_book(int64_t n, const uint32_t* __restrict__ rows, const i
   if (victims && i == 0) *hand = (int32_t)((*hand + *hand_next + 1) % crows);
 }
 
-// every cached row written back to host memory; evict: and dropped from the cache
-__global__ void cache_writeback_all(int64_t crows, int D, bool evict, const float* ct, const float* cm, const float* cv,
+// every cached row written back to host memory
+__global__ void cache_writeback_all(int64_t crows, int D, const float* ct, const float* cm, const float* cv,
                                     const float* cw, const float* cwm, const float* cwv, float* ht, float* hm, float* hv,
-                                    float* hw, float* hwm, float* hwv, int32_t* map, uint32_t* srow) {
+                                    float* hw, float* hwm, float* hwv, const uint32_t* srow) {
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (t >= crows * D) return;
   const int64_t slot = t / D;
   const int d = (int)(t - slot * D);
   const uint32_t o = srow[slot];
-  if (o == kFreeSlot) return;
-  const int64_t old = o;
-  ht[old * D + d] = ct[slot * D + d];
-  hm[old * D + d] = cm[slot * D + d];
-  if (cv) hv[old * D + d] = cv[slot * D + d];
-  if (d == 0) {
-    if (cw) {
-      hw[old] = cw[slot];
-      hwm[old] = cwm[slot];
-      if (cwv) hwv[old] = cwv[slot];
-    }
-    if (evict) {
-      map[old] = -1;
-      srow[slot] = kFreeSlot;
-    }
-  }
+  if (o != kFreeSlot) write_back(slot, o, D, d, ct, cm, cv, cw, cwm, cwv, ht, hm, hv, hw, hwm, hwv);
+}
+
+// after cache_writeback_all (a kernel of its own: its threads of one slot read the slot's row), every
+// row dropped from the cache
+__global__ void cache_drop_all(int64_t crows, int32_t* map, uint32_t* srow) {
+  const int64_t slot = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (slot >= crows || srow[slot] == kFreeSlot) return;
+  map[srow[slot]] = -1;
+  srow[slot] = kFreeSlot;
 }
 
 }  // namespace
@@ -548,9 +547,13 @@ void CudaImpl::cache_flush(bool evict) {
     CK(cudaEventRecord(fill_done, fs));
     CK(cudaStreamWaitEvent(st, fill_done, 0));
   }
-  cache_writeback_all<<<blocks_for(crows * D), 256, 0, st>>>(crows, D, evict, table, spm, spv, wtab, wspm, wspv, h_table,
-                                                              h_spm, h_spv, h_wtab, h_wspm, h_wspv, dmap, slot_row);
+  cache_writeback_all<<<blocks_for(crows * D), 256, 0, st>>>(crows, D, table, spm, spv, wtab, wspm, wspv, h_table, h_spm,
+                                                              h_spv, h_wtab, h_wspm, h_wspv, slot_row);
   CK(cudaGetLastError());
+  if (evict) {
+    cache_drop_all<<<blocks_for(crows), 256, 0, st>>>(crows, dmap, slot_row);
+    CK(cudaGetLastError());
+  }
   CK(cudaStreamSynchronize(st));
   for (auto& c : own_copies) std::memcpy(c.mirror, c.own, (size_t)c.n * 4);
 }

@@ -26,6 +26,9 @@ export interface OffloadCase {
   onnxSameAsDevice: boolean;
   /** the same offloaded fit again (the same slots, sums and updates on every run) */
   repeat: { maxPredDiff: number; maxParamDiff: number; maxOptDiff: number };
+  /** early stopping with the best epoch restored (the cache written back and emptied), against the
+   * device model doing the same; restored: whether the best epoch was not the last */
+  restoreBest: { restored: boolean; bestEpoch: number; maxPredDiff: number };
 }
 
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
@@ -146,7 +149,14 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         await dev.save(devCkpt);
         const [a, b] = await Promise.all([buildOnnxModel(ckpt), buildOnnxModel(devCkpt)]);
         const onnxSameAsDevice = Buffer.from(a.bytes).equals(Buffer.from(b.bytes));
-        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat });
+        // early stopping on validation logloss (the rare ids overfit after an epoch or two), the best epoch restored
+        const es = { epochs: 6, batchSize: 256, seed: 1, validationFraction: 0.2, earlyStopping: { patience: 4, monitor: 'logloss' as const, restoreBest: true } };
+        const esOff = create(spec, rows);
+        const esDev = create(spec, null);
+        const re = await esOff.train(train, es);
+        await esDev.train(train, es);
+        const restoreBest = { restored: re.bestEpoch !== re.epochs - 1, bestEpoch: re.bestEpoch, maxPredDiff: maxDiff(await esOff.predict(val), await esDev.predict(val)) };
+        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat, restoreBest });
       }
     }
   } finally {
