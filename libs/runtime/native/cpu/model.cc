@@ -73,13 +73,22 @@ CpuModel::CpuModel(const ModelConfig& cfg) : cfg_(cfg), pool_(new ThreadPool(cfg
     if (cfg.torch_init)
       for (int i = 0; i < out_dim_[l]; ++i) dense_[b_off_[l] + i] = (float)((r.uniform() * 2 - 1) * a);
   }
-  if (cfg.wide) wide_table_.assign(rows, 0.f);
+  // the row arrays filled on the pool's threads (at 10^8-10^9 rows, tens of GB first touched)
+  auto fill = [&](HugeFloatVec& v, int64_t n, float x) {
+    v.resize(n);
+    pool_->run([&](int t) {
+      int64_t b, e;
+      ThreadPool::range(n, t, pool_->size(), b, e, int64_t(1) << 16);
+      std::fill(v.data() + b, v.data() + e, x);
+    });
+  };
+  if (cfg.wide) fill(wide_table_, rows, 0.f);
   const bool adam = cfg.sparse.kind == 1;
-  sp_m_.assign(rows * D, adam ? 0.f : cfg.sparse.init_acc);
-  if (adam) sp_v_.assign(rows * D, 0.f);
+  fill(sp_m_, rows * D, adam ? 0.f : cfg.sparse.init_acc);
+  if (adam) fill(sp_v_, rows * D, 0.f);
   if (cfg.wide) {
-    wsp_m_.assign(rows, adam ? 0.f : cfg.sparse.init_acc);
-    if (adam) wsp_v_.assign(rows, 0.f);
+    fill(wsp_m_, rows, adam ? 0.f : cfg.sparse.init_acc);
+    if (adam) fill(wsp_v_, rows, 0.f);
   }
 
   params_.push_back({"normalization.mean", {N}, norm_mean_.data(), N});

@@ -285,8 +285,11 @@ struct CudaImpl {
   // when the row is read in; a fresh row's state is not read from host memory but written as state0
   std::vector<uint8_t> fresh;
   float state0 = 0.f;
-  // the rows read in: the sorted misses on the host, the rows gathered (pinned), their device copy;
-  // a staged row is [table D][first moment D][second moment D (Adam)][wide, its moments (wide)]
+  // the rows read in: the sorted misses on the host, the rows gathered (pinned), their device copy.
+  // Miss i's weights are at stage + i * stage_w(): [table D][wide (wide)][k], k the index (int bits)
+  // of its state among the state rows at stage + stage_cap * stage_w() (-1: a fresh row, whose state
+  // is state0 and is not staged); a state row is the first moments of the table's D weights and of the
+  // wide weight (wide), then their second moments (Adam). A chunk's state rows start at its first miss.
   uint32_t* miss_h = nullptr;
   float *stage_h = nullptr, *stage_d = nullptr;
   int64_t stage_cap = 0;
@@ -297,7 +300,8 @@ struct CudaImpl {
   int64_t fp_n = 0;
   cudaEvent_t fpe[6] = {};
   std::string cache_profile_take();
-  int stage_w() const { return D * (adam ? 3 : 2) + (wide ? (adam ? 3 : 2) : 0); }
+  int stage_w() const { return D + (wide ? 1 : 0) + 1; }
+  int stage_x() const { return (D + (wide ? 1 : 0)) * (adam ? 2 : 1); }
   std::vector<void*> registered;
   // a mirror array not page-aligned (under 2 MiB: malloc'd) is not registered (its pages may be
   // another array's): a pinned copy of it is the store, kept equal to the mirror at attach /

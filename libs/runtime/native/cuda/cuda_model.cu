@@ -85,8 +85,17 @@ void upload(CudaImpl& I, CpuModel& h, const std::vector<uint8_t>& frozen, const 
     };
     if (I.cached) {
       // the mirror is the truth (a checkpoint, views written by JS): the cache starts empty
+      // registering the store pins its pages, and the scan reads its optimizer state: seconds at
+      // tens of GB, said when it is that long
+      const double t0 = now_s();
+      const bool first = !I.h_table;
       I.cache_attach(h);
+      const double t1 = now_s();
       I.cache_invalidate();
+      const double t2 = now_s();
+      if (t2 - t0 >= 1.0 || std::getenv("ABACUS_CUDA_VERBOSE"))
+        fprintf(stderr, "[abacus-cuda] embedding tables' host store: %s %.1f s, its fresh rows found in %.1f s\n",
+                first ? "registered (pinned) in" : "already registered,", t1 - t0, t2 - t1);
     } else {
       put(find(P, "embedding.table"), I.table);
       put(find(P, "wide.table"), I.wtab);

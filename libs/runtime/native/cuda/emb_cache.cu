@@ -5,20 +5,25 @@
 // device, on the fill stream: a walk over the batch's ids stamps the slots of the rows already cached
 // and claims each row not cached once (-2 in the map); the claimed rows (the misses) are sorted; a
 // clock over the slots (CLOCK, second chance: a slot used since the hand last passed it is kept
-// while there are others) picks as many victims among the slots no batch in flight reads; one kernel
-// writes each victim's row back to host memory and reads the new row from it (zero-copy), another
-// updates the map. The host reads back two counts per fill (misses, hits) and nothing per row.
+// while there are others) picks as many victims among the slots no batch in flight reads; the host's
+// threads gather the missed rows from host memory into pinned memory (a row whose optimizer state is
+// still the initial one: its weights only) and the fill's stream copies them in chunk by chunk while
+// the next chunk is gathered; one kernel writes each victim's row back to host memory (zero-copy) and
+// puts the new row in its place, another updates the map. The host reads back two counts per fill
+// (misses, hits) and the sorted misses.
 // A training step's fill for the next batch runs while the step runs: its victims exclude the
 // running step's rows, and its writes wait for the step before (which may have updated a victim).
 // Every update a row receives is the one it would receive with the table on the device. A cache that
 // holds every row keeps each row at its own index, so the sort keys, sums and numbers are those of
 // the device table; with fewer slots the misses take slots in row order, the same on every run.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -142,11 +147,12 @@ __device__ __forceinline__ void write_back(int64_t slot, int64_t old, int D, int
 
 // miss i (sorted) into slot victims[i] (or its own row without victims: a cache of every row): the
 // slot's old row written back to host memory (zero-copy writes), then the new row copied in from the
-// staged rows (gathered on the host, copied in one transfer; see stage_w for a staged row's layout)
+// staged rows (gathered on the host, copied in by chunks; see CudaImpl::stage_w for their layout): its
+// weights from sg, its state from sx, or state0 (and zero second moments) for a fresh row
 __global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const int32_t* __restrict__ victims,
-                           const uint32_t* __restrict__ srow, int D, int RW, const float* __restrict__ sg, float* ct,
-                           float* cm, float* cv, float* cw, float* cwm, float* cwv, float* ht, float* hm, float* hv,
-                           float* hw, float* hwm, float* hwv) {
+                           const uint32_t* __restrict__ srow, int D, int WW, int XW, const float* __restrict__ sg,
+                           const float* __restrict__ sx, float state0, float* ct, float* cm, float* cv, float* cw,
+                           float* cwm, float* cwv, float* ht, float* hm, float* hv, float* hw, float* hwm, float* hwv) {
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (t >= n * D) return;
   const int64_t i = t / D;
@@ -155,18 +161,17 @@ __global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const i
   const int64_t slot = victims ? victims[i] : nw;
   const uint32_t o = srow[slot];
   if (o != kFreeSlot) write_back(slot, o, D, d, ct, cm, cv, cw, cwm, cwv, ht, hm, hv, hw, hwm, hwv);
-  const float* r = sg + i * RW;
+  const float* r = sg + i * WW;
+  const int32_t xi = __float_as_int(r[WW - 1]);
+  const float* x = xi >= 0 ? sx + (int64_t)xi * XW : nullptr;
+  const int DW = cw ? D + 1 : D;  // a state row: first moments of the DW weights, then second moments
   ct[slot * D + d] = r[d];
-  cm[slot * D + d] = r[D + d];
-  int k = 2 * D;
-  if (cv) {
-    cv[slot * D + d] = r[k + d];
-    k += D;
-  }
+  cm[slot * D + d] = x ? x[d] : state0;
+  if (cv) cv[slot * D + d] = x ? x[DW + d] : 0.f;
   if (d == 0 && cw) {
-    cw[slot] = r[k];
-    cwm[slot] = r[k + 1];
-    if (cwv) cwv[slot] = r[k + 2];
+    cw[slot] = r[D];
+    cwm[slot] = x ? x[D] : state0;
+    if (cwv) cwv[slot] = x ? x[DW + D] : 0.f;
   }
 }
 
@@ -308,7 +313,11 @@ void CudaImpl::cache_release() {
 // the fill stream, its events and counters, made once
 static void fill_setup(CudaImpl& I) {
   if (I.fs) return;
-  CK(cudaStreamCreateWithFlags(&I.fs, cudaStreamNonBlocking));
+  // the fill's kernels are few and short, and the step waits for them: the GPU schedules their
+  // blocks before the running step's
+  int lo = 0, hi = 0;
+  CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  CK(cudaStreamCreateWithPriority(&I.fs, cudaStreamNonBlocking, hi));
   CK(cudaEventCreateWithFlags(&I.fill_done, cudaEventDisableTiming));
   CK(cudaEventCreateWithFlags(&I.st_mark, cudaEventDisableTiming));
   CK(cudaEventCreateWithFlags(&I.st_now, cudaEventDisableTiming));
@@ -397,16 +406,18 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
   if (m > 0) {
     int bits = 1;
     while ((int64_t(1) << bits) <= rows) ++bits;
-    const int RW = stage_w();
+    const int WW = stage_w(), XW = stage_x();
     if (m > stage_cap) {
       if (stage_h) cudaFreeHost(stage_h);
       if (miss_h) cudaFreeHost(miss_h);
       if (stage_d) cudaFree(stage_d);
       stage_cap = std::max<int64_t>(m + m / 4, 4096);
-      CK(cudaMallocHost(reinterpret_cast<void**>(&stage_h), (size_t)stage_cap * RW * 4));
+      CK(cudaMallocHost(reinterpret_cast<void**>(&stage_h), (size_t)stage_cap * (WW + XW) * 4));
       CK(cudaMallocHost(reinterpret_cast<void**>(&miss_h), (size_t)stage_cap * 4));
-      stage_d = dalloc<float>((size_t)stage_cap * RW, false);
+      stage_d = dalloc<float>((size_t)stage_cap * (WW + XW), false);
     }
+    float* const xs_h = stage_h + stage_cap * WW;
+    float* const xs_d = stage_d + stage_cap * WW;
     size_t tb = 0, sb = 0;
     CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, miss, miss_sorted, (int)m, 0, bits, fs));
     const int32_t* vic = nullptr;
@@ -445,7 +456,9 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
     // (their last write-back, by an earlier fill, is done: that fill's kernels ran before the sort)
     CK(cudaEventSynchronize(misses_here));
     hmark(1);
-    auto gather_rows = [&](int64_t i0, int64_t i1) {
+    // miss i's weights staged, and its state when it is not fresh (at the chunk's next state row)
+    const int DW = wide ? D + 1 : D;
+    auto gather_rows = [&](int64_t i0, int64_t i1, std::atomic<int64_t>& xnext) {
       constexpr int64_t ahead_rows = 12;  // random rows in host memory: their lines asked for early
       auto want = [&](int64_t i) {
         const int64_t r = miss_h[i];
@@ -455,51 +468,80 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
           if (adam) __builtin_prefetch(s_spv + r * D);
         }
       };
+      int64_t nx = 0;  // this range's state rows, reserved together
+      for (int64_t i = i0; i < i1; ++i) nx += !fresh[miss_h[i]];
+      int64_t x = nx ? xnext.fetch_add(nx, std::memory_order_relaxed) : 0;
       for (int64_t i = i0; i < std::min(i1, i0 + ahead_rows); ++i) want(i);
       for (int64_t i = i0; i < i1; ++i) {
         if (i + ahead_rows < i1) want(i + ahead_rows);
         const int64_t r = miss_h[i];
-        float* o = stage_h + i * RW;
+        float* o = stage_h + i * WW;
         std::memcpy(o, s_table + r * D, (size_t)D * 4);
-        const bool f = fresh[r];
+        if (wide) o[D] = s_wtab[r];
+        int32_t xi = -1;
+        if (!fresh[r]) {
+          xi = (int32_t)x++;
+          float* q = xs_h + (int64_t)xi * XW;
+          std::memcpy(q, s_spm + r * D, (size_t)D * 4);
+          if (wide) q[D] = s_wspm[r];
+          if (adam) {
+            std::memcpy(q + DW, s_spv + r * D, (size_t)D * 4);
+            if (wide) q[DW + D] = s_wspv[r];
+          }
+        }
         fresh[r] = 0;  // read in: it will have state of its own
-        if (f) {
-          std::fill(o + D, o + 2 * D, state0);
-          if (adam) std::fill(o + 2 * D, o + 3 * D, 0.f);
-        } else {
-          std::memcpy(o + D, s_spm + r * D, (size_t)D * 4);
-          if (adam) std::memcpy(o + 2 * D, s_spv + r * D, (size_t)D * 4);
-        }
-        if (wide) {
-          const int k = adam ? 3 * D : 2 * D;
-          o[k] = s_wtab[r];
-          o[k + 1] = f ? state0 : s_wspm[r];
-          if (adam) o[k + 2] = f ? 0.f : s_wspv[r];
-        }
+        std::memcpy(o + WW - 1, &xi, 4);
       }
     };
-    // in chunks, each copied in while the next is gathered
-    constexpr int64_t chunk = 16384;
-    for (int64_t c0 = 0; c0 < m; c0 += chunk) {
-      const int64_t c1 = std::min(m, c0 + chunk), cn = c1 - c0;
-      const int T = fill_pool ? std::max(1, std::min<int>(fill_pool->size(), (int)(cn / 1024) + 1)) : 1;
-      if (T > 1)
-        fill_pool->run([&](int t) {
-          if (t >= T) return;
+    // in chunks, each copied in while the next is gathered: the pool's other threads gather, chunk by
+    // chunk; the calling thread (the device's) copies each chunk in as soon as its last part is done
+    constexpr int64_t chunk = 8192;
+    const int64_t nch = (m + chunk - 1) / chunk;
+    std::vector<std::atomic<int64_t>> xnext((size_t)nch);
+    std::vector<std::atomic<int>> parts((size_t)nch);
+    for (int64_t c = 0; c < nch; ++c) {
+      xnext[c].store(c * chunk, std::memory_order_relaxed);
+      parts[c].store(0, std::memory_order_relaxed);
+    }
+    auto copy_in = [&](int64_t c) {
+      const int64_t c0 = c * chunk, cn = std::min(m, c0 + chunk) - c0;
+      const int64_t xn = xnext[c].load(std::memory_order_acquire) - c0;
+      CK(cudaMemcpyAsync(stage_d + c0 * WW, stage_h + c0 * WW, (size_t)cn * WW * 4, cudaMemcpyHostToDevice, fs));
+      if (xn)
+        CK(cudaMemcpyAsync(xs_d + c0 * XW, xs_h + c0 * XW, (size_t)xn * XW * 4, cudaMemcpyHostToDevice, fs));
+    };
+    const int G = fill_pool ? std::min<int>(fill_pool->size() - 1, (int)(m / 512)) : 0;  // gathering threads
+    if (G >= 1) {
+      fill_pool->run([&](int t) {
+        if (t == 0) {  // the copier
+          for (int64_t c = 0; c < nch; ++c) {
+            while (parts[c].load(std::memory_order_acquire) < G) std::this_thread::yield();
+            copy_in(c);
+          }
+          return;
+        }
+        if (t > G) return;
+        for (int64_t c = 0; c < nch; ++c) {
+          const int64_t c0 = c * chunk, cn = std::min(m, c0 + chunk) - c0;
           int64_t i0 = 0, i1 = 0;
-          ThreadPool::range(cn, t, T, i0, i1);
-          gather_rows(c0 + i0, c0 + i1);
-        });
-      else
-        gather_rows(c0, c1);
-      CK(cudaMemcpyAsync(stage_d + c0 * RW, stage_h + c0 * RW, (size_t)cn * RW * 4, cudaMemcpyHostToDevice, fs));
+          ThreadPool::range(cn, t - 1, G, i0, i1);
+          gather_rows(c0 + i0, c0 + i1, xnext[c]);
+          parts[c].fetch_add(1, std::memory_order_release);
+        }
+      });
+    } else {
+      for (int64_t c = 0; c < nch; ++c) {
+        gather_rows(c * chunk, std::min(m, (c + 1) * chunk), xnext[c]);
+        copy_in(c);
+      }
     }
     hmark(2);
     dmark(4);
     // the evictions' writes wait for every step that may still update a victim
     CK(cudaStreamWaitEvent(fs, write_after, 0));
-    cache_swap<<<blocks_for(m * D), 256, 0, fs>>>(m, miss_sorted, vic, slot_row, D, RW, stage_d, table, spm, spv, wtab,
-                                                   wspm, wspv, h_table, h_spm, h_spv, h_wtab, h_wspm, h_wspv);
+    cache_swap<<<blocks_for(m * D), 256, 0, fs>>>(m, miss_sorted, vic, slot_row, D, WW, XW, stage_d, xs_d, state0, table,
+                                                   spm, spv, wtab, wspm, wspv, h_table, h_spm, h_spv, h_wtab, h_wspm,
+                                                   h_wspv);
     CK(cudaGetLastError());
     cache_book<<<blocks_for(m), 256, 0, fs>>>(m, miss_sorted, vic, crows, tick, dmap, slot_row, slot_tick, slot_pass,
                                               cache_hand, fcnt + 2, cache_wb);

@@ -100,6 +100,19 @@ async function main() {
     console.log(JSON.stringify({ offloadBench: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;
   }
+  if (args.includes('--offload-beyond')) {
+    // one pass of ctr26 over tables larger than the card (host memory, a device cache) or a hashed baseline on the device
+    const { runOffloadBeyond } = await import('./offload-parity');
+    const n = (k: string, d: string) => Number(get(k, d));
+    const side = get('offload-beyond', 'full');
+    if (side !== 'full' && side !== 'hashed') throw new Error(`--offload-beyond: 'full' or 'hashed', not '${side}'`);
+    const r = await runOffloadBeyond({
+      vocab: n('vocab', '30000000'), hashVocab: n('hash-vocab', '8000000'), zipf: n('zipf', '1.05'), batch: n('batch', '8192'),
+      trainBatches: n('train-batches', '400'), testBatches: n('test-batches', '32'), side,
+    });
+    console.log(JSON.stringify({ offloadBeyond: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
+    return;
+  }
   if (args.includes('--determinism')) {
     // two identical cuda fits in one process: where their losses first differ
     const { runDeterminism } = await import('./offload-parity');

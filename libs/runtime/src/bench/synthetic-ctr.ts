@@ -19,15 +19,44 @@ export interface SyntheticCtrOptions {
   zipf?: number;
 }
 
-/** Draws ids 0..vocab-1 with P(k) proportional to 1 / (k + 1)^alpha (inverse CDF, binary search). */
-function zipfSampler(vocab: number, alpha: number, r: () => number): () => number {
+export interface ZipfTable {
+  cdf: Float64Array;
+  guide: Int32Array;
+  acc: number;
+  G: number;
+}
+
+function zipfTable(vocab: number, alpha: number): ZipfTable {
   const cdf = new Float64Array(vocab);
   let acc = 0;
   for (let k = 0; k < vocab; k++) cdf[k] = acc += 1 / Math.pow(k + 1, alpha);
+  const G = Math.min(vocab, 1 << 20);
+  const guide = new Int32Array(G + 1); // guide[j]: the first id whose CDF reaches j / G of the total
+  for (let j = 0, k = 0; j <= G; j++) {
+    const u = (j / G) * acc;
+    while (k < vocab - 1 && cdf[k]! < u) k++;
+    guide[j] = k;
+  }
+  return { cdf, guide, acc, G };
+}
+
+/**
+ * Draws ids 0..vocab-1 with P(k) proportional to 1 / (k + 1)^alpha (inverse CDF, binary search). A
+ * guide table of up to 2^20 equal steps of the CDF bounds each search to a few neighbouring steps
+ * (the same id as a search of the whole CDF, in a few probes at tens of millions of ids). `memo`
+ * shares the tables between samplers of one vocabulary and exponent.
+ */
+export function zipfSampler(vocab: number, alpha: number, r: () => number, memo?: Map<string, ZipfTable>): () => number {
+  const key = `${vocab}:${alpha}`;
+  const t = memo?.get(key) ?? zipfTable(vocab, alpha);
+  memo?.set(key, t);
+  const { cdf, guide, acc, G } = t;
   return () => {
     const u = r() * acc;
-    let lo = 0,
-      hi = vocab - 1;
+    const j = Math.min(G - 1, Math.floor((u / acc) * G));
+    // a step either side of u's: the answer lies in them whatever the rounding of j
+    let lo = j > 0 ? guide[j - 1]! : 0,
+      hi = guide[Math.min(G, j + 2)]!;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (cdf[mid]! < u) lo = mid + 1;
@@ -47,12 +76,13 @@ export function makeSyntheticCtr(o: SyntheticCtrOptions): { dataset: ColumnarDat
   const n = o.rows;
   const numeric = new Float32Array(n * o.numeric);
   for (let i = 0; i < numeric.length; i++) numeric[i] = gauss();
+  const memo = new Map<string, ZipfTable>();
   const slots = Array.from({ length: o.slots }, (_, s) => {
     const offsets = new Int32Array(n + 1);
     const ids: number[] = [];
     const most = o.slotMaxLen?.[s] ?? o.maxLen;
     const vocab = o.slotVocab?.[s] ?? o.vocab;
-    const draw = o.zipf ? zipfSampler(vocab, o.zipf, r) : () => Math.floor(r() * vocab);
+    const draw = o.zipf ? zipfSampler(vocab, o.zipf, r, memo) : () => Math.floor(r() * vocab);
     for (let i = 0; i < n; i++) {
       const len = 1 + Math.floor(r() * most);
       for (let k = 0; k < len; k++) ids.push(o.padding && k > 0 && r() < o.padding ? -1 : draw());
