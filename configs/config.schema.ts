@@ -65,6 +65,8 @@ export const configSchema = z
     ABACUS_CUDA_EVAL_METRICS: z.enum(['device', 'host']).optional(),
     /** GiB of GPU memory a CUDA model's embedding tables with their sparse optimizer state may take; above it they stay in host memory with a device cache of their rows. Read by the CUDA addon. */
     ABACUS_HBM_BUDGET_GB: z.coerce.number().positive().optional(),
+    /** per-table load factors: the share of each table's rows a CUDA model's device cache holds, its tables then in host memory ('0.2', or 'slotA=0.5,*=0.1'). Read by the runtime's CUDA backend. */
+    ABACUS_HBM_LOAD_FACTORS: z.string().regex(/^\s*([^=,\s]+\s*=\s*)?[0-9.eE+-]+\s*(,\s*[^=,\s]+\s*=\s*[0-9.eE+-]+\s*)*$/, 'a factor, or name=factor pairs').optional(),
     /** a CUDA model's embedding tables in host memory with a device cache of exactly this many rows, whatever their size (tests, benchmarks). Read by the CUDA addon. */
     ABACUS_CUDA_CACHE_ROWS: z.coerce.number().int().positive().optional(),
     /** CUDA training data: '1' always streamed from the host, '0' always resident; unset = streamed when it would take over half the free GPU memory */

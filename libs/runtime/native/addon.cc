@@ -276,6 +276,10 @@ class NativeModel : public Napi::ObjectWrap<NativeModel> {
     cfg.seed = (uint64_t)num(c, "seed", 0);
     cfg.torch_init = c.Has("init") && c.Get("init").IsString() && c.Get("init").As<Napi::String>().Utf8Value() == "torch";
     cfg.threads = (int)num(c, "threads", 1);
+    if (c.Has("cacheLoadFactors") && c.Get("cacheLoadFactors").IsArray()) {
+      auto lf = c.Get("cacheLoadFactors").As<Napi::Array>();
+      for (uint32_t i = 0; i < lf.Length(); ++i) cfg.cache_load.push_back(lf.Get(i).As<Napi::Number>().DoubleValue());
+    }
     try {
       model.reset(new CpuModel(cfg));
     } catch (const std::exception& e) {

@@ -51,7 +51,8 @@ export class CudaBackend extends NativeBackend {
     const n = addon.deviceCount();
     if (device >= n) throw new Error(`CUDA device ${device} requested but ${n} visible`);
     addon.setDevice(device);
-    return new addon.NativeModel(nativeConfig(spec, threads));
+    const cacheLoadFactors = loadFactors(spec);
+    return new addon.NativeModel({ ...nativeConfig(spec, threads), ...(cacheLoadFactors ? { cacheLoadFactors } : {}) });
   }
 
   override predict(data: RuntimeData, batchSize: number, keyName?: string) {
@@ -71,6 +72,38 @@ export class CudaBackend extends NativeBackend {
     if (!this.predictLean) return this.native.predict(d, batchSize, true).then(packedMetrics);
     return this.predictLean(this.native, d, batchSize, true, true).then(packedMetrics);
   }
+}
+
+/**
+ * ABACUS_HBM_LOAD_FACTORS, per slot in the spec's order: the share of each slot's table rows that the
+ * device cache holds, the tables then in host memory ('f': every table; 'name=f,…,*=f': by slot, `*`
+ * for the others). Unset: undefined (ABACUS_HBM_BUDGET_GB decides). A bad value names the variable,
+ * the entry and why.
+ */
+export function loadFactors(spec: ModelSpec): number[] | undefined {
+  // eslint-disable-next-line no-restricted-syntax -- a switch of the runtime library, read where its CUDA backend makes a model (it is in the config schema and reference)
+  const raw = process.env.ABACUS_HBM_LOAD_FACTORS?.trim();
+  if (!raw) return undefined;
+  const bad = (why: string): never => {
+    throw new Error(`ABACUS_HBM_LOAD_FACTORS: ${why}`);
+  };
+  const factor = (text: string, what: string) => {
+    const f = Number(text);
+    if (!(f > 0 && f <= 1)) bad(`${what}: '${text}' is not a share of the rows in (0, 1]`);
+    return f;
+  };
+  if (!raw.includes('=')) return spec.slots.map(() => factor(raw, 'the factor'));
+  const named = new Map<string, number>();
+  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const eq = entry.indexOf('=');
+    if (eq <= 0) bad(`'${entry}' is not name=factor`);
+    const name = entry.slice(0, eq).trim();
+    if (name !== '*' && !spec.slots.some((x) => x.name === name)) bad(`'${name}' is not a slot of this model (${spec.slots.map((x) => x.name).join(', ')})`);
+    named.set(name, factor(entry.slice(eq + 1).trim(), name));
+  }
+  const missing = spec.slots.filter((x) => !named.has(x.name) && !named.has('*')).map((x) => x.name);
+  if (missing.length) bad(`no factor for ${missing.join(', ')} (name them or give *=factor)`);
+  return spec.slots.map((x) => named.get(x.name) ?? named.get('*')!);
 }
 
 /**

@@ -137,18 +137,21 @@ describe.skipIf(!!why)('cuda evaluate({ offThread }): the metrics computed on th
 });
 
 describe.skipIf(!!why)('cuda embedding tables in host memory (a device cache of their rows)', () => {
-  it('train as the tables on the device do: every row cached bit for bit, a tenth of them (rows evicted and read back every step) to float summation order', async () => {
+  it('train as the tables on the device do: every row cached bit for bit, a tenth of them or per-table load factors (rows evicted and read back every step) to float summation order', async () => {
     const { runOffloadParity } = await import('../src/bench/offload-parity');
     const cases = await runOffloadParity();
     console.log(JSON.stringify(cases, null, 1));
-    expect(cases).toHaveLength(4);
+    // per spec: every row, a tenth, per-table load factors (one table whole, three evicting), factors of 1
+    expect(cases).toHaveLength(8);
     for (const c of cases) {
       expect(c.cache).toBeDefined();
       expect(c.steps).toBeGreaterThanOrEqual(300);
       // two fits with the tables on the device are the same fit (FP32, no float atomics in a step)
       expect(c.deviceVsDevice).toEqual({ maxPredDiff: 0, maxParamDiff: 0, maxOptDiff: 0 });
       const every = c.name.includes('every row');
-      expect(c.cache!.rows).toBe(every ? c.cache!.tableRows : c.cache!.tableRows / 10);
+      // the factors' parts: 20,000 + 10,000 + 2,000 + 1,000 slots of the four tables of 20,000 rows
+      const rows = every ? c.cache!.tableRows : c.name.includes('slot3=0.05') ? 33_000 : c.cache!.tableRows / 10;
+      expect(c.cache!.rows).toBe(rows);
       if (every) {
         // each row at its own index: the same keys, sums and numbers
         expect(c.cache!.writebacks).toBe(0);
@@ -168,6 +171,9 @@ describe.skipIf(!!why)('cuda embedding tables in host memory (a device cache of 
       expect(c.repeat).toEqual({ maxPredDiff: 0, maxParamDiff: 0, maxOptDiff: 0 });
       // the best epoch restored through the host copy (the cache written back and emptied), as on the device
       expect(c.restoreBest.maxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
+      // shared embeddings put into the host copy and fine-tuned as on the device; a frozen slot's rows kept
+      expect(c.sharedEmbedding.maxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
+      expect(c.sharedEmbedding.frozenKept).toBe(true);
     }
     // the restore path ran (the best epoch was not the last) in at least one case
     expect(cases.some((c) => c.restoreBest.restored)).toBe(true);

@@ -28,6 +28,9 @@ struct ModelConfig {
   uint64_t seed = 0;
   bool torch_init = false;  // PyTorch defaults: embeddings N(0,1), Linear weight/bias U(+-1/sqrt(fan_in))
   int threads = 1;
+  // cuda: per slot, the share of its table's rows a device cache holds (the tables then stay in host
+  // memory, emb_cache.cu); empty: the budget decides
+  std::vector<double> cache_load;
 };
 
 // the same model shape: inputs, table sizes, pooling, wide part, hidden layers, sparse optimizer

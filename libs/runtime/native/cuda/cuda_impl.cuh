@@ -257,17 +257,29 @@ struct CudaImpl {
   uint32_t* slot_row = nullptr;   // slot -> table row (kFreeSlot: none)      [crows, device]
   int32_t* slot_tick = nullptr;   // the last fill whose batch reads the slot  [crows, device]
   int32_t* slot_pass = nullptr;   // the fill when the clock's hand last passed the slot (-1: since read in)
-  int32_t* cache_hand = nullptr;  // the eviction clock's hand                 [1, device]
+  // the cache's parts: part p holds the rows [prow[p], prow[p+1]) (whole tables) in the slots
+  // [pc0[p], pc0[p+1]), with a clock of its own; one part over every table (a budget), or one a table
+  // (per-table load factors). A part with a slot for each of its rows keeps every row at its own slot
+  // (pc0 + row - prow: direct) and never evicts.
+  int P = 1;
+  std::vector<int64_t> prow_h, pc0_h;    // [P + 1] each, on the host
+  int64_t* dprow = nullptr;              // the same on the device: prow, then pc0 [2 (P + 1)]
+  int32_t* cache_hand = nullptr;         // each part's clock hand               [P, device]
+  int64_t* dpoff = nullptr;              // a fill's prefixes: misses, then window positions, by part [2 (P + 1)]
+  int64_t* hpoff = nullptr;              // their pinned host copy
+  int32_t* dpcnt = nullptr;              // per part: misses and hits [2P], cold and warm firsts [2P], the hand's next place [P]
+  int32_t* hpcnt = nullptr;              // the counts' pinned host copy [2 + 2P]
+  std::vector<int64_t> last_seen_p;      // the rows the last successful fill's batch reads, by part
+  int64_t pn(int p) const { return pc0_h[p + 1] - pc0_h[p]; }
+  bool direct(int p) const { return pn(p) == prow_h[p + 1] - prow_h[p]; }
   unsigned long long* cache_wb = nullptr;  // rows written back by evictions   [1, device]
   std::vector<int64_t> hbase;     // slot offsets of the table, on the host
   int32_t ctick = 0, last_tick = 0;  // fills so far; the tick of the last fill that succeeded
-  int64_t last_seen = 0;             // and the rows its batch reads
   // the fill's buffers: the batch's misses (claimed rows) and sorted, the victims' slots, cub space,
-  // device counters [misses, hits] and their pinned copy
+  // device counters [misses, hits] (then [cold, warm] slots in the windows)
   uint32_t *miss = nullptr, *miss_sorted = nullptr;  // one allocation: miss_sorted is inside miss
   int32_t* victims = nullptr;
   int32_t* fcnt = nullptr;
-  int32_t* fcnt_h = nullptr;
   void* ftmp = nullptr;
   size_t ftmp_bytes = 0;
   int64_t miss_cap = 0, victim_cap = 0;

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <atomic>
@@ -253,7 +254,22 @@ void CudaModel::init(const ModelConfig& cfg) {
   // cache of that many rows, whatever the tables' size)
   const int64_t row_bytes = (int64_t)(I.D + (I.wide ? 1 : 0)) * 4 * (I.adam ? 3 : 2);
   I.hbase = hb;
-  if (const char* cr = std::getenv("ABACUS_CUDA_CACHE_ROWS"); cr && *cr) {
+  I.P = 1;
+  if (!cfg.cache_load.empty()) {
+    // per-table load factors: a part of the cache for each table, its share of the table's rows
+    if ((int)cfg.cache_load.size() != I.S)
+      throw std::runtime_error("cacheLoadFactors: " + std::to_string(cfg.cache_load.size()) + " factors for " + std::to_string(I.S) + " slots");
+    I.cached = true;
+    I.P = I.S;
+    I.pc0_h.assign(1, 0);
+    for (int s = 0; s < I.S; ++s) {
+      const double f = cfg.cache_load[s];
+      if (!(f > 0 && f <= 1)) throw std::runtime_error("cacheLoadFactors[" + std::to_string(s) + "]: " + std::to_string(f) + " is not in (0, 1]");
+      const int64_t v = cfg.vocab[s];
+      I.pc0_h.push_back(I.pc0_h.back() + std::max<int64_t>(1, std::min<int64_t>(v, (int64_t)std::ceil(f * (double)v))));
+    }
+    I.crows = I.pc0_h.back();
+  } else if (const char* cr = std::getenv("ABACUS_CUDA_CACHE_ROWS"); cr && *cr) {
     const long long v = std::atoll(cr);
     if (v <= 0) throw std::runtime_error(std::string("ABACUS_CUDA_CACHE_ROWS: '") + cr + "' is not a positive number of rows");
     I.cached = true;
@@ -282,21 +298,34 @@ void CudaModel::init(const ModelConfig& cfg) {
   if (I.cached && I.crows > (int64_t)INT32_MAX)
     throw std::runtime_error("offloaded tables: a device cache of " + std::to_string(I.crows) + " rows; at most 2147483647 are supported");
   if (I.cached) {
+    // the parts: one a table with load factors, else one over every table
+    I.prow_h.assign(1, 0);
+    if (I.P > 1)
+      for (int s = 0; s < I.S; ++s) I.prow_h.push_back(I.prow_h.back() + cfg.vocab[s]);
+    else {
+      I.prow_h.push_back(I.rows);
+      I.pc0_h = {0, I.crows};
+    }
+    I.last_seen_p.assign((size_t)I.P, 0);
+    I.dprow = dalloc<int64_t>(2 * ((size_t)I.P + 1), false);
+    copy_sync(I.dprow, I.prow_h.data(), (I.P + 1) * 8, cudaMemcpyHostToDevice);
+    copy_sync(I.dprow + I.P + 1, I.pc0_h.data(), (I.P + 1) * 8, cudaMemcpyHostToDevice);
     I.dmap = dalloc<int32_t>((size_t)I.rows, false);
     CK(cudaMemsetAsync(I.dmap, 0xff, (size_t)I.rows * 4, cudaStreamPerThread));
     CK(cudaStreamSynchronize(cudaStreamPerThread));
     I.slot_row = dalloc<uint32_t>((size_t)I.crows, false);
     I.slot_tick = dalloc<int32_t>((size_t)I.crows, false);
     I.slot_pass = dalloc<int32_t>((size_t)I.crows, false);
-    I.cache_hand = dalloc<int32_t>(1);
+    I.cache_hand = dalloc<int32_t>((size_t)I.P);
     I.cache_wb = dalloc<unsigned long long>(1);
     CK(cudaMemsetAsync(I.slot_row, 0xff, (size_t)I.crows * 4, cudaStreamPerThread));
     CK(cudaMemsetAsync(I.slot_tick, 0xff, (size_t)I.crows * 4, cudaStreamPerThread));
     CK(cudaMemsetAsync(I.slot_pass, 0xff, (size_t)I.crows * 4, cudaStreamPerThread));
     CK(cudaStreamSynchronize(cudaStreamPerThread));
     if (std::getenv("ABACUS_CUDA_VERBOSE"))
-      fprintf(stderr, "[abacus-cuda] embedding tables in host memory (%.3f GiB with their sparse state), a device cache of %lld of %lld rows (%.3f GiB)\n",
-              (double)I.rows * row_bytes / 1073741824.0, (long long)I.crows, (long long)I.rows, (double)I.crows * row_bytes / 1073741824.0);
+      fprintf(stderr, "[abacus-cuda] embedding tables in host memory (%.3f GiB with their sparse state), a device cache of %lld of %lld rows (%.3f GiB)%s\n",
+              (double)I.rows * row_bytes / 1073741824.0, (long long)I.crows, (long long)I.rows, (double)I.crows * row_bytes / 1073741824.0,
+              I.P > 1 ? ", a part for each table (load factors)" : "");
   }
   I.table = dalloc<float>(R * D, false);
   I.spm = dalloc<float>(R * D, false);

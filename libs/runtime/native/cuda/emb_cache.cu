@@ -44,11 +44,32 @@ const Tensor* find_t(std::vector<Tensor>& ts, const std::string& name) {
 
 constexpr uint32_t kFreeSlot = 0xffffffffu;
 
-// the batch's ids: a row cached has its slot stamped with the fill's tick (hits counted once per
+// the part that x falls in: the last p with b[p] <= x (b: P + 1 ascending bounds; an empty part's
+// bound equals the next one's, so x lands in the non-empty part that holds it)
+__device__ __forceinline__ int part_of(const int64_t* __restrict__ b, int P, int64_t x) {
+  int lo = 0, hi = P - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (b[mid] <= x) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// the batch's ids (with several parts, counted by part too): a row cached has its slot stamped with the fill's tick (hits counted once per
 // slot), a row not cached is claimed by the first thread that swaps its map entry from -1 to -2 and
 // listed once among the misses; switched-off slots read no rows
 __global__ void cache_walk(k::DevData d, k::Layout L, const int64_t* __restrict__ order, int64_t b0, int64_t B,
-                           int maxbag, int32_t tick, int32_t* map, int32_t* stick, uint32_t* miss, int32_t* cnt) {
+                           int maxbag, int32_t tick, int32_t* map, int32_t* stick, uint32_t* miss, int32_t* cnt, int P,
+                           const int64_t* __restrict__ prow, int32_t* pcnt, bool block_counts) {
+  // several parts: counted in the block's shared memory first when they fit (one global add a part
+  // and block, not one an id)
+  extern __shared__ int32_t bcnt[];
+  int32_t* pc = block_counts ? bcnt : pcnt;
+  if (block_counts) {
+    for (int i = threadIdx.x; i < 2 * P; i += blockDim.x) bcnt[i] = 0;
+    __syncthreads();
+  }
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   int hit = 0;
   if (t < B * L.S * maxbag) {
@@ -67,8 +88,10 @@ __global__ void cache_walk(k::DevData d, k::Layout L, const int64_t* __restrict_
           const int32_t sl = map[row];
           if (sl >= 0) {
             hit = atomicExch(&stick[sl], tick) != tick;
+            if (P > 1 && hit) atomicAdd(&pc[2 * part_of(prow, P, row) + 1], 1);
           } else if (sl == -1 && atomicCAS(&map[row], -1, -2) == -1) {
             miss[atomicAdd(&cnt[0], 1)] = (uint32_t)row;
+            if (P > 1) atomicAdd(&pc[2 * part_of(prow, P, row)], 1);
           }
         }
       }
@@ -76,6 +99,9 @@ __global__ void cache_walk(k::DevData d, k::Layout L, const int64_t* __restrict_
   }
   const int h = __syncthreads_count(hit);
   if (threadIdx.x == 0 && h) atomicAdd(&cnt[1], h);
+  if (block_counts)
+    for (int i = threadIdx.x; i < 2 * P; i += blockDim.x)
+      if (bcnt[i]) atomicAdd(&pcnt[i], bcnt[i]);
 }
 
 // a fill that does not go on (its rows are more than the cache holds): its claims withdrawn
@@ -84,11 +110,18 @@ __global__ void cache_unclaim(int64_t n, const uint32_t* __restrict__ miss, int3
   if (i < n) map[miss[i]] = -1;
 }
 
-// slot of the eviction clock's i-th position from its hand
+// the slot at position i of the windows: the parts' windows one after another (woff: their
+// prefix), each from its part's hand around its part's slots
 struct ClockPos {
   const int32_t* hand;
-  int64_t n;
-  __device__ int32_t operator()(int64_t i) const { return (int32_t)((*hand + i) % n); }
+  const int64_t* woff;
+  const int64_t* pc0;
+  int P;
+  __device__ int32_t operator()(int64_t i) const {
+    const int p = P > 1 ? part_of(woff, P, i) : 0;
+    const int64_t n = pc0[p + 1] - pc0[p];
+    return (int32_t)(pc0[p] + ((int64_t)hand[p] + (i - woff[p])) % n);
+  }
 };
 // a slot no batch in flight reads (its last use before keep_from), and either not used since the
 // clock's hand last went by it (second: false; CLOCK's reference bit clear) or used since (true)
@@ -103,31 +136,70 @@ struct Evictable {
   }
 };
 
-// the m victims: the window's slots not used since the hand last passed them, in clock order, then
-// (too few of those: most of the window is hot) the window's other evictable slots in clock order,
-// as CLOCK's hand would take them on a second lap after clearing every bit on its first
-__global__ void cache_pick(int64_t m, int64_t W, const int32_t* __restrict__ cnt, const int32_t* __restrict__ cold,
-                           const int32_t* __restrict__ warm, int32_t* __restrict__ pick, const int32_t* hand,
-                           int64_t crows, int32_t* hand_next) {
-  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i >= m) return;
-  const int64_t c = cnt[0];
-  pick[i] = i < c ? cold[i] : warm[i - c];
-  if (i == 0) {
-    // enough cold slots: the hand stops past the last one taken; else it swept the whole window
-    // (clearing every bit, CLOCK's first lap) and took warm ones on its second
-    const int64_t far = c >= m ? ((int64_t)cold[m - 1] - *hand + crows) % crows : W - 1;
-    *hand_next = (int32_t)far;  // a window position (the hand moves in cache_book)
+// per part, where its slots start in the cold list and in the warm list (both in window order, so
+// part after part): first[p] cold, first[P + p] warm
+__global__ void cache_split(int P, const int64_t* __restrict__ pc0, const int32_t* __restrict__ cnt,
+                            const int32_t* __restrict__ cold, const int32_t* __restrict__ warm, int32_t* first) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= P) return;
+  for (int k = 0; k < 2; ++k) {
+    const int32_t* list = k ? warm : cold;
+    int lo = 0, hi = cnt[k];
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if (part_of(pc0, P, list[mid]) < p) lo = mid + 1;
+      else hi = mid;
+    }
+    first[k * P + p] = lo;
   }
+}
+
+// miss j's slot: in a direct part its row's own; else the j-th of its part's misses takes its part's
+// window's slots not used since the hand last passed them, in clock order, then (too few of those:
+// most of the window is hot) the window's other evictable slots in clock order, as CLOCK's hand would
+// take them on a second lap after clearing every bit on its first. A part's first miss records how far
+// its hand went (a window position; the hand moves in cache_hands): past its last victim when there
+// were enough cold slots, else the whole window
+__global__ void cache_pick(int64_t m, int P, const uint32_t* __restrict__ rows, const int64_t* __restrict__ prow,
+                           const int64_t* __restrict__ pc0, const int64_t* __restrict__ moff,
+                           const int64_t* __restrict__ woff, const int32_t* __restrict__ cnt,
+                           const int32_t* __restrict__ first, const int32_t* __restrict__ cold,
+                           const int32_t* __restrict__ warm, const int32_t* __restrict__ hand, int32_t* far,
+                           int32_t* __restrict__ pick) {
+  const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= m) return;
+  const int p = P > 1 ? part_of(moff, P, j) : 0;
+  const int64_t n = pc0[p + 1] - pc0[p];
+  if (n == prow[p + 1] - prow[p]) {
+    pick[j] = (int32_t)(pc0[p] + rows[j] - prow[p]);
+    return;
+  }
+  const int64_t k = j - moff[p], mp = moff[p + 1] - moff[p];
+  const int64_t c0 = first[p], c = (p + 1 < P ? first[p + 1] : cnt[0]) - c0, w0 = first[P + p];
+  pick[j] = k < c ? cold[c0 + k] : warm[w0 + (k - c)];
+  if (k == 0)
+    far[p] = (int32_t)(c >= mp ? ((int64_t)cold[c0 + mp - 1] - pc0[p] - hand[p] + n) % n : woff[p + 1] - woff[p] - 1);
 }
 
 // the hand goes by every window position up to the last victim: a slot it passes (kept or not) has
 // its use seen (the reference bit cleared)
-__global__ void cache_pass(int64_t W, const int32_t* hand, const int32_t* __restrict__ hand_next, int64_t crows,
-                           int32_t tick, int32_t* pass) {
+__global__ void cache_pass(int64_t W, int P, const int64_t* __restrict__ pc0, const int64_t* __restrict__ woff,
+                           const int32_t* hand, const int32_t* __restrict__ far, int32_t tick, int32_t* pass) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (i > *hand_next || i >= W) return;
-  pass[(*hand + i) % crows] = tick;
+  if (i >= W) return;
+  const int p = P > 1 ? part_of(woff, P, i) : 0;
+  const int64_t q = i - woff[p], n = pc0[p + 1] - pc0[p];
+  if (q > far[p]) return;
+  pass[pc0[p] + ((int64_t)hand[p] + q) % n] = tick;
+}
+
+// each part with a window: its hand past the last victim
+__global__ void cache_hands(int P, const int64_t* __restrict__ pc0, const int64_t* __restrict__ woff,
+                            const int32_t* __restrict__ far, int32_t* hand) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= P || woff[p + 1] == woff[p]) return;
+  const int64_t n = pc0[p + 1] - pc0[p];
+  hand[p] = (int32_t)(((int64_t)hand[p] + far[p] + 1) % n);
 }
 
 // dimension d of cache slot `slot` written back to table row `old` in host memory (zero-copy writes),
@@ -175,11 +247,10 @@ __global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const i
   }
 }
 
-// after the swap: the maps, the slots' rows and ticks, the clock's hand past the last victim (one
-// thread reads and moves it: the others read no hand)
+// after the swap: the maps, the slots' rows and ticks
 __global__ void cache_book(int64_t n, const uint32_t* __restrict__ rows, const int32_t* __restrict__ victims,
-                           int64_t crows, int32_t tick, int32_t* map, uint32_t* srow, int32_t* stick, int32_t* pass,
-                           int32_t* hand, const int32_t* hand_next, unsigned long long* wb) {
+                           int32_t tick, int32_t* map, uint32_t* srow, int32_t* stick, int32_t* pass,
+                           unsigned long long* wb) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (i >= n) return;
   const uint32_t nw = rows[i];
@@ -193,7 +264,6 @@ __global__ void cache_book(int64_t n, const uint32_t* __restrict__ rows, const i
   srow[slot] = nw;
   stick[slot] = tick;
   pass[slot] = -1;  // a row just read in counts as used since the hand went by
-  if (victims && i == 0) *hand = (int32_t)((*hand + *hand_next + 1) % crows);
 }
 
 // every cached row written back to host memory
@@ -277,8 +347,15 @@ void CudaImpl::cache_release() {
   s_table = s_spm = s_spv = s_wtab = s_wspm = s_wspv = nullptr;
   hh_table = hh_wtab = nullptr;
   fill_pool = nullptr;
-  for (void* p : std::initializer_list<void*>{miss, victims, fcnt, ftmp, slot_row, slot_tick, slot_pass, cache_hand, cache_wb})
+  for (void* p : std::initializer_list<void*>{miss, victims, fcnt, ftmp, slot_row, slot_tick, slot_pass, cache_hand, cache_wb,
+                                              dprow, dpoff, dpcnt})
     if (p) cudaFree(p);
+  dprow = dpoff = nullptr;
+  dpcnt = nullptr;
+  for (void* p : std::initializer_list<void*>{hpcnt, hpoff})
+    if (p) cudaFreeHost(p);
+  hpcnt = nullptr;
+  hpoff = nullptr;
   miss = miss_sorted = nullptr;
   victims = nullptr;
   fcnt = nullptr;
@@ -288,8 +365,6 @@ void CudaImpl::cache_release() {
   cache_wb = nullptr;
   miss_cap = victim_cap = 0;
   ftmp_bytes = 0;
-  if (fcnt_h) cudaFreeHost(fcnt_h);
-  fcnt_h = nullptr;
   if (stage_h) cudaFreeHost(stage_h);
   if (miss_h) cudaFreeHost(miss_h);
   if (stage_d) cudaFree(stage_d);
@@ -322,8 +397,11 @@ static void fill_setup(CudaImpl& I) {
   CK(cudaEventCreateWithFlags(&I.st_mark, cudaEventDisableTiming));
   CK(cudaEventCreateWithFlags(&I.st_now, cudaEventDisableTiming));
   CK(cudaEventCreateWithFlags(&I.st_cur, cudaEventDisableTiming));
-  CK(cudaMallocHost(reinterpret_cast<void**>(&I.fcnt_h), 2 * sizeof(int32_t)));
-  I.fcnt = dalloc<int32_t>(3, false);  // the walk's misses and hits; then the window's cold and warm slots, the hand's next place
+  I.fcnt = dalloc<int32_t>(2, false);  // the walk's misses and hits; then the windows' cold and warm slots
+  I.dpcnt = dalloc<int32_t>(5 * (size_t)I.P, false);
+  I.dpoff = dalloc<int64_t>(2 * ((size_t)I.P + 1), false);
+  CK(cudaMallocHost(reinterpret_cast<void**>(&I.hpcnt), (2 + 2 * (size_t)I.P) * sizeof(int32_t)));
+  CK(cudaMallocHost(reinterpret_cast<void**>(&I.hpoff), 2 * ((size_t)I.P + 1) * sizeof(int64_t)));
 }
 
 // device buffers of at least n entries (grown, never shrunk; the fill stream is idle when they are)
@@ -374,26 +452,44 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
     miss_sorted = miss + nid;
   }
   CK(cudaMemsetAsync(fcnt, 0, 2 * sizeof(int32_t), fs));
+  if (P > 1) CK(cudaMemsetAsync(dpcnt, 0, 2 * P * sizeof(int32_t), fs));
   dmark(0);
-  if (nid > 0)
-    cache_walk<<<blocks_for(nid), 256, 0, fs>>>(d, layout(), order, b0, B, mb, tick, dmap, slot_tick, miss, fcnt);
+  if (nid > 0) {
+    const bool block_counts = P > 1 && 2 * P * sizeof(int32_t) <= 32768;
+    cache_walk<<<blocks_for(nid), 256, block_counts ? 2 * P * sizeof(int32_t) : 0, fs>>>(
+        d, layout(), order, b0, B, mb, tick, dmap, slot_tick, miss, fcnt, P, dprow, dpcnt, block_counts);
+  }
   CK(cudaGetLastError());
   dmark(1);
-  CK(cudaMemcpyAsync(fcnt_h, fcnt, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, fs));
+  CK(cudaMemcpyAsync(hpcnt, fcnt, 2 * sizeof(int32_t), cudaMemcpyDeviceToHost, fs));
+  if (P > 1) CK(cudaMemcpyAsync(hpcnt + 2, dpcnt, 2 * P * sizeof(int32_t), cudaMemcpyDeviceToHost, fs));
   CK(cudaStreamSynchronize(fs));
   hmark(0);
-  const int64_t m = fcnt_h[0], h = fcnt_h[1], seen = m + h;
-  if (seen > crows) {
+  const int64_t m = hpcnt[0], h = hpcnt[1], seen = m + h;
+  // by part: the misses and the rows seen (one part: the batch's)
+  std::vector<int64_t> mp(P, m), sp(P, seen);
+  if (P > 1)
+    for (int p = 0; p < P; ++p) {
+      mp[p] = hpcnt[2 + 2 * p];
+      sp[p] = mp[p] + hpcnt[3 + 2 * p];
+    }
+  for (int p = 0; p < P; ++p) {
+    if (sp[p] <= pn(p)) continue;
     if (m) cache_unclaim<<<blocks_for(m), 256, 0, fs>>>(m, miss, dmap);
     CK(cudaStreamSynchronize(fs));
     if (!must) return false;
-    throw std::runtime_error("offloaded tables: a batch reads " + std::to_string(seen) +
-                             " embedding rows, more than the device cache's " + std::to_string(crows) +
-                             " (raise ABACUS_HBM_BUDGET_GB or lower the batch size)");
+    if (P == 1)
+      throw std::runtime_error("offloaded tables: a batch reads " + std::to_string(seen) +
+                               " embedding rows, more than the device cache's " + std::to_string(crows) +
+                               " (raise ABACUS_HBM_BUDGET_GB or lower the batch size)");
+    throw std::runtime_error("offloaded tables: a batch reads " + std::to_string(sp[p]) + " rows of slot " +
+                             std::to_string(p) + "'s table, more than its part of the device cache (" +
+                             std::to_string(pn(p)) + " rows; raise its load factor or lower the batch size)");
   }
   // ahead, the running step's rows (stamped with the last fill's tick) stay, when the two batches fit
-  // together; else the fill waits for the step
-  const bool overlap = ahead && last_seen + seen <= crows;
+  // together in every part; else the fill waits for the step
+  bool overlap = ahead;
+  for (int p = 0; p < P; ++p) overlap = overlap && last_seen_p[p] + sp[p] <= pn(p);
   const int32_t keep_from = overlap ? last_tick : tick;
   // the evictions' writes wait for every step that may still update a victim: the step before the
   // running one when ahead (st_mark, recorded at the last fill), else all of st's work (st_cur)
@@ -418,22 +514,35 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
     }
     float* const xs_h = stage_h + stage_cap * WW;
     float* const xs_d = stage_d + stage_cap * WW;
+    // per part, a window of its clock from its hand, wider than the slots no batch in flight reads
+    // that it must hold (at most this fill's hits and, overlapping, the running step's rows are kept
+    // besides the misses' victims), so that slots used since the hand last passed them can be kept;
+    // none in a direct part (each row has its own slot) or one with no misses
+    int64_t* moff = hpoff;
+    int64_t* woff = hpoff + P + 1;
+    moff[0] = woff[0] = 0;
+    bool all_direct = true;
+    for (int p = 0; p < P; ++p) {
+      all_direct = all_direct && direct(p);
+      moff[p + 1] = moff[p] + mp[p];
+      const int64_t w = direct(p) || !mp[p] ? 0 : std::min<int64_t>(pn(p), 4 * (sp[p] + (overlap ? last_seen_p[p] : 0)));
+      woff[p + 1] = woff[p] + w;
+    }
+    const int64_t W = woff[P];
+    CK(cudaMemcpyAsync(dpoff, hpoff, 2 * (P + 1) * sizeof(int64_t), cudaMemcpyHostToDevice, fs));
     size_t tb = 0, sb = 0;
     CK(cub::DeviceRadixSort::SortKeys(nullptr, tb, miss, miss_sorted, (int)m, 0, bits, fs));
     const int32_t* vic = nullptr;
-    int64_t W = 0;
     int32_t *cold = nullptr, *warm = nullptr, *pick = nullptr;
-    auto pos = thrust::make_transform_iterator(thrust::make_counting_iterator<int64_t>(0), ClockPos{cache_hand, crows});
-    if (crows < rows) {
-      // a window of the clock from its hand, wider than the m slots no batch in flight reads that it
-      // must hold (at most this fill's hits and, overlapping, the running step's rows are kept), so
-      // that slots used since the hand last passed them can be kept
-      W = std::min<int64_t>(crows, 4 * (m + h + (overlap ? last_seen : 0)));
-      grow(victims, victim_cap, 3 * W);
+    auto pos = thrust::make_transform_iterator(thrust::make_counting_iterator<int64_t>(0),
+                                               ClockPos{cache_hand, dpoff + P + 1, dprow + P + 1, P});
+    if (!all_direct) {
+      grow(victims, victim_cap, 2 * W + m);
       cold = victims;
       warm = victims + W;
       pick = victims + 2 * W;
-      CK(cub::DeviceSelect::If(nullptr, sb, pos, cold, fcnt, W, Evictable{slot_tick, slot_pass, keep_from, false}, fs));
+      if (W > 0)
+        CK(cub::DeviceSelect::If(nullptr, sb, pos, cold, fcnt, W, Evictable{slot_tick, slot_pass, keep_from, false}, fs));
       vic = pick;
     }
     fill_tmp(*this, std::max(tb, sb));
@@ -444,11 +553,19 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
     dmark(2);
     const cudaEvent_t misses_here = st_now;
     if (vic) {
-      size_t b1 = sb, b2 = sb;
-      CK(cub::DeviceSelect::If(ftmp, b1, pos, cold, fcnt, W, Evictable{slot_tick, slot_pass, keep_from, false}, fs));
-      CK(cub::DeviceSelect::If(ftmp, b2, pos, warm, fcnt + 1, W, Evictable{slot_tick, slot_pass, keep_from, true}, fs));
-      cache_pick<<<blocks_for(m), 256, 0, fs>>>(m, W, fcnt, cold, warm, pick, cache_hand, crows, fcnt + 2);
-      cache_pass<<<blocks_for(W), 256, 0, fs>>>(W, cache_hand, fcnt + 2, crows, tick, slot_pass);
+      if (W > 0) {
+        size_t b1 = sb, b2 = sb;
+        CK(cub::DeviceSelect::If(ftmp, b1, pos, cold, fcnt, W, Evictable{slot_tick, slot_pass, keep_from, false}, fs));
+        CK(cub::DeviceSelect::If(ftmp, b2, pos, warm, fcnt + 1, W, Evictable{slot_tick, slot_pass, keep_from, true}, fs));
+        cache_split<<<blocks_for(P), 256, 0, fs>>>(P, dprow + P + 1, fcnt, cold, warm, dpcnt + 2 * P);
+      }
+      cache_pick<<<blocks_for(m), 256, 0, fs>>>(m, P, miss_sorted, dprow, dprow + P + 1, dpoff, dpoff + P + 1, fcnt,
+                                                dpcnt + 2 * P, cold, warm, cache_hand, dpcnt + 4 * P, pick);
+      if (W > 0) {
+        cache_pass<<<blocks_for(W), 256, 0, fs>>>(W, P, dprow + P + 1, dpoff + P + 1, cache_hand, dpcnt + 4 * P, tick,
+                                                  slot_pass);
+        cache_hands<<<blocks_for(P), 256, 0, fs>>>(P, dprow + P + 1, dpoff + P + 1, dpcnt + 4 * P, cache_hand);
+      }
       CK(cudaGetLastError());
     }
     dmark(3);
@@ -543,8 +660,7 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
                                                    spm, spv, wtab, wspm, wspv, h_table, h_spm, h_spv, h_wtab, h_wspm,
                                                    h_wspv);
     CK(cudaGetLastError());
-    cache_book<<<blocks_for(m), 256, 0, fs>>>(m, miss_sorted, vic, crows, tick, dmap, slot_row, slot_tick, slot_pass,
-                                              cache_hand, fcnt + 2, cache_wb);
+    cache_book<<<blocks_for(m), 256, 0, fs>>>(m, miss_sorted, vic, tick, dmap, slot_row, slot_tick, slot_pass, cache_wb);
     CK(cudaGetLastError());
     dmark(5);
     if (prof) {
@@ -564,7 +680,7 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
   cache_loads += m;
   cache_hits += h;
   last_tick = tick;
-  last_seen = seen;
+  last_seen_p = sp;
   return true;
 }
 
@@ -632,7 +748,8 @@ void CudaImpl::cache_invalidate() {
   CK(cudaMemsetAsync(slot_row, 0xff, (size_t)crows * 4, st));
   CK(cudaMemsetAsync(slot_tick, 0xff, (size_t)crows * 4, st));
   CK(cudaMemsetAsync(slot_pass, 0xff, (size_t)crows * 4, st));
-  CK(cudaMemsetAsync(cache_hand, 0, 4, st));
+  CK(cudaMemsetAsync(cache_hand, 0, (size_t)P * 4, st));
+  last_seen_p.assign((size_t)P, 0);
   CK(cudaStreamSynchronize(st));
   for (auto& c : own_copies) std::memcpy(c.own, c.mirror, (size_t)c.n * 4);
   scan_fresh();

@@ -29,6 +29,10 @@ export interface OffloadCase {
   /** early stopping with the best epoch restored (the cache written back and emptied), against the
    * device model doing the same; restored: whether the best epoch was not the last */
   restoreBest: { restored: boolean; bestEpoch: number; maxPredDiff: number };
+  /** shared embeddings (a DataBank version's rows, setSlotRows) put into two slots of a new model, one
+   * frozen, then a fine-tune, against the device model doing the same; frozenKept: the frozen slot's
+   * rows, read back after it, are the rows put in to the bit */
+  sharedEmbedding: { maxPredDiff: number; frozenKept: boolean };
 }
 
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
@@ -38,16 +42,26 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   return m;
 };
 
-/** A model created with ABACUS_CUDA_CACHE_ROWS set to `cacheRows` (read when the CUDA model is made), or without it. */
-function create(spec: ModelSpecInput, cacheRows: number | null): RuntimeModel {
-  const had = process.env.ABACUS_CUDA_CACHE_ROWS;
+/**
+ * A model created with ABACUS_CUDA_CACHE_ROWS set to `cache` (a number of rows), or with
+ * ABACUS_HBM_LOAD_FACTORS set to it (a string: per-table load factors), or with neither (null); both
+ * are read when the CUDA model is made.
+ */
+function create(spec: ModelSpecInput, cache: number | string | null): RuntimeModel {
+  const had = { rows: process.env.ABACUS_CUDA_CACHE_ROWS, lf: process.env.ABACUS_HBM_LOAD_FACTORS };
   try {
-    if (cacheRows === null) delete process.env.ABACUS_CUDA_CACHE_ROWS;
-    else process.env.ABACUS_CUDA_CACHE_ROWS = String(cacheRows);
+    delete process.env.ABACUS_CUDA_CACHE_ROWS;
+    delete process.env.ABACUS_HBM_LOAD_FACTORS;
+    if (typeof cache === 'number') process.env.ABACUS_CUDA_CACHE_ROWS = String(cache);
+    if (typeof cache === 'string') process.env.ABACUS_HBM_LOAD_FACTORS = cache;
     return RuntimeModel.create(spec, { backend: 'cuda' });
   } finally {
-    if (had === undefined) delete process.env.ABACUS_CUDA_CACHE_ROWS;
-    else process.env.ABACUS_CUDA_CACHE_ROWS = had;
+    for (const [k, v] of [
+      ['ABACUS_CUDA_CACHE_ROWS', had.rows],
+      ['ABACUS_HBM_LOAD_FACTORS', had.lf],
+    ] as const)
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
   }
 }
 
@@ -118,6 +132,9 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
       for (const [label, rows] of [
         ['every row cached', tableRows],
         ['a tenth of the rows cached', tableRows / 10],
+        // a part of the cache for each table: one whole (its rows at their own slots), three evicting
+        ['per-table load factors slot0=1, slot1=0.5, slot2=0.1, slot3=0.05', 'slot0=1,slot1=0.5,slot2=0.1,slot3=0.05'],
+        ['every row cached, per-table load factors of 1', '1'],
       ] as const) {
         const m = create(spec, rows);
         await m.train(train, fit);
@@ -137,7 +154,7 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         await laneDev.train(train, tune);
         const laneMaxPredDiff = maxDiff(await lane.predict(val), await laneDev.predict(val));
         // the offloaded model's checkpoint, loaded with the tables on the device
-        const ckpt = path.join(dir, `${name.replace(/\W+/g, '-')}-${rows}`);
+        const ckpt = path.join(dir, `${name.replace(/\W+/g, '-')}-${String(rows).replace(/\W+/g, '-')}`);
         await m.save(ckpt);
         const had2 = process.env.ABACUS_CUDA_CACHE_ROWS;
         delete process.env.ABACUS_CUDA_CACHE_ROWS;
@@ -145,7 +162,7 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         if (had2 !== undefined) process.env.ABACUS_CUDA_CACHE_ROWS = had2;
         const reloadMaxPredDiff = maxDiff(await back.predict(val), p);
         // exports read the host copy: the offloaded model's ONNX against the device model's
-        const devCkpt = path.join(dir, `${name.replace(/\W+/g, '-')}-device-${rows}`);
+        const devCkpt = path.join(dir, `${name.replace(/\W+/g, '-')}-device-${String(rows).replace(/\W+/g, '-')}`);
         await dev.save(devCkpt);
         const [a, b] = await Promise.all([buildOnnxModel(ckpt), buildOnnxModel(devCkpt)]);
         const onnxSameAsDevice = Buffer.from(a.bytes).equals(Buffer.from(b.bytes));
@@ -156,7 +173,25 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         const re = await esOff.train(train, es);
         await esDev.train(train, es);
         const restoreBest = { restored: re.bestEpoch !== re.epochs - 1, bestEpoch: re.bestEpoch, maxPredDiff: maxDiff(await esOff.predict(val), await esDev.predict(val)) };
-        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat, restoreBest });
+        // shared embeddings: slot0's and slot1's rows of the trained device model (a version another
+        // line published) put into new models, slot0 frozen; a fine-tune; then slot0 read back
+        const D = spec.embeddingDim!;
+        const ids = Int32Array.from({ length: 20_000 }, (_, i) => i);
+        const devT = new Map(dev.tensors().map((t) => [t.name, t.data]));
+        const rowsOf = (slot: number) => devT.get('embedding.table')!.slice(slot * 20_000 * D, (slot + 1) * 20_000 * D);
+        const wideOf = (slot: number) => devT.get('wide.table')?.slice(slot * 20_000, (slot + 1) * 20_000) ?? null;
+        const share = async (x: RuntimeModel) => {
+          await x.setSlotRows('slot0', ids, rowsOf(0), wideOf(0), true);
+          await x.setSlotRows('slot1', ids, rowsOf(1), wideOf(1), false);
+          await x.train(train, { epochs: 1, batchSize: 256, seed: 4, maxSteps: 80 });
+          return x.predict(val);
+        };
+        const sh = create(spec, rows);
+        const pSh = await share(sh);
+        const pShDev = await share(create(spec, null));
+        const after = new Map(sh.tensors().map((t) => [t.name, t.data])).get('embedding.table')!;
+        const sharedEmbedding = { maxPredDiff: maxDiff(pSh, pShDev), frozenKept: maxDiff(after.subarray(0, 20_000 * D), rowsOf(0)) === 0 };
+        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat, restoreBest, sharedEmbedding });
       }
     }
   } finally {
@@ -184,11 +219,12 @@ async function collectModels() {
  * Training throughput with the embedding tables in host memory against on the device: ctr26's model
  * (26 slots of `vocab` ids, dim 16, sparse Adam) on Zipf(`zipf`) ids, batch `batch`, `steps` timed
  * steps after a warm-up, the tables on the device and then with a budget of each of `budgets` (a
- * fraction of the tables and their state); per run samples a second of the epochs' steps (the train
+ * fraction of the tables and their state: one cache over every table) and with each of `loadFactors`
+ * as every table's load factor (a cache of that share of the rows, a part for each table); per run samples a second of the epochs' steps (the train
  * call's time from its first step, less its validation; the wall time a step beside it) and the cache's
  * hit rate, rows read in and written back a step.
  */
-export async function runOffloadBench(o: { vocab: number; zipf: number; batch: number; steps: number; batches: number; budgets: number[] }) {
+export async function runOffloadBench(o: { vocab: number; zipf: number; batch: number; steps: number; batches: number; budgets: number[]; loadFactors?: number[] }) {
   const { ctr26Spec } = await import('./ctr26');
   const t0 = performance.now();
   const data = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: 3, zipf: o.zipf });
@@ -196,17 +232,27 @@ export async function runOffloadBench(o: { vocab: number; zipf: number; batch: n
   const spec = ctr26Spec(o.vocab);
   const tableBytes = 26 * o.vocab * 16 * 4 * 3;
   const runs: Record<string, unknown>[] = [];
-  for (const fraction of [null, ...o.budgets]) {
+  // the tables on the device, then each budget (one cache over every table), then each load factor
+  // (every table its part of that share of its rows: a cache of the same size, split by table)
+  const settings = [null, ...o.budgets.map((f) => ({ f, split: false })), ...(o.loadFactors ?? []).map((f) => ({ f, split: true }))];
+  for (const setting of settings) {
     await collectModels();
-    const had = process.env.ABACUS_HBM_BUDGET_GB;
-    if (fraction === null) delete process.env.ABACUS_HBM_BUDGET_GB;
-    else process.env.ABACUS_HBM_BUDGET_GB = String((tableBytes * fraction) / 2 ** 30);
+    const fraction = setting?.f ?? null;
+    const had = { budget: process.env.ABACUS_HBM_BUDGET_GB, lf: process.env.ABACUS_HBM_LOAD_FACTORS };
+    delete process.env.ABACUS_HBM_BUDGET_GB;
+    delete process.env.ABACUS_HBM_LOAD_FACTORS;
+    if (setting && !setting.split) process.env.ABACUS_HBM_BUDGET_GB = String((tableBytes * setting.f) / 2 ** 30);
+    if (setting?.split) process.env.ABACUS_HBM_LOAD_FACTORS = String(setting.f);
     let m: RuntimeModel;
     try {
       m = RuntimeModel.create(spec, { backend: 'cuda' });
     } finally {
-      if (had === undefined) delete process.env.ABACUS_HBM_BUDGET_GB;
-      else process.env.ABACUS_HBM_BUDGET_GB = had;
+      for (const [k, v] of [
+        ['ABACUS_HBM_BUDGET_GB', had.budget],
+        ['ABACUS_HBM_LOAD_FACTORS', had.lf],
+      ] as const)
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
     await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 1, maxSteps: 30 });
     const before = m.embeddingCache;
@@ -221,6 +267,7 @@ export async function runOffloadBench(o: { vocab: number; zipf: number; batch: n
     const hits = after && before ? after.hits - before.hits : 0;
     const writebacks = after && before ? after.writebacks - before.writebacks : 0;
     runs.push({
+      cache: setting === null ? 'device tables' : setting.split ? 'per-table load factor' : 'one cache (budget)',
       budgetFraction: fraction,
       budgetGiB: fraction === null ? null : Math.round(((tableBytes * fraction) / 2 ** 30) * 1000) / 1000,
       cacheRows: after?.rows ?? null,
