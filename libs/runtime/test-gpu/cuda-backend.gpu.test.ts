@@ -174,6 +174,11 @@ describe.skipIf(!!why)('cuda embedding tables in host memory (a device cache of 
       // shared embeddings put into the host copy and fine-tuned as on the device; a frozen slot's rows kept
       expect(c.sharedEmbedding.maxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
       expect(c.sharedEmbedding.frozenKept).toBe(true);
+      // training streamed from the host with the tables offloaded (a fill before each streamed step)
+      expect(c.streamed.steps).toBeGreaterThanOrEqual(100);
+      expect(c.streamed.maxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
+      expect(c.streamedShards.steps).toBeGreaterThanOrEqual(100);
+      expect(c.streamedShards.maxPredDiff).toBeLessThanOrEqual(every ? 0 : 1e-4);
     }
     // the restore path ran (the best epoch was not the last) in at least one case
     expect(cases.some((c) => c.restoreBest.restored)).toBe(true);

@@ -269,8 +269,6 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
   CK(cudaSetDevice(I.dev));
   TrainResult res;
   const bool streaming = stream_training(I, tr);
-  if (I.cached && streaming)
-    throw std::runtime_error("the embedding tables are in host memory (ABACUS_HBM_BUDGET_GB): training streamed from the host is not supported with them yet; the training rows must fit on the GPU (ABACUS_CUDA_STREAM=0)");
   // a streamed fit holds host memory for as long as it trains: leased from the process's budget
   // before its row lists are made (a fit waiting for the lease holds nothing)
   std::unique_ptr<StreamedHostLease> lease;
@@ -728,7 +726,11 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
           if (dwin) {
             for (int k = 0; k < DevWindows::K; ++k)
               if (mask >> k & 1) CK(cudaStreamWaitEvent(I.st, dwin->ready[k], 0));
-            run_step(B, dwin->data(mb), pl ? pl->dev : reinterpret_cast<const int64_t*>(I.stage[slot].dev), true);
+            const int64_t* places = pl ? pl->dev : reinterpret_cast<const int64_t*>(I.stage[slot].dev);
+            // tables in host memory: the batch's rows made resident once its windows are there (a
+            // fill that follows the step before; streamed batches are not filled ahead)
+            if (I.cached) I.cache_fill(dwin->data(mb), places, 0, B, true);
+            run_step(B, dwin->data(mb), places, true);
             if (pl) CK(cudaEventRecord(pl->used, I.st));
           } else {
             if (device_unpack) {
@@ -736,6 +738,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
               I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(g.raw + RL.offs), reinterpret_cast<const int32_t*>(g.raw + RL.words),
                              tr.has_weights());
             }
+            if (I.cached) I.cache_fill(stage_data(slot, B), nullptr, 0, B, true);
             run_step(B, stage_data(slot, B), nullptr, true);
           }
           CK(cudaEventRecord(I.stage[slot].consumed, I.st));

@@ -4,6 +4,8 @@ import path from 'node:path';
 import type { EmbeddingCacheState } from '../binding';
 import type { ModelSpecInput } from '../model-spec.schema';
 import { buildOnnxModel } from '../onnx-export';
+import type { RuntimeData } from '../dataset.types';
+import { openShards, writeShard } from '../shard-format';
 import { RuntimeModel } from '../runtime-model';
 import { makeSyntheticCtr, sliceDataset } from './synthetic-ctr';
 
@@ -33,6 +35,11 @@ export interface OffloadCase {
    * frozen, then a fine-tune, against the device model doing the same; frozenKept: the frozen slot's
    * rows, read back after it, are the rows put in to the bit */
   sharedEmbedding: { maxPredDiff: number; frozenKept: boolean };
+  /** training streamed from the host (ABACUS_CUDA_STREAM=1: the batches packed and copied in as they
+   * go) with the tables offloaded, against the device tables streamed the same way */
+  streamed: { maxPredDiff: number; steps: number };
+  /** the same from shards on disk (mapped; the batches' rows gathered from windows held on the GPU) */
+  streamedShards: { maxPredDiff: number; steps: number };
 }
 
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
@@ -122,6 +129,10 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
   const out: OffloadCase[] = [];
   const dir = mkdtempSync(path.join(tmpdir(), 'abacus-offload-'));
   try {
+    // the training rows as three shards on disk, for training streamed from them
+    const files = [0, 1, 2].map((k) => path.join(dir, `train-${k}.shard`));
+    for (const [k, f] of files.entries()) await writeShard(f, sliceDataset(train, k * 10_000, (k + 1) * 10_000));
+    const shards = await openShards(files);
     for (const { name, spec } of specs) {
       const dev = create(spec, null);
       const r = await dev.train(train, fit);
@@ -191,7 +202,25 @@ export async function runOffloadParity(): Promise<OffloadCase[]> {
         const pShDev = await share(create(spec, null));
         const after = new Map(sh.tensors().map((t) => [t.name, t.data])).get('embedding.table')!;
         const sharedEmbedding = { maxPredDiff: maxDiff(pSh, pShDev), frozenKept: maxDiff(after.subarray(0, 20_000 * D), rowsOf(0)) === 0 };
-        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat, restoreBest, sharedEmbedding });
+        // training streamed from the host, offloaded tables against device tables
+        const hadStream = process.env.ABACUS_CUDA_STREAM;
+        process.env.ABACUS_CUDA_STREAM = '1';
+        let streamed: OffloadCase['streamed'], streamedShards: OffloadCase['streamedShards'];
+        try {
+          const both = async (data: RuntimeData) => {
+            const so = create(spec, rows);
+            const sd = create(spec, null);
+            const rs = await so.train(data, { epochs: 1, batchSize: 256, seed: 6 });
+            await sd.train(data, { epochs: 1, batchSize: 256, seed: 6 });
+            return { maxPredDiff: maxDiff(await so.predict(val), await sd.predict(val)), steps: rs.steps };
+          };
+          streamed = await both(train);
+          streamedShards = await both(shards);
+        } finally {
+          if (hadStream === undefined) delete process.env.ABACUS_CUDA_STREAM;
+          else process.env.ABACUS_CUDA_STREAM = hadStream;
+        }
+        out.push({ name: `${name}, ${label}`, cache, steps: r.steps, ...d, deviceVsDevice, laneMaxPredDiff, reloadMaxPredDiff, onnxSameAsDevice, repeat, restoreBest, sharedEmbedding, streamed, streamedShards });
       }
     }
   } finally {
