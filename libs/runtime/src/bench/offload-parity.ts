@@ -55,20 +55,28 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
  * are read when the CUDA model is made.
  */
 function create(spec: ModelSpecInput, cache: number | string | null): RuntimeModel {
-  const had = { rows: process.env.ABACUS_CUDA_CACHE_ROWS, lf: process.env.ABACUS_HBM_LOAD_FACTORS };
+  return withEnv(
+    {
+      ABACUS_CUDA_CACHE_ROWS: typeof cache === 'number' ? String(cache) : undefined,
+      ABACUS_HBM_LOAD_FACTORS: typeof cache === 'string' ? cache : undefined,
+    },
+    () => RuntimeModel.create(spec, { backend: 'cuda' }),
+  );
+}
+
+/** fn() with these environment variables set (undefined: unset), each restored afterwards. */
+function withEnv<T>(vars: Record<string, string | undefined>, fn: () => T): T {
+  const had = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  const put = (v: Record<string, string | undefined>) => {
+    for (const [k, x] of Object.entries(v))
+      if (x === undefined) delete process.env[k];
+      else process.env[k] = x;
+  };
+  put(vars);
   try {
-    delete process.env.ABACUS_CUDA_CACHE_ROWS;
-    delete process.env.ABACUS_HBM_LOAD_FACTORS;
-    if (typeof cache === 'number') process.env.ABACUS_CUDA_CACHE_ROWS = String(cache);
-    if (typeof cache === 'string') process.env.ABACUS_HBM_LOAD_FACTORS = cache;
-    return RuntimeModel.create(spec, { backend: 'cuda' });
+    return fn();
   } finally {
-    for (const [k, v] of [
-      ['ABACUS_CUDA_CACHE_ROWS', had.rows],
-      ['ABACUS_HBM_LOAD_FACTORS', had.lf],
-    ] as const)
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+    put(had);
   }
 }
 
@@ -267,22 +275,13 @@ export async function runOffloadBench(o: { vocab: number; zipf: number; batch: n
   for (const setting of settings) {
     await collectModels();
     const fraction = setting?.f ?? null;
-    const had = { budget: process.env.ABACUS_HBM_BUDGET_GB, lf: process.env.ABACUS_HBM_LOAD_FACTORS };
-    delete process.env.ABACUS_HBM_BUDGET_GB;
-    delete process.env.ABACUS_HBM_LOAD_FACTORS;
-    if (setting && !setting.split) process.env.ABACUS_HBM_BUDGET_GB = String((tableBytes * setting.f) / 2 ** 30);
-    if (setting?.split) process.env.ABACUS_HBM_LOAD_FACTORS = String(setting.f);
-    let m: RuntimeModel;
-    try {
-      m = RuntimeModel.create(spec, { backend: 'cuda' });
-    } finally {
-      for (const [k, v] of [
-        ['ABACUS_HBM_BUDGET_GB', had.budget],
-        ['ABACUS_HBM_LOAD_FACTORS', had.lf],
-      ] as const)
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-    }
+    const m = withEnv(
+      {
+        ABACUS_HBM_BUDGET_GB: setting && !setting.split ? String((tableBytes * setting.f) / 2 ** 30) : undefined,
+        ABACUS_HBM_LOAD_FACTORS: setting?.split ? String(setting.f) : undefined,
+      },
+      () => RuntimeModel.create(spec, { backend: 'cuda' }),
+    );
     await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 1, maxSteps: 30 });
     const before = m.embeddingCache;
     const t1 = performance.now();
@@ -378,18 +377,11 @@ export async function runOffloadBeyond(o: { vocab: number; hashVocab: number; zi
   const test = sliceDataset(data, trainRows, rows);
   const dataSeconds = (performance.now() - t0) / 1000;
   const tableBytes = 26 * vocab * (16 * 3 + 3) * 4;
-  const had = process.env.ABACUS_HBM_BUDGET_GB;
   // the baseline's tables on the device whatever the budget; the full tables under ABACUS_HBM_BUDGET_GB
   // (unset: the default, half the GPU memory free)
-  if (o.side === 'hashed') process.env.ABACUS_HBM_BUDGET_GB = '100000';
   const t1 = performance.now();
-  let m: RuntimeModel;
-  try {
-    m = RuntimeModel.create(ctr26Spec(vocab), { backend: 'cuda' });
-  } finally {
-    if (had === undefined) delete process.env.ABACUS_HBM_BUDGET_GB;
-    else process.env.ABACUS_HBM_BUDGET_GB = had;
-  }
+  const create = () => RuntimeModel.create(ctr26Spec(vocab), { backend: 'cuda' });
+  const m = o.side === 'hashed' ? withEnv({ ABACUS_HBM_BUDGET_GB: '100000' }, create) : create();
   const createSeconds = (performance.now() - t1) / 1000;
   const t2 = performance.now();
   const r = await m.train(train, { epochs: 1, batchSize: o.batch, seed: 1 });
