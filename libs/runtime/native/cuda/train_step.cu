@@ -701,6 +701,7 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
         CK(cudaEventRecord(g.copied, I.cs));
       };
       int slot = 0;
+      bool filled_ahead = false;  // streamed from windows on the device: this batch's fill was made ahead
       if (streaming) prep(0, 0);
       const int64_t first_step = res.steps;
       int64_t epoch_steps = 0;
@@ -727,9 +728,10 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
             for (int k = 0; k < DevWindows::K; ++k)
               if (mask >> k & 1) CK(cudaStreamWaitEvent(I.st, dwin->ready[k], 0));
             const int64_t* places = pl ? pl->dev : reinterpret_cast<const int64_t*>(I.stage[slot].dev);
-            // tables in host memory: the batch's rows made resident once its windows are there (a
-            // fill that follows the step before; streamed batches are not filled ahead)
-            if (I.cached) I.cache_fill(dwin->data(mb), places, 0, B, true);
+            // tables in host memory: the batch's rows made resident once its windows are there, by the
+            // fill made while the step before ran (below), or here (an epoch's first batch)
+            if (I.cached && !filled_ahead) I.cache_fill(dwin->data(mb), places, 0, B, true);
+            filled_ahead = false;
             run_step(B, dwin->data(mb), places, true);
             if (pl) CK(cudaEventRecord(pl->used, I.st));
           } else {
@@ -738,6 +740,8 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
               I.unpack_stage(slot, B, SL, reinterpret_cast<const int64_t*>(g.raw + RL.offs), reinterpret_cast<const int32_t*>(g.raw + RL.words),
                              tr.has_weights());
             }
+            // tables in host memory: the batch's rows made resident once it is unpacked (a fill that
+            // follows the step before)
             if (I.cached) I.cache_fill(stage_data(slot, B), nullptr, 0, B, true);
             run_step(B, stage_data(slot, B), nullptr, true);
           }
@@ -754,6 +758,19 @@ TrainResult CudaModel::train_(const DataSource& tr, const DataSource* val, const
               while (window + 1 < window_ends.size() && b0 + o.batch >= window_ends[window]) ++window;
             }
             prep(b0 + o.batch, slot ^ 1);
+            if (I.cached && dwin) {
+              // the next batch's rows made resident while this step runs, once its places and
+              // windows are on the device (what its step waits for)
+              const int ns = slot ^ 1;
+              Places* np = mapped_places ? &ring.p[(pack_n - 1) % kRing] : nullptr;
+              if (!np) CK(cudaStreamWaitEvent(I.fs, I.stage[ns].copied, 0));
+              const int nmask = np ? np->mask : stage_mask[ns];
+              for (int k = 0; k < DevWindows::K; ++k)
+                if (nmask >> k & 1) CK(cudaStreamWaitEvent(I.fs, dwin->ready[k], 0));
+              I.cache_fill(dwin->data(mb), np ? np->dev : reinterpret_cast<const int64_t*>(I.stage[ns].dev), 0,
+                           std::min(o.batch, n - b0 - o.batch), true, true);
+              filled_ahead = true;
+            }
           }
           slot ^= 1;
         } else {

@@ -97,6 +97,7 @@ async function main() {
       vocab: n('vocab', '2000000'), zipf: n('zipf', '1.05'), batch: n('batch', '8192'), steps: n('steps', '200'), batches: n('batches', '40'),
       budgets: get('hbm-budget', '0.25').split(',').filter(Boolean).map(Number),
       loadFactors: get('load-factors', '').split(',').filter(Boolean).map(Number),
+      streamed: args.includes('--streamed'),
     });
     console.log(JSON.stringify({ offloadBench: r, command: `node run-bench.js ${args.join(' ')}`, date: new Date().toISOString() }));
     return;

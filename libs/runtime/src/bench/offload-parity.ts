@@ -261,10 +261,31 @@ async function collectModels() {
  * call's time from its first step, less its validation; the wall time a step beside it) and the cache's
  * hit rate, rows read in and written back a step.
  */
-export async function runOffloadBench(o: { vocab: number; zipf: number; batch: number; steps: number; batches: number; budgets: number[]; loadFactors?: number[] }) {
+export async function runOffloadBench(o: {
+  vocab: number;
+  zipf: number;
+  batch: number;
+  steps: number;
+  batches: number;
+  budgets: number[];
+  loadFactors?: number[];
+  streamed?: boolean;
+}) {
   const { ctr26Spec } = await import('./ctr26');
   const t0 = performance.now();
   const data = makeSyntheticCtr({ rows: o.batch * o.batches, numeric: 13, slots: 26, vocab: o.vocab, maxLen: 4, seed: 3, zipf: o.zipf });
+  // streamed: the rows as four shards on disk, every run's training streamed from them
+  // (ABACUS_CUDA_STREAM=1: windows held on the device, the batches gathered from them)
+  const dir = o.streamed ? mkdtempSync(path.join(tmpdir(), 'abacus-offload-bench-')) : null;
+  let trainData: RuntimeData = data.dataset;
+  if (dir) {
+    const files = [0, 1, 2, 3].map((k) => path.join(dir, `rows-${k}.shard`));
+    const per = Math.ceil(data.dataset.rows / 4);
+    for (const [k, f] of files.entries()) await writeShard(f, sliceDataset(data.dataset, k * per, Math.min(data.dataset.rows, (k + 1) * per)));
+    trainData = await openShards(files);
+  }
+  const hadStream = process.env.ABACUS_CUDA_STREAM;
+  if (dir) process.env.ABACUS_CUDA_STREAM = '1';
   const dataMs = Math.round(performance.now() - t0);
   const spec = ctr26Spec(o.vocab);
   const tableBytes = 26 * o.vocab * 16 * 4 * 3;
@@ -282,10 +303,10 @@ export async function runOffloadBench(o: { vocab: number; zipf: number; batch: n
       },
       () => RuntimeModel.create(spec, { backend: 'cuda' }),
     );
-    await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 1, maxSteps: 30 });
+    await m.train(trainData, { epochs: 100, batchSize: o.batch, seed: 1, maxSteps: 30 });
     const before = m.embeddingCache;
     const t1 = performance.now();
-    const r = await m.train(data.dataset, { epochs: 100, batchSize: o.batch, seed: 2, maxSteps: o.steps });
+    const r = await m.train(trainData, { epochs: 100, batchSize: o.batch, seed: 2, maxSteps: o.steps });
     const wall = (performance.now() - t1) / 1000;
     // the epochs' steps: the call's time (which starts after its setup: split, data to the device)
     // less its validation, the same for every run (the wall time's share of it shrinks with the steps)
@@ -307,6 +328,11 @@ export async function runOffloadBench(o: { vocab: number; zipf: number; batch: n
       writebacksPerStep: after ? Math.round(writebacks / r.steps) : null,
       finalLoss: r.finalLoss,
     });
+  }
+  if (dir) {
+    if (hadStream === undefined) delete process.env.ABACUS_CUDA_STREAM;
+    else process.env.ABACUS_CUDA_STREAM = hadStream;
+    rmSync(dir, { recursive: true, force: true });
   }
   const base = runs[0]!.samplesPerSecond as number;
   for (const x of runs) x.ofOnDevice = Math.round(((x.samplesPerSecond as number) / base) * 1000) / 1000;
