@@ -267,8 +267,8 @@ struct CudaImpl {
   int32_t* cache_hand = nullptr;         // each part's clock hand               [P, device]
   int64_t* dpoff = nullptr;              // a fill's prefixes: misses, then window positions, by part [2 (P + 1)]
   int64_t* hpoff = nullptr;              // their pinned host copy
-  int32_t* dpcnt = nullptr;              // per part: misses and hits [2P], cold and warm firsts [2P], the hand's next place [P]
-  int32_t* hpcnt = nullptr;              // the counts' pinned host copy [2 + 2P]
+  int32_t* dpcnt = nullptr;              // per part: misses and hits [2P], cold and warm firsts [2P], the hand's next place [P]; write-backs [1]
+  int32_t* hpcnt = nullptr;              // the counts' pinned host copy [2 + 2P], the write-backs [1]
   std::vector<int64_t> last_seen_p;      // the rows the last successful fill's batch reads, by part
   int64_t pn(int p) const { return pc0_h[p + 1] - pc0_h[p]; }
   bool direct(int p) const { return pn(p) == prow_h[p + 1] - prow_h[p]; }
@@ -314,6 +314,13 @@ struct CudaImpl {
   std::string cache_profile_take();
   int stage_w() const { return D + (wide ? 1 : 0) + 1; }
   int stage_x() const { return (D + (wide ? 1 : 0)) * (adam ? 2 : 1); }
+  // a staged write-back: the row's weights (D, wide), then its state row; after the state rows in
+  // stage_d / stage_h, its table row after the misses in miss_h; on the device, each miss's place
+  // among them and their rows in wbx_d [2 stage_cap]; their count in dpcnt[5P] and hpcnt[2 + 2P]
+  int stage_wb() const { return D + (wide ? 1 : 0) + stage_x(); }
+  int32_t* wbx_d = nullptr;
+  bool wb_pending = false;  // the last fill staged write-backs that cache_drain has not written yet
+  void cache_drain();
   std::vector<void*> registered;
   // a mirror array not page-aligned (under 2 MiB: malloc'd) is not registered (its pages may be
   // another array's): a pinned copy of it is the store, kept equal to the mirror at attach /

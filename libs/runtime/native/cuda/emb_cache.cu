@@ -8,9 +8,11 @@
 // while there are others) picks as many victims among the slots no batch in flight reads; the host's
 // threads gather the missed rows from host memory into pinned memory (a row whose optimizer state is
 // still the initial one: its weights only) and the fill's stream copies them in chunk by chunk while
-// the next chunk is gathered; one kernel writes each victim's row back to host memory (zero-copy) and
-// puts the new row in its place, another updates the map. The host reads back two counts per fill
-// (misses, hits) and the sorted misses.
+// the next chunk is gathered; one kernel stages each victim's row for its write-back and puts the new
+// row in its place, another updates the map. The staged rows are copied back in one transfer and
+// written to host memory by the host's threads at the start of the next fill (or flush), before any
+// row is read from it. The host reads back the counts (misses, hits, write-backs) and the sorted
+// misses.
 // A training step's fill for the next batch runs while the step runs: its victims exclude the
 // running step's rows, and its writes wait for the step before (which may have updated a victim).
 // Every update a row receives is the one it would receive with the table on the device. A cache that
@@ -202,8 +204,8 @@ __global__ void cache_hands(int P, const int64_t* __restrict__ pc0, const int64_
   hand[p] = (int32_t)(((int64_t)hand[p] + far[p] + 1) % n);
 }
 
-// dimension d of cache slot `slot` written back to table row `old` in host memory (zero-copy writes),
-// with its optimizer state; dimension 0 also carries the wide weight and its state
+// dimension d of cache slot `slot` written back to table row `old` in host memory (zero-copy writes:
+// the flush's), with its optimizer state; dimension 0 also carries the wide weight and its state
 __device__ __forceinline__ void write_back(int64_t slot, int64_t old, int D, int d, const float* ct, const float* cm,
                                            const float* cv, const float* cw, const float* cwm, const float* cwv,
                                            float* ht, float* hm, float* hv, float* hw, float* hwm, float* hwv) {
@@ -217,14 +219,24 @@ __device__ __forceinline__ void write_back(int64_t slot, int64_t old, int D, int
   }
 }
 
+// a write-back's place among the fill's staged write-backs: miss i's victim slot holds a row
+// (-1: a free slot), numbered in any order (each row is written to its own place in host memory)
+__global__ void cache_wbpos(int64_t n, const int32_t* __restrict__ victims, const uint32_t* __restrict__ srow,
+                            int32_t* wpos, int32_t* wn) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) wpos[i] = srow[victims[i]] != kFreeSlot ? atomicAdd(wn, 1) : -1;
+}
+
 // miss i (sorted) into slot victims[i] (or its own row without victims: a cache of every row): the
-// slot's old row written back to host memory (zero-copy writes), then the new row copied in from the
-// staged rows (gathered on the host, copied in by chunks; see CudaImpl::stage_w for their layout): its
-// weights from sg, its state from sx, or state0 (and zero second moments) for a fresh row
+// slot's old row staged for its write-back (at its place wpos[i]: its weights, then their first
+// moments, then their second moments, each of the DW weights; wrow: the row), then the new row copied
+// in from the staged rows (gathered on the host, copied in by chunks; see CudaImpl::stage_w for their
+// layout): its weights from sg, its state from sx, or state0 (and zero second moments) for a fresh row
 __global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const int32_t* __restrict__ victims,
                            const uint32_t* __restrict__ srow, int D, int WW, int XW, const float* __restrict__ sg,
                            const float* __restrict__ sx, float state0, float* ct, float* cm, float* cv, float* cw,
-                           float* cwm, float* cwv, float* ht, float* hm, float* hv, float* hw, float* hwm, float* hwv) {
+                           float* cwm, float* cwv, const int32_t* __restrict__ wpos, float* __restrict__ wst,
+                           uint32_t* __restrict__ wrow) {
   const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (t >= n * D) return;
   const int64_t i = t / D;
@@ -232,11 +244,25 @@ __global__ void cache_swap(int64_t n, const uint32_t* __restrict__ rows, const i
   const int64_t nw = rows[i];
   const int64_t slot = victims ? victims[i] : nw;
   const uint32_t o = srow[slot];
-  if (o != kFreeSlot) write_back(slot, o, D, d, ct, cm, cv, cw, cwm, cwv, ht, hm, hv, hw, hwm, hwv);
+  const int DW = cw ? D + 1 : D;  // a state row: first moments of the DW weights, then second moments
+  if (o != kFreeSlot) {
+    const int32_t p = wpos[i];
+    float* w = wst + (int64_t)p * (DW + XW);
+    w[d] = ct[slot * D + d];
+    w[DW + d] = cm[slot * D + d];
+    if (cv) w[2 * DW + d] = cv[slot * D + d];
+    if (d == 0) {
+      wrow[p] = o;
+      if (cw) {
+        w[D] = cw[slot];
+        w[DW + D] = cwm[slot];
+        if (cwv) w[2 * DW + D] = cwv[slot];
+      }
+    }
+  }
   const float* r = sg + i * WW;
   const int32_t xi = __float_as_int(r[WW - 1]);
   const float* x = xi >= 0 ? sx + (int64_t)xi * XW : nullptr;
-  const int DW = cw ? D + 1 : D;  // a state row: first moments of the DW weights, then second moments
   ct[slot * D + d] = r[d];
   cm[slot * D + d] = x ? x[d] : state0;
   if (cv) cv[slot * D + d] = x ? x[DW + d] : 0.f;
@@ -368,8 +394,11 @@ void CudaImpl::cache_release() {
   if (stage_h) cudaFreeHost(stage_h);
   if (miss_h) cudaFreeHost(miss_h);
   if (stage_d) cudaFree(stage_d);
+  if (wbx_d) cudaFree(wbx_d);
   stage_h = stage_d = nullptr;
   miss_h = nullptr;
+  wbx_d = nullptr;
+  wb_pending = false;
   stage_cap = 0;
   for (auto& e : fpe)
     if (e) {
@@ -398,9 +427,9 @@ static void fill_setup(CudaImpl& I) {
   CK(cudaEventCreateWithFlags(&I.st_now, cudaEventDisableTiming));
   CK(cudaEventCreateWithFlags(&I.st_cur, cudaEventDisableTiming));
   I.fcnt = dalloc<int32_t>(2, false);  // the walk's misses and hits; then the windows' cold and warm slots
-  I.dpcnt = dalloc<int32_t>(5 * (size_t)I.P, false);
+  I.dpcnt = dalloc<int32_t>(5 * (size_t)I.P + 1, false);
   I.dpoff = dalloc<int64_t>(2 * ((size_t)I.P + 1), false);
-  CK(cudaMallocHost(reinterpret_cast<void**>(&I.hpcnt), (2 + 2 * (size_t)I.P) * sizeof(int32_t)));
+  CK(cudaMallocHost(reinterpret_cast<void**>(&I.hpcnt), (3 + 2 * (size_t)I.P) * sizeof(int32_t)));
   CK(cudaMallocHost(reinterpret_cast<void**>(&I.hpoff), 2 * ((size_t)I.P + 1) * sizeof(int64_t)));
 }
 
@@ -447,6 +476,7 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
   const int mb = std::max(1, d.max_bag);
   const int64_t nid = B * S * mb;
   CK(cudaStreamSynchronize(fs));  // the buffers are free (the last fill is done)
+  cache_drain();                  // its write-backs in host memory before any row is read from it
   if (2 * nid > miss_cap) {  // the misses and their sorted copy, one allocation
     grow(miss, miss_cap, 2 * nid);
     miss_sorted = miss + nid;
@@ -502,18 +532,21 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
   if (m > 0) {
     int bits = 1;
     while ((int64_t(1) << bits) <= rows) ++bits;
-    const int WW = stage_w(), XW = stage_x();
-    if (m > stage_cap) {
+    const int WW = stage_w(), XW = stage_x(), WB = stage_wb();
+    if (m > stage_cap) {  // (no write-back is pending in them: the last fill's were drained above)
       if (stage_h) cudaFreeHost(stage_h);
       if (miss_h) cudaFreeHost(miss_h);
       if (stage_d) cudaFree(stage_d);
+      if (wbx_d) cudaFree(wbx_d);
       stage_cap = std::max<int64_t>(m + m / 4, 4096);
-      CK(cudaMallocHost(reinterpret_cast<void**>(&stage_h), (size_t)stage_cap * (WW + XW) * 4));
-      CK(cudaMallocHost(reinterpret_cast<void**>(&miss_h), (size_t)stage_cap * 4));
-      stage_d = dalloc<float>((size_t)stage_cap * (WW + XW), false);
+      CK(cudaMallocHost(reinterpret_cast<void**>(&stage_h), (size_t)stage_cap * (WW + XW + WB) * 4));
+      CK(cudaMallocHost(reinterpret_cast<void**>(&miss_h), (size_t)stage_cap * 2 * 4));
+      stage_d = dalloc<float>((size_t)stage_cap * (WW + XW + WB), false);
+      wbx_d = dalloc<int32_t>((size_t)stage_cap * 2, false);
     }
     float* const xs_h = stage_h + stage_cap * WW;
     float* const xs_d = stage_d + stage_cap * WW;
+    float* const wb_d = stage_d + stage_cap * (WW + XW);
     // per part, a window of its clock from its hand, wider than the slots no batch in flight reads
     // that it must hold (at most this fill's hits and, overlapping, the running step's rows are kept
     // besides the misses' victims), so that slots used since the hand last passed them can be kept;
@@ -656,12 +689,23 @@ bool CudaImpl::cache_fill(const k::DevData& d, const int64_t* order, int64_t b0,
     dmark(4);
     // the evictions' writes wait for every step that may still update a victim
     CK(cudaStreamWaitEvent(fs, write_after, 0));
+    // the victims' rows staged for their write-backs (copied back and written to host memory by the
+    // next fill or flush, cache_drain), then the new rows in
+    int32_t* const wpos = wbx_d;
+    uint32_t* const wrow = reinterpret_cast<uint32_t*>(wbx_d + stage_cap);
+    if (vic) {
+      CK(cudaMemsetAsync(dpcnt + 5 * P, 0, sizeof(int32_t), fs));
+      cache_wbpos<<<blocks_for(m), 256, 0, fs>>>(m, vic, slot_row, wpos, dpcnt + 5 * P);
+    }
     cache_swap<<<blocks_for(m * D), 256, 0, fs>>>(m, miss_sorted, vic, slot_row, D, WW, XW, stage_d, xs_d, state0, table,
-                                                   spm, spv, wtab, wspm, wspv, h_table, h_spm, h_spv, h_wtab, h_wspm,
-                                                   h_wspv);
+                                                   spm, spv, wtab, wspm, wspv, wpos, wb_d, wrow);
     CK(cudaGetLastError());
     cache_book<<<blocks_for(m), 256, 0, fs>>>(m, miss_sorted, vic, tick, dmap, slot_row, slot_tick, slot_pass, cache_wb);
     CK(cudaGetLastError());
+    if (vic) {
+      CK(cudaMemcpyAsync(hpcnt + 2 + 2 * P, dpcnt + 5 * P, sizeof(int32_t), cudaMemcpyDeviceToHost, fs));
+      wb_pending = true;
+    }
     dmark(5);
     if (prof) {
       CK(cudaEventSynchronize(fpe[5]));
@@ -699,9 +743,50 @@ std::string CudaImpl::cache_profile_take() {
   return b;
 }
 
+// the last fill's staged write-backs copied back and written to the store's rows on the host
+// model's threads (the fill stream is idle: each caller synchronised it)
+void CudaImpl::cache_drain() {
+  if (!wb_pending) return;
+  wb_pending = false;
+  const int64_t c = hpcnt[2 + 2 * P];
+  if (c <= 0) return;
+  const int WW = stage_w(), XW = stage_x(), WB = stage_wb(), DW = wide ? D + 1 : D;
+  float* const wb_h = stage_h + stage_cap * (WW + XW);
+  uint32_t* const wrow_h = miss_h + stage_cap;
+  CK(cudaMemcpyAsync(wb_h, stage_d + stage_cap * (WW + XW), (size_t)c * WB * 4, cudaMemcpyDeviceToHost, fs));
+  CK(cudaMemcpyAsync(wrow_h, wbx_d + stage_cap, (size_t)c * 4, cudaMemcpyDeviceToHost, fs));
+  CK(cudaStreamSynchronize(fs));
+  auto scatter = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t r = wrow_h[i];
+      const float* w = wb_h + i * WB;
+      std::memcpy(s_table + r * D, w, (size_t)D * 4);
+      std::memcpy(s_spm + r * D, w + DW, (size_t)D * 4);
+      if (adam) std::memcpy(s_spv + r * D, w + 2 * DW, (size_t)D * 4);
+      if (wide) {
+        s_wtab[r] = w[D];
+        s_wspm[r] = w[DW + D];
+        if (adam) s_wspv[r] = w[2 * DW + D];
+      }
+    }
+  };
+  const int T = fill_pool ? std::max(1, std::min<int>(fill_pool->size(), (int)(c / 1024) + 1)) : 1;
+  if (T > 1)
+    fill_pool->run([&](int t) {
+      if (t >= T) return;
+      int64_t i0 = 0, i1 = 0;
+      ThreadPool::range(c, t, T, i0, i1);
+      scatter(i0, i1);
+    });
+  else
+    scatter(0, c);
+}
+
 void CudaImpl::cache_flush(bool evict) {
   if (!cached || !h_table) return;
   if (fs) {
+    CK(cudaStreamSynchronize(fs));
+    cache_drain();
     CK(cudaEventRecord(fill_done, fs));
     CK(cudaStreamWaitEvent(st, fill_done, 0));
   }
@@ -743,6 +828,9 @@ void CudaImpl::scan_fresh() {
 void CudaImpl::cache_invalidate() {
   if (!cached) return;
   if (fs) CK(cudaStreamSynchronize(fs));
+  // the mirror was written and is the truth; every such write follows a flush, which drained the
+  // write-backs, so none is pending here
+  wb_pending = false;
   CK(cudaStreamSynchronize(st));
   CK(cudaMemsetAsync(dmap, 0xff, (size_t)rows * 4, st));
   CK(cudaMemsetAsync(slot_row, 0xff, (size_t)crows * 4, st));
