@@ -20,7 +20,7 @@ import {
 } from '@abacus/workflows';
 import { startApi, type ApiHandle } from '../../apps/api/src/bootstrap';
 import { startWorker } from '../../apps/worker/src/bootstrap';
-import { createTestEnv, waitUntil, type TestEnv } from '../support/test-env';
+import { createTestEnv, deleteQueueKeys, queueKeys, waitUntil, type TestEnv } from '../support/test-env';
 import { writeSmallCsv } from '../support/fixtures';
 import { apiClient } from '../support/http';
 import { startProcess } from '../support/processes';
@@ -449,6 +449,10 @@ describe('experiment lifecycle on BullMQ (real Postgres + Redis)', () => {
     } finally {
       await queue.obliterate({ force: true });
       await queue.close();
+      // the worker host's other queues under this prefix (outside the file's own, which its
+      // teardown removes) leave nothing behind either
+      await deleteQueueKeys(config);
     }
+    expect(await queueKeys(config)).toEqual([]);
   });
 });

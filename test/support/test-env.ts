@@ -74,7 +74,8 @@ export async function queueKeys(config: AppConfig): Promise<string[]> {
   }
 }
 
-async function deleteQueueKeys(config: AppConfig): Promise<void> {
+/** Removes every Redis key under the config's queue prefix (a test's own queues, at its end). */
+export async function deleteQueueKeys(config: AppConfig): Promise<void> {
   const redis = new IORedis(config.ABACUS_REDIS_URL);
   try {
     const keys = await redis.keys(`${config.ABACUS_QUEUE_PREFIX}:*`);
